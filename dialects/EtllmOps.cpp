@@ -1,0 +1,1077 @@
+//===- EtllmOps.cpp - etllm type inference and verifiers ------------------===//
+//
+// Result types are inferred from operands and attributes (ODS
+// InferTypeOpAdaptor); the verifiers here check only what inference cannot.
+//
+//===----------------------------------------------------------------------===//
+#include "etllm/Dialect/Etllm/EtllmOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::etllm;
+
+//===----------------------------------------------------------------------===//
+// Shape helpers
+//===----------------------------------------------------------------------===//
+
+static constexpr int64_t kDyn = ShapedType::kDynamic;
+
+static RankedTensorType tensorOf(Value v) {
+  return dyn_cast<RankedTensorType>(v.getType());
+}
+
+/// Resolves a possibly negative dimension index; fails for out-of-range.
+static FailureOr<int64_t> normalizeDim(int64_t dim, int64_t rank) {
+  int64_t d = dim < 0 ? dim + rank : dim;
+  if (d < 0 || d >= rank)
+    return failure();
+  return d;
+}
+
+/// Merges two sizes that must agree; dynamic gives way to static.
+static FailureOr<int64_t> mergeDim(int64_t a, int64_t b) {
+  if (ShapedType::isDynamic(a))
+    return b;
+  if (ShapedType::isDynamic(b) || a == b)
+    return a;
+  return failure();
+}
+
+/// NumPy broadcasting of two shapes (right-aligned).
+static FailureOr<SmallVector<int64_t>> broadcast(ArrayRef<int64_t> a,
+                                                 ArrayRef<int64_t> b) {
+  size_t rank = std::max(a.size(), b.size());
+  SmallVector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da == 1)
+      out[i] = db;
+    else if (db == 1)
+      out[i] = da;
+    else if (ShapedType::isDynamic(da))
+      out[i] = db;
+    else if (ShapedType::isDynamic(db) || da == db)
+      out[i] = da;
+    else
+      return failure();
+  }
+  return out;
+}
+
+static std::string shapeStr(ArrayRef<int64_t> shape) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << '[';
+  llvm::interleaveComma(shape, os, [&](int64_t d) {
+    if (ShapedType::isDynamic(d))
+      os << '?';
+    else
+      os << d;
+  });
+  os << ']';
+  return s;
+}
+
+/// Two tensor types are compatible when element types and ranks agree and
+/// every dimension agrees or one side is dynamic: a printed result type may
+/// be more precise than the inferred one.
+static bool compatibleTypes(TypeRange lhs, TypeRange rhs) {
+  if (lhs.size() != rhs.size())
+    return false;
+  for (auto [l, r] : llvm::zip(lhs, rhs)) {
+    if (l == r)
+      continue;
+    auto lt = dyn_cast<RankedTensorType>(l);
+    auto rt = dyn_cast<RankedTensorType>(r);
+    if (!lt || !rt || lt.getElementType() != rt.getElementType() ||
+        lt.getRank() != rt.getRank())
+      return false;
+    for (auto [a, b] : llvm::zip(lt.getShape(), rt.getShape()))
+      if (failed(mergeDim(a, b)))
+        return false;
+  }
+  return true;
+}
+
+#define ETLLM_COMPATIBLE_RETURN_TYPES(OP)                                      \
+  bool OP::isCompatibleReturnTypes(TypeRange l, TypeRange r) {                 \
+    return compatibleTypes(l, r);                                              \
+  }
+
+/// Emits an error at `loc` (when known) and fails.
+template <typename... Args>
+static LogicalResult fail(std::optional<Location> loc, Args &&...args) {
+  if (loc) {
+    InFlightDiagnostic diag = mlir::emitError(*loc);
+    (diag << ... << std::forward<Args>(args));
+  }
+  return failure();
+}
+
+//===----------------------------------------------------------------------===//
+// Parameters, buffers, constants
+//===----------------------------------------------------------------------===//
+
+LogicalResult ParameterOp::verify() {
+  Type type = getType();
+  if (auto tensor = dyn_cast<RankedTensorType>(type)) {
+    if (!tensor.hasStaticShape())
+      return emitOpError("parameter type must have a static shape, got ")
+             << type;
+  }
+  if (std::optional<ElementsAttr> value = getValue()) {
+    auto valueType = cast<ShapedType>(value->getType());
+    if (auto qweight = dyn_cast<QWeightType>(type)) {
+      if (valueType.getShape() != qweight.getShape() ||
+          !isa<FloatType>(valueType.getElementType()))
+        return emitOpError("inline value of a quantized parameter must be a "
+                           "float tensor of shape ")
+               << shapeStr(qweight.getShape());
+    } else if (valueType != type) {
+      return emitOpError("inline value type ")
+             << valueType << " does not match the parameter type " << type;
+    }
+    if (getSource())
+      return emitOpError("has both an inline value and a checkpoint source");
+  }
+  if (std::optional<int64_t> heads = getQkPermuteHeads()) {
+    ArrayRef<int64_t> shape =
+        isa<QWeightType>(type) ? cast<QWeightType>(type).getShape()
+                               : cast<RankedTensorType>(type).getShape();
+    if (*heads <= 0 || shape.empty() || shape[0] % (2 * *heads) != 0)
+      return emitOpError("qk_permute_heads ")
+             << *heads << " must divide the rows " << shape.front()
+             << " into heads of even size";
+  }
+  return success();
+}
+
+template <typename DeclOp>
+static FailureOr<DeclOp> lookupDecl(Operation *user,
+                                    SymbolTableCollection &symbols,
+                                    FlatSymbolRefAttr name, StringRef what) {
+  auto decl = symbols.lookupNearestSymbolFrom<DeclOp>(user, name);
+  if (!decl) {
+    user->emitOpError("refers to unknown ") << what << " " << name;
+    return failure();
+  }
+  return decl;
+}
+
+LogicalResult
+ParameterGetOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  FailureOr<ParameterOp> decl =
+      lookupDecl<ParameterOp>(*this, symbols, getNameAttr(), "parameter");
+  if (failed(decl))
+    return failure();
+  if (decl->getType() != getType())
+    return emitOpError("result type ")
+           << getType() << " does not match parameter type "
+           << decl->getType();
+  return success();
+}
+
+LogicalResult BufferOp::verify() {
+  auto tensor = cast<RankedTensorType>(getType());
+  if (!tensor.hasStaticShape())
+    return emitOpError("buffer type must have a static shape, got ") << tensor;
+  return success();
+}
+
+LogicalResult BufferReadOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  FailureOr<BufferOp> decl =
+      lookupDecl<BufferOp>(*this, symbols, getNameAttr(), "buffer");
+  if (failed(decl))
+    return failure();
+  if (decl->getType() != getType())
+    return emitOpError("result type ")
+           << getType() << " does not match buffer type " << decl->getType();
+  return success();
+}
+
+LogicalResult BufferWriteOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  FailureOr<BufferOp> decl =
+      lookupDecl<BufferOp>(*this, symbols, getNameAttr(), "buffer");
+  if (failed(decl))
+    return failure();
+  if (decl->getType() != getValue().getType())
+    return emitOpError("value type ")
+           << getValue().getType() << " does not match buffer type "
+           << decl->getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Element-wise
+//===----------------------------------------------------------------------===//
+
+template <typename Adaptor>
+static LogicalResult inferBinary(std::optional<Location> loc, Adaptor adaptor,
+                                 Type resultElement,
+                                 SmallVectorImpl<Type> &inferred) {
+  auto lhs = tensorOf(adaptor.getLhs());
+  auto rhs = tensorOf(adaptor.getRhs());
+  if (!lhs || !rhs)
+    return failure();
+  if (lhs.getElementType() != rhs.getElementType())
+    return fail(loc, "operand element types differ: ", lhs.getElementType(),
+                " vs ", rhs.getElementType());
+  auto shape = broadcast(lhs.getShape(), rhs.getShape());
+  if (failed(shape))
+    return fail(loc, "shapes ", shapeStr(lhs.getShape()), " and ",
+                shapeStr(rhs.getShape()), " do not broadcast");
+  inferred.push_back(RankedTensorType::get(
+      *shape, resultElement ? resultElement : lhs.getElementType()));
+  return success();
+}
+
+#define ETLLM_BINARY_INFER(OP, ELEMENT)                                        \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,      \
+      SmallVectorImpl<Type> &inferred) {                                       \
+    return inferBinary(loc, adaptor, ELEMENT, inferred);                       \
+  }                                                                            \
+  ETLLM_COMPATIBLE_RETURN_TYPES(OP)
+
+ETLLM_BINARY_INFER(AddOp, Type())
+ETLLM_BINARY_INFER(SubOp, Type())
+ETLLM_BINARY_INFER(MulOp, Type())
+ETLLM_BINARY_INFER(DivOp, Type())
+ETLLM_BINARY_INFER(PowOp, Type())
+ETLLM_BINARY_INFER(MaximumOp, Type())
+ETLLM_BINARY_INFER(MinimumOp, Type())
+ETLLM_BINARY_INFER(LogicalAndOp, Type())
+ETLLM_BINARY_INFER(LogicalOrOp, Type())
+ETLLM_BINARY_INFER(EqOp, IntegerType::get(context, 1))
+ETLLM_BINARY_INFER(NeOp, IntegerType::get(context, 1))
+ETLLM_BINARY_INFER(LtOp, IntegerType::get(context, 1))
+ETLLM_BINARY_INFER(LeOp, IntegerType::get(context, 1))
+ETLLM_BINARY_INFER(GtOp, IntegerType::get(context, 1))
+ETLLM_BINARY_INFER(GeOp, IntegerType::get(context, 1))
+
+LogicalResult WhereOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  auto c = tensorOf(adaptor.getCondition());
+  auto t = tensorOf(adaptor.getOnTrue());
+  auto f = tensorOf(adaptor.getOnFalse());
+  if (t.getElementType() != f.getElementType())
+    return fail(loc, "on_true and on_false element types differ: ",
+                t.getElementType(), " vs ", f.getElementType());
+  auto s1 = broadcast(c.getShape(), t.getShape());
+  FailureOr<SmallVector<int64_t>> s2 =
+      succeeded(s1) ? broadcast(*s1, f.getShape()) : s1;
+  if (failed(s2))
+    return fail(loc, "shapes ", shapeStr(c.getShape()), ", ",
+                shapeStr(t.getShape()), " and ", shapeStr(f.getShape()),
+                " do not broadcast");
+  inferred.push_back(RankedTensorType::get(*s2, t.getElementType()));
+  return success();
+}
+ETLLM_COMPATIBLE_RETURN_TYPES(WhereOp)
+
+LogicalResult
+MaskedFillOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                               Adaptor adaptor,
+                               SmallVectorImpl<Type> &inferred) {
+  auto in = tensorOf(adaptor.getInput());
+  auto mask = tensorOf(adaptor.getMask());
+  auto shape = broadcast(in.getShape(), mask.getShape());
+  if (failed(shape) || shape->size() != size_t(in.getRank()))
+    return fail(loc, "mask shape ", shapeStr(mask.getShape()),
+                " does not broadcast to the input shape ",
+                shapeStr(in.getShape()));
+  inferred.push_back(RankedTensorType::get(*shape, in.getElementType()));
+  return success();
+}
+ETLLM_COMPATIBLE_RETURN_TYPES(MaskedFillOp)
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+template <typename Adaptor>
+static LogicalResult inferReduce(std::optional<Location> loc, Adaptor adaptor,
+                                 SmallVectorImpl<Type> &inferred) {
+  auto in = tensorOf(adaptor.getInput());
+  int64_t rank = in.getRank();
+  llvm::SmallSet<int64_t, 4> reduced;
+  for (int64_t d : adaptor.getDims()) {
+    FailureOr<int64_t> nd = normalizeDim(d, rank);
+    if (failed(nd))
+      return fail(loc, "dimension ", d, " is out of range for rank ", rank);
+    if (!reduced.insert(*nd).second)
+      return fail(loc, "dimension ", d, " is reduced twice");
+  }
+  if (reduced.empty())
+    return fail(loc, "expected at least one dimension to reduce");
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (!reduced.contains(i))
+      shape.push_back(in.getDimSize(i));
+    else if (adaptor.getKeepdim())
+      shape.push_back(1);
+  }
+  inferred.push_back(RankedTensorType::get(shape, in.getElementType()));
+  return success();
+}
+
+#define ETLLM_REDUCE_INFER(OP)                                                 \
+  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
+                                     std::optional<Location> loc,              \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &inferred) {        \
+    return inferReduce(loc, adaptor, inferred);                                \
+  }                                                                            \
+  ETLLM_COMPATIBLE_RETURN_TYPES(OP)
+
+ETLLM_REDUCE_INFER(SumOp)
+ETLLM_REDUCE_INFER(MeanOp)
+ETLLM_REDUCE_INFER(AmaxOp)
+
+LogicalResult SoftmaxOp::verify() {
+  if (failed(normalizeDim(getDim(), getType().getRank())))
+    return emitOpError("dimension ")
+           << getDim() << " is out of range for rank " << getType().getRank();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra and lookups
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  auto a = tensorOf(adaptor.getLhs());
+  auto b = tensorOf(adaptor.getRhs());
+  if (a.getRank() < 2 || b.getRank() < 2)
+    return fail(loc, "operands must have rank >= 2");
+  if (a.getElementType() != b.getElementType())
+    return fail(loc, "operand element types differ: ", a.getElementType(),
+                " vs ", b.getElementType());
+  ArrayRef<int64_t> as = a.getShape(), bs = b.getShape();
+  if (failed(mergeDim(as.back(), bs[bs.size() - 2])))
+    return fail(loc, "contracting dimensions differ: ", shapeStr(as), " x ",
+                shapeStr(bs));
+  auto batch = broadcast(as.drop_back(2), bs.drop_back(2));
+  if (failed(batch))
+    return fail(loc, "batch dimensions of ", shapeStr(as), " and ",
+                shapeStr(bs), " do not broadcast");
+  SmallVector<int64_t> shape = *batch;
+  shape.push_back(as[as.size() - 2]);
+  shape.push_back(bs.back());
+  inferred.push_back(RankedTensorType::get(shape, a.getElementType()));
+  return success();
+}
+ETLLM_COMPATIBLE_RETURN_TYPES(MatmulOp)
+
+LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  auto x = tensorOf(adaptor.getInput());
+  auto w = tensorOf(adaptor.getWeight());
+  if (x.getRank() < 1 || w.getRank() != 2)
+    return fail(loc, "expected input of rank >= 1 and a weight of rank 2");
+  if (x.getElementType() != w.getElementType())
+    return fail(loc, "input and weight element types differ: ",
+                x.getElementType(), " vs ", w.getElementType());
+  if (failed(mergeDim(x.getShape().back(), w.getDimSize(1))))
+    return fail(loc, "input features ", x.getShape().back(),
+                " do not match weight ", shapeStr(w.getShape()));
+  if (Value bias = adaptor.getBias()) {
+    auto b = tensorOf(bias);
+    if (b.getRank() != 1 || failed(mergeDim(b.getDimSize(0), w.getDimSize(0))))
+      return fail(loc, "bias shape ", shapeStr(b.getShape()),
+                  " does not match the ", w.getDimSize(0), " output features");
+    if (b.getElementType() != x.getElementType())
+      return fail(loc, "bias element type ", b.getElementType(),
+                  " differs from the input's");
+  }
+  SmallVector<int64_t> shape(x.getShape());
+  shape.back() = w.getDimSize(0);
+  inferred.push_back(RankedTensorType::get(shape, x.getElementType()));
+  return success();
+}
+ETLLM_COMPATIBLE_RETURN_TYPES(LinearOp)
+
+LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  auto w = tensorOf(adaptor.getWeight());
+  auto idx = tensorOf(adaptor.getIndices());
+  if (w.getRank() != 2)
+    return fail(loc, "embedding table must have rank 2, got ", w.getRank());
+  SmallVector<int64_t> shape(idx.getShape());
+  shape.push_back(w.getDimSize(1));
+  inferred.push_back(RankedTensorType::get(shape, w.getElementType()));
+  return success();
+}
+ETLLM_COMPATIBLE_RETURN_TYPES(EmbeddingOp)
+
+//===----------------------------------------------------------------------===//
+// Tensor creation
+//===----------------------------------------------------------------------===//
+
+LogicalResult ArangeOp::verify() {
+  auto type = cast<RankedTensorType>(getType());
+  if (getStep() == 0)
+    return emitOpError("step must not be zero");
+  int64_t span = getEnd() - getStart();
+  int64_t step = getStep();
+  int64_t count = (span > 0) == (step > 0) && span != 0
+                      ? (span + step + (step > 0 ? -1 : 1)) / step
+                      : 0;
+  if (type.getRank() != 1 || type.getDimSize(0) != count)
+    return emitOpError("result must be tensor<") << count << "x...>, got "
+                                                  << type;
+  return success();
+}
+
+LogicalResult FullOp::verify() {
+  if (!cast<RankedTensorType>(getType()).hasStaticShape())
+    return emitOpError("result must have a static shape (use full_like for "
+                       "a dynamic one)");
+  return success();
+}
+
+LogicalResult TriuOp::verify() {
+  if (cast<RankedTensorType>(getType()).getRank() < 2)
+    return emitOpError("input must have rank >= 2");
+  return success();
+}
+
+LogicalResult TrilOp::verify() {
+  if (cast<RankedTensorType>(getType()).getRank() < 2)
+    return emitOpError("input must have rank >= 2");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Shape manipulation
+//===----------------------------------------------------------------------===//
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  auto in = tensorOf(adaptor.getInput());
+  auto d0 = normalizeDim(adaptor.getDim0(), in.getRank());
+  auto d1 = normalizeDim(adaptor.getDim1(), in.getRank());
+  if (failed(d0) || failed(d1))
+    return fail(loc, "dimensions ", adaptor.getDim0(), ", ", adaptor.getDim1(),
+                " are out of range for rank ", in.getRank());
+  SmallVector<int64_t> shape(in.getShape());
+  std::swap(shape[*d0], shape[*d1]);
+  inferred.push_back(RankedTensorType::get(shape, in.getElementType()));
+  return success();
+}
+ETLLM_COMPATIBLE_RETURN_TYPES(TransposeOp)
+
+LogicalResult PermuteOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  auto in = tensorOf(adaptor.getInput());
+  ArrayRef<int64_t> dims = adaptor.getDims();
+  if (int64_t(dims.size()) != in.getRank())
+    return fail(loc, "permutation has ", dims.size(),
+                " entries for an input of rank ", in.getRank());
+  SmallVector<bool> seen(in.getRank(), false);
+  SmallVector<int64_t> shape;
+  for (int64_t d : dims) {
+    FailureOr<int64_t> nd = normalizeDim(d, in.getRank());
+    if (failed(nd) || seen[*nd])
+      return fail(loc, "dims ", shapeStr(dims), " are not a permutation");
+    seen[*nd] = true;
+    shape.push_back(in.getDimSize(*nd));
+  }
+  inferred.push_back(RankedTensorType::get(shape, in.getElementType()));
+  return success();
+}
+ETLLM_COMPATIBLE_RETURN_TYPES(PermuteOp)
+
+LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  auto in = tensorOf(adaptor.getInput());
+  ArrayRef<int64_t> target = adaptor.getShape();
+  int64_t inferIndex = -1;
+  int64_t known = 1;
+  for (auto [i, d] : llvm::enumerate(target)) {
+    if (d == -1) {
+      if (inferIndex >= 0)
+        return fail(loc, "shape ", shapeStr(target), " has more than one -1");
+      inferIndex = i;
+    } else if (d < 0) {
+      return fail(loc, "invalid size ", d, " in shape");
+    } else {
+      known *= d;
+    }
+  }
+  SmallVector<int64_t> shape(target);
+  if (in.hasStaticShape()) {
+    int64_t numel = in.getNumElements();
+    if (inferIndex >= 0) {
+      if (known == 0 || numel % known != 0)
+        return fail(loc, "cannot reshape ", shapeStr(in.getShape()), " to ",
+                    shapeStr(target));
+      shape[inferIndex] = numel / known;
+    } else if (known != numel) {
+      return fail(loc, "cannot reshape ", shapeStr(in.getShape()), " (",
+                  numel, " elements) to ", shapeStr(target));
+    }
+  } else {
+    if (inferIndex < 0)
+      return fail(loc, "reshape of a dynamic shape needs one -1 in ",
+                  shapeStr(target));
+    shape[inferIndex] = kDyn;
+  }
+  inferred.push_back(RankedTensorType::get(shape, in.getElementType()));
+  return success();
+}
+ETLLM_COMPATIBLE_RETURN_TYPES(ReshapeOp)
+
+LogicalResult UnsqueezeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  auto in = tensorOf(adaptor.getInput());
+  FailureOr<int64_t> d = normalizeDim(adaptor.getDim(), in.getRank() + 1);
+  if (failed(d))
+    return fail(loc, "dimension ", adaptor.getDim(),
+                " is out of range for rank ", in.getRank() + 1);
+  SmallVector<int64_t> shape(in.getShape());
+  shape.insert(shape.begin() + *d, 1);
+  inferred.push_back(RankedTensorType::get(shape, in.getElementType()));
+  return success();
+}
+ETLLM_COMPATIBLE_RETURN_TYPES(UnsqueezeOp)
+
+LogicalResult SqueezeOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  auto in = tensorOf(adaptor.getInput());
+  FailureOr<int64_t> d = normalizeDim(adaptor.getDim(), in.getRank());
+  if (failed(d))
+    return fail(loc, "dimension ", adaptor.getDim(),
+                " is out of range for rank ", in.getRank());
+  if (in.getDimSize(*d) != 1 && !in.isDynamicDim(*d))
+    return fail(loc, "dimension ", adaptor.getDim(), " has size ",
+                in.getDimSize(*d), ", not 1");
+  SmallVector<int64_t> shape(in.getShape());
+  shape.erase(shape.begin() + *d);
+  inferred.push_back(RankedTensorType::get(shape, in.getElementType()));
+  return success();
+}
+ETLLM_COMPATIBLE_RETURN_TYPES(SqueezeOp)
+
+LogicalResult ExpandOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  auto in = tensorOf(adaptor.getInput());
+  ArrayRef<int64_t> target = adaptor.getShape();
+  int64_t extra = int64_t(target.size()) - in.getRank();
+  if (extra < 0)
+    return fail(loc, "expand shape ", shapeStr(target),
+                " has fewer dimensions than the input ",
+                shapeStr(in.getShape()));
+  SmallVector<int64_t> shape;
+  for (auto [i, t] : llvm::enumerate(target)) {
+    if (int64_t(i) < extra) {
+      if (t < 0)
+        return fail(loc, "new leading dimension ", i, " cannot be -1");
+      shape.push_back(t);
+      continue;
+    }
+    int64_t d = in.getDimSize(i - extra);
+    if (t == -1) {
+      shape.push_back(d);
+    } else if (t < 0) {
+      return fail(loc, "invalid size ", t, " in expand shape");
+    } else if (d == 1 || ShapedType::isDynamic(d) || d == t) {
+      shape.push_back(t);
+    } else {
+      return fail(loc, "cannot expand dimension of size ", d, " to ", t);
+    }
+  }
+  inferred.push_back(RankedTensorType::get(shape, in.getElementType()));
+  return success();
+}
+ETLLM_COMPATIBLE_RETURN_TYPES(ExpandOp)
+
+/// The length of a PyTorch slice of a dimension of size `size` (may be
+/// dynamic: then only a few cases are statically known).
+static int64_t sliceLength(int64_t size, int64_t start, int64_t end,
+                           int64_t step) {
+  if (ShapedType::isDynamic(size)) {
+    // x[-1:] of a non-empty dynamic dimension (sequence lengths are >= 1).
+    if (start == -1 && end >= std::numeric_limits<int64_t>::max() / 2 &&
+        step == 1)
+      return 1;
+    return kDyn;
+  }
+  auto clamp = [&](int64_t v) {
+    if (v < 0)
+      v += size;
+    return std::clamp<int64_t>(v, 0, size);
+  };
+  int64_t s = clamp(start), e = clamp(end);
+  if (e <= s)
+    return 0;
+  return (e - s + step - 1) / step;
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  auto in = tensorOf(adaptor.getInput());
+  FailureOr<int64_t> d = normalizeDim(adaptor.getDim(), in.getRank());
+  if (failed(d))
+    return fail(loc, "dimension ", adaptor.getDim(),
+                " is out of range for rank ", in.getRank());
+  if (adaptor.getStep() <= 0)
+    return fail(loc, "step must be positive, got ", adaptor.getStep());
+  SmallVector<int64_t> shape(in.getShape());
+  shape[*d] = sliceLength(shape[*d], adaptor.getStart(), adaptor.getEnd(),
+                          adaptor.getStep());
+  inferred.push_back(RankedTensorType::get(shape, in.getElementType()));
+  return success();
+}
+ETLLM_COMPATIBLE_RETURN_TYPES(SliceOp)
+
+LogicalResult CatOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &inferred) {
+  if (adaptor.getInputs().empty())
+    return fail(loc, "expected at least one input");
+  auto first = tensorOf(adaptor.getInputs().front());
+  FailureOr<int64_t> d = normalizeDim(adaptor.getDim(), first.getRank());
+  if (failed(d))
+    return fail(loc, "dimension ", adaptor.getDim(),
+                " is out of range for rank ", first.getRank());
+  SmallVector<int64_t> shape(first.getShape());
+  for (Value v : adaptor.getInputs().drop_front()) {
+    auto t = tensorOf(v);
+    if (t.getRank() != first.getRank() ||
+        t.getElementType() != first.getElementType())
+      return fail(loc, "inputs must have the same rank and element type");
+    for (int64_t i = 0; i < t.getRank(); ++i) {
+      if (i == *d) {
+        shape[i] = ShapedType::isDynamic(shape[i]) || t.isDynamicDim(i)
+                       ? kDyn
+                       : shape[i] + t.getDimSize(i);
+        continue;
+      }
+      FailureOr<int64_t> m = mergeDim(shape[i], t.getDimSize(i));
+      if (failed(m))
+        return fail(loc, "input shapes ", shapeStr(first.getShape()), " and ",
+                    shapeStr(t.getShape()), " differ outside dimension ", *d);
+      shape[i] = *m;
+    }
+  }
+  inferred.push_back(RankedTensorType::get(shape, first.getElementType()));
+  return success();
+}
+ETLLM_COMPATIBLE_RETURN_TYPES(CatOp)
+
+LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  auto in = tensorOf(adaptor.getInput());
+  FailureOr<int64_t> d = normalizeDim(adaptor.getDim(), in.getRank());
+  if (failed(d))
+    return fail(loc, "dimension ", adaptor.getDim(),
+                " is out of range for rank ", in.getRank());
+  int64_t total = 0;
+  for (int64_t s : adaptor.getSizes()) {
+    if (s < 0)
+      return fail(loc, "split sizes must be non-negative");
+    total += s;
+  }
+  if (!in.isDynamicDim(*d) && total != in.getDimSize(*d))
+    return fail(loc, "split sizes ", shapeStr(adaptor.getSizes()), " sum to ",
+                total, ", not the dimension size ", in.getDimSize(*d));
+  for (int64_t s : adaptor.getSizes()) {
+    SmallVector<int64_t> shape(in.getShape());
+    shape[*d] = s;
+    inferred.push_back(RankedTensorType::get(shape, in.getElementType()));
+  }
+  return success();
+}
+ETLLM_COMPATIBLE_RETURN_TYPES(SplitOp)
+
+LogicalResult
+IndexSelectOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                Adaptor adaptor,
+                                SmallVectorImpl<Type> &inferred) {
+  auto in = tensorOf(adaptor.getInput());
+  auto idx = tensorOf(adaptor.getIndex());
+  FailureOr<int64_t> d = normalizeDim(adaptor.getDim(), in.getRank());
+  if (failed(d))
+    return fail(loc, "dimension ", adaptor.getDim(),
+                " is out of range for rank ", in.getRank());
+  if (idx.getRank() != 1)
+    return fail(loc, "index must have rank 1, got ", idx.getRank());
+  SmallVector<int64_t> shape(in.getShape());
+  shape[*d] = idx.getDimSize(0);
+  inferred.push_back(RankedTensorType::get(shape, in.getElementType()));
+  return success();
+}
+ETLLM_COMPATIBLE_RETURN_TYPES(IndexSelectOp)
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  auto in = tensorOf(adaptor.getInput());
+  auto idx = tensorOf(adaptor.getIndex());
+  if (failed(normalizeDim(adaptor.getDim(), in.getRank())))
+    return fail(loc, "dimension ", adaptor.getDim(),
+                " is out of range for rank ", in.getRank());
+  if (idx.getRank() != in.getRank())
+    return fail(loc, "index rank ", idx.getRank(),
+                " differs from the input rank ", in.getRank());
+  inferred.push_back(RankedTensorType::get(idx.getShape(), in.getElementType()));
+  return success();
+}
+ETLLM_COMPATIBLE_RETURN_TYPES(GatherOp)
+
+/// Shared by index_copy and index_put: `source` is `input` with dimension
+/// `dim` replaced by the index length.
+static LogicalResult inferIndexWrite(std::optional<Location> loc,
+                                     RankedTensorType in,
+                                     RankedTensorType idx,
+                                     RankedTensorType src, int64_t dim,
+                                     SmallVectorImpl<Type> &inferred) {
+  FailureOr<int64_t> d = normalizeDim(dim, in.getRank());
+  if (failed(d))
+    return fail(loc, "dimension ", dim, " is out of range for rank ",
+                in.getRank());
+  if (idx.getRank() != 1)
+    return fail(loc, "index must have rank 1, got ", idx.getRank());
+  if (src.getRank() != in.getRank() ||
+      src.getElementType() != in.getElementType())
+    return fail(loc, "source must have the input's rank and element type");
+  for (int64_t i = 0; i < in.getRank(); ++i) {
+    int64_t expected = i == *d ? idx.getDimSize(0) : in.getDimSize(i);
+    if (failed(mergeDim(expected, src.getDimSize(i))))
+      return fail(loc, "source shape ", shapeStr(src.getShape()),
+                  " does not match input ", shapeStr(in.getShape()),
+                  " with dimension ", *d, " indexed by ",
+                  shapeStr(idx.getShape()));
+  }
+  inferred.push_back(in);
+  return success();
+}
+
+LogicalResult IndexCopyOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  return inferIndexWrite(loc, tensorOf(adaptor.getInput()),
+                         tensorOf(adaptor.getIndex()),
+                         tensorOf(adaptor.getSource()), adaptor.getDim(),
+                         inferred);
+}
+ETLLM_COMPATIBLE_RETURN_TYPES(IndexCopyOp)
+
+LogicalResult IndexPutOp::inferReturnTypes(MLIRContext *,
+                                           std::optional<Location> loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &inferred) {
+  return inferIndexWrite(loc, tensorOf(adaptor.getInput()),
+                         tensorOf(adaptor.getIndex()),
+                         tensorOf(adaptor.getValues()), adaptor.getDim(),
+                         inferred);
+}
+ETLLM_COMPATIBLE_RETURN_TYPES(IndexPutOp)
+
+//===----------------------------------------------------------------------===//
+// Level B
+//===----------------------------------------------------------------------===//
+
+static LogicalResult checkNormParam(std::optional<Location> loc, Value param,
+                                    RankedTensorType in, StringRef what) {
+  if (!param)
+    return success();
+  auto t = tensorOf(param);
+  if (t.getRank() != 1 || failed(mergeDim(t.getDimSize(0), in.getShape().back())))
+    return fail(loc, what, " shape ", shapeStr(t.getShape()),
+                " does not match the normalized dimension ",
+                in.getShape().back());
+  if (t.getElementType() != in.getElementType())
+    return fail(loc, what, " element type ", t.getElementType(),
+                " differs from the input's ", in.getElementType());
+  return success();
+}
+
+LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  auto in = tensorOf(adaptor.getInput());
+  if (in.getRank() < 1)
+    return fail(loc, "input must have rank >= 1");
+  if (failed(checkNormParam(loc, adaptor.getWeight(), in, "weight")))
+    return failure();
+  if (adaptor.getEps().convertToDouble() < 0)
+    return fail(loc, "eps must be non-negative");
+  inferred.push_back(in);
+  return success();
+}
+ETLLM_COMPATIBLE_RETURN_TYPES(RmsNormOp)
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  auto in = tensorOf(adaptor.getInput());
+  if (in.getRank() < 1)
+    return fail(loc, "input must have rank >= 1");
+  if (failed(checkNormParam(loc, adaptor.getWeight(), in, "weight")) ||
+      failed(checkNormParam(loc, adaptor.getBias(), in, "bias")))
+    return failure();
+  inferred.push_back(in);
+  return success();
+}
+ETLLM_COMPATIBLE_RETURN_TYPES(LayerNormOp)
+
+LogicalResult RopeOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &inferred) {
+  auto in = tensorOf(adaptor.getInput());
+  auto pos = tensorOf(adaptor.getPositions());
+  auto freq = tensorOf(adaptor.getInvFreq());
+  if (in.getRank() != 4)
+    return fail(loc, "input must be [batch, heads, seq, head_dim], got rank ",
+                in.getRank());
+  if (pos.getRank() != 1 || failed(mergeDim(pos.getDimSize(0), in.getDimSize(2))))
+    return fail(loc, "positions ", shapeStr(pos.getShape()),
+                " must be [seq] with seq = ", in.getDimSize(2));
+  if (freq.getRank() != 1 || freq.isDynamicDim(0))
+    return fail(loc, "inv_freq must be a static 1-D tensor");
+  int64_t headDim = in.getDimSize(3);
+  if (!ShapedType::isDynamic(headDim) && 2 * freq.getDimSize(0) > headDim)
+    return fail(loc, "inv_freq has ", freq.getDimSize(0),
+                " frequencies, more than half the head dimension ", headDim);
+  inferred.push_back(in);
+  return success();
+}
+ETLLM_COMPATIBLE_RETURN_TYPES(RopeOp)
+
+LogicalResult SdpaOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &inferred) {
+  auto q = tensorOf(adaptor.getQuery());
+  auto k = tensorOf(adaptor.getKey());
+  auto v = tensorOf(adaptor.getValue());
+  if (q.getRank() != 4 || k.getRank() != 4 || v.getRank() != 4)
+    return fail(loc, "query, key and value must be [batch, heads, seq, dim]");
+  if (q.getElementType() != k.getElementType() ||
+      q.getElementType() != v.getElementType())
+    return fail(loc, "query, key and value element types differ");
+  inferred.push_back(RankedTensorType::get(
+      {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2), v.getDimSize(3)},
+      q.getElementType()));
+  return success();
+}
+ETLLM_COMPATIBLE_RETURN_TYPES(SdpaOp)
+
+LogicalResult SdpaOp::verify() {
+  auto q = getQuery().getType(), k = getKey().getType(),
+       v = getValue().getType();
+  if (q.getRank() != 4 || k.getRank() != 4 || v.getRank() != 4)
+    return emitOpError("query, key and value must be [batch, heads, seq, dim]");
+  if (failed(mergeDim(q.getDimSize(3), k.getDimSize(3))))
+    return emitOpError("query head dim ")
+           << q.getDimSize(3) << " differs from the key head dim "
+           << k.getDimSize(3);
+  if (failed(mergeDim(k.getDimSize(1), v.getDimSize(1))) ||
+      failed(mergeDim(k.getDimSize(2), v.getDimSize(2))))
+    return emitOpError("key ") << shapeStr(k.getShape())
+                               << " and value " << shapeStr(v.getShape())
+                               << " differ in heads or length";
+  if (failed(mergeDim(q.getDimSize(0), k.getDimSize(0))))
+    return emitOpError("query and key batch sizes differ");
+  int64_t h = q.getDimSize(1), hkv = k.getDimSize(1);
+  if (!ShapedType::isDynamic(h) && !ShapedType::isDynamic(hkv) &&
+      (hkv == 0 || h % hkv != 0))
+    return emitOpError("query heads ")
+           << h << " are not a multiple of the key/value heads " << hkv;
+  if (Value mask = getMask()) {
+    auto m = cast<RankedTensorType>(mask.getType());
+    SmallVector<int64_t> scores = {q.getDimSize(0), h, q.getDimSize(2),
+                                   k.getDimSize(2)};
+    bool ok = m.getRank() <= 4;
+    for (int64_t i = 0; ok && i < m.getRank(); ++i) {
+      int64_t md = m.getDimSize(m.getRank() - 1 - i);
+      int64_t sd = scores[3 - i];
+      ok = md == 1 || succeeded(mergeDim(md, sd));
+    }
+    if (!ok)
+      return emitOpError("mask ")
+             << shapeStr(m.getShape()) << " does not broadcast to the scores "
+             << shapeStr(scores);
+  }
+  if (Value pos = getPositions()) {
+    auto p = cast<RankedTensorType>(pos.getType());
+    if (p.getRank() != 1 || failed(mergeDim(p.getDimSize(0), q.getDimSize(2))))
+      return emitOpError("positions ")
+             << shapeStr(p.getShape()) << " must be [seq] with seq = "
+             << q.getDimSize(2);
+    if (!getCausal())
+      return emitOpError("positions are only meaningful with causal");
+  }
+  if (getSlidingWindow() < 0)
+    return emitOpError("sliding window must be non-negative");
+  if (getSlidingWindow() > 0 && !getCausal())
+    return emitOpError("a sliding window needs causal attention");
+  if (getSoftcap().convertToDouble() < 0)
+    return emitOpError("softcap must be non-negative");
+  if (!(getScale().convertToDouble() > 0))
+    return emitOpError("scale must be positive");
+  return success();
+}
+
+LogicalResult
+KvCacheUpdateOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &inferred) {
+  return inferIndexWrite(loc, tensorOf(adaptor.getCache()),
+                         tensorOf(adaptor.getPositions()),
+                         tensorOf(adaptor.getValue()), adaptor.getDim(),
+                         inferred);
+}
+ETLLM_COMPATIBLE_RETURN_TYPES(KvCacheUpdateOp)
+
+LogicalResult KvCacheUpdateOp::verify() {
+  if (!cast<RankedTensorType>(getCache().getType()).hasStaticShape())
+    return emitOpError("cache must have a static shape");
+  // The tied-operand contract: the result is the cache's storage updated in
+  // place, so nothing else may observe the cache value.
+  if (!getCache().hasOneUse())
+    return emitOpError("cache operand must have no other use (the update is "
+                       "in place)");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Level C
+//===----------------------------------------------------------------------===//
+
+LogicalResult QuantizeDynamicOp::verify() {
+  auto in = getInput().getType();
+  auto out = cast<QActType>(getType());
+  if (in.getShape() != out.getShape())
+    return emitOpError("result shape ")
+           << shapeStr(out.getShape()) << " differs from the input shape "
+           << shapeStr(in.getShape());
+  return success();
+}
+
+LogicalResult QLinearOp::verify() {
+  auto w = cast<QWeightType>(getWeight().getType());
+  if (w.getRank() != 2)
+    return emitOpError("weight must have rank 2, got ") << w.getRank();
+  ArrayRef<int64_t> inShape;
+  if (auto act = dyn_cast<QActType>(getInput().getType())) {
+    inShape = act.getShape();
+  } else {
+    auto t = cast<RankedTensorType>(getInput().getType());
+    inShape = t.getShape();
+    if (t.getElementType() != getType().getElementType())
+      return emitOpError("result element type differs from the input's");
+  }
+  if (failed(mergeDim(inShape.back(), w.getShape()[1])))
+    return emitOpError("input features ")
+           << inShape.back() << " do not match weight "
+           << shapeStr(w.getShape());
+  SmallVector<int64_t> expected(inShape);
+  expected.back() = w.getShape()[0];
+  if (!compatibleTypes(RankedTensorType::get(expected,
+                                             getType().getElementType()),
+                       getType()))
+    return emitOpError("result shape ")
+           << shapeStr(getType().getShape()) << " should be "
+           << shapeStr(expected);
+  if (Value bias = getBias()) {
+    auto b = cast<RankedTensorType>(bias.getType());
+    if (b.getRank() != 1 || b.getDimSize(0) != w.getShape()[0])
+      return emitOpError("bias shape ")
+             << shapeStr(b.getShape()) << " does not match the "
+             << w.getShape()[0] << " output features";
+  }
+  return success();
+}
+
+LogicalResult QEmbeddingOp::verify() {
+  auto w = cast<QWeightType>(getWeight().getType());
+  if (w.getRank() != 2)
+    return emitOpError("table must have rank 2, got ") << w.getRank();
+  SmallVector<int64_t> expected(getIndices().getType().getShape());
+  expected.push_back(w.getShape()[1]);
+  if (!compatibleTypes(
+          RankedTensorType::get(expected, getType().getElementType()),
+          getType()))
+    return emitOpError("result shape ")
+           << shapeStr(getType().getShape()) << " should be "
+           << shapeStr(expected);
+  return success();
+}
+
+LogicalResult DequantizeOp::verify() {
+  auto w = cast<QWeightType>(getInput().getType());
+  if (w.getShape() != getType().getShape())
+    return emitOpError("result shape ")
+           << shapeStr(getType().getShape()) << " differs from the weight's "
+           << shapeStr(w.getShape());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Level D
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+DelegateCallOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  auto fn = symbols.lookupNearestSymbolFrom<func::FuncOp>(*this,
+                                                          getCalleeAttr());
+  if (!fn)
+    return emitOpError("refers to unknown function ") << getCalleeAttr();
+  FunctionType type = fn.getFunctionType();
+  if (!llvm::equal(type.getInputs(), getArgs().getTypes()) ||
+      !llvm::equal(type.getResults(), getResultTypes()))
+    return emitOpError("type does not match the callee's ") << type;
+  auto backend = fn->getAttrOfType<StringAttr>(EtllmDialect::kBackendAttrName);
+  if (!backend || backend.getValue() != getBackend())
+    return emitOpError("callee ")
+           << getCalleeAttr() << " is not marked "
+           << EtllmDialect::kBackendAttrName << " = \"" << getBackend()
+           << "\"";
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "etllm/Dialect/Etllm/EtllmOps.cpp.inc"

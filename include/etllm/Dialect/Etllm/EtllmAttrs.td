@@ -1,0 +1,44 @@
+//===- EtllmAttrs.td - etllm enums and attributes ----------*- tablegen -*-===//
+#ifndef ETLLM_DIALECT_ETLLM_ATTRS_TD
+#define ETLLM_DIALECT_ETLLM_ATTRS_TD
+
+include "etllm/Dialect/Etllm/EtllmBase.td"
+
+def Etllm_GeluApproximation : I32EnumAttr<"GeluApproximation",
+    "GELU formulation", [
+      I32EnumAttrCase<"none", 0>,  // exact: x * Phi(x), with erf
+      I32EnumAttrCase<"tanh", 1>,  // tanh approximation (gelu_pytorch_tanh)
+    ]> {
+  let cppNamespace = "::mlir::etllm";
+  let genSpecializedAttr = 0;
+}
+def Etllm_GeluApproximationAttr
+    : EnumAttr<Etllm_Dialect, Etllm_GeluApproximation, "gelu_approx"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Etllm_RopeConvention : I32EnumAttr<"RopeConvention",
+    "which dimensions of a head RoPE rotates together", [
+      // Pairs (i, i + d/2): Hugging Face rotate_half (GPT-NeoX style).
+      I32EnumAttrCase<"rotate_half", 0>,
+      // Pairs (2i, 2i + 1): Meta's original, llama2.c and GGUF llama.
+      I32EnumAttrCase<"interleaved", 1>,
+    ]> {
+  let cppNamespace = "::mlir::etllm";
+  let genSpecializedAttr = 0;
+}
+def Etllm_RopeConventionAttr
+    : EnumAttr<Etllm_Dialect, Etllm_RopeConvention, "rope_convention"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Etllm_ActQuantGranularity : I32EnumAttr<"ActQuantGranularity",
+    "granularity of dynamic activation quantization", [
+      I32EnumAttrCase<"per_token", 0>,   // one scale per row (last dim)
+      I32EnumAttrCase<"per_tensor", 1>,  // one scale for the whole tensor
+    ]> {
+  let cppNamespace = "::mlir::etllm";
+  let genSpecializedAttr = 0;
+}
+
+#endif // ETLLM_DIALECT_ETLLM_ATTRS_TD

@@ -1,0 +1,88 @@
+//===- EtllmBase.td - etllm dialect definition -------------*- tablegen -*-===//
+//
+// The etllm dialect models an exported transformer (LLM) graph at several
+// levels, from what torch.export captures of a Hugging Face model (level A)
+// down to quantized (level C) and partitioned (level D) programs.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ETLLM_DIALECT_ETLLM_BASE_TD
+#define ETLLM_DIALECT_ETLLM_BASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def Etllm_Dialect : Dialect {
+  let name = "etllm";
+  let cppNamespace = "::mlir::etllm";
+  let summary = "Exported LLM graphs, from ATen-like ops to delegate calls";
+  let description = [{
+    One dialect, several levels:
+
+    * **Level A, the exported graph**: ATen-like core ops as torch.export
+      shows them for a Hugging Face decoder-only model in eval mode (attention,
+      RMSNorm and RoPE decomposed), named parameters (`etllm.parameter`:
+      external weights, name + type, no bytes), mutable buffers
+      (`etllm.buffer`: the KV caches) updated functionally and written back
+      with `etllm.buffer.write`, and module boundaries kept as the discardable
+      attribute `etllm.module` (the innermost module path of each op) plus
+      the module attribute `etllm.module_classes` (path -> class name).
+    * **Level B, device-friendly**: `rms_norm`, `layer_norm`, `rope`, `sdpa`
+      and the in-place `kv_cache.update`.
+    * **Level C, quantized**: block-wise quantized weights
+      (`!etllm.qweight`), `qlinear`, `qembedding`, dynamic activation
+      quantization (`quantize_dynamic`, `!etllm.qact`).
+    * **Level D, partitioned**: `delegate.call` into a subgraph a backend
+      compiles.
+
+    Tensors are builtin ranked tensors; the sequence dimension is dynamic
+    (`?`) so that one program serves prefill and decode. Result types are
+    inferred from operands and attributes; a printed result type may be more
+    precise than the inferred one (a static size where inference gives `?`).
+  }];
+  let useDefaultTypePrinterParser = 1;
+  let useDefaultAttributePrinterParser = 1;
+  let hasConstantMaterializer = 1;
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+  let extraClassDeclaration = [{
+    void registerTypes();
+
+    /// Discardable attribute naming the innermost module instance an op came
+    /// from, e.g. "model.layers.3.self_attn".
+    static constexpr ::llvm::StringLiteral kModuleAttrName = "etllm.module";
+    /// Module attribute: dictionary module path -> module class name.
+    static constexpr ::llvm::StringLiteral kModuleClassesAttrName =
+        "etllm.module_classes";
+    /// Module attribute: the checkpoint parameters are read from.
+    static constexpr ::llvm::StringLiteral kCheckpointAttrName =
+        "etllm.checkpoint";
+    /// Module attribute: the model configuration (dictionary).
+    static constexpr ::llvm::StringLiteral kModelConfigAttrName =
+        "etllm.model_config";
+    /// Function attribute on outlined delegate subgraphs: the backend id.
+    static constexpr ::llvm::StringLiteral kBackendAttrName = "etllm.backend";
+  }];
+}
+
+class Etllm_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Etllm_Dialect, mnemonic, traits>;
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+def Etllm_FloatElement : AnyTypeOf<[F16, BF16, F32]>;
+def Etllm_FloatTensor : RankedTensorOf<[F16, BF16, F32]>;
+def Etllm_IndexTensor : RankedTensorOf<[I32, I64]>;
+def Etllm_BoolTensor : RankedTensorOf<[I1]>;
+def Etllm_NumTensor : RankedTensorOf<[F16, BF16, F32, I32, I64]>;
+def Etllm_AnyTensor : RankedTensorOf<[F16, BF16, F32, I1, I8, I32, I64]>;
+
+// A 64-bit signless integer attribute read back as int64_t (upstream I64Attr
+// returns uint64_t, which silently breaks negative dimensions).
+def Etllm_I64Attr : TypedSignlessIntegerAttrBase<I64, "int64_t",
+    "64-bit signless integer attribute"> {
+  let convertFromStorage = "$_self.getValue().getSExtValue()";
+}
+
+#endif // ETLLM_DIALECT_ETLLM_BASE_TD

@@ -1,0 +1,948 @@
+//===- EtllmOps.td - etllm operations ----------------------*- tablegen -*-===//
+#ifndef ETLLM_DIALECT_ETLLM_OPS_TD
+#define ETLLM_DIALECT_ETLLM_OPS_TD
+
+include "etllm/Dialect/Etllm/EtllmTypes.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/CallInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+// The state of every `etllm.buffer` (KV caches). Reads and writes of
+// buffers are ordered through this resource.
+def Etllm_BufferResource : Resource<"::mlir::etllm::BufferResource">;
+
+//===----------------------------------------------------------------------===//
+// Parameters, buffers, constants (level A)
+//===----------------------------------------------------------------------===//
+
+def Etllm_ParameterOp : Etllm_Op<"parameter", [Symbol]> {
+  let summary = "declares a named parameter (an external weight)";
+  let description = [{
+    Declares a model weight by name and type. The bytes are not in the IR:
+    they stay in the checkpoint named by the module attribute
+    `etllm.checkpoint` (tensor `source`, default: the parameter's own name)
+    until the serializer copies them, converted to `type`, into the program
+    file. `qk_permute_heads` records that the stored rows are in the
+    interleaved-pair RoPE order of GGUF/llama2.c and are permuted to the
+    Hugging Face rotate-half order for this many heads. A `!etllm.qweight`
+    type means the serializer quantizes (or, for already-quantized GGUF
+    blocks of the same scheme, repacks exactly).
+
+    Small tests may give the value inline instead (`= dense<...>`).
+
+    Example:
+
+    ```mlir
+    etllm.parameter @model.layers.0.self_attn.q_proj.weight : tensor<64x64xf32>
+        {qk_permute_heads = 8 : i64, source = "blk.0.attn_q.weight"}
+    etllm.parameter @w : tensor<2xf32> = dense<[1.0, 2.0]> : tensor<2xf32>
+    ```
+  }];
+  let arguments = (ins
+    SymbolNameAttr:$sym_name,
+    TypeAttrOf<Etllm_ParamType>:$type,
+    OptionalAttr<ElementsAttr>:$value,
+    OptionalAttr<StrAttr>:$source,
+    OptionalAttr<Etllm_I64Attr>:$qk_permute_heads
+  );
+  let assemblyFormat = "$sym_name `:` $type (`=` $value^)? attr-dict";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The checkpoint tensor name this parameter reads.
+    ::llvm::StringRef getSourceName() {
+      return getSource() ? *getSource() : getSymName();
+    }
+  }];
+}
+
+def Etllm_ParameterGetOp : Etllm_Op<"parameter.get",
+    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "the value of a parameter";
+  let description = [{
+    Example:
+
+    ```mlir
+    %w = etllm.parameter.get @model.embed_tokens.weight : tensor<512x64xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$name);
+  let results = (outs Etllm_ParamType:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+}
+
+def Etllm_BufferOp : Etllm_Op<"buffer", [Symbol]> {
+  let summary = "declares a mutable buffer (e.g. a KV cache)";
+  let description = [{
+    Persistent state that lives across calls of the program, zero at load.
+    Read with `etllm.buffer.read`, written with `etllm.buffer.write` (the
+    exported graph's write-back copy) or in place by `etllm.kv_cache.update`.
+
+    Example:
+
+    ```mlir
+    etllm.buffer @model.layers.0.self_attn.k_cache : tensor<1x4x512x8xf32>
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       TypeAttrOf<Etllm_AnyTensor>:$type);
+  let assemblyFormat = "$sym_name `:` $type attr-dict";
+  let hasVerifier = 1;
+}
+
+def Etllm_BufferReadOp : Etllm_Op<"buffer.read",
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+     MemoryEffects<[MemRead<Etllm_BufferResource>]>]> {
+  let summary = "the current value of a mutable buffer";
+  let description = [{
+    The value aliases the buffer's storage: an in-place update of the value
+    (`etllm.kv_cache.update`) updates the buffer.
+
+    ```mlir
+    %k = etllm.buffer.read @model.layers.0.self_attn.k_cache : tensor<1x4x512x8xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$name);
+  let results = (outs Etllm_AnyTensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+}
+
+def Etllm_BufferWriteOp : Etllm_Op<"buffer.write",
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+     MemoryEffects<[MemWrite<Etllm_BufferResource>]>]> {
+  let summary = "writes a whole value back into a mutable buffer";
+  let description = [{
+    The write-back copy torch.export inserts for every mutated buffer.
+    `etllm-kv-cache-in-place` removes it when the value already lives in the
+    buffer's storage.
+
+    ```mlir
+    etllm.buffer.write %k2 to @model.layers.0.self_attn.k_cache : tensor<1x4x512x8xf32>
+    ```
+  }];
+  let arguments = (ins Etllm_AnyTensor:$value, FlatSymbolRefAttr:$name);
+  let assemblyFormat = "$value `to` $name attr-dict `:` type($value)";
+  let hasCanonicalizer = 1;
+}
+
+def Etllm_ConstantOp : Etllm_Op<"constant",
+    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+  let summary = "a constant tensor";
+  let description = [{
+    Small constants only (masks, scalars, RoPE frequency tables); weights are
+    `etllm.parameter`s.
+
+    ```mlir
+    %c = etllm.constant dense<1.0e-05> : tensor<f32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Etllm_AnyTensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+  let builders = [OpBuilder<(ins "::mlir::ElementsAttr":$value),
+    [{ build($_builder, $_state, value.getType(), value); }]>];
+}
+
+//===----------------------------------------------------------------------===//
+// Element-wise ops
+//===----------------------------------------------------------------------===//
+
+class Etllm_UnaryOp<string mnemonic, string opSummary,
+                    Type T = Etllm_FloatTensor, list<Trait> traits = []>
+    : Etllm_Op<mnemonic, !listconcat(traits,
+          [Pure, SameOperandsAndResultType])> {
+  let summary = opSummary;
+  let description = "Element-wise `" # mnemonic # "`.\n\n```mlir\n%y = etllm."
+    # mnemonic # " %x : tensor<1x?x64xf32>\n```";
+  let arguments = (ins T:$input);
+  let results = (outs T:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def Etllm_NegOp : Etllm_UnaryOp<"neg", "negation", Etllm_NumTensor> {
+  let hasFolder = 1;
+}
+def Etllm_AbsOp : Etllm_UnaryOp<"abs", "absolute value", Etllm_NumTensor>;
+def Etllm_RsqrtOp : Etllm_UnaryOp<"rsqrt", "reciprocal square root">;
+def Etllm_SqrtOp : Etllm_UnaryOp<"sqrt", "square root">;
+def Etllm_ExpOp : Etllm_UnaryOp<"exp", "exponential">;
+def Etllm_LogOp : Etllm_UnaryOp<"log", "natural logarithm">;
+def Etllm_CosOp : Etllm_UnaryOp<"cos", "cosine">;
+def Etllm_SinOp : Etllm_UnaryOp<"sin", "sine">;
+def Etllm_TanhOp : Etllm_UnaryOp<"tanh", "hyperbolic tangent">;
+def Etllm_SigmoidOp : Etllm_UnaryOp<"sigmoid", "logistic sigmoid">;
+def Etllm_SiluOp : Etllm_UnaryOp<"silu", "x * sigmoid(x)">;
+def Etllm_ReluOp : Etllm_UnaryOp<"relu", "max(x, 0)">;
+
+def Etllm_GeluOp : Etllm_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+  let summary = "Gaussian error linear unit";
+  let description = [{
+    `approximate = none` is x * Phi(x) with erf; `tanh` is the tanh
+    approximation (Hugging Face `gelu_pytorch_tanh`, used by Gemma).
+
+    ```mlir
+    %y = etllm.gelu %x approximate <tanh> : tensor<1x?x172xf32>
+    ```
+  }];
+  let arguments = (ins Etllm_FloatTensor:$input,
+    DefaultValuedAttr<Etllm_GeluApproximationAttr,
+                      "::mlir::etllm::GeluApproximation::none">:$approximate);
+  let results = (outs Etllm_FloatTensor:$result);
+  let assemblyFormat =
+      "$input (`approximate` $approximate^)? attr-dict `:` type($result)";
+}
+
+def Etllm_LogicalNotOp : Etllm_UnaryOp<"logical_not", "boolean not",
+                                       Etllm_BoolTensor>;
+
+class Etllm_BinaryOp<string mnemonic, string opSummary,
+                     Type T = Etllm_NumTensor, list<Trait> traits = []>
+    : Etllm_Op<mnemonic, !listconcat(traits,
+          [Pure, InferTypeOpAdaptorWithIsCompatible])> {
+  let summary = opSummary;
+  let description = "Element-wise `" # mnemonic # "` with NumPy-style "
+    # "broadcasting; both operands have the same element type.\n\n```mlir\n"
+    # "%z = etllm." # mnemonic # " %x, %y : (tensor<1x?x64xf32>, "
+    # "tensor<64xf32>) -> tensor<1x?x64xf32>\n```";
+  let arguments = (ins T:$lhs, T:$rhs);
+  let results = (outs T:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def Etllm_AddOp : Etllm_BinaryOp<"add", "addition", Etllm_NumTensor,
+                                 [Commutative]> { let hasFolder = 1; }
+def Etllm_SubOp : Etllm_BinaryOp<"sub", "subtraction"> { let hasFolder = 1; }
+def Etllm_MulOp : Etllm_BinaryOp<"mul", "multiplication", Etllm_NumTensor,
+                                 [Commutative]> { let hasFolder = 1; }
+def Etllm_DivOp : Etllm_BinaryOp<"div", "true division"> { let hasFolder = 1; }
+def Etllm_PowOp : Etllm_BinaryOp<"pow", "power", Etllm_FloatTensor>;
+def Etllm_MaximumOp : Etllm_BinaryOp<"maximum", "element-wise maximum">;
+def Etllm_MinimumOp : Etllm_BinaryOp<"minimum", "element-wise minimum">;
+def Etllm_LogicalAndOp : Etllm_BinaryOp<"logical_and", "boolean and",
+                                        Etllm_BoolTensor>;
+def Etllm_LogicalOrOp : Etllm_BinaryOp<"logical_or", "boolean or",
+                                       Etllm_BoolTensor>;
+
+class Etllm_CompareOp<string mnemonic, string opSummary>
+    : Etllm_Op<mnemonic, [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = opSummary;
+  let description = "Element-wise comparison `" # mnemonic # "` with "
+    # "broadcasting; the result is i1.\n\n```mlir\n%m = etllm." # mnemonic
+    # " %a, %b : (tensor<512xi64>, tensor<?x1xi64>) -> tensor<?x512xi1>\n```";
+  let arguments = (ins Etllm_NumTensor:$lhs, Etllm_NumTensor:$rhs);
+  let results = (outs Etllm_BoolTensor:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def Etllm_EqOp : Etllm_CompareOp<"eq", "equal">;
+def Etllm_NeOp : Etllm_CompareOp<"ne", "not equal">;
+def Etllm_LtOp : Etllm_CompareOp<"lt", "less than">;
+def Etllm_LeOp : Etllm_CompareOp<"le", "less than or equal">;
+def Etllm_GtOp : Etllm_CompareOp<"gt", "greater than">;
+def Etllm_GeOp : Etllm_CompareOp<"ge", "greater than or equal">;
+
+def Etllm_WhereOp : Etllm_Op<"where",
+    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "select by condition, with broadcasting";
+  let description = [{
+    `result[i] = condition[i] ? on_true[i] : on_false[i]`, broadcasting all
+    three operands.
+
+    ```mlir
+    %mask = etllm.where %m, %ninf, %zero
+        : (tensor<?x512xi1>, tensor<f32>, tensor<f32>) -> tensor<?x512xf32>
+    ```
+  }];
+  let arguments = (ins Etllm_BoolTensor:$condition, Etllm_AnyTensor:$on_true,
+                       Etllm_AnyTensor:$on_false);
+  let results = (outs Etllm_AnyTensor:$result);
+  let assemblyFormat = "$condition `,` $on_true `,` $on_false attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+def Etllm_MaskedFillOp : Etllm_Op<"masked_fill",
+    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "replace elements where a mask is true";
+  let description = [{
+    `result = mask ? value : input`; the mask broadcasts to the input.
+
+    ```mlir
+    %y = etllm.masked_fill %x, %m, -3.4028234663852886e+38
+        : (tensor<1x8x?x512xf32>, tensor<?x512xi1>) -> tensor<1x8x?x512xf32>
+    ```
+  }];
+  let arguments = (ins Etllm_NumTensor:$input, Etllm_BoolTensor:$mask,
+                       F64Attr:$value);
+  let results = (outs Etllm_NumTensor:$result);
+  let assemblyFormat = "$input `,` $mask `,` $value attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+def Etllm_ConvertOp : Etllm_Op<"convert", [Pure, SameOperandsAndResultShape]> {
+  let summary = "element type conversion (torch .to(dtype))";
+  let description = [{
+    Float to float rounds to nearest even; float to integer truncates toward
+    zero; i1 converts to 0/1.
+
+    ```mlir
+    %y = etllm.convert %x : tensor<1x?x64xf16> -> tensor<1x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Etllm_AnyTensor:$input);
+  let results = (outs Etllm_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalizations
+//===----------------------------------------------------------------------===//
+
+class Etllm_ReduceOp<string mnemonic, string opSummary>
+    : Etllm_Op<mnemonic, [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = opSummary;
+  let description = "`" # mnemonic # "` over `dims` (negative dims count "
+    # "from the end); `keepdim` keeps them as size 1.\n\n```mlir\n%m = etllm."
+    # mnemonic # " %x dims [-1] keepdim : tensor<1x?x64xf32> -> "
+    # "tensor<1x?x1xf32>\n```";
+  let arguments = (ins Etllm_NumTensor:$input, DenseI64ArrayAttr:$dims,
+                       UnitAttr:$keepdim);
+  let results = (outs Etllm_NumTensor:$result);
+  let assemblyFormat = "$input `dims` $dims (`keepdim` $keepdim^)? attr-dict "
+                       "`:` type($input) `->` type($result)";
+}
+
+def Etllm_SumOp : Etllm_ReduceOp<"sum", "sum">;
+def Etllm_MeanOp : Etllm_ReduceOp<"mean", "arithmetic mean">;
+def Etllm_AmaxOp : Etllm_ReduceOp<"amax", "maximum">;
+
+def Etllm_SoftmaxOp : Etllm_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+  let summary = "softmax along one dimension";
+  let description = [{
+    Computed in float32 whatever the element type (as
+    `softmax(dim, dtype=torch.float32)` in Hugging Face attention).
+
+    ```mlir
+    %p = etllm.softmax %s dim -1 : tensor<1x8x?x512xf32>
+    ```
+  }];
+  let arguments = (ins Etllm_FloatTensor:$input, Etllm_I64Attr:$dim);
+  let results = (outs Etllm_FloatTensor:$result);
+  let assemblyFormat = "$input `dim` $dim attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra and lookups
+//===----------------------------------------------------------------------===//
+
+def Etllm_MatmulOp : Etllm_Op<"matmul",
+    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "matrix product with batch broadcasting (torch.matmul, bmm)";
+  let description = [{
+    Both operands have rank >= 2; leading (batch) dimensions broadcast.
+
+    ```mlir
+    %s = etllm.matmul %q, %kt : (tensor<1x8x?x8xf32>, tensor<1x8x8x512xf32>)
+        -> tensor<1x8x?x512xf32>
+    ```
+  }];
+  let arguments = (ins Etllm_FloatTensor:$lhs, Etllm_FloatTensor:$rhs);
+  let results = (outs Etllm_FloatTensor:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def Etllm_LinearOp : Etllm_Op<"linear",
+    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "y = x W^T + b (torch.nn.functional.linear)";
+  let description = [{
+    `weight` is [out_features, in_features]; `bias` is [out_features].
+
+    ```mlir
+    %y = etllm.linear %x, %w : (tensor<1x?x64xf32>, tensor<128x64xf32>)
+        -> tensor<1x?x128xf32>
+    ```
+  }];
+  let arguments = (ins Etllm_FloatTensor:$input, Etllm_FloatTensor:$weight,
+                       Optional<Etllm_FloatTensor>:$bias);
+  let results = (outs Etllm_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $weight (`,` $bias^)? attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+def Etllm_EmbeddingOp : Etllm_Op<"embedding",
+    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "row lookup: result[..., :] = weight[indices[...], :]";
+  let description = [{
+    ```mlir
+    %h = etllm.embedding %w, %tokens : (tensor<512x64xf32>, tensor<1x?xi64>)
+        -> tensor<1x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Etllm_FloatTensor:$weight, Etllm_IndexTensor:$indices);
+  let results = (outs Etllm_FloatTensor:$result);
+  let assemblyFormat =
+      "$weight `,` $indices attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor creation
+//===----------------------------------------------------------------------===//
+
+def Etllm_ArangeOp : Etllm_Op<"arange", [Pure]> {
+  let summary = "the sequence start, start + step, ... (< end)";
+  let description = [{
+    ```mlir
+    %pos = etllm.arange 0 to 512 : tensor<512xi64>
+    %idx = etllm.arange 0 to 8 step 2 : tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Etllm_I64Attr:$start, Etllm_I64Attr:$end,
+                       DefaultValuedAttr<Etllm_I64Attr, "1">:$step);
+  let results = (outs RankedTensorOf<[F16, BF16, F32, I32, I64]>:$result);
+  let assemblyFormat =
+      "$start `to` $end (`step` $step^)? attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Etllm_FullOp : Etllm_Op<"full", [Pure]> {
+  let summary = "a statically shaped tensor filled with one value";
+  let description = [{
+    ```mlir
+    %z = etllm.full 0.0 : tensor<4x4xf32>
+    ```
+  }];
+  let arguments = (ins F64Attr:$value);
+  let results = (outs Etllm_AnyTensor:$result);
+  let assemblyFormat = "$value attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Etllm_FullLikeOp : Etllm_Op<"full_like", [Pure, SameOperandsAndResultShape]> {
+  let summary = "a tensor shaped like the input, filled with one value";
+  let description = [{
+    ```mlir
+    %o = etllm.full_like %x, 1.0 : tensor<1x?xi64> -> tensor<1x?xf32>
+    ```
+  }];
+  let arguments = (ins Etllm_AnyTensor:$input, F64Attr:$value);
+  let results = (outs Etllm_AnyTensor:$result);
+  let assemblyFormat =
+      "$input `,` $value attr-dict `:` type($input) `->` type($result)";
+}
+
+def Etllm_TriuOp : Etllm_Op<"triu", [Pure, SameOperandsAndResultType]> {
+  let summary = "upper triangle of the last two dims (zero elsewhere)";
+  let description = [{
+    Keeps elements with `col - row >= diagonal`.
+
+    ```mlir
+    %u = etllm.triu %m diagonal 1 : tensor<512x512xf32>
+    ```
+  }];
+  let arguments = (ins Etllm_AnyTensor:$input,
+                       DefaultValuedAttr<Etllm_I64Attr, "0">:$diagonal);
+  let results = (outs Etllm_AnyTensor:$result);
+  let assemblyFormat =
+      "$input (`diagonal` $diagonal^)? attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Etllm_TrilOp : Etllm_Op<"tril", [Pure, SameOperandsAndResultType]> {
+  let summary = "lower triangle of the last two dims (zero elsewhere)";
+  let description = [{
+    Keeps elements with `col - row <= diagonal`.
+
+    ```mlir
+    %l = etllm.tril %m : tensor<512x512xi1>
+    ```
+  }];
+  let arguments = (ins Etllm_AnyTensor:$input,
+                       DefaultValuedAttr<Etllm_I64Attr, "0">:$diagonal);
+  let results = (outs Etllm_AnyTensor:$result);
+  let assemblyFormat =
+      "$input (`diagonal` $diagonal^)? attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Shape manipulation
+//===----------------------------------------------------------------------===//
+
+def Etllm_TransposeOp : Etllm_Op<"transpose",
+    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "swap two dimensions";
+  let description = [{
+    ```mlir
+    %t = etllm.transpose %x 1, 2 : tensor<1x?x8x8xf32> -> tensor<1x8x?x8xf32>
+    ```
+  }];
+  let arguments = (ins Etllm_AnyTensor:$input, Etllm_I64Attr:$dim0, Etllm_I64Attr:$dim1);
+  let results = (outs Etllm_AnyTensor:$result);
+  let assemblyFormat = "$input $dim0 `,` $dim1 attr-dict `:` type($input) "
+                       "`->` type($result)";
+  let hasFolder = 1;
+}
+
+def Etllm_PermuteOp : Etllm_Op<"permute",
+    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "reorder dimensions: result dim i = input dim dims[i]";
+  let description = [{
+    ```mlir
+    %p = etllm.permute %x [0, 2, 1, 3] : tensor<1x?x8x8xf32> -> tensor<1x8x?x8xf32>
+    ```
+  }];
+  let arguments = (ins Etllm_AnyTensor:$input, DenseI64ArrayAttr:$dims);
+  let results = (outs Etllm_AnyTensor:$result);
+  let assemblyFormat =
+      "$input $dims attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+}
+
+def Etllm_ReshapeOp : Etllm_Op<"reshape",
+    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "same elements, new shape (view/reshape)";
+  let description = [{
+    `shape` may hold one -1: that size is inferred from the element count
+    (it is the dynamic dimension when the input has one).
+
+    ```mlir
+    %r = etllm.reshape %x [1, -1, 8, 8] : tensor<1x?x64xf32> -> tensor<1x?x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Etllm_AnyTensor:$input, DenseI64ArrayAttr:$shape);
+  let results = (outs Etllm_AnyTensor:$result);
+  let assemblyFormat =
+      "$input $shape attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+}
+
+def Etllm_UnsqueezeOp : Etllm_Op<"unsqueeze",
+    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "insert a size-1 dimension";
+  let description = [{
+    ```mlir
+    %u = etllm.unsqueeze %x dim 1 : tensor<1x?xf32> -> tensor<1x1x?xf32>
+    ```
+  }];
+  let arguments = (ins Etllm_AnyTensor:$input, Etllm_I64Attr:$dim);
+  let results = (outs Etllm_AnyTensor:$result);
+  let assemblyFormat =
+      "$input `dim` $dim attr-dict `:` type($input) `->` type($result)";
+}
+
+def Etllm_SqueezeOp : Etllm_Op<"squeeze",
+    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "remove a size-1 dimension";
+  let description = [{
+    ```mlir
+    %s = etllm.squeeze %x dim 1 : tensor<1x1x?xf32> -> tensor<1x?xf32>
+    ```
+  }];
+  let arguments = (ins Etllm_AnyTensor:$input, Etllm_I64Attr:$dim);
+  let results = (outs Etllm_AnyTensor:$result);
+  let assemblyFormat =
+      "$input `dim` $dim attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+}
+
+def Etllm_ExpandOp : Etllm_Op<"expand",
+    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "broadcast size-1 dimensions to a larger size";
+  let description = [{
+    `shape` has at least the input's rank; -1 keeps the input's size, and
+    new leading dimensions may be added.
+
+    ```mlir
+    %e = etllm.expand %x [1, 4, 2, -1, 8] : tensor<1x4x1x512x8xf32>
+        -> tensor<1x4x2x512x8xf32>
+    ```
+  }];
+  let arguments = (ins Etllm_AnyTensor:$input, DenseI64ArrayAttr:$shape);
+  let results = (outs Etllm_AnyTensor:$result);
+  let assemblyFormat =
+      "$input $shape attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+}
+
+def Etllm_SliceOp : Etllm_Op<"slice",
+    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "elements start, start + step, ... (< end) of one dimension";
+  let description = [{
+    PyTorch semantics: negative `start`/`end` count from the end and both are
+    clamped to the dimension; `step` > 0.
+
+    ```mlir
+    %h = etllm.slice %x dim 3 [0 : 4] : tensor<1x8x?x8xf32> -> tensor<1x8x?x4xf32>
+    %l = etllm.slice %x dim 1 [-1 : 9223372036854775807] : tensor<1x?x512xf32>
+        -> tensor<1x1x512xf32>
+    ```
+  }];
+  let arguments = (ins Etllm_AnyTensor:$input, Etllm_I64Attr:$dim, Etllm_I64Attr:$start,
+                       Etllm_I64Attr:$end, DefaultValuedAttr<Etllm_I64Attr, "1">:$step);
+  let results = (outs Etllm_AnyTensor:$result);
+  let assemblyFormat = "$input `dim` $dim ` ` `[` $start `:` $end (`:` $step^)? `]`"
+                       " attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+}
+
+def Etllm_CatOp : Etllm_Op<"cat", [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "concatenate along one dimension";
+  let description = [{
+    ```mlir
+    %c = etllm.cat %a, %b dim -1 : (tensor<1x8x?x4xf32>, tensor<1x8x?x4xf32>)
+        -> tensor<1x8x?x8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Etllm_AnyTensor>:$inputs, Etllm_I64Attr:$dim);
+  let results = (outs Etllm_AnyTensor:$result);
+  let assemblyFormat =
+      "$inputs `dim` $dim attr-dict `:` functional-type($inputs, results)";
+  let hasFolder = 1;
+}
+
+def Etllm_SplitOp : Etllm_Op<"split",
+    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "split one dimension into pieces of the given sizes";
+  let description = [{
+    ```mlir
+    %q, %k, %v = etllm.split %qkv dim 2 [64, 32, 32]
+        : tensor<1x?x128xf32> -> (tensor<1x?x64xf32>, tensor<1x?x32xf32>, tensor<1x?x32xf32>)
+    ```
+  }];
+  let arguments = (ins Etllm_AnyTensor:$input, Etllm_I64Attr:$dim,
+                       DenseI64ArrayAttr:$sizes);
+  let results = (outs Variadic<Etllm_AnyTensor>:$results);
+  let assemblyFormat = "$input `dim` $dim $sizes attr-dict `:` type($input) "
+                       "`->` type($results)";
+}
+
+def Etllm_IndexSelectOp : Etllm_Op<"index_select",
+    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "select entries of one dimension by a 1-D index";
+  let description = [{
+    ```mlir
+    %r = etllm.index_select %x dim 0, %idx : (tensor<512x64xf32>, tensor<?xi64>)
+        -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Etllm_AnyTensor:$input, Etllm_I64Attr:$dim,
+                       Etllm_IndexTensor:$index);
+  let results = (outs Etllm_AnyTensor:$result);
+  let assemblyFormat = "$input `dim` $dim `,` $index attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+def Etllm_GatherOp : Etllm_Op<"gather",
+    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "torch.gather: result[i][j] = input[i][index[i][j]] (dim 1)";
+  let description = [{
+    `index` has the input's rank; the result has the index's shape.
+
+    ```mlir
+    %g = etllm.gather %x dim 1, %idx : (tensor<4x8xf32>, tensor<4x2xi64>)
+        -> tensor<4x2xf32>
+    ```
+  }];
+  let arguments = (ins Etllm_AnyTensor:$input, Etllm_I64Attr:$dim,
+                       Etllm_IndexTensor:$index);
+  let results = (outs Etllm_AnyTensor:$result);
+  let assemblyFormat = "$input `dim` $dim `,` $index attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+def Etllm_IndexCopyOp : Etllm_Op<"index_copy",
+    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "functional index_copy: a copy of input with slices replaced";
+  let description = [{
+    `result = input; result.select(dim, index[i]) = source.select(dim, i)`.
+    The exported graph's static KV-cache update
+    (`k_cache.index_copy_(2, cache_position, k)` after functionalization).
+
+    ```mlir
+    %k2 = etllm.index_copy %k dim 2, %pos, %new
+        : (tensor<1x4x512x8xf32>, tensor<?xi64>, tensor<1x4x?x8xf32>) -> tensor<1x4x512x8xf32>
+    ```
+  }];
+  let arguments = (ins Etllm_AnyTensor:$input, Etllm_I64Attr:$dim,
+                       Etllm_IndexTensor:$index, Etllm_AnyTensor:$source);
+  let results = (outs Etllm_AnyTensor:$result);
+  let assemblyFormat = "$input `dim` $dim `,` $index `,` $source attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+def Etllm_IndexPutOp : Etllm_Op<"index_put",
+    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "functional index_put along one dimension";
+  let description = [{
+    `input[..., index, ...] = values` (or `+=` with `accumulate`) where the
+    index applies to dimension `dim`; `values` has the input's shape with
+    that dimension replaced by the index length.
+
+    ```mlir
+    %v2 = etllm.index_put %v dim 2, %pos, %new
+        : (tensor<1x4x512x8xf32>, tensor<?xi64>, tensor<1x4x?x8xf32>) -> tensor<1x4x512x8xf32>
+    ```
+  }];
+  let arguments = (ins Etllm_AnyTensor:$input, Etllm_I64Attr:$dim,
+                       Etllm_IndexTensor:$index, Etllm_AnyTensor:$values,
+                       UnitAttr:$accumulate);
+  let results = (outs Etllm_AnyTensor:$result);
+  let assemblyFormat = "$input `dim` $dim `,` $index `,` $values "
+                       "(`accumulate` $accumulate^)? attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Level B: fused, device-friendly ops
+//===----------------------------------------------------------------------===//
+
+def Etllm_RmsNormOp : Etllm_Op<"rms_norm",
+    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "RMSNorm over the last dimension";
+  let description = [{
+    `y = x * rsqrt(mean(x^2, -1) + eps) * (weight + weight_offset)`, with the
+    statistics in float32. `weight_offset = 1.0` is Gemma's `(1 + w)`.
+
+    ```mlir
+    %y = etllm.rms_norm %x, %w eps 1.0e-05 : (tensor<1x?x64xf32>, tensor<64xf32>)
+        -> tensor<1x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Etllm_FloatTensor:$input,
+                       Optional<Etllm_FloatTensor>:$weight, F64Attr:$eps,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_offset);
+  let results = (outs Etllm_FloatTensor:$result);
+  let assemblyFormat = "$input (`,` $weight^)? `eps` $eps "
+                       "(`offset` $weight_offset^)? attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+def Etllm_LayerNormOp : Etllm_Op<"layer_norm",
+    [Pure, AttrSizedOperandSegments, InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "LayerNorm over the last dimension";
+  let description = [{
+    `y = (x - mean) * rsqrt(var + eps) * weight + bias`, statistics in
+    float32; weight and bias optional.
+
+    ```mlir
+    %y = etllm.layer_norm %x weight %w bias %b eps 1.0e-05
+        : (tensor<1x?x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<1x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Etllm_FloatTensor:$input,
+                       Optional<Etllm_FloatTensor>:$weight,
+                       Optional<Etllm_FloatTensor>:$bias, F64Attr:$eps);
+  let results = (outs Etllm_FloatTensor:$result);
+  let assemblyFormat = "$input (`weight` $weight^)? (`bias` $bias^)? `eps` $eps "
+                       "attr-dict `:` functional-type(operands, results)";
+}
+
+def Etllm_RopeOp : Etllm_Op<"rope", [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "rotary position embedding";
+  let description = [{
+    Rotates the first `2 * len(inv_freq)` entries of the last dimension of
+    `input` ([batch, heads, seq, head_dim]) by the angles
+    `positions[s] * inv_freq[i]`, pairing dimensions as `convention` says
+    (rotate_half: i with i + r/2; interleaved: 2i with 2i + 1); the rest of
+    the head passes through (partial rotary). Scaling schemes that change
+    frequencies (linear, llama3) are baked into `inv_freq`;
+    `attention_scaling` multiplies cos and sin (YaRN-style).
+
+    ```mlir
+    %q2 = etllm.rope %q, %pos, %inv_freq convention <rotate_half>
+        : (tensor<1x8x?x8xf32>, tensor<?xi64>, tensor<4xf32>) -> tensor<1x8x?x8xf32>
+    ```
+  }];
+  let arguments = (ins Etllm_FloatTensor:$input, Etllm_IndexTensor:$positions,
+                       RankedTensorOf<[F32]>:$inv_freq,
+                       Etllm_RopeConventionAttr:$convention,
+                       DefaultValuedAttr<F64Attr, "1.0">:$attention_scaling);
+  let results = (outs Etllm_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $positions `,` $inv_freq `convention` "
+                       "$convention (`scaling` $attention_scaling^)? attr-dict "
+                       "`:` functional-type(operands, results)";
+}
+
+def Etllm_SdpaOp : Etllm_Op<"sdpa",
+    [Pure, AttrSizedOperandSegments, InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "scaled dot-product attention (with GQA)";
+  let description = [{
+    `softmax(softcap(q k^T * scale) + mask) v`, per head, in float32.
+    `query` is [B, H, S, D], `key`/`value` [B, Hkv, T, D] with H a multiple
+    of Hkv (grouped-query attention: query head h reads kv head
+    h / (H / Hkv)). The result is [B, H, S, Dv].
+
+    Masking: `mask` is an additive float mask broadcastable to
+    [B, H, S, T]. `causal` lets query i see keys j <= positions[i] (or
+    j <= i without `positions`); with `sliding_window` W > 0 also
+    j > positions[i] - W. `softcap` > 0 applies `tanh(s / c) * c` to the
+    scaled scores (Gemma 2).
+
+    ```mlir
+    %o = etllm.sdpa %q, %k, %v positions %pos causal scale 0.35355339059327373
+        : (tensor<1x8x?x8xf32>, tensor<1x4x512x8xf32>, tensor<1x4x512x8xf32>,
+           tensor<?xi64>) -> tensor<1x8x?x8xf32>
+    ```
+  }];
+  let arguments = (ins Etllm_FloatTensor:$query, Etllm_FloatTensor:$key,
+                       Etllm_FloatTensor:$value,
+                       Optional<Etllm_FloatTensor>:$mask,
+                       Optional<Etllm_IndexTensor>:$positions,
+                       F64Attr:$scale, UnitAttr:$causal,
+                       DefaultValuedAttr<Etllm_I64Attr, "0">:$sliding_window,
+                       DefaultValuedAttr<F64Attr, "0.0">:$softcap);
+  let results = (outs Etllm_FloatTensor:$result);
+  let assemblyFormat = "$query `,` $key `,` $value (`mask` $mask^)? "
+                       "(`positions` $positions^)? (`causal` $causal^)? "
+                       "(`window` $sliding_window^)? (`softcap` $softcap^)? "
+                       "`scale` $scale attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Etllm_KvCacheUpdateOp : Etllm_Op<"kv_cache.update",
+    [InferTypeOpAdaptorWithIsCompatible,
+     MemoryEffects<[MemRead<Etllm_BufferResource>,
+                    MemWrite<Etllm_BufferResource>]>]> {
+  let summary = "in-place update of a KV cache";
+  let description = [{
+    Writes `value` ([B, Hkv, S, D]) into `cache` ([B, Hkv, T, D]) at
+    sequence positions `positions` (along `dim`, default 2) and returns the
+    cache. The result is tied to the `cache` operand: it is the same storage,
+    updated in place (when the cache comes from `etllm.buffer.read`, the
+    buffer itself). The cache operand must have no other use, so no one can
+    observe the old value. A decode step writes only the new token's bytes.
+
+    ```mlir
+    %k2 = etllm.kv_cache.update %k[%pos], %new
+        : (tensor<1x4x512x8xf32>, tensor<?xi64>, tensor<1x4x?x8xf32>) -> tensor<1x4x512x8xf32>
+    ```
+  }];
+  let arguments = (ins Etllm_AnyTensor:$cache, Etllm_IndexTensor:$positions,
+                       Etllm_AnyTensor:$value,
+                       DefaultValuedAttr<Etllm_I64Attr, "2">:$dim);
+  let results = (outs Etllm_AnyTensor:$result);
+  let assemblyFormat = "$cache `[` $positions `]` `,` $value "
+                       "(`dim` $dim^)? attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Level C: quantization
+//===----------------------------------------------------------------------===//
+
+def Etllm_QuantizeDynamicOp : Etllm_Op<"quantize_dynamic", [Pure]> {
+  let summary = "quantize an activation with scales computed at run time";
+  let description = [{
+    Per-token (one scale per row of the last dimension) or per-tensor, to
+    the integer width, granularity and symmetry of the result type.
+    Asymmetric: `q = clamp(round(x / s) + zp)` with s and zp from the row's
+    min and max (min and max include 0); symmetric: `s = absmax / 127`.
+
+    ```mlir
+    %qa = etllm.quantize_dynamic %x : tensor<1x?x64xf32>
+        -> !etllm.qact<1x?x64, i8, per_token, asym>
+    ```
+  }];
+  let arguments = (ins Etllm_FloatTensor:$input);
+  let results = (outs Etllm_QAct:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Etllm_QLinearOp : Etllm_Op<"qlinear", [Pure]> {
+  let summary = "linear with a block-quantized weight";
+  let description = [{
+    `y = x dequant(W)^T + b`. `input` is a float tensor (weight-only
+    quantization, e.g. int4 with fp32 activations) or an `!etllm.qact`
+    (dynamically quantized activations, e.g. 8da4w: the product is computed
+    on integers and rescaled). The result element type is printed.
+
+    ```mlir
+    %y = etllm.qlinear %x, %w : (tensor<1x?x64xf32>,
+        !etllm.qweight<128x64, i4, group 32, sym, f32>) -> tensor<1x?x128xf32>
+    ```
+  }];
+  let arguments = (ins AnyTypeOf<[Etllm_FloatTensor, Etllm_QAct]>:$input,
+                       Etllm_QWeight:$weight,
+                       Optional<Etllm_FloatTensor>:$bias);
+  let results = (outs Etllm_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $weight (`,` $bias^)? attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Etllm_QEmbeddingOp : Etllm_Op<"qembedding", [Pure]> {
+  let summary = "row lookup in a block-quantized table";
+  let description = [{
+    ```mlir
+    %h = etllm.qembedding %w, %tokens : (!etllm.qweight<512x64, i8, group 64, sym, f32>,
+        tensor<1x?xi64>) -> tensor<1x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Etllm_QWeight:$weight, Etllm_IndexTensor:$indices);
+  let results = (outs Etllm_FloatTensor:$result);
+  let assemblyFormat =
+      "$weight `,` $indices attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Etllm_DequantizeOp : Etllm_Op<"dequantize", [Pure]> {
+  let summary = "the float tensor a quantized weight stands for";
+  let description = [{
+    ```mlir
+    %f = etllm.dequantize %w : !etllm.qweight<128x64, i4, group 32, sym, f16>
+        -> tensor<128x64xf32>
+    ```
+  }];
+  let arguments = (ins Etllm_QWeight:$input);
+  let results = (outs Etllm_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Level D: delegation
+//===----------------------------------------------------------------------===//
+
+def Etllm_DelegateCallOp : Etllm_Op<"delegate.call",
+    [CallOpInterface, DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+     MemoryEffects<[MemRead<Etllm_BufferResource>,
+                    MemWrite<Etllm_BufferResource>]>]> {
+  let summary = "run a subgraph on a backend";
+  let description = [{
+    Calls the outlined function `callee` (marked `etllm.backend`), which the
+    backend named `backend` compiles into its blob at serialization. Until
+    then the callee is ordinary IR, so the program still runs (and can be
+    compared) on portable kernels.
+
+    ```mlir
+    %y = etllm.delegate.call "xnnpack" @xnnpack_0(%x)
+        : (tensor<1x?x64xf32>) -> tensor<1x?x128xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$backend, FlatSymbolRefAttr:$callee,
+                       Variadic<AnyType>:$args);
+  let results = (outs Variadic<AnyType>:$results);
+  let assemblyFormat = "$backend $callee `(` $args `)` attr-dict `:` "
+                       "functional-type($args, results)";
+  let extraClassDeclaration = [{
+    ::mlir::CallInterfaceCallable getCallableForCallee() {
+      return getCalleeAttr();
+    }
+    void setCalleeFromCallable(::mlir::CallInterfaceCallable callee) {
+      setCalleeAttr(::llvm::cast<::mlir::FlatSymbolRefAttr>(
+          callee.get<::mlir::SymbolRefAttr>()));
+    }
+    ::mlir::Operation::operand_range getArgOperands() { return getArgs(); }
+    ::mlir::MutableOperandRange getArgOperandsMutable() {
+      return getArgsMutable();
+    }
+  }];
+}
+
+#endif // ETLLM_DIALECT_ETLLM_OPS_TD

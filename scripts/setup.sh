@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs everything etllm needs on Debian 12 (bookworm) from Debian's own
+# packages. Idempotent: packages already present are left alone.
+set -euo pipefail
+
+PKGS=(
+  # LLVM/MLIR 19 (headers, CMake packages, mlir-tblgen, lit, FileCheck)
+  llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools
+  # build tools
+  cmake ninja-build ccache g++ python3
+  # libraries
+  libflatbuffers-dev flatbuffers-compiler libyaml-cpp-dev libfmt-dev
+  libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libsentencepiece-dev libpcre2-dev nlohmann-json3-dev libpthreadpool-dev
+  # zlib/zstd/libedit etc. are pulled in by llvm-19-dev
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PKGS[@]} packages already installed"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "setup: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "setup: done"

@@ -1,0 +1,30 @@
+# -*- Python -*-
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "ETLLM"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test", ".yaml"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt",
+                   "Inputs", "unittests", "README.md"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.etllm_obj_root, "test")
+
+config.substitutions.append(("%shared", config.etllm_shared_dir))
+config.substitutions.append(("%etllm_src", config.etllm_src_root))
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.etllm_tools_dir, append_path=False)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+tools = ["etllm-opt", "etllm-translate", "etllm-export", "etllm-run",
+         "etllm-gen-checkpoint", "etllm-bench"]
+llvm_config.add_tool_substitutions(
+    [t for t in tools if os.path.exists(os.path.join(config.etllm_tools_dir, t))],
+    config.etllm_tools_dir)
+
+# Tests that need ../shared (models, tokenizers) say `REQUIRES: shared`.
+if os.path.isdir(config.etllm_shared_dir):
+    config.available_features.add("shared")
