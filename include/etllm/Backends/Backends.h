@@ -1,0 +1,14 @@
+//===- Backends.h - Backends built into the compiler ------------*- C++ -*-===//
+#ifndef ETLLM_BACKENDS_BACKENDS_H
+#define ETLLM_BACKENDS_BACKENDS_H
+
+namespace etllm {
+
+/// Registers the compiler halves of the built-in backends (xnnpack). The
+/// portable kernels need no registration: whatever no backend takes runs on
+/// them.
+void registerBuiltinBackendCompilers();
+
+} // namespace etllm
+
+#endif // ETLLM_BACKENDS_BACKENDS_H

@@ -1,0 +1,76 @@
+//===- ExportConfig.h - export_config.yaml ----------------------*- C++ -*-===//
+//
+// The one place for user-facing export choices. Every key is declared once
+// in a schema table (name, type, default, allowed values, description,
+// example); parsing, `--set key=value` overrides, validation and the
+// generated reference docs/generated/ExportConfig.md all come from it.
+// Unknown keys and bad values are errors that name the key.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ETLLM_CONFIG_EXPORTCONFIG_H
+#define ETLLM_CONFIG_EXPORTCONFIG_H
+
+#include "etllm/runtime/result.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace etllm {
+
+/// The type of a configuration key.
+enum class ConfigType { Int, Float, Bool, String, Enum, StringList };
+
+/// One key of export_config.yaml.
+struct ConfigKey {
+  const char *name;        // dotted: "quantization.group_size"
+  ConfigType type;
+  const char *defaultText; // as a user would write it in YAML
+  std::vector<const char *> allowed; // Enum: the values
+  const char *description;
+  const char *example;
+};
+
+/// Every key, in documentation order.
+const std::vector<ConfigKey> &exportConfigSchema();
+
+/// A parsed and validated configuration: every key of the schema has a
+/// value (given or default), stored as its YAML text.
+class ExportConfig {
+public:
+  /// Defaults only.
+  ExportConfig();
+  /// Parses `path` (YAML) on top of the defaults.
+  static rt::Result<ExportConfig> fromFile(const std::string &path);
+  /// Parses YAML text; `source` names it in messages.
+  static rt::Result<ExportConfig> fromText(const std::string &text,
+                                           const std::string &source);
+  /// Applies one `key=value` override (value in YAML syntax).
+  rt::Status set(const std::string &assignment);
+
+  int64_t getInt(const std::string &key) const;
+  double getFloat(const std::string &key) const;
+  bool getBool(const std::string &key) const;
+  std::string getString(const std::string &key) const;
+  std::vector<std::string> getList(const std::string &key) const;
+  /// True when the user gave the key (file or --set), false for defaults.
+  bool isExplicit(const std::string &key) const {
+    return explicit_.count(key) != 0;
+  }
+  /// The whole configuration as YAML (for provenance and --dump-config).
+  std::string toYaml() const;
+
+private:
+  rt::Status assign(const std::string &key, const std::string &valueText,
+                    const std::string &source);
+  std::map<std::string, std::string> values_;
+  std::map<std::string, bool> explicit_;
+};
+
+/// The Markdown reference of every key (docs/generated/ExportConfig.md).
+std::string exportConfigReferenceMarkdown();
+
+} // namespace etllm
+
+#endif // ETLLM_CONFIG_EXPORTCONFIG_H

@@ -1,0 +1,50 @@
+//===- GraphBuilder.h - Checkpoint to exported-graph IR ---------*- C++ -*-===//
+//
+// Emits level-A etllm IR for a decoder-only transformer as torch.export
+// captures the Hugging Face modeling code in eval mode with a static KV
+// cache: decomposed attention/RMSNorm/RoPE, KV caches as mutable buffers
+// updated functionally and written back, module boundaries kept. Weights
+// stay in the checkpoint: parameters carry names and types only.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ETLLM_IMPORT_GRAPHBUILDER_H
+#define ETLLM_IMPORT_GRAPHBUILDER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+
+namespace etllm::formats {
+class Checkpoint;
+} // namespace etllm::formats
+
+namespace etllm {
+
+/// Options of the graph builder (the `model` section of export_config.yaml).
+struct ImportOptions {
+  /// KV-cache length and the bound of the dynamic sequence dimension; 0 means
+  /// min(max_position_embeddings, kDefaultMaxSeqLen).
+  int64_t maxSeqLen = 0;
+  /// Activation and weight dtype of the graph: "float32", "float16" or
+  /// "bfloat16".
+  std::string dtype = "float32";
+  /// Return only the last position's logits ([1, 1, vocab]).
+  bool lastLogitsOnly = false;
+};
+
+inline constexpr int64_t kDefaultMaxSeqLen = 2048;
+
+/// Builds the exported graph of `checkpoint`. The module records the
+/// checkpoint path (`etllm.checkpoint`), the model configuration
+/// (`etllm.model_config`) and the module classes (`etllm.module_classes`).
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+buildExportedGraph(mlir::MLIRContext *context,
+                   const formats::Checkpoint &checkpoint,
+                   const ImportOptions &options);
+
+} // namespace etllm
+
+#endif // ETLLM_IMPORT_GRAPHBUILDER_H

@@ -1,0 +1,88 @@
+//===- Pipelines.h - Named recipes as stage lists ---------------*- C++ -*-===//
+//
+// A recipe (portable, xnnpack-fp32, xnnpack-int4, xnnpack-8da4w,
+// xnnpack-int8) is an ordered list of stages; each stage is an ordinary MLIR
+// pass pipeline. The same list builds the registered MLIR pipeline
+// (`etllm-opt --pipeline=xnnpack-int4`, `--pass-pipeline=...`) and the
+// stages etllm-export runs one by one (dumping the IR after each).
+//
+//   stage               level in -> out   passes
+//   swap-source         A -> B           etllm-swap-source, canonicalize, cse
+//   fuse-sdpa           A/B -> B         etllm-fuse-sdpa, canonicalize
+//   kv-cache-in-place   B -> B           etllm-kv-cache-in-place, canonicalize, cse
+//   quantize            B -> C           etllm-quantize{...}, canonicalize, cse
+//   partition           C -> D           etllm-partition{backends=...}, symbol-dce
+//   lower-backends      D -> D           etllm-lower-backends
+//
+//===----------------------------------------------------------------------===//
+#ifndef ETLLM_PIPELINE_PIPELINES_H
+#define ETLLM_PIPELINE_PIPELINES_H
+
+#include "mlir/Pass/PassOptions.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class OpPassManager;
+} // namespace mlir
+
+namespace etllm {
+
+/// Options every recipe accepts; empty/zero values keep the recipe's own.
+struct RecipeOptions : public mlir::PassPipelineOptions<RecipeOptions> {
+  Option<std::string> linear{*this, "linear",
+                             llvm::cl::desc("Linear scheme: none, int4, int8, "
+                                            "8da4w, 8da8w (default: recipe)"),
+                             llvm::cl::init("")};
+  Option<int64_t> groupSize{
+      *this, "group-size",
+      llvm::cl::desc("Quantization group size; -1 per channel (default: recipe)"),
+      llvm::cl::init(0)};
+  Option<bool> symmetric{*this, "symmetric",
+                         llvm::cl::desc("Symmetric weight quantization"),
+                         llvm::cl::init(true)};
+  Option<std::string> scaleType{*this, "scale-type",
+                                llvm::cl::desc("Scale storage: f32 or f16"),
+                                llvm::cl::init("f32")};
+  Option<std::string> embedding{*this, "embedding",
+                                llvm::cl::desc("Embedding: none, int8, int4"),
+                                llvm::cl::init("none")};
+  Option<int64_t> embeddingGroupSize{
+      *this, "embedding-group-size",
+      llvm::cl::desc("Embedding group size; -1 per row"), llvm::cl::init(-1)};
+  Option<std::string> outputLayer{
+      *this, "output-layer",
+      llvm::cl::desc("lm_head scheme: same, none, int8, int4, 8da8w, 8da4w"),
+      llvm::cl::init("same")};
+  ListOption<std::string> exclude{
+      *this, "exclude",
+      llvm::cl::desc("Linear layers (module path patterns) kept in float")};
+  ListOption<std::string> backends{
+      *this, "backends",
+      llvm::cl::desc("Backends in priority order (default: recipe)")};
+};
+
+/// One stage: a name (used for dumps: NN-<name>.mlir) and its passes.
+struct StageSpec {
+  std::string name;
+  std::function<void(mlir::OpPassManager &)> build;
+};
+
+/// Names of the registered recipes, in documentation order.
+const std::vector<std::string> &recipeNames();
+/// One-line description of a recipe.
+std::string recipeDescription(const std::string &recipe);
+/// The stages of `recipe` with `options` applied; empty if unknown.
+std::vector<StageSpec> recipeStages(const std::string &recipe,
+                                    const RecipeOptions &options);
+/// Adds every stage of `recipe` to `pm` (anchored on builtin.module).
+void buildRecipePipeline(mlir::OpPassManager &pm, const std::string &recipe,
+                         const RecipeOptions &options);
+/// Registers each recipe as an MLIR pass pipeline.
+void registerRecipePipelines();
+
+} // namespace etllm
+
+#endif // ETLLM_PIPELINE_PIPELINES_H

@@ -1,0 +1,32 @@
+//===- KernelCalls.h - etllm ops as runtime kernel calls --------*- C++ -*-===//
+//
+// The one mapping from an etllm op to a runtime operator of ops.def: its
+// name and its integer/float attributes in the order ops.def documents.
+// Used by the program serializer and by backends that reuse the runtime's
+// operator vocabulary in their blobs.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ETLLM_SERIALIZE_KERNELCALLS_H
+#define ETLLM_SERIALIZE_KERNELCALLS_H
+
+#include "mlir/IR/Operation.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <string>
+
+namespace etllm {
+
+struct KernelCall {
+  std::string op;
+  llvm::SmallVector<int64_t> ints;
+  llvm::SmallVector<double> floats;
+};
+
+/// Describes `op` as a kernel call (operands and results map one to one to
+/// the kernel's inputs and outputs). Fails for ops that are not kernel calls
+/// (constants, parameters, buffers, delegate calls, func ops).
+mlir::FailureOr<KernelCall> describeKernelCall(mlir::Operation *op);
+
+} // namespace etllm
+
+#endif // ETLLM_SERIALIZE_KERNELCALLS_H

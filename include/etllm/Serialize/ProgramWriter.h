@@ -1,0 +1,63 @@
+//===- ProgramWriter.h - IR to program file (.pte) --------------*- C++ -*-===//
+//
+// Lowers the `forward` function of a module to the runtime's value table and
+// instruction list, plans memory, and writes the program file: header,
+// flatbuffer, then the aligned data segments (weights converted or quantized
+// from the checkpoint as the parameter types say, delegate blobs, an
+// embedded tokenizer), streamed one tensor at a time.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ETLLM_SERIALIZE_PROGRAMWRITER_H
+#define ETLLM_SERIALIZE_PROGRAMWRITER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace etllm {
+
+class WeightStore;
+
+/// Inputs of the writer besides the IR.
+struct SerializeOptions {
+  /// Provenance: the pipeline name, the resolved config (YAML), stages run.
+  std::string pipeline;
+  std::string configYaml;
+  std::vector<std::string> stages;
+  /// A tokenizer file to embed (empty: none; a GGUF model's vocabulary is
+  /// embedded from the checkpoint automatically).
+  std::string tokenizerPath;
+  /// Hash the input files for the provenance (SHA-256); off in tests.
+  bool hashInputs = true;
+  /// Called with a fraction in [0, 1] while weights are written.
+  std::function<void(double)> progress;
+};
+
+/// What the memory planner decided (also reported by etllm-plan-memory).
+struct MemoryReport {
+  uint64_t arenaBytes = 0;    // planned activations
+  uint64_t bufferBytes = 0;   // mutable buffers (KV caches)
+  uint64_t constantBytes = 0; // weights and constants
+  uint64_t naiveArenaBytes = 0; // without reuse: the sum of all values
+  size_t numValues = 0;
+  size_t numInstructions = 0;
+  size_t numAliases = 0;
+};
+
+/// Writes the program file for `module` to `os`. Errors are emitted as MLIR
+/// diagnostics at the offending op.
+mlir::LogicalResult writeProgram(mlir::ModuleOp module,
+                                 const SerializeOptions &options,
+                                 llvm::raw_ostream &os,
+                                 MemoryReport *report = nullptr);
+
+/// Plans memory only (no weights touched) and reports the result.
+mlir::FailureOr<MemoryReport> planProgramMemory(mlir::ModuleOp module);
+
+} // namespace etllm
+
+#endif // ETLLM_SERIALIZE_PROGRAMWRITER_H

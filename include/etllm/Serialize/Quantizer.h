@@ -1,0 +1,50 @@
+//===- Quantizer.h - Block-wise weight quantization -------------*- C++ -*-===//
+//
+// Produces the QWeight byte layout of runtime/tensor.h (QWeightLayout) from
+// float rows, or repacks GGUF Q8_0/Q4_0/Q4_1 blocks into it exactly.
+// No LLVM/MLIR: shared by the serializer and its unit tests.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ETLLM_SERIALIZE_QUANTIZER_H
+#define ETLLM_SERIALIZE_QUANTIZER_H
+
+#include "etllm/formats/checkpoint.h"
+#include "etllm/runtime/result.h"
+#include "etllm/runtime/tensor.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace etllm {
+
+/// Quantizes `rows` x `cols` floats group-wise into the QWeight layout:
+/// symmetric: scale = absmax / (2^(b-1) - 0.5), q = clamp(round(x / scale),
+/// -2^(b-1), 2^(b-1) - 1) (torchao's symmetric int4/int8); asymmetric:
+/// scale = (max - min) / (2^b - 1), offset = min, q = clamp(round((x - min) /
+/// scale), 0, 2^b - 1). Scales are rounded to the scale type first and q is
+/// computed with the rounded scale.
+rt::Result<std::vector<uint8_t>> quantizeRows(const float *x, int64_t rows,
+                                              int64_t cols,
+                                              const rt::QuantInfo &q);
+
+/// True when GGUF blocks of `dtype` are exactly representable as `q`
+/// (Q8_0: 8-bit sym group 32 f16; Q4_0: 4-bit sym group 32 f16; Q4_1:
+/// 4-bit asym group 32 f16).
+bool canRepackExactly(formats::DType dtype, const rt::QuantInfo &q);
+
+/// Repacks GGUF Q8_0/Q4_0/Q4_1 blocks (rows x cols, row-major) into the
+/// QWeight layout without changing any value.
+rt::Result<std::vector<uint8_t>> repackGgufBlocks(formats::DType dtype,
+                                                  const uint8_t *src,
+                                                  int64_t rows, int64_t cols);
+
+/// Dequantizes a QWeight blob (reference, for tests and the dequantize
+/// fallback): rows x cols floats.
+rt::Result<std::vector<float>> dequantizeQWeight(const uint8_t *blob,
+                                                 size_t size, int64_t rows,
+                                                 int64_t cols,
+                                                 const rt::QuantInfo &q);
+
+} // namespace etllm
+
+#endif // ETLLM_SERIALIZE_QUANTIZER_H

@@ -1,0 +1,87 @@
+//===- Backend.h - Compiler half of a backend -------------------*- C++ -*-===//
+//
+// A backend's compiler half answers the partitioner's legality questions,
+// may add lowering passes for its outlined subgraphs, and serializes an
+// outlined subgraph into the blob its runtime half (runtime/backend.h)
+// executes. Backends are registered explicitly from InitAll (or, for
+// out-of-tree backends, by whoever links them), never by static
+// initializers. docs/AddingABackend.md walks through writing one.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ETLLM_TARGET_BACKEND_H
+#define ETLLM_TARGET_BACKEND_H
+
+#include "mlir/Support/LLVM.h"
+#include "mlir/Support/LogicalResult.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mlir {
+class Operation;
+class OpPassManager;
+namespace func {
+class FuncOp;
+} // namespace func
+} // namespace mlir
+
+namespace etllm {
+
+class WeightStore;
+
+/// What a backend's serializer may use: the weights, and the program's
+/// constant table (packed weights go there, streamed into the file, and the
+/// blob refers to them by index — blobs stay small).
+class DelegateContext {
+public:
+  virtual ~DelegateContext();
+  virtual WeightStore &weights() = 0;
+  /// The bound of dynamic dimensions (max_seq_len).
+  virtual int64_t dynamicDimBound() const = 0;
+  /// Adds a program constant of `size` bytes whose bytes `produce` returns
+  /// when the file is written; returns its index in the program.
+  virtual uint32_t
+  addConstant(const std::string &name, uint64_t size,
+              std::function<mlir::FailureOr<std::vector<uint8_t>>()> produce) = 0;
+};
+
+/// The compiler half of a backend.
+class BackendCompiler {
+public:
+  virtual ~BackendCompiler();
+  /// The backend id written into programs ("xnnpack").
+  virtual llvm::StringRef id() const = 0;
+  /// One-line description for --help and docs.
+  virtual llvm::StringRef description() const = 0;
+  /// The legality contract: can `op`, with its operand and result types,
+  /// run on this backend? Asked by etllm-partition in priority order.
+  virtual bool isLegal(mlir::Operation *op) const = 0;
+  /// Whether the backend wants a subgraph at all (e.g. not one made only of
+  /// shape ops). Default: yes.
+  virtual bool isProfitable(llvm::ArrayRef<mlir::Operation *> ops) const;
+  /// Passes run on each outlined function of this backend before it is
+  /// serialized (anchored on func.func). Default: none.
+  virtual void buildLoweringPipeline(mlir::OpPassManager &pm) const;
+  /// Serializes an outlined function into the blob the runtime half reads,
+  /// plus compile specs. Weights come from `weights`.
+  virtual mlir::LogicalResult
+  serialize(mlir::func::FuncOp fn, DelegateContext &context,
+            std::vector<uint8_t> &blob,
+            std::vector<std::pair<std::string, std::string>> &specs) const = 0;
+};
+
+/// Registers a backend compiler (replacing one with the same id).
+void registerBackendCompiler(std::unique_ptr<BackendCompiler> backend);
+/// The backend compiler `id`, or null.
+const BackendCompiler *findBackendCompiler(llvm::StringRef id);
+/// Every registered backend compiler, in registration order.
+std::vector<const BackendCompiler *> registeredBackendCompilers();
+
+} // namespace etllm
+
+#endif // ETLLM_TARGET_BACKEND_H

@@ -1,0 +1,187 @@
+//===- Passes.td - etllm passes ----------------------------*- tablegen -*-===//
+#ifndef ETLLM_TRANSFORMS_PASSES_TD
+#define ETLLM_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def SwapSourcePass : Pass<"etllm-swap-source", "mlir::ModuleOp"> {
+  let summary = "Replace whole modules (by class) with fused ops";
+  let description = [{
+    Module-level source swap, as ExecuTorch's source transforms do before
+    export, but on the exported graph: for every module instance whose class
+    has a registered replacement (the `etllm.module` attributes and the
+    `etllm.module_classes` table say which ops came from which instance), the
+    instance's ops are replaced by the fused form built from the instance's
+    interface (its inputs, parameters and buffers) and the model
+    configuration (`etllm.model_config`):
+
+    * `*RMSNorm` -> `etllm.rms_norm` (the `(1 + w)` form of Gemma becomes
+      `offset 1.0`, found from the instance's ops);
+    * `*Attention` (Llama, Qwen2, Qwen3, Mistral, Phi3, Gemma, Gemma2) ->
+      `etllm.rope` on q and k, `etllm.kv_cache.update` on the caches and one
+      `etllm.sdpa` (causal over the input positions, GQA, sliding window,
+      soft-capping kept), with the projections untouched.
+
+    An instance that does not have the expected interface (a missing
+    parameter or buffer, an unexpected input) is left alone with a remark.
+    Backends extend the registry (`registerSourceSwap`).
+
+    Before (one RMSNorm instance):
+
+    ```mlir
+    %sq = etllm.pow %x, %two {etllm.module = "model.norm"} : ...
+    %m = etllm.mean %sq dims [-1] keepdim {etllm.module = "model.norm"} : ...
+    ... rsqrt, mul, mul by the weight ...
+    ```
+
+    After:
+
+    ```mlir
+    %y = etllm.rms_norm %x, %w eps 1.000000e-05 {etllm.module = "model.norm"} : ...
+    ```
+  }];
+  let options = [
+    ListOption<"classes", "classes", "std::string",
+               "Only swap these class suffixes (e.g. RMSNorm,Attention); "
+               "default: every registered one">,
+  ];
+  let dependentDialects = ["::mlir::etllm::EtllmDialect"];
+}
+
+def FuseSdpaPass : Pass<"etllm-fuse-sdpa", "mlir::func::FuncOp"> {
+  let summary = "Fuse decomposed attention into etllm.sdpa";
+  let description = [{
+    Pattern-level fusion for graphs without module information:
+
+        matmul(q, transpose(k)) x scale (or / sqrt(d))
+          [/ cap, tanh, x cap]               (soft-capping)
+          + mask                              (additive, broadcastable)
+          -> softmax(-1) [with an fp32 round trip]
+          -> matmul(., v)
+
+    becomes `etllm.sdpa %q, %k, %v mask %mask scale s softcap c`. When k and v
+    come from repeat_kv (`unsqueeze -> expand -> reshape` over the kv heads)
+    the repetition is folded into the op's grouped-query attention. A second
+    pattern recognizes the causal mask the exported graph builds from the
+    input positions (`where(arange(T) > pos, min, 0)`, optionally with the
+    sliding-window term) and turns it into `causal` + `positions` (+ `window`).
+
+    Near misses are left alone: softmax over another dimension, a non-splat
+    or non-constant scale, a mask that does not broadcast, a second use of an
+    intermediate value, mismatched heads.
+  }];
+  let dependentDialects = ["::mlir::etllm::EtllmDialect"];
+}
+
+def KvCacheInPlacePass : Pass<"etllm-kv-cache-in-place", "mlir::func::FuncOp"> {
+  let summary = "Turn functional cache updates and write-backs into in-place updates";
+  let description = [{
+    The exported graph updates a cache functionally and copies the whole
+    cache back at the end:
+
+    ```mlir
+    %k = etllm.buffer.read @k_cache : tensor<1x4x512x8xf32>
+    %k2 = etllm.index_copy %k dim 2, %pos, %new : ...
+    ... uses of %k2 ...
+    etllm.buffer.write %k2 to @k_cache : tensor<1x4x512x8xf32>
+    ```
+
+    This pass proves the rewrite safe and makes it in place:
+
+    ```mlir
+    %k = etllm.buffer.read @k_cache : tensor<1x4x512x8xf32>
+    %k2 = etllm.kv_cache.update %k[%pos], %new : ...
+    ... uses of %k2 ...
+    ```
+
+    Safe means: the read has no other use (nobody observes the old value),
+    the updated value is written back to the same buffer, and nothing
+    between the read and the write-back reads or writes that buffer. The
+    update op's tied result then *is* the buffer, so the write-back is
+    dropped: a decode step writes only the new token's K/V. Anything else is
+    left alone.
+  }];
+  let dependentDialects = ["::mlir::etllm::EtllmDialect"];
+}
+
+def QuantizePass : Pass<"etllm-quantize", "mlir::ModuleOp"> {
+  let summary = "Block-wise weight quantization and dynamic activation quantization";
+  let description = [{
+    Rewrites `etllm.linear` with a parameter weight into `etllm.qlinear` on a
+    `!etllm.qweight` parameter (the serializer quantizes the bytes), and
+    optionally `etllm.embedding` into `etllm.qembedding`. With `linear=8da4w`
+    or `8da8w` the activation is quantized per token at run time
+    (`etllm.quantize_dynamic`, int8 asymmetric) and the product is integer.
+
+    * a group size that does not divide a layer's input features falls
+      back to one group per row for that layer (remark);
+    * weights that arrive quantized (GGUF Q4_0/Q8_0/Q4_1) keep their exact
+      values: the pass picks the representation that holds them without
+      loss (group 32, f16 scales) instead of re-quantizing;
+    * `output-layer` overrides the scheme of `lm_head`; `exclude` keeps the
+      listed layers (module path patterns, `*` wildcard) in float.
+  }];
+  let options = [
+    Option<"linear", "linear", "std::string", "\"int4\"",
+           "Linear scheme: none, int4, int8, 8da4w, 8da8w">,
+    Option<"groupSize", "group-size", "int64_t", "32",
+           "Group size along the input features; -1 = per channel">,
+    Option<"symmetric", "symmetric", "bool", "true",
+           "Symmetric (scale only) or asymmetric (scale + offset) weights">,
+    Option<"scaleType", "scale-type", "std::string", "\"f32\"",
+           "Storage type of scales: f32 or f16">,
+    Option<"embedding", "embedding", "std::string", "\"none\"",
+           "Embedding scheme: none, int8, int4">,
+    Option<"embeddingGroupSize", "embedding-group-size", "int64_t", "-1",
+           "Embedding group size; -1 = per row">,
+    Option<"outputLayer", "output-layer", "std::string", "\"same\"",
+           "Scheme of lm_head: same, none, int8, int4, 8da8w, 8da4w">,
+    ListOption<"exclude", "exclude", "std::string",
+               "Linear layers (module path patterns) kept in float">,
+  ];
+  let dependentDialects = ["::mlir::etllm::EtllmDialect"];
+}
+
+def PartitionPass : Pass<"etllm-partition", "mlir::ModuleOp"> {
+  let summary = "Outline maximal backend-legal subgraphs into delegate calls";
+  let description = [{
+    Asks each enabled backend's legality contract, in priority order, which
+    ops of `forward` it can run, groups the ops each backend takes into
+    maximal convex subgraphs (ops are scheduled so that runs of one backend
+    stay together; data dependencies are preserved), outlines each into a
+    private function marked `etllm.backend` and calls it with
+    `etllm.delegate.call`. Ops no backend takes stay on portable kernels.
+    Deterministic: the same input gives the same partitions and names.
+  }];
+  let options = [
+    ListOption<"backends", "backends", "std::string",
+               "Backends in priority order (ids of registered backends)">,
+    Option<"minOps", "min-ops", "int64_t", "1",
+           "Smallest subgraph worth a delegate call">,
+  ];
+  let dependentDialects = ["::mlir::etllm::EtllmDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
+def LowerBackendsPass : Pass<"etllm-lower-backends", "mlir::ModuleOp"> {
+  let summary = "Run each backend's lowering passes on its outlined subgraphs";
+  let description = [{
+    For every function marked `etllm.backend = "<id>"`, runs the pipeline
+    the backend's compiler half declares (e.g. the example backend rewrites
+    `silu` into its own form). Functions of backends without passes are
+    untouched.
+  }];
+}
+
+def PlanMemoryPass : Pass<"etllm-plan-memory", "mlir::ModuleOp"> {
+  let summary = "Plan activation memory and report it";
+  let description = [{
+    Runs the serializer's memory planner on `forward` (lifetimes over the
+    instruction order, greedy by size; views and in-place cache updates
+    share their operand's storage) and records the result on the function
+    as `etllm.memory = {arena_bytes, buffer_bytes, constant_bytes,
+    naive_arena_bytes, aliases}`. The IR is otherwise unchanged.
+  }];
+}
+
+#endif // ETLLM_TRANSFORMS_PASSES_TD

@@ -1,0 +1,306 @@
+//===- XnnpackCompiler.cpp - Compiler half of the CPU backend -------------===//
+//
+// The optimized CPU backend ("xnnpack", after ExecuTorch's CPU delegate).
+// Legality: f32 activations, static innermost dimension, and the ops its
+// runtime half has optimized kernels for (linear/qlinear with parameter
+// weights, dynamic activation quantization, element-wise math, RMSNorm).
+// Serialization: the subgraph as an EXN1 flatbuffer whose constants are
+// program constants, linear weights packed into the kernels' layouts.
+//
+//===----------------------------------------------------------------------===//
+#include "etllm/Backends/Backends.h"
+#include "etllm/Dialect/Etllm/EtllmOps.h"
+#include "etllm/Serialize/KernelCalls.h"
+#include "etllm/Serialize/WeightStore.h"
+#include "etllm/Target/Backend.h"
+#include "etllm/runtime/tensor.h"
+
+#include "etllm/runtime/xnnpack/packing.h"
+#include "etllm/schema/xnnpack_generated.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cstring>
+
+using namespace mlir;
+using namespace mlir::etllm;
+namespace xfb = ::etllm::xnnpack;
+namespace rt = ::etllm::rt;
+
+namespace etllm {
+namespace {
+
+bool isF32Tensor(Type t, bool allowDynamicLast = false) {
+  auto tt = dyn_cast<RankedTensorType>(t);
+  return tt && tt.getElementType().isF32() && tt.getRank() >= 1 &&
+         tt.getRank() <= 4 &&
+         (allowDynamicLast || !tt.isDynamicDim(tt.getRank() - 1));
+}
+
+bool isParam(Value v) { return v && v.getDefiningOp<ParameterGetOp>(); }
+
+class XnnpackCompiler : public BackendCompiler {
+public:
+  llvm::StringRef id() const override { return "xnnpack"; }
+  llvm::StringRef description() const override {
+    return "optimized CPU kernels: packed int4/int8/f32 linear layers, "
+           "dynamic int8 activations, element-wise math and RMSNorm";
+  }
+
+  bool isLegal(Operation *op) const override {
+    return llvm::TypeSwitch<Operation *, bool>(op)
+        .Case([](LinearOp l) {
+          return isF32Tensor(l.getType()) && isParam(l.getWeight()) &&
+                 isF32Tensor(l.getInput().getType()) &&
+                 (!l.getBias() || isParam(l.getBias()));
+        })
+        .Case([](QLinearOp l) {
+          bool actOk = isa<QActType>(l.getInput().getType()) ||
+                       isF32Tensor(l.getInput().getType());
+          return actOk && isF32Tensor(l.getType()) && isParam(l.getWeight()) &&
+                 (!l.getBias() || isParam(l.getBias()));
+        })
+        .Case([](QuantizeDynamicOp q) {
+          auto t = cast<QActType>(q.getType());
+          return isF32Tensor(q.getInput().getType()) && t.getBits() == 8 &&
+                 t.getGranularity() == ActQuantGranularity::per_token;
+        })
+        .Case<AddOp, SubOp, MulOp>([](Operation *o) {
+          return llvm::all_of(o->getOperandTypes(),
+                              [](Type t) { return isF32Tensor(t, true); }) &&
+                 isF32Tensor(o->getResult(0).getType());
+        })
+        .Case<SiluOp, GeluOp, SigmoidOp, TanhOp, ReluOp>([](Operation *o) {
+          return isF32Tensor(o->getResult(0).getType());
+        })
+        .Case([](RmsNormOp n) {
+          return isF32Tensor(n.getType()) &&
+                 (!n.getWeight() || isParam(n.getWeight()));
+        })
+        .Default([](Operation *) { return false; });
+  }
+
+  bool isProfitable(ArrayRef<Operation *> ops) const override {
+    // Worth a call only with real work in it.
+    return llvm::any_of(ops, [](Operation *op) {
+      return isa<LinearOp, QLinearOp, RmsNormOp>(op);
+    });
+  }
+
+  LogicalResult
+  serialize(func::FuncOp fn, DelegateContext &ctx, std::vector<uint8_t> &blob,
+            std::vector<std::pair<std::string, std::string>> &specs) const override;
+};
+
+/// The runtime dtype of a type.
+rt::DType dtypeOf(Type t) {
+  if (isa<QWeightType>(t))
+    return rt::DType::QWeight;
+  if (isa<QActType>(t))
+    return rt::DType::QAct;
+  Type e = cast<RankedTensorType>(t).getElementType();
+  if (e.isF32())
+    return rt::DType::F32;
+  if (e.isF16())
+    return rt::DType::F16;
+  if (e.isBF16())
+    return rt::DType::BF16;
+  if (e.isInteger(64))
+    return rt::DType::I64;
+  if (e.isInteger(32))
+    return rt::DType::I32;
+  if (e.isInteger(1))
+    return rt::DType::Bool;
+  return rt::DType::I8;
+}
+
+LogicalResult XnnpackCompiler::serialize(
+    func::FuncOp fn, DelegateContext &ctx, std::vector<uint8_t> &blob,
+    std::vector<std::pair<std::string, std::string>> &specs) const {
+  flatbuffers::FlatBufferBuilder fb;
+  std::vector<flatbuffers::Offset<xfb::Value>> values;
+  llvm::DenseMap<Value, uint32_t> index;
+  Block &body = fn.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  // How each parameter must be packed: by the op that reads it.
+  llvm::DenseMap<Value, xfb::Packing> packing;
+  for (Operation &op : body) {
+    if (auto l = dyn_cast<LinearOp>(op))
+      packing[l.getWeight()] = xfb::Packing::F32_NR8;
+    if (auto l = dyn_cast<QLinearOp>(op))
+      packing[l.getWeight()] = xfb::Packing::QWEIGHT_NR8;
+  }
+
+  auto addValue = [&](Value v, xfb::ValueKind kind, uint32_t idx,
+                      xfb::Packing pack) -> uint32_t {
+    Type t = v.getType();
+    ArrayRef<int64_t> shape;
+    rt::QuantInfo q;
+    if (auto qw = dyn_cast<QWeightType>(t)) {
+      shape = qw.getShape();
+      q.bits = qw.getBits();
+      q.groupSize = qw.getGroupSize();
+      q.symmetric = qw.getSymmetric();
+      q.scaleType = qw.getScaleType().isF16() ? rt::DType::F16 : rt::DType::F32;
+    } else if (auto qa = dyn_cast<QActType>(t)) {
+      shape = qa.getShape();
+      q.bits = qa.getBits();
+      q.symmetric = qa.getSymmetric();
+      q.perToken = qa.getGranularity() == ActQuantGranularity::per_token;
+    } else {
+      shape = cast<RankedTensorType>(t).getShape();
+    }
+    std::vector<int64_t> sizes;
+    std::vector<uint8_t> dyn;
+    for (int64_t d : shape) {
+      dyn.push_back(ShapedType::isDynamic(d));
+      sizes.push_back(ShapedType::isDynamic(d) ? ctx.dynamicDimBound() : d);
+    }
+    auto sv = fb.CreateVector(sizes);
+    auto dv = fb.CreateVector(dyn);
+    xfb::ValueBuilder vb(fb);
+    vb.add_dtype(uint8_t(dtypeOf(t)));
+    vb.add_sizes(sv);
+    vb.add_dynamic_dims(dv);
+    vb.add_kind(kind);
+    vb.add_index(idx);
+    vb.add_packing(pack);
+    vb.add_bits(q.bits);
+    vb.add_group_size(q.groupSize);
+    vb.add_symmetric(q.symmetric);
+    vb.add_scale_dtype(uint8_t(q.scaleType));
+    vb.add_per_token(q.perToken);
+    values.push_back(vb.Finish());
+    uint32_t id = values.size() - 1;
+    index[v] = id;
+    return id;
+  };
+
+  for (BlockArgument a : body.getArguments())
+    addValue(a, xfb::ValueKind::INPUT, a.getArgNumber(), xfb::Packing::DENSE);
+
+  std::vector<flatbuffers::Offset<xfb::Node>> nodes;
+  std::string prefix = fn.getSymName().str() + "/";
+  for (Operation &op : body.without_terminator()) {
+    if (auto get = dyn_cast<ParameterGetOp>(op)) {
+      auto param = SymbolTable::lookupNearestSymbolFrom<ParameterOp>(
+          fn, get.getNameAttr());
+      xfb::Packing pack = packing.lookup(get.getResult());
+      WeightStore *weights = &ctx.weights();
+      Type t = param.getType();
+      ArrayRef<int64_t> shape = isa<QWeightType>(t)
+                                    ? cast<QWeightType>(t).getShape()
+                                    : cast<RankedTensorType>(t).getShape();
+      if (pack != xfb::Packing::DENSE && shape.size() != 2)
+        return op.emitError("xnnpack: packed weights must be 2-D");
+      int64_t rows = shape.size() == 2 ? shape[0] : 1, cols = shape.back();
+      rt::QuantInfo q;
+      if (auto qw = dyn_cast<QWeightType>(t)) {
+        q.bits = qw.getBits();
+        q.groupSize = qw.getGroupSize();
+        q.symmetric = qw.getSymmetric();
+        q.scaleType =
+            qw.getScaleType().isF16() ? rt::DType::F16 : rt::DType::F32;
+      }
+      uint64_t size;
+      if (pack == xfb::Packing::QWEIGHT_NR8) {
+        auto l = rt::xnnpack::PackedQWeightLayout::compute(rows, cols, q);
+        if (!l.ok())
+          return op.emitError("xnnpack: ") << l.message();
+        size = l->totalBytes;
+      } else if (pack == xfb::Packing::F32_NR8) {
+        size = rt::xnnpack::PackedF32Layout::compute(rows, cols).totalBytes;
+      } else {
+        FailureOr<uint64_t> s = weights->byteSize(param);
+        if (failed(s))
+          return failure();
+        size = *s;
+      }
+      Operation *diag = param;
+      uint32_t constant = ctx.addConstant(
+          prefix + param.getSymName().str(), size,
+          [weights, param, pack, rows, cols, q, diag]() mutable
+          -> FailureOr<std::vector<uint8_t>> {
+            if (pack == xfb::Packing::F32_NR8) {
+              FailureOr<std::vector<float>> f = weights->floatValues(param);
+              if (failed(f))
+                return failure();
+              return rt::xnnpack::packF32Weight(f->data(), rows, cols);
+            }
+            FailureOr<std::vector<uint8_t>> bytes = weights->materialize(param);
+            if (failed(bytes) || pack == xfb::Packing::DENSE)
+              return bytes;
+            auto packed = rt::xnnpack::packQWeight(bytes->data(), bytes->size(),
+                                                   rows, cols, q);
+            if (!packed.ok())
+              return diag->emitError("xnnpack: ") << packed.message();
+            return std::move(packed.value());
+          });
+      addValue(get.getResult(), xfb::ValueKind::CONSTANT, constant, pack);
+      continue;
+    }
+    if (auto c = dyn_cast<ConstantOp>(op)) {
+      auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+      if (!dense || !isa<FloatType>(dense.getElementType()) ||
+          !dense.getElementType().isF32())
+        return op.emitError("xnnpack: only f32 constants are supported");
+      std::vector<uint8_t> bytes(dense.getNumElements() * 4);
+      size_t i = 0;
+      for (APFloat v : dense.getValues<APFloat>()) {
+        float f = v.convertToFloat();
+        std::memcpy(bytes.data() + 4 * i++, &f, 4);
+      }
+      uint32_t constant = ctx.addConstant(
+          prefix + "constant." + std::to_string(values.size()), bytes.size(),
+          [bytes]() -> FailureOr<std::vector<uint8_t>> { return bytes; });
+      addValue(c.getResult(), xfb::ValueKind::CONSTANT, constant,
+               xfb::Packing::DENSE);
+      continue;
+    }
+    FailureOr<KernelCall> call = describeKernelCall(&op);
+    if (failed(call) || !isLegal(&op))
+      return op.emitError("xnnpack cannot run this operation");
+    std::vector<uint32_t> ins, outs;
+    for (Value v : op.getOperands())
+      ins.push_back(index.lookup(v));
+    for (Value r : op.getResults()) {
+      auto it = llvm::find(ret.getOperands(), r);
+      if (it != ret.getOperands().end())
+        outs.push_back(addValue(r, xfb::ValueKind::OUTPUT,
+                                it - ret.getOperands().begin(),
+                                xfb::Packing::DENSE));
+      else
+        outs.push_back(addValue(r, xfb::ValueKind::INTERNAL, 0,
+                                xfb::Packing::DENSE));
+    }
+    std::vector<int64_t> ints(call->ints.begin(), call->ints.end());
+    std::vector<double> floats(call->floats.begin(), call->floats.end());
+    nodes.push_back(xfb::CreateNode(fb, fb.CreateString(call->op),
+                                    fb.CreateVector(ins), fb.CreateVector(outs),
+                                    fb.CreateVector(ints),
+                                    fb.CreateVector(floats)));
+  }
+  // Every result must be produced by a node of the subgraph, once.
+  llvm::DenseSet<Value> seen;
+  for (Value v : ret.getOperands())
+    if (!v.getDefiningOp() || isa<ParameterGetOp, ConstantOp>(v.getDefiningOp()) ||
+        !seen.insert(v).second)
+      return fn.emitError("xnnpack: each result must be computed by the "
+                          "subgraph, once");
+  auto graph = xfb::CreateGraph(fb, fb.CreateVector(values),
+                                fb.CreateVector(nodes));
+  xfb::FinishGraphBuffer(fb, graph);
+  blob.assign(fb.GetBufferPointer(), fb.GetBufferPointer() + fb.GetSize());
+  specs.push_back({"format", "EXN1"});
+  return success();
+}
+
+} // namespace
+
+void registerBuiltinBackendCompilers() {
+  registerBackendCompiler(std::make_unique<XnnpackCompiler>());
+}
+
+} // namespace etllm

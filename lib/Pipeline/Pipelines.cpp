@@ -1,0 +1,147 @@
+//===- Pipelines.cpp - Named recipes as stage lists -----------------------===//
+#include "etllm/Pipeline/Pipelines.h"
+
+#include "etllm/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace etllm {
+
+namespace {
+struct Recipe {
+  const char *name;
+  const char *description;
+  const char *linear;
+  int64_t groupSize;
+  std::vector<std::string> backends;
+};
+
+const std::vector<Recipe> &recipes() {
+  static const std::vector<Recipe> r = {
+      {"portable", "fp32, level-B fused ops, no delegate: every op on portable "
+                   "kernels",
+       "none", 32, {}},
+      {"xnnpack-fp32", "fp32 weights and activations, delegated to the "
+                       "optimized CPU backend",
+       "none", 32, {"xnnpack"}},
+      {"xnnpack-int4", "int4 group-wise weights (group 32), fp32 activations, "
+                       "on the CPU backend",
+       "int4", 32, {"xnnpack"}},
+      {"xnnpack-8da4w", "int8 dynamic per-token activations x int4 group-wise "
+                        "weights (group 32): ExecuTorch's default CPU recipe",
+       "8da4w", 32, {"xnnpack"}},
+      {"xnnpack-int8", "int8 per-channel weights, fp32 activations, on the "
+                       "CPU backend",
+       "int8", -1, {"xnnpack"}},
+  };
+  return r;
+}
+
+const Recipe *findRecipe(const std::string &name) {
+  for (const Recipe &r : recipes())
+    if (name == r.name)
+      return &r;
+  return nullptr;
+}
+
+void cleanup(mlir::OpPassManager &pm) {
+  pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(mlir::createCSEPass());
+}
+} // namespace
+
+const std::vector<std::string> &recipeNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const Recipe &r : recipes())
+      n.push_back(r.name);
+    return n;
+  }();
+  return names;
+}
+
+std::string recipeDescription(const std::string &recipe) {
+  const Recipe *r = findRecipe(recipe);
+  return r ? r->description : "";
+}
+
+std::vector<StageSpec> recipeStages(const std::string &recipe,
+                                    const RecipeOptions &o) {
+  const Recipe *r = findRecipe(recipe);
+  if (!r)
+    return {};
+  std::string linear = o.linear.empty() ? r->linear : o.linear.getValue();
+  int64_t groupSize = o.groupSize == 0 ? r->groupSize : o.groupSize.getValue();
+  std::vector<std::string> backends(o.backends.begin(), o.backends.end());
+  if (backends.empty())
+    backends = r->backends;
+  bool quantize = linear != "none" || o.embedding != "none" ||
+                  (o.outputLayer != "same" && o.outputLayer != "none");
+
+  std::vector<StageSpec> stages;
+  stages.push_back({"swap-source", [](mlir::OpPassManager &pm) {
+                      pm.addPass(createSwapSourcePass());
+                      cleanup(pm);
+                    }});
+  stages.push_back({"fuse-sdpa", [](mlir::OpPassManager &pm) {
+                      pm.addNestedPass<mlir::func::FuncOp>(createFuseSdpaPass());
+                      pm.addPass(mlir::createCanonicalizerPass());
+                    }});
+  stages.push_back({"kv-cache-in-place", [](mlir::OpPassManager &pm) {
+                      pm.addNestedPass<mlir::func::FuncOp>(
+                          createKvCacheInPlacePass());
+                      cleanup(pm);
+                    }});
+  if (quantize) {
+    QuantizePassOptions q;
+    q.linear = linear;
+    q.groupSize = groupSize;
+    q.symmetric = o.symmetric;
+    q.scaleType = o.scaleType;
+    q.embedding = o.embedding;
+    q.embeddingGroupSize = o.embeddingGroupSize;
+    q.outputLayer = o.outputLayer;
+    // The options hold an ArrayRef: keep the list alive in the stage.
+    std::vector<std::string> exclude(o.exclude.begin(), o.exclude.end());
+    stages.push_back({"quantize", [q, exclude](mlir::OpPassManager &pm) {
+                        QuantizePassOptions opts = q;
+                        opts.exclude = exclude;
+                        pm.addPass(createQuantizePass(opts));
+                        cleanup(pm);
+                      }});
+  }
+  if (!backends.empty()) {
+    stages.push_back({"partition", [backends](mlir::OpPassManager &pm) {
+                        PartitionPassOptions p;
+                        p.backends = backends;
+                        pm.addPass(createPartitionPass(p));
+                        pm.addPass(mlir::createSymbolDCEPass());
+                      }});
+    stages.push_back({"lower-backends", [](mlir::OpPassManager &pm) {
+                        pm.addPass(createLowerBackendsPass());
+                      }});
+  }
+  return stages;
+}
+
+void buildRecipePipeline(mlir::OpPassManager &pm, const std::string &recipe,
+                         const RecipeOptions &options) {
+  for (const StageSpec &s : recipeStages(recipe, options))
+    s.build(pm);
+}
+
+void registerRecipePipelines() {
+  for (const Recipe &r : recipes()) {
+    std::string name = r.name;
+    mlir::PassPipelineRegistration<RecipeOptions>(
+        r.name, r.description,
+        [name](mlir::OpPassManager &pm, const RecipeOptions &options) {
+          buildRecipePipeline(pm, name, options);
+        });
+  }
+}
+
+} // namespace etllm

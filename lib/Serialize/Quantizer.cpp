@@ -1,0 +1,200 @@
+//===- Quantizer.cpp - Block-wise weight quantization ---------------------===//
+#include "etllm/Serialize/Quantizer.h"
+
+#include "etllm/runtime/half.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace etllm {
+
+using rt::Error;
+using rt::QuantInfo;
+using rt::QWeightLayout;
+using rt::Result;
+
+namespace {
+
+/// Rounds `v` to the scale type and back (so q uses the stored scale).
+float roundToScaleType(float v, rt::DType t) {
+  return t == rt::DType::F16 ? rt::halfToFloat(rt::floatToHalf(v)) : v;
+}
+
+void storeScale(uint8_t *dst, int64_t index, float v, rt::DType t) {
+  if (t == rt::DType::F16) {
+    uint16_t h = rt::floatToHalf(v);
+    std::memcpy(dst + index * 2, &h, 2);
+  } else {
+    std::memcpy(dst + index * 4, &v, 4);
+  }
+}
+
+float loadScale(const uint8_t *src, int64_t index, rt::DType t) {
+  if (t == rt::DType::F16) {
+    uint16_t h;
+    std::memcpy(&h, src + index * 2, 2);
+    return rt::halfToFloat(h);
+  }
+  float v;
+  std::memcpy(&v, src + index * 4, 4);
+  return v;
+}
+
+/// Stores the quantized value q (signed when symmetric) of element k of
+/// `row` at bit width `bits`.
+void storeQ(uint8_t *row, int64_t k, int q, unsigned bits, bool symmetric) {
+  if (bits == 8) {
+    row[k] = symmetric ? uint8_t(int8_t(q)) : uint8_t(q);
+    return;
+  }
+  uint8_t u = uint8_t(symmetric ? q + 8 : q) & 0xf;
+  uint8_t &b = row[k / 2];
+  b = (k % 2 == 0) ? uint8_t((b & 0xf0) | u) : uint8_t((b & 0x0f) | (u << 4));
+}
+
+int loadQ(const uint8_t *row, int64_t k, unsigned bits, bool symmetric) {
+  if (bits == 8)
+    return symmetric ? int(int8_t(row[k])) : int(row[k]);
+  uint8_t b = row[k / 2];
+  int u = (k % 2 == 0) ? (b & 0xf) : (b >> 4);
+  return symmetric ? u - 8 : u;
+}
+
+} // namespace
+
+Result<std::vector<uint8_t>> quantizeRows(const float *x, int64_t rows,
+                                          int64_t cols, const QuantInfo &q) {
+  Result<QWeightLayout> layout = QWeightLayout::compute(rows, cols, q);
+  if (!layout.ok())
+    return layout.error();
+  const QWeightLayout &l = *layout;
+  std::vector<uint8_t> out(l.totalBytes, 0);
+  int64_t g = q.groupSize;
+  int qmin = q.symmetric ? -(1 << (q.bits - 1)) : 0;
+  int qmax = q.symmetric ? (1 << (q.bits - 1)) - 1 : (1 << q.bits) - 1;
+  size_t qRowBytes = q.bits == 8 ? size_t(cols) : size_t(cols) / 2;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *xr = x + r * cols;
+    uint8_t *qrow = out.data() + r * qRowBytes;
+    for (int64_t gi = 0; gi < l.groups; ++gi) {
+      const float *xg = xr + gi * g;
+      float scale, offset = 0;
+      if (q.symmetric) {
+        float amax = 0;
+        for (int64_t k = 0; k < g; ++k)
+          amax = std::max(amax, std::fabs(xg[k]));
+        scale = amax / (float(qmax) + 0.5f);
+      } else {
+        float mn = xg[0], mx = xg[0];
+        for (int64_t k = 1; k < g; ++k) {
+          mn = std::min(mn, xg[k]);
+          mx = std::max(mx, xg[k]);
+        }
+        scale = (mx - mn) / float(qmax);
+        offset = roundToScaleType(mn, q.scaleType);
+      }
+      scale = roundToScaleType(scale, q.scaleType);
+      float inv = scale > 0 ? 1.0f / scale : 0.0f;
+      for (int64_t k = 0; k < g; ++k) {
+        float v = q.symmetric ? xg[k] * inv : (xg[k] - offset) * inv;
+        int qi = int(std::nearbyint(v));
+        storeQ(qrow, gi * g + k, std::clamp(qi, qmin, qmax), q.bits,
+               q.symmetric);
+      }
+      int64_t idx = r * l.groups + gi;
+      storeScale(out.data() + l.scalesOff, idx, scale, q.scaleType);
+      if (!q.symmetric)
+        storeScale(out.data() + l.offsetsOff, idx, offset, q.scaleType);
+    }
+  }
+  return out;
+}
+
+bool canRepackExactly(formats::DType dtype, const QuantInfo &q) {
+  if (q.groupSize != 32 || q.scaleType != rt::DType::F16)
+    return false;
+  switch (dtype) {
+  case formats::DType::Q8_0:
+    return q.bits == 8 && q.symmetric;
+  case formats::DType::Q4_0:
+    return q.bits == 4 && q.symmetric;
+  case formats::DType::Q4_1:
+    return q.bits == 4 && !q.symmetric;
+  default:
+    return false;
+  }
+}
+
+Result<std::vector<uint8_t>> repackGgufBlocks(formats::DType dtype,
+                                              const uint8_t *src, int64_t rows,
+                                              int64_t cols) {
+  QuantInfo q;
+  q.groupSize = 32;
+  q.scaleType = rt::DType::F16;
+  q.bits = dtype == formats::DType::Q8_0 ? 8 : 4;
+  q.symmetric = dtype != formats::DType::Q4_1;
+  if (!canRepackExactly(dtype, q))
+    return Error(std::string("cannot repack ") + formats::dtypeName(dtype) +
+                 " blocks exactly");
+  Result<QWeightLayout> layout = QWeightLayout::compute(rows, cols, q);
+  if (!layout.ok())
+    return layout.error();
+  const QWeightLayout &l = *layout;
+  std::vector<uint8_t> out(l.totalBytes, 0);
+  size_t blockBytes = formats::dtypeBlockBytes(dtype);
+  size_t qRowBytes = q.bits == 8 ? size_t(cols) : size_t(cols) / 2;
+  for (int64_t r = 0; r < rows; ++r) {
+    uint8_t *qrow = out.data() + r * qRowBytes;
+    for (int64_t b = 0; b < l.groups; ++b) {
+      const uint8_t *blk = src + (r * l.groups + b) * blockBytes;
+      int64_t idx = r * l.groups + b;
+      // The f16 scale (and Q4_1's f16 min) are copied bit for bit.
+      std::memcpy(out.data() + l.scalesOff + idx * 2, blk, 2);
+      if (dtype == formats::DType::Q8_0) {
+        std::memcpy(qrow + b * 32, blk + 2, 32);
+        continue;
+      }
+      const uint8_t *qs = blk + (dtype == formats::DType::Q4_1 ? 4 : 2);
+      if (dtype == formats::DType::Q4_1)
+        std::memcpy(out.data() + l.offsetsOff + idx * 2, blk + 2, 2);
+      // ggml packs element j in the low nibble of byte j and element j + 16
+      // in the high nibble; ours is element k in byte k/2, low nibble for
+      // even k. Q4_0's q - 8 and our sym nibble u - 8 are the same value.
+      for (int j = 0; j < 16; ++j) {
+        int lo = qs[j] & 0xf, hi = qs[j] >> 4;
+        storeQ(qrow, b * 32 + j, dtype == formats::DType::Q4_0 ? lo - 8 : lo,
+               4, dtype == formats::DType::Q4_0);
+        storeQ(qrow, b * 32 + j + 16,
+               dtype == formats::DType::Q4_0 ? hi - 8 : hi, 4,
+               dtype == formats::DType::Q4_0);
+      }
+    }
+  }
+  return out;
+}
+
+Result<std::vector<float>> dequantizeQWeight(const uint8_t *blob, size_t size,
+                                             int64_t rows, int64_t cols,
+                                             const QuantInfo &q) {
+  Result<QWeightLayout> layout = QWeightLayout::compute(rows, cols, q);
+  if (!layout.ok())
+    return layout.error();
+  const QWeightLayout &l = *layout;
+  if (size < l.totalBytes)
+    return Error("quantized blob is truncated");
+  std::vector<float> out(size_t(rows * cols));
+  size_t qRowBytes = q.bits == 8 ? size_t(cols) : size_t(cols) / 2;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < cols; ++k) {
+      int64_t idx = r * l.groups + k / q.groupSize;
+      float s = loadScale(blob + l.scalesOff, idx, q.scaleType);
+      float o = q.symmetric ? 0.0f : loadScale(blob + l.offsetsOff, idx,
+                                               q.scaleType);
+      out[r * cols + k] =
+          s * float(loadQ(blob + r * qRowBytes, k, q.bits, q.symmetric)) + o;
+    }
+  return out;
+}
+
+} // namespace etllm

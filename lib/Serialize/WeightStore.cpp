@@ -1,0 +1,186 @@
+//===- WeightStore.cpp - Parameter bytes, materialized lazily -------------===//
+#include "etllm/Serialize/WeightStore.h"
+
+#include "etllm/Dialect/Etllm/EtllmOps.h"
+#include "etllm/Serialize/Quantizer.h"
+#include "etllm/formats/checkpoint.h"
+#include "etllm/runtime/half.h"
+
+#include <cstring>
+
+using namespace mlir;
+using namespace mlir::etllm;
+
+namespace etllm {
+
+WeightStore::WeightStore(ModuleOp module) : module(module) {}
+WeightStore::~WeightStore() = default;
+
+const formats::Checkpoint *WeightStore::checkpoint(Operation *diagOp) {
+  if (!triedOpen) {
+    triedOpen = true;
+    auto path =
+        module->getAttrOfType<StringAttr>(EtllmDialect::kCheckpointAttrName);
+    if (!path) {
+      diagOp->emitError("parameter has no inline value and the module has no ")
+          << EtllmDialect::kCheckpointAttrName << " attribute";
+      return nullptr;
+    }
+    formats::OpenOptions opts;
+    opts.validateTensors = false; // the IR says which tensors are needed
+    auto opened = formats::openCheckpoint(path.str(), opts);
+    if (!opened.ok()) {
+      diagOp->emitError("cannot open the checkpoint: ") << opened.message();
+      return nullptr;
+    }
+    ckpt = std::move(opened.value());
+  }
+  if (!ckpt)
+    diagOp->emitError("the checkpoint could not be opened");
+  return ckpt.get();
+}
+
+static ArrayRef<int64_t> shapeOf(Type t) {
+  if (auto q = dyn_cast<QWeightType>(t))
+    return q.getShape();
+  return cast<RankedTensorType>(t).getShape();
+}
+
+static rt::QuantInfo quantInfoOf(QWeightType q) {
+  rt::QuantInfo info;
+  info.bits = q.getBits();
+  info.groupSize = q.getGroupSize();
+  info.symmetric = q.getSymmetric();
+  info.scaleType = q.getScaleType().isF16() ? rt::DType::F16 : rt::DType::F32;
+  return info;
+}
+
+FailureOr<uint64_t> WeightStore::byteSize(ParameterOp param) {
+  Type t = param.getType();
+  ArrayRef<int64_t> shape = shapeOf(t);
+  int64_t numel = 1;
+  for (int64_t d : shape)
+    numel *= d;
+  if (auto q = dyn_cast<QWeightType>(t)) {
+    int64_t cols = shape.back();
+    auto layout = rt::QWeightLayout::compute(numel / cols, cols, quantInfoOf(q));
+    if (!layout.ok())
+      return param.emitError(layout.message());
+    return uint64_t(layout->totalBytes);
+  }
+  Type et = cast<RankedTensorType>(t).getElementType();
+  return uint64_t(numel) * ((et.getIntOrFloatBitWidth() + 7) / 8);
+}
+
+FailureOr<std::vector<float>> WeightStore::floatValues(ParameterOp param) {
+  ArrayRef<int64_t> shape = shapeOf(param.getType());
+  std::vector<float> values;
+  if (std::optional<ElementsAttr> inline_ = param.getValue()) {
+    auto dense = dyn_cast<DenseElementsAttr>(*inline_);
+    if (!dense || !isa<FloatType>(dense.getElementType()))
+      return param.emitError("inline parameter values must be dense floats");
+    for (APFloat v : dense.getValues<APFloat>()) {
+      bool lost;
+      v.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &lost);
+      values.push_back(v.convertToFloat());
+    }
+    return values;
+  }
+  const formats::Checkpoint *c = checkpoint(param);
+  if (!c)
+    return failure();
+  const formats::TensorRef *t = c->find(param.getSourceName());
+  if (!t)
+    return param.emitError("tensor '")
+           << param.getSourceName() << "' is not in " << c->path();
+  if (t->shape != std::vector<int64_t>(shape.begin(), shape.end()))
+    return param.emitError("tensor '")
+           << param.getSourceName() << "' in " << c->path() << " has shape "
+           << formats::shapeToString(t->shape) << ", the IR declares "
+           << formats::shapeToString({shape.begin(), shape.end()});
+  auto f = formats::toFloat32(*t);
+  if (!f.ok())
+    return param.emitError(f.message());
+  values = std::move(f.value());
+  if (std::optional<int64_t> heads = param.getQkPermuteHeads()) {
+    std::vector<float> permuted(values.size());
+    std::vector<int64_t> s(shape.begin(), shape.end());
+    rt::Status st = formats::permuteQkRowsToRotateHalf(
+        formats::DType::F32, s, *heads,
+        reinterpret_cast<const uint8_t *>(values.data()),
+        reinterpret_cast<uint8_t *>(permuted.data()));
+    if (!st.ok())
+      return param.emitError(st.message());
+    values.swap(permuted);
+  }
+  return values;
+}
+
+FailureOr<std::vector<uint8_t>> WeightStore::materialize(ParameterOp param) {
+  Type type = param.getType();
+  ArrayRef<int64_t> shape = shapeOf(type);
+  int64_t cols = shape.back(), rows = 1;
+  for (int64_t d : shape.drop_back())
+    rows *= d;
+
+  // Exact paths first: F32 -> f32 as is; GGUF blocks -> the same scheme.
+  if (!param.getValue()) {
+    const formats::Checkpoint *c = checkpoint(param);
+    if (!c)
+      return failure();
+    const formats::TensorRef *t = c->find(param.getSourceName());
+    if (t && t->shape == std::vector<int64_t>(shape.begin(), shape.end())) {
+      std::vector<uint8_t> raw;
+      bool f32Target = isa<RankedTensorType>(type) &&
+                       cast<RankedTensorType>(type).getElementType().isF32();
+      auto q = dyn_cast<QWeightType>(type);
+      bool repack = q && canRepackExactly(t->dtype, quantInfoOf(q));
+      if ((f32Target && t->dtype == formats::DType::F32) || repack) {
+        if (t->qkPermuteHeads > 0) {
+          raw.resize(t->nbytes);
+          rt::Status st = formats::permuteQkRowsToRotateHalf(
+              t->dtype, t->shape, t->qkPermuteHeads, t->data, raw.data());
+          if (!st.ok())
+            return param.emitError(st.message());
+        } else {
+          raw.assign(t->data, t->data + t->nbytes);
+        }
+        if (!repack)
+          return raw;
+        auto packed = repackGgufBlocks(t->dtype, raw.data(), rows, cols);
+        if (!packed.ok())
+          return param.emitError(packed.message());
+        return std::move(packed.value());
+      }
+    }
+  }
+
+  FailureOr<std::vector<float>> values = floatValues(param);
+  if (failed(values))
+    return failure();
+  if (auto q = dyn_cast<QWeightType>(type)) {
+    auto packed = quantizeRows(values->data(), rows, cols, quantInfoOf(q));
+    if (!packed.ok())
+      return param.emitError(packed.message());
+    return std::move(packed.value());
+  }
+  Type et = cast<RankedTensorType>(type).getElementType();
+  std::vector<uint8_t> out;
+  if (et.isF32()) {
+    out.resize(values->size() * 4);
+    std::memcpy(out.data(), values->data(), out.size());
+  } else if (et.isF16() || et.isBF16()) {
+    out.resize(values->size() * 2);
+    for (size_t i = 0; i < values->size(); ++i) {
+      uint16_t h = et.isF16() ? rt::floatToHalf((*values)[i])
+                              : rt::floatToBf16((*values)[i]);
+      std::memcpy(out.data() + 2 * i, &h, 2);
+    }
+  } else {
+    return param.emitError("parameters of element type ")
+           << et << " are not supported";
+  }
+  return out;
+}
+
+} // namespace etllm

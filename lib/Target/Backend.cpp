@@ -1,0 +1,56 @@
+//===- Backend.cpp - Backend compiler registry ----------------------------===//
+#include "etllm/Target/Backend.h"
+
+#include "mlir/Pass/PassManager.h"
+
+#include <mutex>
+
+namespace etllm {
+
+BackendCompiler::~BackendCompiler() = default;
+DelegateContext::~DelegateContext() = default;
+
+bool BackendCompiler::isProfitable(llvm::ArrayRef<mlir::Operation *>) const {
+  return true;
+}
+
+void BackendCompiler::buildLoweringPipeline(mlir::OpPassManager &) const {}
+
+namespace {
+std::mutex &mutex() {
+  static std::mutex m;
+  return m;
+}
+std::vector<std::unique_ptr<BackendCompiler>> &registry() {
+  static std::vector<std::unique_ptr<BackendCompiler>> r;
+  return r;
+}
+} // namespace
+
+void registerBackendCompiler(std::unique_ptr<BackendCompiler> backend) {
+  std::lock_guard<std::mutex> lock(mutex());
+  for (auto &b : registry())
+    if (b->id() == backend->id()) {
+      b = std::move(backend);
+      return;
+    }
+  registry().push_back(std::move(backend));
+}
+
+const BackendCompiler *findBackendCompiler(llvm::StringRef id) {
+  std::lock_guard<std::mutex> lock(mutex());
+  for (auto &b : registry())
+    if (b->id() == id)
+      return b.get();
+  return nullptr;
+}
+
+std::vector<const BackendCompiler *> registeredBackendCompilers() {
+  std::lock_guard<std::mutex> lock(mutex());
+  std::vector<const BackendCompiler *> out;
+  for (auto &b : registry())
+    out.push_back(b.get());
+  return out;
+}
+
+} // namespace etllm

@@ -1,0 +1,224 @@
+//===- Partition.cpp - Outline backend subgraphs into delegate calls ------===//
+#include "etllm/Dialect/Etllm/EtllmOps.h"
+#include "etllm/Target/Backend.h"
+#include "etllm/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Debug.h"
+
+#include <queue>
+
+#define DEBUG_TYPE "etllm-partition"
+
+namespace etllm {
+#define GEN_PASS_DEF_PARTITIONPASS
+#include "etllm/Transforms/Passes.h.inc"
+} // namespace etllm
+
+using namespace mlir;
+using namespace mlir::etllm;
+
+namespace {
+
+/// Ops that are cloned into every partition that needs them rather than
+/// partitioned themselves.
+bool isFree(Operation *op) { return isa<ConstantOp, ParameterGetOp>(op); }
+
+struct PartitionPass : public ::etllm::impl::PartitionPassBase<PartitionPass> {
+  using PartitionPassBase::PartitionPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<const ::etllm::BackendCompiler *> enabled;
+    for (const std::string &id : backends) {
+      const ::etllm::BackendCompiler *b = ::etllm::findBackendCompiler(id);
+      if (!b) {
+        std::string known;
+        for (const ::etllm::BackendCompiler *r :
+             ::etllm::registeredBackendCompilers())
+          known += (known.empty() ? "" : ", ") + r->id().str();
+        module.emitError("etllm-partition: unknown backend '")
+            << id << "' (registered: " << known << ")";
+        return signalPassFailure();
+      }
+      enabled.push_back(b);
+    }
+    auto fn = module.lookupSymbol<func::FuncOp>("forward");
+    if (!fn || enabled.empty())
+      return;
+    Block &block = fn.getBody().front();
+
+    // 1. Who takes each op (-1: nobody, portable kernels).
+    llvm::DenseMap<Operation *, int> owner;
+    SmallVector<Operation *> ops;
+    for (Operation &op : block.without_terminator()) {
+      ops.push_back(&op);
+      int who = -1;
+      if (!isFree(&op))
+        for (auto [i, b] : llvm::enumerate(enabled))
+          if (b->isLegal(&op)) {
+            who = i;
+            break;
+          }
+      owner[&op] = who;
+    }
+
+    // 2. Reschedule so that runs of one backend stay together: list
+    // scheduling over data dependencies (and the order of ops with
+    // buffer effects), preferring the backend of the last scheduled op, ties
+    // in original order. Deterministic.
+    llvm::DenseMap<Operation *, size_t> position;
+    for (auto [i, op] : llvm::enumerate(ops))
+      position[op] = i;
+    llvm::DenseMap<Operation *, int> pending;
+    llvm::DenseMap<Operation *, SmallVector<Operation *>> dependents;
+    Operation *lastEffect = nullptr;
+    for (Operation *op : ops) {
+      llvm::SmallSetVector<Operation *, 4> deps;
+      for (Value v : op->getOperands())
+        if (Operation *d = v.getDefiningOp(); d && d->getBlock() == &block)
+          deps.insert(d);
+      if (!isMemoryEffectFree(op)) {
+        if (lastEffect)
+          deps.insert(lastEffect);
+        lastEffect = op;
+      }
+      pending[op] = deps.size();
+      for (Operation *d : deps)
+        dependents[d].push_back(op);
+    }
+    auto cmp = [&](Operation *a, Operation *b) {
+      return position[a] > position[b];
+    };
+    std::priority_queue<Operation *, std::vector<Operation *>, decltype(cmp)>
+        ready(cmp);
+    for (Operation *op : ops)
+      if (pending[op] == 0)
+        ready.push(op);
+    SmallVector<Operation *> order;
+    int current = -2;
+    while (!ready.empty()) {
+      // Prefer an op of the current owner (or a free op).
+      std::vector<Operation *> skipped;
+      Operation *pick = nullptr;
+      while (!ready.empty()) {
+        Operation *c = ready.top();
+        ready.pop();
+        if (isFree(c) || owner[c] == current) {
+          pick = c;
+          break;
+        }
+        skipped.push_back(c);
+      }
+      if (!pick) {
+        pick = skipped.front();
+        skipped.erase(skipped.begin());
+      }
+      for (Operation *s : skipped)
+        ready.push(s);
+      if (!isFree(pick))
+        current = owner[pick];
+      order.push_back(pick);
+      for (Operation *d : dependents[pick])
+        if (--pending[d] == 0)
+          ready.push(d);
+    }
+    Operation *terminator = block.getTerminator();
+    for (Operation *op : order)
+      op->moveBefore(terminator);
+
+    // 3. Runs of one backend (free ops do not break a run).
+    SmallVector<std::pair<int, SmallVector<Operation *>>> runs;
+    for (Operation *op : order) {
+      if (isFree(op))
+        continue;
+      int who = owner[op];
+      if (runs.empty() || runs.back().first != who)
+        runs.push_back({who, {}});
+      runs.back().second.push_back(op);
+    }
+
+    // 4. Outline.
+    OpBuilder builder(module.getContext());
+    llvm::StringMap<int> counters;
+    SymbolTable symbols(module);
+    for (auto &[who, runOps] : runs) {
+      if (who < 0 || int64_t(runOps.size()) < minOps ||
+          !enabled[who]->isProfitable(runOps))
+        continue;
+      outline(module, fn, enabled[who], runOps, counters, symbols);
+    }
+  }
+
+  void outline(ModuleOp module, func::FuncOp fn,
+               const ::etllm::BackendCompiler *backend,
+               ArrayRef<Operation *> runOps, llvm::StringMap<int> &counters,
+               SymbolTable &symbols) {
+    llvm::DenseSet<Operation *> inRun(runOps.begin(), runOps.end());
+    llvm::SetVector<Value> inputs, outputs;
+    llvm::SetVector<Operation *> freeOps;
+    for (Operation *op : runOps) {
+      for (Value v : op->getOperands()) {
+        Operation *d = v.getDefiningOp();
+        if (d && inRun.contains(d))
+          continue;
+        if (d && isFree(d))
+          freeOps.insert(d);
+        else
+          inputs.insert(v);
+      }
+      for (Value r : op->getResults())
+        for (Operation *u : r.getUsers())
+          if (!inRun.contains(u))
+            outputs.insert(r);
+    }
+    std::string name =
+        (backend->id() + "_" + Twine(counters[backend->id()]++)).str();
+    while (symbols.lookup(name))
+      name = (backend->id() + "_" + Twine(counters[backend->id()]++)).str();
+    OpBuilder b(module.getContext());
+    b.setInsertionPoint(fn);
+    SmallVector<Type> inTypes, outTypes;
+    for (Value v : inputs)
+      inTypes.push_back(v.getType());
+    for (Value v : outputs)
+      outTypes.push_back(v.getType());
+    auto sub = b.create<func::FuncOp>(fn.getLoc(), name,
+                                      b.getFunctionType(inTypes, outTypes));
+    sub.setPrivate();
+    sub->setAttr(EtllmDialect::kBackendAttrName,
+                 b.getStringAttr(backend->id()));
+    symbols.insert(sub);
+    Block *entry = sub.addEntryBlock();
+    IRMapping map;
+    for (auto [v, arg] : llvm::zip(inputs, entry->getArguments()))
+      map.map(v, arg);
+    b.setInsertionPointToStart(entry);
+    for (Operation *op : freeOps)
+      b.clone(*op, map);
+    for (Operation *op : runOps)
+      b.clone(*op, map);
+    SmallVector<Value> results;
+    for (Value v : outputs)
+      results.push_back(map.lookup(v));
+    b.create<func::ReturnOp>(fn.getLoc(), results);
+
+    // Replace the run by one call, placed where the run's last op was.
+    b.setInsertionPointAfter(runOps.back());
+    auto call = b.create<DelegateCallOp>(
+        runOps.back()->getLoc(), outTypes, b.getStringAttr(backend->id()),
+        FlatSymbolRefAttr::get(sub), inputs.getArrayRef());
+    for (auto [v, r] : llvm::zip(outputs, call.getResults()))
+      Value(v).replaceAllUsesWith(r);
+    for (Operation *op : llvm::reverse(runOps))
+      op->erase();
+    for (Operation *op : freeOps)
+      if (op->use_empty())
+        op->erase();
+  }
+};
+
+} // namespace

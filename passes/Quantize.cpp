@@ -1,0 +1,301 @@
+//===- Quantize.cpp - Block-wise weight quantization ----------------------===//
+#include "etllm/Dialect/Etllm/EtllmOps.h"
+#include "etllm/Transforms/Passes.h"
+#include "etllm/formats/checkpoint.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/Support/Debug.h"
+
+#include <map>
+
+#define DEBUG_TYPE "etllm-quantize"
+
+namespace etllm {
+#define GEN_PASS_DEF_QUANTIZEPASS
+#include "etllm/Transforms/Passes.h.inc"
+} // namespace etllm
+
+using namespace mlir;
+using namespace mlir::etllm;
+
+namespace {
+
+/// A weight scheme resolved for one layer.
+struct Scheme {
+  unsigned bits = 0; // 0: keep float
+  bool dynamicActivations = false;
+  int64_t groupSize = 32;
+  bool symmetric = true;
+  bool f16Scales = false;
+};
+
+/// Glob match with `*` (any run of characters).
+bool globMatch(StringRef pattern, StringRef text) {
+  if (pattern.empty())
+    return text.empty();
+  if (pattern.front() == '*') {
+    for (size_t i = 0; i <= text.size(); ++i)
+      if (globMatch(pattern.drop_front(), text.drop_front(i)))
+        return true;
+    return false;
+  }
+  return !text.empty() && pattern.front() == text.front() &&
+         globMatch(pattern.drop_front(), text.drop_front());
+}
+
+struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
+  using QuantizePassBase::QuantizePassBase;
+
+  // Shared so the pass stays copyable (pass managers clone passes).
+  std::shared_ptr<::etllm::formats::Checkpoint> ckpt;
+  bool triedCheckpoint = false;
+
+  /// The checkpoint tensor type behind a parameter (for exact GGUF blocks).
+  std::optional<::etllm::formats::DType> sourceDType(ParameterOp p) {
+    if (p.getValue())
+      return std::nullopt;
+    if (!triedCheckpoint) {
+      triedCheckpoint = true;
+      if (auto path = getOperation()->getAttrOfType<StringAttr>(
+              EtllmDialect::kCheckpointAttrName)) {
+        ::etllm::formats::OpenOptions o;
+        o.validateTensors = false;
+        auto opened = ::etllm::formats::openCheckpoint(path.str(), o);
+        if (opened.ok())
+          ckpt = std::shared_ptr<::etllm::formats::Checkpoint>(
+              std::move(opened.value()));
+      }
+    }
+    if (!ckpt)
+      return std::nullopt;
+    const ::etllm::formats::TensorRef *t = ckpt->find(p.getSourceName());
+    if (!t)
+      return std::nullopt;
+    return t->dtype;
+  }
+
+  LogicalResult parseScheme(StringRef name, Scheme &s, StringRef option) {
+    if (name == "none") {
+      s.bits = 0;
+    } else if (name == "int4" || name == "8da4w") {
+      s.bits = 4;
+      s.dynamicActivations = name == "8da4w";
+    } else if (name == "int8" || name == "8da8w") {
+      s.bits = 8;
+      s.dynamicActivations = name == "8da8w";
+    } else {
+      return getOperation().emitError("etllm-quantize: ")
+             << option << "='" << name
+             << "' is not one of none, int4, int8, 8da4w, 8da8w";
+    }
+    return success();
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    Scheme base;
+    base.groupSize = groupSize;
+    base.symmetric = symmetric;
+    if (scaleType != "f32" && scaleType != "f16") {
+      module.emitError("etllm-quantize: scale-type must be f32 or f16, got '")
+          << scaleType << "'";
+      return signalPassFailure();
+    }
+    base.f16Scales = scaleType == "f16";
+    if (failed(parseScheme(linear, base, "linear")))
+      return signalPassFailure();
+    Scheme output = base;
+    if (outputLayer != "same" &&
+        failed(parseScheme(outputLayer, output, "output-layer")))
+      return signalPassFailure();
+    Scheme emb = base;
+    emb.dynamicActivations = false;
+    emb.groupSize = embeddingGroupSize;
+    if (embedding == "none")
+      emb.bits = 0;
+    else if (embedding == "int8")
+      emb.bits = 8;
+    else if (embedding == "int4")
+      emb.bits = 4;
+    else {
+      module.emitError("etllm-quantize: embedding='")
+          << embedding << "' is not one of none, int8, int4";
+      return signalPassFailure();
+    }
+
+    SymbolTable symbols(module);
+    // (parameter, qweight type) -> declaration of the quantized parameter.
+    std::map<std::pair<std::string, const void *>, ParameterOp> quantized;
+    auto quantizedParam = [&](ParameterOp p, QWeightType t) {
+      auto key = std::make_pair(p.getSymName().str(),
+                                Type(t).getAsOpaquePointer());
+      auto it = quantized.find(key);
+      if (it != quantized.end())
+        return it->second;
+      OpBuilder b(p);
+      b.setInsertionPointAfter(p);
+      std::string name = (p.getSymName() + ".q" + Twine(t.getBits()) + "g" +
+                          Twine(t.getGroupSize()))
+                             .str();
+      auto q = b.create<ParameterOp>(
+          p.getLoc(), name, t, p.getValueAttr(),
+          p.getValue() ? StringAttr() : b.getStringAttr(p.getSourceName()),
+          p.getQkPermuteHeadsAttr());
+      symbols.insert(q);
+      quantized[key] = q;
+      return q;
+    };
+
+    // Resolve the weight type for a layer, honouring exact GGUF blocks.
+    auto weightType = [&](ParameterOp p, const Scheme &s, Operation *at,
+                          Scheme &used) -> QWeightType {
+      auto wt = cast<RankedTensorType>(p.getType());
+      int64_t k = wt.getShape().back();
+      used = s;
+      if (used.groupSize <= 0 || used.groupSize > k)
+        used.groupSize = k;
+      std::optional<::etllm::formats::DType> src = sourceDType(p);
+      using ::etllm::formats::DType;
+      if (src && (*src == DType::Q4_0 || *src == DType::Q8_0 ||
+                  *src == DType::Q4_1)) {
+        // Already quantized: keep the exact values (group 32, f16 scales).
+        unsigned exactBits = *src == DType::Q8_0 ? 8 : 4;
+        unsigned bits = std::max(exactBits, s.bits);
+        if (bits != s.bits)
+          at->emitRemark() << "etllm-quantize: kept at " << bits
+                           << " bits: the weight arrives as "
+                           << ::etllm::formats::dtypeName(*src);
+        used.bits = bits;
+        used.groupSize = 32;
+        used.symmetric = *src != DType::Q4_1;
+        used.f16Scales = true;
+      } else if (k % used.groupSize != 0) {
+        at->emitRemark() << "etllm-quantize: group size " << used.groupSize
+                         << " does not divide " << k
+                         << " input features; using one group per row";
+        used.groupSize = k;
+      }
+      if (used.bits == 4 && k % 2 != 0) {
+        at->emitRemark() << "etllm-quantize: " << k
+                         << " input features are odd; left in float";
+        return {};
+      }
+      Builder b(&getContext());
+      return QWeightType::get(&getContext(), wt.getShape(), used.bits,
+                              used.groupSize, used.symmetric,
+                              used.f16Scales ? Type(b.getF16Type())
+                                             : Type(b.getF32Type()));
+    };
+
+    SmallVector<LinearOp> linears;
+    SmallVector<EmbeddingOp> embeddings;
+    module.walk([&](Operation *op) {
+      if (auto l = dyn_cast<LinearOp>(op))
+        linears.push_back(l);
+      else if (auto e = dyn_cast<EmbeddingOp>(op))
+        embeddings.push_back(e);
+    });
+
+    for (LinearOp lin : linears) {
+      auto get = lin.getWeight().getDefiningOp<ParameterGetOp>();
+      if (!get)
+        continue; // weight computed at run time: not a parameter
+      auto param = symbols.lookup<ParameterOp>(get.getName());
+      auto wt = dyn_cast<RankedTensorType>(param.getType());
+      if (!wt || wt.getRank() != 2)
+        continue;
+      StringRef path = getModulePath(lin);
+      if (llvm::any_of(exclude, [&](const std::string &pat) {
+            return globMatch(pat, path);
+          }))
+        continue;
+      bool isOutput = path == "lm_head" || path.ends_with(".lm_head");
+      const Scheme &s = isOutput && outputLayer != "same" ? output : base;
+      if (s.bits == 0)
+        continue;
+      Scheme used;
+      QWeightType qt = weightType(param, s, lin, used);
+      if (!qt)
+        continue;
+      ParameterOp qp = quantizedParam(param, qt);
+      OpBuilder b(lin);
+      auto qget = b.create<ParameterGetOp>(get.getLoc(), qt,
+                                           FlatSymbolRefAttr::get(qp));
+      if (StringRef gp = getModulePath(get); !gp.empty())
+        setModulePath(qget, gp);
+      Value x = lin.getInput();
+      if (used.dynamicActivations) {
+        auto xt = cast<RankedTensorType>(x.getType());
+        auto act = QActType::get(&getContext(), xt.getShape(), 8,
+                                 ActQuantGranularity::per_token,
+                                 /*symmetric=*/false);
+        auto q = b.create<QuantizeDynamicOp>(lin.getLoc(), act, x);
+        setModulePath(q, path);
+        x = q.getResult();
+      }
+      auto ql = b.create<QLinearOp>(lin.getLoc(), lin.getType(), x, qget,
+                                    lin.getBias());
+      setModulePath(ql, path);
+      lin.replaceAllUsesWith(ql.getResult());
+      lin.erase();
+      if (get->use_empty())
+        get.erase();
+    }
+
+    for (EmbeddingOp e : embeddings) {
+      if (emb.bits == 0)
+        break;
+      auto get = e.getWeight().getDefiningOp<ParameterGetOp>();
+      if (!get)
+        continue;
+      auto param = symbols.lookup<ParameterOp>(get.getName());
+      Scheme used;
+      QWeightType qt = weightType(param, emb, e, used);
+      if (!qt)
+        continue;
+      ParameterOp qp = quantizedParam(param, qt);
+      OpBuilder b(e);
+      auto qget = b.create<ParameterGetOp>(get.getLoc(), qt,
+                                           FlatSymbolRefAttr::get(qp));
+      auto qe = b.create<QEmbeddingOp>(e.getLoc(), e.getType(), qget,
+                                       e.getIndices());
+      if (StringRef p = getModulePath(e); !p.empty()) {
+        setModulePath(qget, p);
+        setModulePath(qe, p);
+      }
+      e.replaceAllUsesWith(qe.getResult());
+      e.erase();
+      if (get->use_empty())
+        get.erase();
+    }
+
+    // Float parameters nobody reads any more go away; a fully quantized
+    // parameter keeps its original name.
+    for (ParameterOp p : llvm::make_early_inc_range(module.getOps<ParameterOp>())) {
+      if (!SymbolTable::symbolKnownUseEmpty(p, module))
+        continue;
+      if (!isa<RankedTensorType>(p.getType()))
+        continue;
+      SmallVector<ParameterOp> replacements;
+      for (auto &[key, q] : quantized)
+        if (key.first == p.getSymName())
+          replacements.push_back(q);
+      StringRef name = p.getSymName();
+      std::string keep = name.str();
+      p.erase();
+      if (replacements.size() == 1 &&
+          failed(SymbolTable::replaceAllSymbolUses(replacements[0],
+                                                   StringAttr::get(&getContext(), keep),
+                                                   module)))
+        return signalPassFailure();
+      if (replacements.size() == 1) {
+        replacements[0].setSymName(keep);
+        if (replacements[0].getSource() == keep)
+          replacements[0].removeSourceAttr();
+      }
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,471 @@
+//===- SwapSource.cpp - Module-level replacements by class ----------------===//
+#include "etllm/Dialect/Etllm/EtllmOps.h"
+#include "etllm/Transforms/Passes.h"
+#include "etllm/Transforms/SourceSwap.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
+#include "llvm/Support/Debug.h"
+
+#include <map>
+#include <mutex>
+
+#define DEBUG_TYPE "etllm-swap-source"
+
+namespace etllm {
+#define GEN_PASS_DEF_SWAPSOURCEPASS
+#include "etllm/Transforms/Passes.h.inc"
+} // namespace etllm
+
+using namespace mlir;
+using namespace mlir::etllm;
+
+namespace etllm {
+
+bool ModuleInstance::contains(Operation *op) const {
+  StringRef p = getModulePath(op);
+  return p == path || (p.size() > path.size() && p.starts_with(path) &&
+                       p[path.size()] == '.');
+}
+
+namespace {
+std::mutex &registryMutex() {
+  static std::mutex m;
+  return m;
+}
+std::vector<std::pair<std::string, SourceSwapFn>> &registry() {
+  static std::vector<std::pair<std::string, SourceSwapFn>> r;
+  return r;
+}
+} // namespace
+
+void registerSourceSwap(llvm::StringRef suffix, SourceSwapFn fn) {
+  std::lock_guard<std::mutex> lock(registryMutex());
+  for (auto &e : registry())
+    if (e.first == suffix) {
+      e.second = std::move(fn);
+      return;
+    }
+  registry().push_back({suffix.str(), std::move(fn)});
+}
+
+const SourceSwapFn *findSourceSwap(llvm::StringRef klass,
+                                   std::string *matched) {
+  std::lock_guard<std::mutex> lock(registryMutex());
+  const std::pair<std::string, SourceSwapFn> *best = nullptr;
+  for (auto &e : registry())
+    if (klass.ends_with(e.first) &&
+        (!best || e.first.size() > best->first.size()))
+      best = &e;
+  if (best && matched)
+    *matched = best->first;
+  return best ? &best->second : nullptr;
+}
+
+//===----------------------------------------------------------------------===//
+// Built-in replacements
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+std::optional<double> splat(Value v) {
+  DenseElementsAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)) || !attr.isSplat() ||
+      !isa<FloatType>(attr.getElementType()))
+    return std::nullopt;
+  return attr.getSplatValue<APFloat>().convertToDouble();
+}
+
+/// Values defined inside the instance and used outside it.
+SmallVector<Value> outputsOf(const ModuleInstance &inst) {
+  llvm::DenseSet<Operation *> inside(inst.ops.begin(), inst.ops.end());
+  SmallVector<Value> outs;
+  for (Operation *op : inst.ops)
+    for (Value r : op->getResults())
+      if (llvm::any_of(r.getUsers(),
+                       [&](Operation *u) { return !inside.contains(u); }))
+        outs.push_back(r);
+  return outs;
+}
+
+/// Activation inputs: operands defined outside the instance that are not
+/// constants or parameters (which may be shared after CSE).
+SmallVector<Value> activationInputs(const ModuleInstance &inst) {
+  llvm::DenseSet<Operation *> inside(inst.ops.begin(), inst.ops.end());
+  SmallVector<Value> ins;
+  for (Operation *op : inst.ops)
+    for (Value v : op->getOperands()) {
+      Operation *def = v.getDefiningOp();
+      if (def && (inside.contains(def) || isa<ConstantOp, ParameterGetOp>(def)))
+        continue;
+      if (!llvm::is_contained(ins, v))
+        ins.push_back(v);
+    }
+  return ins;
+}
+
+/// Erases the instance's ops that have become dead (reverse order) and
+/// drops them from the instance.
+void eraseDead(ModuleInstance &inst, RewriterBase &rewriter,
+               ArrayRef<Operation *> keep = {}) {
+  std::vector<Operation *> alive;
+  for (Operation *op : llvm::reverse(inst.ops)) {
+    if (!llvm::is_contained(keep, op) && op->use_empty() &&
+        (isPure(op) || isa<BufferReadOp>(op))) {
+      rewriter.eraseOp(op);
+      continue;
+    }
+    alive.push_back(op);
+  }
+  inst.ops.assign(alive.rbegin(), alive.rend());
+}
+
+int64_t cfgInt(DictionaryAttr cfg, StringRef key, int64_t dflt) {
+  if (cfg)
+    if (auto a = cfg.getAs<IntegerAttr>(key))
+      return a.getInt();
+  return dflt;
+}
+double cfgFloat(DictionaryAttr cfg, StringRef key, double dflt) {
+  if (cfg)
+    if (auto a = cfg.getAs<FloatAttr>(key))
+      return a.getValueAsDouble();
+  return dflt;
+}
+
+/// RMSNorm: x * rsqrt(mean(x^2) + eps) * (w [+ 1]) -> rms_norm.
+LogicalResult swapRmsNorm(ModuleInstance &inst, RewriterBase &rewriter,
+                          std::string &reason) {
+  SmallVector<Value> ins = activationInputs(inst);
+  SmallVector<Value> outs = outputsOf(inst);
+  if (ins.size() != 1 || outs.size() != 1) {
+    reason = "expected one input and one output, found " +
+             std::to_string(ins.size()) + " and " + std::to_string(outs.size());
+    return failure();
+  }
+  Value w;
+  double eps = -1, offset = 0;
+  bool haveMean = false, haveRsqrt = false;
+  for (Operation *op : inst.ops) {
+    if (auto g = dyn_cast<ParameterGetOp>(op)) {
+      if (w) {
+        reason = "more than one parameter";
+        return failure();
+      }
+      w = g.getResult();
+    }
+    haveMean |= isa<MeanOp>(op);
+    haveRsqrt |= isa<RsqrtOp>(op);
+    if (auto add = dyn_cast<AddOp>(op)) {
+      std::optional<double> c = splat(add.getRhs());
+      if (c && add.getLhs().getDefiningOp<MeanOp>())
+        eps = *c;
+      else if (c && *c == 1.0)
+        offset = 1.0;
+    }
+  }
+  // A weight read outside the instance (shared after CSE) still counts.
+  if (!w)
+    for (Operation *op : inst.ops)
+      for (Value v : op->getOperands())
+        if (v.getDefiningOp<ParameterGetOp>())
+          w = v;
+  if (!haveMean || !haveRsqrt || eps < 0) {
+    reason = "not an RMSNorm computation (mean, eps, rsqrt)";
+    return failure();
+  }
+  Value x = ins.front();
+  auto xt = cast<RankedTensorType>(x.getType());
+  if (outs.front().getType() != xt) {
+    reason = "output type differs from the input type";
+    return failure();
+  }
+  if (w) {
+    auto wt = cast<RankedTensorType>(w.getType());
+    if (wt.getRank() != 1 || wt.getElementType() != xt.getElementType()) {
+      reason = "weight does not match the normalized dimension";
+      return failure();
+    }
+  }
+  // Insert after the last op of the instance (dominates every output use).
+  rewriter.setInsertionPointAfter(inst.ops.back());
+  auto norm = rewriter.create<RmsNormOp>(
+      inst.ops.back()->getLoc(), xt, x, w, rewriter.getF64FloatAttr(eps),
+      rewriter.getF64FloatAttr(offset));
+  setModulePath(norm, inst.path);
+  rewriter.replaceAllUsesWith(outs.front(), norm.getResult());
+  eraseDead(inst, rewriter);
+  return success();
+}
+
+/// Attention with a static cache -> rope + kv_cache.update + sdpa.
+LogicalResult swapAttention(ModuleInstance &inst, RewriterBase &rewriter,
+                            std::string &reason) {
+  DictionaryAttr cfg = inst.config;
+  if (!cfg) {
+    reason = "the module has no etllm.model_config";
+    return failure();
+  }
+  int64_t H = cfgInt(cfg, "num_attention_heads", 0),
+          Hkv = cfgInt(cfg, "num_key_value_heads", 0),
+          D = cfgInt(cfg, "head_dim", 0);
+  if (H <= 0 || Hkv <= 0 || D <= 0) {
+    reason = "the model config lacks head counts";
+    return failure();
+  }
+  double scale = cfgFloat(cfg, "attention_scale", 1.0 / std::sqrt(double(D)));
+  double softcap = cfgFloat(cfg, "attn_logit_softcapping", 0.0);
+  double eps = cfgFloat(cfg, "rms_norm_eps", 1e-6);
+  int64_t window = 0;
+  {
+    // Layer index from "....layers.N.self_attn".
+    StringRef p(inst.path);
+    size_t at = p.find("layers.");
+    int64_t layer = -1;
+    if (at != StringRef::npos)
+      p.substr(at + 7).split('.').first.getAsInteger(10, layer);
+    auto sliding = cfg.getAs<DenseBoolArrayAttr>("layer_sliding_window");
+    if (sliding && layer >= 0 && layer < int64_t(sliding.size()) &&
+        sliding[layer])
+      window = cfgInt(cfg, "sliding_window", 0);
+  }
+
+  // Projections (kept), caches, positions.
+  LinearOp qProj, kProj, vProj, qkvProj, oProj;
+  BufferReadOp kRead, vRead;
+  Value positions;
+  for (Operation *op : inst.ops) {
+    StringRef path = getModulePath(op);
+    if (auto lin = dyn_cast<LinearOp>(op)) {
+      if (path == inst.path + ".q_proj")
+        qProj = lin;
+      else if (path == inst.path + ".k_proj")
+        kProj = lin;
+      else if (path == inst.path + ".v_proj")
+        vProj = lin;
+      else if (path == inst.path + ".qkv_proj")
+        qkvProj = lin;
+      else if (path == inst.path + ".o_proj")
+        oProj = lin;
+    } else if (auto r = dyn_cast<BufferReadOp>(op)) {
+      if (r.getName() == inst.path + ".k_cache")
+        kRead = r;
+      else if (r.getName() == inst.path + ".v_cache")
+        vRead = r;
+    } else if (auto c = dyn_cast<IndexCopyOp>(op)) {
+      positions = c.getIndex();
+    }
+  }
+  if (!oProj || !(qkvProj || (qProj && kProj && vProj))) {
+    reason = "projections not found (q/k/v/o_proj or qkv_proj)";
+    return failure();
+  }
+  if (!kRead || !vRead || !positions) {
+    reason = "no static KV cache (k_cache/v_cache buffers updated by "
+             "index_copy) in the instance";
+    return failure();
+  }
+  // inv_freq: the rotary embedding's frequency table.
+  Value invFreq;
+  double ropeScaling = 1.0;
+  func::FuncOp fn = inst.ops.front()->getParentOfType<func::FuncOp>();
+  auto classes = inst.module->getAttrOfType<DictionaryAttr>(
+      EtllmDialect::kModuleClassesAttrName);
+  fn.walk([&](Operation *op) {
+    StringRef path = getModulePath(op);
+    if (path.empty() || !classes)
+      return;
+    auto cls = classes.getAs<StringAttr>(path);
+    if (!cls || !cls.getValue().ends_with("RotaryEmbedding"))
+      return;
+    if (auto c = dyn_cast<ConstantOp>(op)) {
+      auto t = cast<RankedTensorType>(c.getType());
+      if (t.getRank() == 1 && t.getElementType().isF32() && t.getDimSize(0) > 1)
+        invFreq = c.getResult();
+    }
+    if (auto mul = dyn_cast<MulOp>(op))
+      if (mul.getLhs().getDefiningOp<CosOp>())
+        if (std::optional<double> s = splat(mul.getRhs()))
+          ropeScaling = *s;
+  });
+  if (!invFreq) {
+    reason = "no rotary frequency table (a *RotaryEmbedding constant)";
+    return failure();
+  }
+  if (2 * cast<RankedTensorType>(invFreq.getType()).getDimSize(0) > D) {
+    reason = "the rotary table is larger than the head";
+    return failure();
+  }
+  // Qwen3-style q/k norms.
+  Value qNormW, kNormW;
+  for (Operation *op : inst.ops)
+    if (auto g = dyn_cast<ParameterGetOp>(op)) {
+      if (g.getName() == inst.path + ".q_norm.weight")
+        qNormW = g.getResult();
+      if (g.getName() == inst.path + ".k_norm.weight")
+        kNormW = g.getResult();
+    }
+
+  Location loc = oProj.getLoc();
+  rewriter.setInsertionPoint(oProj);
+  auto mk = [&](auto op) {
+    setModulePath(op, inst.path);
+    return op->getResult(0);
+  };
+  auto i64 = [&](int64_t v) { return rewriter.getI64IntegerAttr(v); };
+  Value qLin, kLin, vLin;
+  if (qkvProj) {
+    Value qkv = qkvProj.getResult();
+    int64_t end = std::numeric_limits<int64_t>::max();
+    qLin = mk(rewriter.create<SliceOp>(loc, qkv, i64(-1), i64(0), i64(H * D), i64(1)));
+    kLin = mk(rewriter.create<SliceOp>(loc, qkv, i64(-1), i64(H * D),
+                                       i64((H + Hkv) * D), i64(1)));
+    vLin = mk(rewriter.create<SliceOp>(loc, qkv, i64(-1), i64((H + Hkv) * D),
+                                       i64(end), i64(1)));
+  } else {
+    qLin = qProj.getResult();
+    kLin = kProj.getResult();
+    vLin = vProj.getResult();
+  }
+  auto heads = [&](Value x, int64_t n, Value normW) {
+    Value r = mk(rewriter.create<ReshapeOp>(
+        loc, x, rewriter.getDenseI64ArrayAttr({1, -1, n, D})));
+    if (normW)
+      r = mk(rewriter.create<RmsNormOp>(loc, r.getType(), r, normW,
+                                        rewriter.getF64FloatAttr(eps),
+                                        rewriter.getF64FloatAttr(0.0)));
+    return mk(rewriter.create<TransposeOp>(loc, r, i64(1), i64(2)));
+  };
+  auto rope = [&](Value x) {
+    return mk(rewriter.create<RopeOp>(
+        loc, x.getType(), x, positions, invFreq,
+        RopeConventionAttr::get(rewriter.getContext(),
+                                RopeConvention::rotate_half),
+        rewriter.getF64FloatAttr(ropeScaling)));
+  };
+  Value q = rope(heads(qLin, H, qNormW));
+  Value k = rope(heads(kLin, Hkv, kNormW));
+  Value v = heads(vLin, Hkv, Value());
+  auto update = [&](BufferReadOp oldRead, Value val) {
+    Value cache = mk(rewriter.create<BufferReadOp>(loc, oldRead.getType(),
+                                                   oldRead.getNameAttr()));
+    return mk(rewriter.create<KvCacheUpdateOp>(loc, cache.getType(), cache,
+                                               positions, val, i64(2)));
+  };
+  Value kc = update(kRead, k), vc = update(vRead, v);
+  auto qt = cast<RankedTensorType>(q.getType());
+  Value o = mk(rewriter.create<SdpaOp>(
+      loc, qt, q, kc, vc, Value(), positions, rewriter.getF64FloatAttr(scale),
+      rewriter.getUnitAttr(), i64(window), rewriter.getF64FloatAttr(softcap)));
+  o = mk(rewriter.create<TransposeOp>(loc, o, i64(1), i64(2)));
+  o = mk(rewriter.create<ReshapeOp>(
+      loc, o, rewriter.getDenseI64ArrayAttr({1, -1, H * D})));
+  if (o.getType() != oProj.getInput().getType()) {
+    reason = "the rebuilt attention output does not match o_proj's input";
+    // Undo: everything new is unused.
+    for (Operation *op = o.getDefiningOp(); op;) {
+      Operation *prev = op->getPrevNode();
+      bool isNew = op->isBeforeInBlock(oProj) && op->use_empty() &&
+                   !llvm::is_contained(inst.ops, op);
+      if (!isNew)
+        break;
+      rewriter.eraseOp(op);
+      op = prev;
+    }
+    return failure();
+  }
+  rewriter.modifyOpInPlace(oProj, [&] { oProj.getInputMutable().assign(o); });
+  // The old functional updates were written back; write the new values.
+  for (Operation *op : inst.ops)
+    if (auto c = dyn_cast<IndexCopyOp>(op)) {
+      Value repl = c.getInput() == kRead.getResult() ? kc
+                   : c.getInput() == vRead.getResult() ? vc
+                                                       : Value();
+      if (!repl)
+        continue;
+      for (OpOperand &use : llvm::make_early_inc_range(c->getUses()))
+        if (isa<BufferWriteOp>(use.getOwner()))
+          rewriter.modifyOpInPlace(use.getOwner(), [&] { use.set(repl); });
+    }
+  SmallVector<Operation *> keep = {oProj};
+  eraseDead(inst, rewriter, keep);
+  return success();
+}
+
+} // namespace
+
+void registerBuiltinSourceSwaps() {
+  registerSourceSwap("RMSNorm", swapRmsNorm);
+  registerSourceSwap("Attention", swapAttention);
+}
+
+} // namespace etllm
+
+namespace {
+
+struct SwapSourcePass
+    : public ::etllm::impl::SwapSourcePassBase<SwapSourcePass> {
+  using SwapSourcePassBase::SwapSourcePassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto classTable = module->getAttrOfType<DictionaryAttr>(
+        EtllmDialect::kModuleClassesAttrName);
+    if (!classTable)
+      return; // no module information: nothing to swap (fuse-sdpa's job)
+    auto config = module->getAttrOfType<DictionaryAttr>(
+        EtllmDialect::kModelConfigAttrName);
+    // Instances to swap, grouped by matched suffix in registry order so that
+    // norms inside attention go first.
+    std::map<std::string, std::vector<std::pair<std::string, std::string>>>
+        bySuffix;
+    for (NamedAttribute entry : classTable) {
+      auto cls = dyn_cast<StringAttr>(entry.getValue());
+      if (!cls)
+        continue;
+      std::string suffix;
+      if (!::etllm::findSourceSwap(cls.getValue(), &suffix))
+        continue;
+      if (!classes.empty() && !llvm::is_contained(classes, suffix))
+        continue;
+      bySuffix[suffix].push_back({entry.getName().str(), cls.str()});
+    }
+    IRRewriter rewriter(&getContext());
+    for (const char *order : {"RMSNorm", "Attention"})
+      for (auto &[suffix, list] : bySuffix)
+        if (suffix == order)
+          runInstances(module, config, suffix, list, rewriter);
+    for (auto &[suffix, list] : bySuffix)
+      if (suffix != "RMSNorm" && suffix != "Attention")
+        runInstances(module, config, suffix, list, rewriter);
+  }
+
+  void runInstances(ModuleOp module, DictionaryAttr config,
+                    const std::string &suffix,
+                    std::vector<std::pair<std::string, std::string>> &list,
+                    IRRewriter &rewriter) {
+    const ::etllm::SourceSwapFn *fn = ::etllm::findSourceSwap(list.front().second);
+    for (auto &[path, cls] : list) {
+      ::etllm::ModuleInstance inst;
+      inst.path = path;
+      inst.klass = cls;
+      inst.config = config;
+      inst.module = module;
+      module.walk([&](Operation *op) {
+        if (!isa<ModuleOp, func::FuncOp>(op) && inst.contains(op))
+          inst.ops.push_back(op);
+      });
+      if (inst.ops.empty())
+        continue;
+      std::string reason;
+      if (failed((*fn)(inst, rewriter, reason))) {
+        inst.ops.front()->emitRemark()
+            << "etllm-swap-source: left " << cls << " instance '" << path
+            << "' alone: " << reason;
+        LLVM_DEBUG(llvm::dbgs() << "skip " << path << ": " << reason << "\n");
+      }
+    }
+  }
+};
+
+} // namespace

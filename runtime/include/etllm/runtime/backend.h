@@ -1,0 +1,67 @@
+//===- backend.h - Runtime half of a backend --------------------*- C++ -*-===//
+//
+// A backend's runtime half turns the blob its compiler half produced into
+// something it can run (init), runs it on the delegate call's tensors
+// (execute) and frees it (the handle's destructor). The two halves share
+// only the blob's bytes. Backends are registered explicitly
+// (registerBuiltinBackends), never by static initializers.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ETLLM_RUNTIME_BACKEND_H
+#define ETLLM_RUNTIME_BACKEND_H
+
+#include "etllm/runtime/kernel.h"
+#include "etllm/runtime/result.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace etllm::rt {
+
+/// Read-only access to the program's constants: weights a backend's
+/// compiler half packed into its kernels' layouts at export time.
+class ConstantTable {
+public:
+  virtual ~ConstantTable();
+  virtual size_t size() const = 0;
+  /// Bytes of constant `index` (64-byte aligned; valid while the Program
+  /// lives), or an error for an index out of range.
+  virtual Result<std::pair<const uint8_t *, size_t>>
+  get(uint32_t index) const = 0;
+};
+
+/// A compiled delegate subgraph, ready to run.
+class DelegateInstance {
+public:
+  virtual ~DelegateInstance();
+  /// Runs on `inputs`, writing `outputs` (resizing them within capacity).
+  virtual Status execute(Span<Tensor *const> inputs,
+                         Span<Tensor *const> outputs, ExecContext &ctx) = 0;
+};
+
+/// The runtime half of a backend.
+class Backend {
+public:
+  virtual ~Backend();
+  /// The id the compiler half writes into the program ("xnnpack").
+  virtual const char *id() const = 0;
+  /// Builds an instance from the blob (which stays mapped while the
+  /// Program lives). Must fully validate the blob: it comes from the file.
+  virtual Result<std::unique_ptr<DelegateInstance>>
+  init(const uint8_t *blob, size_t size,
+       const std::vector<std::pair<std::string, std::string>> &compileSpecs,
+       const ConstantTable &constants, ExecContext &ctx) = 0;
+};
+
+/// Registers a backend (replacing one with the same id).
+void registerBackend(std::shared_ptr<Backend> backend);
+/// The backend registered as `id`, or null.
+Backend *findBackend(const std::string &id);
+/// Registers the backends built into this runtime (xnnpack).
+void registerBuiltinBackends();
+
+} // namespace etllm::rt
+
+#endif // ETLLM_RUNTIME_BACKEND_H

@@ -1,0 +1,96 @@
+//===- runner.h - Text generation on a program ------------------*- C++ -*-===//
+//
+// Loads a program and its tokenizer, and turns a prompt into text: one
+// prefill call over the whole prompt (the sequence dimension is dynamic),
+// then one decode call per token, sampling as configured, with honest
+// statistics.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ETLLM_RUNTIME_LLM_RUNNER_H
+#define ETLLM_RUNTIME_LLM_RUNNER_H
+
+#include "etllm/runtime/llm/sampler.h"
+#include "etllm/runtime/program.h"
+#include "etllm/runtime/tokenizer.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace etllm::rt::llm {
+
+struct GenerationConfig {
+  /// Tokens to generate at most (stops earlier at EOS or a stop string, or
+  /// when the context is full).
+  int32_t maxNewTokens = 128;
+  SamplingConfig sampling;
+  /// Generation stops when the generated text contains one of these (the
+  /// stop string itself is not emitted).
+  std::vector<std::string> stopStrings;
+  /// Prepend BOS to the prompt (when the tokenizer has one).
+  bool addBos = true;
+};
+
+/// Timings and counts of one generate() call (milliseconds).
+struct Stats {
+  double loadMs = 0;       // program + tokenizer load (Runner::load)
+  double ttftMs = 0;       // generate() start to the first generated token
+  double prefillMs = 0;    // the prompt's forward call
+  double decodeMs = 0;     // forward calls of generated tokens after the first
+  double samplingMs = 0;
+  int64_t promptTokens = 0;
+  int64_t generatedTokens = 0;
+  uint64_t peakRssBytes = 0;
+  uint64_t plannedBytes = 0; // planned activations + mutable buffers
+  std::string stopReason;    // "eos", "max_new_tokens", "stop_string", "context"
+  double prefillTokensPerSecond() const;
+  double decodeTokensPerSecond() const;
+  /// One line of JSON with every field.
+  std::string toJson() const;
+};
+
+struct RunnerOptions {
+  /// A tokenizer file to use instead of the program's own.
+  std::string tokenizerPath;
+  size_t numThreads = 1;
+  const KernelTable *kernels = nullptr;
+};
+
+class Runner {
+public:
+  static Result<std::unique_ptr<Runner>> load(const std::string &programPath,
+                                              const RunnerOptions &options);
+  /// Generates from `prompt`; `onText` receives the generated text as it is
+  /// produced (bytes; a multi-byte character may be split across calls).
+  /// The KV cache starts empty every call.
+  Result<Stats> generate(const std::string &prompt,
+                         const GenerationConfig &config,
+                         const std::function<void(const std::string &)> &onText);
+  const Tokenizer &tokenizer() const { return *tokenizer_; }
+  int64_t maxSeqLen() const { return maxSeqLen_; }
+
+private:
+  Runner() = default;
+  Result<const float *> forward(const std::vector<int64_t> &tokens,
+                                int64_t startPos);
+  std::shared_ptr<Program> program_;
+  std::unique_ptr<Module> module_;
+  Method *method_ = nullptr;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::vector<int32_t> stopIds_;
+  int64_t maxSeqLen_ = 0, vocab_ = 0;
+  double loadMs_ = 0;
+  std::vector<int64_t> posScratch_;
+  std::vector<float> logits_;
+};
+
+/// Creates the tokenizer a program names (embedded file or vocabulary).
+Result<std::unique_ptr<Tokenizer>> tokenizerForProgram(const Program &program);
+
+/// Peak resident set size of this process, in bytes.
+uint64_t peakRssBytes();
+
+} // namespace etllm::rt::llm
+
+#endif // ETLLM_RUNTIME_LLM_RUNNER_H

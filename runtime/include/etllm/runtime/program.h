@@ -1,0 +1,189 @@
+//===- program.h - Loading and running program files ------------*- C++ -*-===//
+//
+// Program: a verified, memory-mapped program file (immutable, shareable
+// between threads). Module: one instance of a program with its own planned
+// memory and mutable buffers (KV caches); distinct Modules may run on
+// distinct threads. Method: one entry point of a Module.
+//
+// A program file comes from the internet: load() checks the header, runs the
+// flatbuffers Verifier, then checks every index, offset, size, dtype, shape
+// product and arena bound before anything runs. Errors are values.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ETLLM_RUNTIME_PROGRAM_H
+#define ETLLM_RUNTIME_PROGRAM_H
+
+#include "etllm/runtime/kernel.h"
+#include "etllm/runtime/mapped_file.h"
+#include "etllm/runtime/result.h"
+#include "etllm/runtime/tensor.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace etllm::schema {
+struct Program;
+} // namespace etllm::schema
+
+namespace etllm::rt {
+
+/// The 64-byte header at offset 0 of every program file.
+struct FileHeader {
+  char magic[8];             // "ETLLMPTE"
+  uint32_t version;          // kProgramFormatVersion
+  uint32_t headerSize;       // sizeof(FileHeader)
+  uint64_t flatbufferOffset; // from the start of the file
+  uint64_t flatbufferSize;
+  uint64_t segmentBase;      // start of the segment data, aligned
+  uint64_t segmentDataSize;
+  uint32_t segmentAlignment; // every segment starts at a multiple of this
+  uint32_t reserved[3];
+};
+static_assert(sizeof(FileHeader) == 64, "the header is 64 bytes");
+
+inline constexpr char kProgramMagic[8] = {'E', 'T', 'L', 'L', 'M', 'P', 'T', 'E'};
+/// Incremented on incompatible layout changes (docs/ProgramFormat.md).
+inline constexpr uint32_t kProgramFormatVersion = 1;
+
+/// Plain-C++ view of the program's metadata.
+struct TokenizerMetadata {
+  std::string kind; // see schema TokenizerInfo.kind
+  const uint8_t *fileData = nullptr;
+  size_t fileSize = 0;
+  std::string fileName, pre;
+  std::vector<std::string> tokens, merges;
+  std::vector<float> scores;
+  std::vector<int32_t> tokenTypes;
+  int64_t bosId = -1, eosId = -1, unkId = -1, padId = -1, eotId = -1;
+  bool addBos = true, addSpacePrefix = true;
+};
+struct ProgramMetadata {
+  std::string modelConfigJson;
+  int64_t vocabSize = 0, maxSeqLen = 0, bosId = -1;
+  std::vector<int64_t> eosIds;
+  TokenizerMetadata tokenizer;
+  std::string etllmVersion, pipeline, configYaml;
+  std::vector<std::string> stages;
+  std::vector<std::pair<std::string, std::string>> inputs;
+};
+
+/// A loaded and verified program file.
+class Program {
+public:
+  /// Maps and verifies `path`.
+  static Result<std::shared_ptr<Program>> load(const std::string &path);
+  /// Verifies a program held in memory (copied; `name` is used in errors).
+  static Result<std::shared_ptr<Program>>
+  loadFromBuffer(const uint8_t *data, size_t size, const std::string &name);
+
+  const std::string &name() const { return name_; }
+  const schema::Program &schema() const { return *fb_; }
+  const ProgramMetadata &metadata() const { return metadata_; }
+  std::vector<std::string> methodNames() const;
+  /// Segment bytes (verified to lie inside the file).
+  const uint8_t *segmentData(uint32_t index) const;
+  size_t segmentSize(uint32_t index) const;
+  /// Size of the whole file.
+  size_t fileSize() const { return size_; }
+
+private:
+  Program() = default;
+  static Result<std::shared_ptr<Program>> verify(std::shared_ptr<Program> p);
+  std::string name_;
+  std::shared_ptr<MappedFile> file_;
+  std::vector<uint8_t> owned_;
+  const uint8_t *data_ = nullptr;
+  size_t size_ = 0;
+  const schema::Program *fb_ = nullptr;
+  const uint8_t *segmentBase_ = nullptr;
+  ProgramMetadata metadata_;
+};
+
+class Module;
+class DelegateInstance;
+
+/// One entry point of a Module.
+class Method {
+public:
+  ~Method();
+  const std::string &name() const { return name_; }
+  size_t numInputs() const { return inputs_.size(); }
+  size_t numOutputs() const { return outputs_.size(); }
+  /// The input tensor (its capacity is the planned upper bound).
+  const Tensor &input(size_t i) const { return *inputs_[i]; }
+  /// Copies `data` (of `dtype` and `sizes`) into input `i`.
+  Status setInput(size_t i, DType dtype, const int64_t *sizes, int rank,
+                  const void *data);
+  /// Runs every instruction. Errors name the instruction and its op.
+  Status execute();
+  const Tensor &output(size_t i) const { return *outputs_[i]; }
+  /// Bytes of planned activation memory.
+  size_t plannedBytes() const;
+
+private:
+  friend class Module;
+  Method() = default;
+  struct Instr {
+    KernelFn fn = nullptr;
+    OpId op = OpId::NumOps;
+    int delegate = -1;
+    std::vector<Tensor *> inputs, outputs;
+    std::vector<int64_t> ints;
+    std::vector<double> floats;
+  };
+  std::string name_;
+  Module *module_ = nullptr;
+  std::vector<Tensor> values_;
+  std::vector<Tensor *> inputs_, outputs_;
+  std::vector<Instr> instrs_;
+  std::vector<std::unique_ptr<uint8_t[]>> arenas_;
+  std::vector<size_t> arenaSizes_;
+};
+
+/// Options for a Module instance.
+struct ModuleOptions {
+  /// Threads for kernels (1 = no pool).
+  size_t numThreads = 1;
+  /// Kernels to use; default: portableKernels().
+  const KernelTable *kernels = nullptr;
+};
+
+/// An instance of a program: planned memory, mutable buffers, delegates.
+class Module {
+public:
+  static Result<std::unique_ptr<Module>>
+  create(std::shared_ptr<Program> program, const ModuleOptions &options = {});
+  ~Module();
+  Program &program() { return *program_; }
+  /// The method `name`, or an error listing the program's methods.
+  Result<Method *> method(const std::string &name);
+  /// Zeroes the mutable buffers (a new conversation).
+  void resetState();
+  ExecContext &context() { return *ctx_; }
+  /// Bytes of mutable-buffer memory.
+  size_t bufferBytes() const;
+
+private:
+  Module() = default;
+  std::shared_ptr<Program> program_;
+  std::vector<std::unique_ptr<uint8_t[]>> buffers_;
+  std::vector<size_t> bufferSizes_;
+  std::vector<std::unique_ptr<Method>> methods_;
+  std::vector<std::unique_ptr<DelegateInstance>> delegates_;
+  std::unique_ptr<ExecContext> ctx_;
+  pthreadpool *pool_ = nullptr;
+  friend class Method;
+};
+
+} // namespace etllm::rt
+
+#endif // ETLLM_RUNTIME_PROGRAM_H
+
+namespace etllm::rt {
+/// A readable listing of a program file: header, segments, constants,
+/// buffers, each method's values and instructions, metadata. Stable enough
+/// for tests (`etllm-translate --pte-to-text`).
+std::string dumpProgram(const Program &program);
+} // namespace etllm::rt

@@ -1,0 +1,100 @@
+//===- tensor.h - Runtime tensors and quantized layouts ---------*- C++ -*-===//
+//
+// A runtime tensor is a dense, row-major view: element type, current shape
+// (dynamic dimensions change between calls, within the planned capacity)
+// and a data pointer into planned memory, a constant segment or a mutable
+// buffer. Tensors never own memory.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ETLLM_RUNTIME_TENSOR_H
+#define ETLLM_RUNTIME_TENSOR_H
+
+#include "etllm/runtime/dtype.h"
+#include "etllm/runtime/result.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace etllm::rt {
+
+inline constexpr int kMaxRank = 8;
+inline constexpr size_t kQuantSectionAlign = 64;
+
+inline size_t alignUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+/// Parameters of a block-quantized weight or a quantized activation.
+struct QuantInfo {
+  uint8_t bits = 0;        // 4 or 8
+  bool symmetric = true;   // sym: signed q; asym: unsigned q + offset/zp
+  DType scaleType = DType::F32; // F16 or F32 (weights); F32 (activations)
+  int64_t groupSize = 0;   // weights: elements per group along the last dim
+  bool perToken = true;    // activations: one scale per row (else per tensor)
+};
+
+/// Byte layout of a QWeight of logical shape [..., K] with R = numel / K rows
+/// and G = K / groupSize groups per row, in one contiguous blob:
+///
+///   [0, qbytes)            R*K quantized values, row-major. 8-bit: one byte
+///                          each (int8 when symmetric, uint8 when not).
+///                          4-bit: two per byte, element k of a row in byte
+///                          k/2, the low nibble for even k; the nibble u is
+///                          q = u - 8 when symmetric, q = u when not.
+///   [scalesOff, ...)       R*G scales (scaleType), row-major
+///   [offsetsOff, ...)      asymmetric only: R*G offsets (scaleType)
+///
+/// Dequantized: x = scale * q (sym), x = scale * q + offset (asym).
+struct QWeightLayout {
+  int64_t rows = 0, cols = 0, groups = 0;
+  size_t qbytes = 0, scalesOff = 0, offsetsOff = 0, totalBytes = 0;
+  static Result<QWeightLayout> compute(int64_t rows, int64_t cols,
+                                       const QuantInfo &q);
+};
+
+/// Byte layout of a QAct with R rows of K elements (R = numel / K):
+///   [0, R*K)         int8 values (asym: q - zp is the centered value)
+///   [scalesOff, ...) R f32 scales (1 when per tensor)
+///   [zpOff, ...)     R int32 zero points (asym; 0 when symmetric)
+/// x ~= scale * (q - zp).
+struct QActLayout {
+  int64_t rows = 0, cols = 0;
+  size_t scalesOff = 0, zpOff = 0, totalBytes = 0;
+  static QActLayout compute(int64_t rows, int64_t cols);
+};
+
+/// A non-owning view of tensor data with a dynamic shape.
+struct Tensor {
+  DType dtype = DType::F32;
+  int32_t rank = 0;
+  int64_t sizes[kMaxRank] = {};
+  void *data = nullptr;
+  size_t capacity = 0; // bytes available at `data`
+  QuantInfo quant;     // QWeight / QAct only
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int i = 0; i < rank; ++i)
+      n *= sizes[i];
+    return n;
+  }
+  int64_t dim(int i) const { return sizes[i < 0 ? i + rank : i]; }
+  /// Bytes the current shape occupies (quantized types: their layout).
+  size_t nbytes() const;
+  template <typename T> T *ptr() { return static_cast<T *>(data); }
+  template <typename T> const T *ptr() const {
+    return static_cast<const T *>(data);
+  }
+  /// Sets the shape, failing (without changing it) when it would not fit the
+  /// capacity.
+  Status resize(const int64_t *newSizes, int newRank);
+  std::string shapeString() const;
+};
+
+/// Bytes needed for `numel` elements of `t` with last dimension `cols`
+/// (quantized types) — used for capacity checks and memory planning.
+Result<size_t> storageBytes(DType t, const int64_t *sizes, int rank,
+                            const QuantInfo &q);
+
+} // namespace etllm::rt
+
+#endif // ETLLM_RUNTIME_TENSOR_H

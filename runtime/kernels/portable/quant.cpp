@@ -1,0 +1,329 @@
+//===- quant.cpp - quantize_dynamic, qlinear, qembedding, dequantize ------===//
+//
+// Quantized weights follow QWeightLayout, quantized activations QActLayout
+// (tensor.h) to the letter. The reference semantics are the dequantized
+// ones: qlinear computes y[n] = sum_k xhat[k] * what[n, k] + b[n] in f32 with
+// the weight rows dequantized exactly as `dequantize` does, so qlinear and
+// dequantize + linear agree bit for bit on f32.
+//
+// quantize_dynamic, per tensor: the one scale and zero point are stored in
+// the slot of every row (so a consumer may read row 0's or its own row's).
+// Rounding is to nearest, ties to even (std::nearbyint, as torch.round).
+//
+//===----------------------------------------------------------------------===//
+#include "common.h"
+#include "kernels.h"
+
+#include <algorithm>
+
+namespace etllm::rt::portable {
+namespace {
+
+/// Read access to a validated QWeight.
+struct QWeightView {
+  QWeightLayout l;
+  QuantInfo q;
+  const uint8_t *base = nullptr;
+
+  float param(size_t off, int64_t i) const {
+    if (q.scaleType == DType::F16) {
+      uint16_t h;
+      std::memcpy(&h, base + off + size_t(i) * 2, 2);
+      return halfToFloat(h);
+    }
+    float f;
+    std::memcpy(&f, base + off + size_t(i) * 4, 4);
+    return f;
+  }
+
+  /// Dequantizes row r (l.cols values) into dst.
+  void dequantRow(int64_t r, float *dst) const {
+    const int64_t K = l.cols, gs = q.groupSize;
+    for (int64_t g = 0; g < l.groups; ++g) {
+      const float s = param(l.scalesOff, r * l.groups + g);
+      const int64_t k0 = g * gs, k1 = k0 + gs;
+      if (q.bits == 8) {
+        const uint8_t *row = base + size_t(r * K);
+        if (q.symmetric) {
+          for (int64_t k = k0; k < k1; ++k)
+            dst[k] = s * float(int8_t(row[k]));
+        } else {
+          const float o = param(l.offsetsOff, r * l.groups + g);
+          for (int64_t k = k0; k < k1; ++k)
+            dst[k] = s * float(row[k]) + o;
+        }
+      } else {
+        // Rows start on a byte boundary (K is even).
+        const uint8_t *row = base + size_t(r * K) / 2;
+        if (q.symmetric) {
+          for (int64_t k = k0; k < k1; ++k) {
+            int u = (k & 1) ? row[k / 2] >> 4 : row[k / 2] & 0xf;
+            dst[k] = s * float(u - 8);
+          }
+        } else {
+          const float o = param(l.offsetsOff, r * l.groups + g);
+          for (int64_t k = k0; k < k1; ++k) {
+            int u = (k & 1) ? row[k / 2] >> 4 : row[k / 2] & 0xf;
+            dst[k] = s * float(u) + o;
+          }
+        }
+      }
+    }
+  }
+};
+
+Status makeQWeightView(const char *op, const Tensor &w, QWeightView &v) {
+  if (w.dtype != DType::QWeight)
+    return opError(op, std::string("expected a qweight, got ") +
+                           dtypeName(w.dtype));
+  if (w.rank < 1)
+    return opError(op, "quantized weight must have rank >= 1");
+  const int64_t cols = w.dim(-1), rows = prod(w.sizes, 0, w.rank - 1);
+  Result<QWeightLayout> l = QWeightLayout::compute(rows, cols, w.quant);
+  if (!l.ok())
+    return opError(op, l.message());
+  if (l->totalBytes > w.capacity)
+    return opError(op, "quantized weight " + w.shapeString() +
+                           " does not fit its storage");
+  v.l = *l;
+  v.q = w.quant;
+  v.base = w.ptr<uint8_t>();
+  return Status();
+}
+
+/// Converts a float tensor to f32 (any float dtype).
+void loadFloats(const Tensor &t, float *dst) {
+  int64_t n = t.numel();
+  if (t.dtype == DType::F32)
+    toF32Row(t.ptr<float>(), dst, n);
+  else if (t.dtype == DType::F16)
+    toF32Row(t.ptr<F16>(), dst, n);
+  else
+    toF32Row(t.ptr<BF16>(), dst, n);
+}
+
+/// Round to nearest even and clamp to [lo, hi]; NaN gives 0.
+int32_t roundClamp(float v, int32_t lo, int32_t hi) {
+  float r = std::nearbyint(v);
+  if (std::isnan(r))
+    return 0;
+  if (r < float(lo))
+    return lo;
+  if (r > float(hi))
+    return hi;
+  return int32_t(r);
+}
+
+Status checkQActBits(const char *op, const Tensor &t) {
+  if (t.quant.bits != 0 && t.quant.bits != 8)
+    return opError(op, "quantized activations are 8-bit, not " +
+                           std::to_string(t.quant.bits) + "-bit");
+  return Status();
+}
+
+/// Scale and zero point of the values x[0, n) (f32).
+template <typename T>
+void chooseQParams(const T *x, int64_t n, bool symmetric, float &scale,
+                   int32_t &zp) {
+  if (symmetric) {
+    float amax = 0.0f;
+    for (int64_t i = 0; i < n; ++i)
+      amax = std::max(amax, std::fabs(toF32(x[i])));
+    scale = amax / 127.0f;
+    if (scale == 0.0f)
+      scale = 1.0f;
+    zp = 0;
+    return;
+  }
+  float mn = 0.0f, mx = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    float v = toF32(x[i]);
+    mn = std::min(mn, v);
+    mx = std::max(mx, v);
+  }
+  scale = (mx - mn) / 255.0f;
+  if (scale == 0.0f)
+    scale = 1.0f;
+  zp = roundClamp(-128.0f - mn / scale, -128, 127);
+}
+
+} // namespace
+
+Status kernelQuantizeDynamic(const KernelArgs &a) {
+  const char *op = "quantize_dynamic";
+  const Tensor &x = *a.inputs[0];
+  Tensor &out = *a.outputs[0];
+  if (!isFloat(x.dtype) || out.dtype != DType::QAct)
+    return unsupportedDTypes(op, x.dtype, out.dtype);
+  ETLLM_RETURN_IF_ERROR(checkQActBits(op, out));
+  if (x.rank < 1)
+    return opError(op, "input must have rank >= 1");
+  const int64_t K = x.dim(-1), R = prod(x.sizes, 0, x.rank - 1);
+  const bool sym = out.quant.symmetric, perToken = out.quant.perToken;
+  ETLLM_RETURN_IF_ERROR(resizeTo(op, out, Shape::of(x)));
+  if (K == 0 || R == 0)
+    return Status();
+  const QActLayout l = QActLayout::compute(R, K);
+  uint8_t *base = out.ptr<uint8_t>();
+  int8_t *qs = reinterpret_cast<int8_t *>(base);
+  float *scales = reinterpret_cast<float *>(base + l.scalesOff);
+  int32_t *zps = reinterpret_cast<int32_t *>(base + l.zpOff);
+  return dispatchFloat(x.dtype, op, [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    const T *px = x.ptr<T>();
+    float tScale = 1.0f;
+    int32_t tZp = 0;
+    if (!perToken)
+      chooseQParams(px, R * K, sym, tScale, tZp);
+    for (int64_t r = 0; r < R; ++r) {
+      float scale = tScale;
+      int32_t zp = tZp;
+      if (perToken)
+        chooseQParams(px + r * K, K, sym, scale, zp);
+      scales[r] = scale;
+      zps[r] = zp;
+      const int32_t lo = sym ? -127 : -128, hi = 127;
+      for (int64_t k = 0; k < K; ++k) {
+        float v = toF32(px[r * K + k]) / scale;
+        // Asymmetric: clamp(round(x / scale) + zp); |zp| <= 128, so the
+        // wide pre-clamp cannot overflow.
+        int32_t q = sym ? roundClamp(v, lo, hi)
+                        : std::clamp(roundClamp(v, -(1 << 30), 1 << 30) + zp,
+                                     lo, hi);
+        qs[r * K + k] = int8_t(q);
+      }
+    }
+    return Status();
+  });
+}
+
+Status kernelQLinear(const KernelArgs &a) {
+  const char *op = "qlinear";
+  const Tensor &x = *a.inputs[0], &w = *a.inputs[1];
+  const Tensor *bias = a.inputs.size > 2 ? a.inputs[2] : nullptr;
+  Tensor &out = *a.outputs[0];
+  if ((!isFloat(x.dtype) && x.dtype != DType::QAct) || !isFloat(out.dtype))
+    return unsupportedDTypes(op, x.dtype, w.dtype, out.dtype);
+  QWeightView wv;
+  ETLLM_RETURN_IF_ERROR(makeQWeightView(op, w, wv));
+  if (w.rank != 2)
+    return opError(op, "weight must be [N, K], got " + w.shapeString());
+  if (x.rank < 1)
+    return opError(op, "input must have rank >= 1");
+  const int64_t K = x.dim(-1), N = w.dim(0), M = prod(x.sizes, 0, x.rank - 1);
+  if (w.dim(1) != K)
+    return opError(op, "weight " + w.shapeString() +
+                           " does not match the input " + x.shapeString());
+  if (bias && (!isFloat(bias->dtype) || bias->rank != 1 || bias->dim(0) != N))
+    return opError(op, "bias " + bias->shapeString() + " does not match " +
+                           std::to_string(N) + " output features");
+  if (x.dtype == DType::QAct)
+    ETLLM_RETURN_IF_ERROR(checkQActBits(op, x));
+  Shape os = Shape::of(x);
+  os.sizes[os.rank - 1] = N;
+  const size_t tile = defaultTile(a.ctx, size_t(N));
+  const size_t xFloats = size_t(M * K), biasFloats = bias ? size_t(N) : 0;
+  const size_t rowFloats = numTiles(size_t(N), tile) * size_t(K);
+  void *scratch = nullptr;
+  ETLLM_RETURN_IF_ERROR(getScratch(
+      op, a, (xFloats + biasFloats + rowFloats) * sizeof(float), scratch));
+  float *xf = static_cast<float *>(scratch);
+  float *bf = xf + xFloats;
+  float *rows = bf + biasFloats;
+  // x-hat: the float input, or scale * (q - zp).
+  if (x.dtype == DType::QAct) {
+    if (M > 0 && K > 0) {
+      const QActLayout l = QActLayout::compute(M, K);
+      const uint8_t *base = x.ptr<uint8_t>();
+      const int8_t *qs = reinterpret_cast<const int8_t *>(base);
+      for (int64_t m = 0; m < M; ++m) {
+        const int64_t slot = x.quant.perToken ? m : 0;
+        float scale;
+        int32_t zp;
+        std::memcpy(&scale, base + l.scalesOff + size_t(slot) * 4, 4);
+        std::memcpy(&zp, base + l.zpOff + size_t(slot) * 4, 4);
+        for (int64_t k = 0; k < K; ++k)
+          xf[m * K + k] = scale * float(int32_t(qs[m * K + k]) - zp);
+      }
+    }
+  } else {
+    loadFloats(x, xf);
+  }
+  if (bias)
+    loadFloats(*bias, bf);
+  ETLLM_RETURN_IF_ERROR(resizeTo(op, out, os));
+  return dispatchFloat(out.dtype, op, [&](auto tag) -> Status {
+    using O = typename decltype(tag)::type;
+    linearRows(a.ctx, xf, M, K, N, bias ? bf : nullptr, out.ptr<O>(), rows,
+               tile, [&](int64_t n, float *buf) -> const float * {
+                 wv.dequantRow(n, buf);
+                 return buf;
+               });
+    return Status();
+  });
+}
+
+Status kernelQEmbedding(const KernelArgs &a) {
+  const char *op = "qembedding";
+  const Tensor &w = *a.inputs[0], &idx = *a.inputs[1];
+  Tensor &out = *a.outputs[0];
+  if (!isFloat(out.dtype))
+    return unsupportedDTypes(op, w.dtype, out.dtype);
+  QWeightView wv;
+  ETLLM_RETURN_IF_ERROR(makeQWeightView(op, w, wv));
+  if (w.rank != 2)
+    return opError(op, "table must be [V, D], got " + w.shapeString());
+  if (idx.rank + 1 > kMaxRank)
+    return opError(op, "indices have too high a rank");
+  const int64_t V = w.dim(0), D = w.dim(1);
+  ETLLM_RETURN_IF_ERROR(checkIndices(op, idx, V));
+  const size_t n = size_t(idx.numel());
+  const size_t tile = defaultTile(a.ctx, n);
+  void *scratch = nullptr;
+  ETLLM_RETURN_IF_ERROR(getScratch(
+      op, a, numTiles(n, tile) * size_t(D) * sizeof(float), scratch));
+  Shape os = Shape::of(idx);
+  os.sizes[os.rank++] = D;
+  ETLLM_RETURN_IF_ERROR(resizeTo(op, out, os));
+  return dispatchFloat(out.dtype, op, [&](auto tag) -> Status {
+    using O = typename decltype(tag)::type;
+    float *all = static_cast<float *>(scratch);
+    parallelForTiles(a.ctx, n, tile, [&](size_t begin, size_t end) {
+      float *buf = all + (begin / tile) * size_t(D);
+      for (size_t i = begin; i < end; ++i) {
+        wv.dequantRow(loadIndex(idx, int64_t(i)), buf);
+        O *dst = out.ptr<O>() + int64_t(i) * D;
+        for (int64_t d = 0; d < D; ++d)
+          dst[d] = fromF32<O>(buf[d]);
+      }
+    });
+    return Status();
+  });
+}
+
+Status kernelDequantize(const KernelArgs &a) {
+  const char *op = "dequantize";
+  const Tensor &w = *a.inputs[0];
+  Tensor &out = *a.outputs[0];
+  if (!isFloat(out.dtype))
+    return unsupportedDTypes(op, w.dtype, out.dtype);
+  QWeightView wv;
+  ETLLM_RETURN_IF_ERROR(makeQWeightView(op, w, wv));
+  const int64_t K = wv.l.cols;
+  void *scratch = nullptr;
+  ETLLM_RETURN_IF_ERROR(getScratch(op, a, size_t(K) * sizeof(float), scratch));
+  ETLLM_RETURN_IF_ERROR(resizeTo(op, out, Shape::of(w)));
+  float *buf = static_cast<float *>(scratch);
+  return dispatchFloat(out.dtype, op, [&](auto tag) -> Status {
+    using O = typename decltype(tag)::type;
+    for (int64_t r = 0; r < wv.l.rows; ++r) {
+      wv.dequantRow(r, buf);
+      O *dst = out.ptr<O>() + r * K;
+      for (int64_t k = 0; k < K; ++k)
+        dst[k] = fromF32<O>(buf[k]);
+    }
+    return Status();
+  });
+}
+
+} // namespace etllm::rt::portable

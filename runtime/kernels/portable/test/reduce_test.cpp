@@ -1,0 +1,117 @@
+//===- reduce_test.cpp - sum, mean, amax, softmax -------------------------===//
+#include "helpers.h"
+
+#include <limits>
+
+using namespace etllm::rt;
+using namespace etllm::rt::testing;
+
+namespace {
+
+const double kInf = std::numeric_limits<double>::infinity();
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+TEST(Reduce, SumOverDims) {
+  auto x = makeTensor(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6});
+  OwnedTensor y(DType::F32, {0}, 64);
+  ASSERT_OK(run(OpId::Sum, {x}, {y}, {1, -1}));
+  EXPECT_SHAPE(*y, 2, 1);
+  EXPECT_VALUES(*y, (std::vector<double>{6, 15}), 0);
+  ASSERT_OK(run(OpId::Sum, {x}, {y}, {0, 0}));
+  EXPECT_SHAPE(*y, 3);
+  EXPECT_VALUES(*y, (std::vector<double>{5, 7, 9}), 0);
+  ASSERT_OK(run(OpId::Sum, {x}, {y}, {0, 0, 1}));
+  EXPECT_SHAPE(*y);
+  EXPECT_VALUES(*y, (std::vector<double>{21}), 0);
+  ASSERT_OK(run(OpId::Sum, {x}, {y}, {1})); // no dims: all, keepdim
+  EXPECT_SHAPE(*y, 1, 1);
+  EXPECT_VALUES(*y, (std::vector<double>{21}), 0);
+}
+
+TEST(Reduce, SumMiddleDimAndIntegers) {
+  std::vector<double> v(24);
+  for (int i = 0; i < 24; ++i)
+    v[size_t(i)] = i;
+  auto x = makeTensor(DType::I64, {2, 3, 4}, v);
+  OwnedTensor y(DType::I64, {0}, 64);
+  ASSERT_OK(run(OpId::Sum, {x}, {y}, {0, 1}));
+  EXPECT_SHAPE(*y, 2, 4);
+  EXPECT_VALUES(*y, (std::vector<double>{12, 15, 18, 21, 48, 51, 54, 57}), 0);
+  ASSERT_OK(run(OpId::Amax, {x}, {y}, {1, 0, 2}));
+  EXPECT_SHAPE(*y, 1, 3, 1);
+  EXPECT_VALUES(*y, (std::vector<double>{15, 19, 23}), 0);
+  OwnedTensor f(DType::F32, {0}, 64);
+  EXPECT_ERROR(run(OpId::Sum, {x}, {f}, {0, 1}), "sum: unsupported");
+  EXPECT_ERROR(run(OpId::Mean, {x}, {f}, {0, 1}), "mean: unsupported");
+}
+
+TEST(Reduce, MeanInF32AndHalf) {
+  auto x = makeTensor(DType::F32, {2, 2}, {1, 2, 3, 5});
+  OwnedTensor y(DType::F32, {2});
+  ASSERT_OK(run(OpId::Mean, {x}, {y}, {0, -1}));
+  EXPECT_VALUES(*y, (std::vector<double>{1.5, 4}), 0);
+  auto h = makeTensor(DType::BF16, {1, 4}, {1, 2, 3, 4.5});
+  OwnedTensor hy(DType::BF16, {1, 1});
+  ASSERT_OK(run(OpId::Mean, {h}, {hy}, {1, 1}));
+  EXPECT_VALUES(*hy, (std::vector<double>{2.625}), 0);
+  OwnedTensor hf(DType::F32, {1, 1});
+  ASSERT_OK(run(OpId::Mean, {h}, {hf}, {1, 1})); // f32 result of bf16 input
+  EXPECT_VALUES(*hf, (std::vector<double>{2.625}), 0);
+}
+
+TEST(Reduce, AmaxFloatsAndNaN) {
+  auto x = makeTensor(DType::F16, {2, 3}, {1, -kInf, 3, kNaN, 0, 1});
+  OwnedTensor y(DType::F16, {2});
+  ASSERT_OK(run(OpId::Amax, {x}, {y}, {0, 1}));
+  EXPECT_VALUES(*y, (std::vector<double>{3, kNaN}), 0);
+}
+
+TEST(Reduce, Errors) {
+  auto x = makeTensor(DType::F32, {2, 3}, {});
+  OwnedTensor y(DType::F32, {0}, 64);
+  EXPECT_ERROR(run(OpId::Sum, {x}, {y}, {0, 1, -1}), "reduced twice");
+  EXPECT_ERROR(run(OpId::Sum, {x}, {y}, {0, 2}), "out of range");
+  auto e = makeTensor(DType::F32, {2, 0}, {});
+  EXPECT_ERROR(run(OpId::Amax, {e}, {y}, {0, 1}), "empty");
+  ASSERT_OK(run(OpId::Sum, {e}, {y}, {0, 1}));
+  EXPECT_VALUES(*y, (std::vector<double>{0, 0}), 0);
+  OwnedTensor small(DType::F32, {0}, 4);
+  EXPECT_ERROR(run(OpId::Sum, {x}, {small}, {0, 0}), "planned");
+  auto b = makeTensor(DType::Bool, {2}, {});
+  OwnedTensor bo(DType::Bool, {1});
+  EXPECT_ERROR(run(OpId::Amax, {b}, {bo}, {0}), "amax: unsupported");
+}
+
+TEST(Softmax, LastAndFirstDim) {
+  auto x = makeTensor(DType::F32, {2, 3}, {1, 2, 3, 0, 0, -kInf});
+  OwnedTensor y(DType::F32, {2, 3});
+  ASSERT_OK(run(OpId::Softmax, {x}, {y}, {-1}));
+  double e1 = std::exp(-2.0), e2 = std::exp(-1.0), s = e1 + e2 + 1;
+  EXPECT_VALUES(*y, (std::vector<double>{e1 / s, e2 / s, 1 / s, 0.5, 0.5, 0}),
+                1e-7);
+  ASSERT_OK(run(OpId::Softmax, {x}, {y}, {0}));
+  double a = 1 / (1 + std::exp(-1.0)), b = 1 / (1 + std::exp(-2.0));
+  EXPECT_VALUES(*y, (std::vector<double>{a, b, 1, 1 - a, 1 - b, 0}), 1e-7);
+  // Large values stay finite (max subtraction).
+  auto big = makeTensor(DType::F32, {2}, {1000, 1000});
+  OwnedTensor by(DType::F32, {2});
+  ASSERT_OK(run(OpId::Softmax, {big}, {by}, {0}));
+  EXPECT_VALUES(*by, (std::vector<double>{0.5, 0.5}), 0);
+  EXPECT_ERROR(run(OpId::Softmax, {x}, {y}, {2}), "out of range");
+}
+
+TEST(Softmax, HalfComputesInF32) {
+  auto x = makeTensor(DType::F16, {3}, {0.5, 1.0, 2.0});
+  OwnedTensor y(DType::F16, {3});
+  ASSERT_OK(run(OpId::Softmax, {x}, {y}, {0}));
+  double s = std::exp(0.5) + std::exp(1.0) + std::exp(2.0);
+  std::vector<double> want;
+  for (double v : {0.5, 1.0, 2.0})
+    want.push_back(halfToFloat(floatToHalf(float(std::exp(v) / s))));
+  EXPECT_VALUES(*y, want, 1e-3 * 0.5);
+  auto i = makeTensor(DType::I64, {3}, {});
+  OwnedTensor iy(DType::I64, {3});
+  EXPECT_ERROR(run(OpId::Softmax, {i}, {iy}, {0}), "softmax: unsupported");
+}
+
+} // namespace

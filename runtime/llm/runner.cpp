@@ -1,0 +1,233 @@
+//===- runner.cpp - Text generation on a program --------------------------===//
+#include "etllm/runtime/llm/runner.h"
+
+#include <chrono>
+#include <cstring>
+#include <sstream>
+#include <sys/resource.h>
+
+namespace etllm::rt::llm {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double msSince(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+} // namespace
+
+uint64_t peakRssBytes() {
+  struct rusage usage;
+  if (getrusage(RUSAGE_SELF, &usage) != 0)
+    return 0;
+  return uint64_t(usage.ru_maxrss) * 1024; // Linux reports KiB
+}
+
+double Stats::prefillTokensPerSecond() const {
+  return prefillMs > 0 ? promptTokens / (prefillMs / 1000.0) : 0;
+}
+double Stats::decodeTokensPerSecond() const {
+  // The first generated token comes from the prefill call; the decode rate
+  // counts the calls after it.
+  int64_t n = generatedTokens > 0 ? generatedTokens - 1 : 0;
+  return decodeMs > 0 ? n / (decodeMs / 1000.0) : 0;
+}
+
+std::string Stats::toJson() const {
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(3);
+  os << "{\"load_ms\":" << loadMs << ",\"ttft_ms\":" << ttftMs
+     << ",\"prefill_ms\":" << prefillMs << ",\"decode_ms\":" << decodeMs
+     << ",\"sampling_ms\":" << samplingMs
+     << ",\"prompt_tokens\":" << promptTokens
+     << ",\"generated_tokens\":" << generatedTokens
+     << ",\"prefill_tokens_per_second\":" << prefillTokensPerSecond()
+     << ",\"decode_tokens_per_second\":" << decodeTokensPerSecond()
+     << ",\"peak_rss_bytes\":" << peakRssBytes
+     << ",\"planned_bytes\":" << plannedBytes << ",\"stop_reason\":\""
+     << stopReason << "\"}";
+  return os.str();
+}
+
+Result<std::unique_ptr<Tokenizer>> tokenizerForProgram(const Program &program) {
+  const TokenizerMetadata &t = program.metadata().tokenizer;
+  if (t.fileData)
+    return loadTokenizerFromBuffer(t.fileData, t.fileSize,
+                                   program.name() + " (embedded " +
+                                       t.fileName + ")");
+  if (t.kind == "gguf-llama" || t.kind == "gguf-gpt2") {
+    EmbeddedVocab v;
+    v.model = t.kind == "gguf-llama" ? "llama" : "gpt2";
+    v.pre = t.pre;
+    v.tokens = t.tokens;
+    v.scores = t.scores;
+    v.types = t.tokenTypes;
+    v.merges = t.merges;
+    v.bos = int32_t(t.bosId);
+    v.eos = int32_t(t.eosId);
+    v.unk = int32_t(t.unkId);
+    v.pad = int32_t(t.padId);
+    v.eot = int32_t(t.eotId);
+    v.addBos = t.addBos;
+    v.addSpacePrefix = t.addSpacePrefix;
+    return tokenizerFromVocab(v, program.name() + " (embedded vocabulary)");
+  }
+  if (t.kind.empty())
+    return Error(program.name() +
+                 ": the program carries no tokenizer; pass --tokenizer");
+  return Error(program.name() + ": unsupported embedded tokenizer kind '" +
+               t.kind + "'");
+}
+
+Result<std::unique_ptr<Runner>> Runner::load(const std::string &path,
+                                             const RunnerOptions &options) {
+  auto start = Clock::now();
+  std::unique_ptr<Runner> r(new Runner());
+  auto program = Program::load(path);
+  if (!program.ok())
+    return program.error();
+  r->program_ = *program;
+  ModuleOptions mo;
+  mo.numThreads = options.numThreads;
+  mo.kernels = options.kernels;
+  auto module = Module::create(r->program_, mo);
+  if (!module.ok())
+    return module.error();
+  r->module_ = std::move(module.value());
+  auto method = r->module_->method("forward");
+  if (!method.ok())
+    return method.error();
+  r->method_ = *method;
+  if (r->method_->numInputs() != 2 || r->method_->numOutputs() != 1 ||
+      r->method_->input(0).dtype != DType::I64 ||
+      r->method_->input(0).rank != 2 || r->method_->input(1).dtype != DType::I64 ||
+      r->method_->input(1).rank != 1)
+    return Error(path + ": `forward` is not forward(tokens: i64 [1, seq], "
+                        "input_pos: i64 [seq]) -> logits");
+  const ProgramMetadata &md = r->program_->metadata();
+  r->maxSeqLen_ = md.maxSeqLen > 0 ? md.maxSeqLen : r->method_->input(0).sizes[1];
+  r->maxSeqLen_ = std::min<int64_t>(r->maxSeqLen_, r->method_->input(0).sizes[1]);
+  if (options.tokenizerPath.empty()) {
+    auto tok = tokenizerForProgram(*r->program_);
+    if (!tok.ok())
+      return tok.error();
+    r->tokenizer_ = std::move(tok.value());
+  } else {
+    auto tok = loadTokenizer(options.tokenizerPath);
+    if (!tok.ok())
+      return tok.error();
+    r->tokenizer_ = std::move(tok.value());
+  }
+  const Tensor &logits = r->method_->output(0);
+  r->vocab_ = logits.rank > 0 ? logits.sizes[logits.rank - 1] : 0;
+  if (r->tokenizer_->vocabSize() > r->vocab_)
+    return Error(path + ": the tokenizer has " +
+                 std::to_string(r->tokenizer_->vocabSize()) +
+                 " tokens, more than the model's " + std::to_string(r->vocab_));
+  r->stopIds_ = r->tokenizer_->stopIds();
+  for (int64_t e : md.eosIds)
+    if (e >= 0)
+      r->stopIds_.push_back(int32_t(e));
+  r->posScratch_.reserve(r->maxSeqLen_);
+  r->logits_.resize(r->vocab_);
+  r->loadMs_ = msSince(start);
+  return r;
+}
+
+Result<const float *> Runner::forward(const std::vector<int64_t> &tokens,
+                                      int64_t startPos) {
+  int64_t n = tokens.size();
+  posScratch_.resize(n);
+  for (int64_t i = 0; i < n; ++i)
+    posScratch_[i] = startPos + i;
+  int64_t tokSizes[2] = {1, n};
+  ETLLM_RETURN_IF_ERROR(
+      method_->setInput(0, DType::I64, tokSizes, 2, tokens.data()));
+  ETLLM_RETURN_IF_ERROR(
+      method_->setInput(1, DType::I64, &n, 1, posScratch_.data()));
+  ETLLM_RETURN_IF_ERROR(method_->execute());
+  const Tensor &out = method_->output(0);
+  if (out.dtype != DType::F32 || out.rank < 1 || out.dim(-1) != vocab_)
+    return Error("the model's output is not f32 logits over the vocabulary");
+  // The last position's row (all positions, or only the last, are fine).
+  return out.ptr<float>() + (out.numel() - vocab_);
+}
+
+Result<Stats> Runner::generate(
+    const std::string &prompt, const GenerationConfig &config,
+    const std::function<void(const std::string &)> &onText) {
+  Stats stats;
+  stats.loadMs = loadMs_;
+  auto start = Clock::now();
+  auto encoded = tokenizer_->encode(prompt, config.addBos);
+  if (!encoded.ok())
+    return encoded.error();
+  std::vector<int32_t> history = *encoded;
+  if (history.empty())
+    return Error("the prompt encodes to no tokens (an empty prompt needs a "
+                 "tokenizer with BOS)");
+  if (int64_t(history.size()) > maxSeqLen_)
+    return Error("the prompt has " + std::to_string(history.size()) +
+                 " tokens, more than the model's context of " +
+                 std::to_string(maxSeqLen_));
+  stats.promptTokens = history.size();
+  module_->resetState();
+  Sampler sampler(int32_t(vocab_), config.sampling);
+  std::vector<int64_t> input(history.begin(), history.end());
+
+  std::string generated;
+  int64_t pos = 0;
+  stats.stopReason = "max_new_tokens";
+  for (int32_t step = 0; step < config.maxNewTokens; ++step) {
+    if (pos + int64_t(input.size()) > maxSeqLen_) {
+      stats.stopReason = "context";
+      break;
+    }
+    auto t0 = Clock::now();
+    auto logits = forward(input, pos);
+    if (!logits.ok())
+      return logits.error();
+    double ms = msSince(t0);
+    if (step == 0)
+      stats.prefillMs = ms;
+    else
+      stats.decodeMs += ms;
+    pos += input.size();
+    auto s0 = Clock::now();
+    std::memcpy(logits_.data(), *logits, vocab_ * sizeof(float));
+    int32_t next = sampler.sample(logits_.data(), history);
+    stats.samplingMs += msSince(s0);
+    if (step == 0)
+      stats.ttftMs = msSince(start);
+    if (std::find(stopIds_.begin(), stopIds_.end(), next) != stopIds_.end()) {
+      stats.stopReason = "eos";
+      break;
+    }
+    ++stats.generatedTokens;
+    std::string piece = tokenizer_->decodeToken(history.back(), next);
+    history.push_back(next);
+    input.assign(1, next);
+    if (!config.stopStrings.empty()) {
+      size_t before = generated.size();
+      generated += piece;
+      size_t cut = std::string::npos;
+      for (const std::string &s : config.stopStrings) {
+        size_t at = generated.find(s, before >= s.size() ? before - s.size() + 1 : 0);
+        if (!s.empty() && at != std::string::npos)
+          cut = std::min(cut, at);
+      }
+      if (cut != std::string::npos) {
+        if (cut > before)
+          onText(generated.substr(before, cut - before));
+        stats.stopReason = "stop_string";
+        break;
+      }
+    }
+    onText(piece);
+  }
+  stats.peakRssBytes = peakRssBytes();
+  stats.plannedBytes = method_->plannedBytes() + module_->bufferBytes();
+  return stats;
+}
+
+} // namespace etllm::rt::llm

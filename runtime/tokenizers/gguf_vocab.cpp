@@ -1,0 +1,415 @@
+//===- gguf_vocab.cpp - Vocabularies carried as GGUF metadata -------------===//
+//
+// tokenizer.ggml.model "llama": SentencePiece-style BPE as llama.cpp's
+// llm_tokenizer_spm, on the spmMerge core shared with llama2.c. Differences
+// from llama2.c, kept deliberately:
+//  - spaces are escaped to "▁", and a space is prepended (add_space_prefix)
+//    to a text run that starts the input or follows a special token;
+//  - initial symbols are UTF-8 characters (by lead byte), kept as text even
+//    when no token: only symbols left unmerged at the end fall back to
+//    their <0xNN> byte tokens (then unk);
+//  - only normal and user-defined tokens are merge results (SentencePiece
+//    never produces control/byte/unused pieces from text).
+// tokenizer.ggml.model "gpt2": byte-level BPE with explicit merges on the
+// BpeModel core shared with tiktoken and Hugging Face; the pre-tokenizer
+// regex is chosen by tokenizer.ggml.pre.
+//
+// Special tokens: `encode` matches the text of control, unknown and
+// user-defined tokens (llama.cpp parse_special=true); `encodeOrdinary` only
+// user-defined ones (parse_special=false).
+//
+//===----------------------------------------------------------------------===//
+#include "internal.h"
+
+#include "bpe_merge.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace etllm::rt::tok {
+namespace {
+
+// tokenizer.ggml.token_type values.
+enum TokenType : int32_t {
+  kUndefined = 0,
+  kNormal = 1,
+  kUnknown = 2,
+  kControl = 3,
+  kUserDefined = 4,
+  kUnused = 5,
+  kByte = 6,
+};
+
+bool isNormal(int32_t type) { return type == kNormal || type == kUndefined; }
+
+/// Checks what both vocabulary models need; fills `types` (inferred when the
+/// metadata has none).
+Status validateCommon(const EmbeddedVocab &v, const std::string &where,
+                      std::vector<int32_t> &types) {
+  const size_t n = v.tokens.size();
+  if (n == 0)
+    return Error(where + "tokenizer.ggml.tokens is empty");
+  if (n > static_cast<size_t>(kMaxVocab))
+    return Error(where + "more than " + std::to_string(kMaxVocab) + " tokens");
+  if (!v.scores.empty() && v.scores.size() != n)
+    return Error(where + "tokenizer.ggml.scores has " +
+                 std::to_string(v.scores.size()) + " entries for " +
+                 std::to_string(n) + " tokens");
+  if (!v.types.empty() && v.types.size() != n)
+    return Error(where + "tokenizer.ggml.token_type has " +
+                 std::to_string(v.types.size()) + " entries for " +
+                 std::to_string(n) + " tokens");
+  for (size_t i = 0; i < v.scores.size(); ++i)
+    if (std::isnan(v.scores[i]))
+      return Error(where + "score of token " + std::to_string(i) + " is NaN");
+  for (size_t i = 0; i < v.types.size(); ++i)
+    if (v.types[i] < kUndefined || v.types[i] > kByte)
+      return Error(where + "token " + std::to_string(i) + " has invalid type " +
+                   std::to_string(v.types[i]));
+  const std::pair<const char *, int32_t> specials[] = {{"bos", v.bos},
+                                                       {"eos", v.eos},
+                                                       {"unk", v.unk},
+                                                       {"pad", v.pad},
+                                                       {"eot", v.eot}};
+  for (const auto &[field, id] : specials)
+    if (id < -1 || id >= static_cast<int64_t>(n))
+      return Error(where + field + " token id " + std::to_string(id) +
+                   " is out of range for " + std::to_string(n) + " tokens");
+  for (size_t i = 0; i < n; ++i)
+    if (v.tokens[i].size() > static_cast<size_t>(kMaxTokenBytes))
+      return Error(where + "token " + std::to_string(i) + " is longer than " +
+                   std::to_string(kMaxTokenBytes) + " bytes");
+
+  types = v.types;
+  if (types.empty()) {
+    types.assign(n, kNormal);
+    uint8_t b;
+    for (size_t i = 0; i < n; ++i)
+      if (parseByteToken(v.tokens[i], b))
+        types[i] = kByte;
+    for (int32_t id : {v.bos, v.eos, v.eot, v.pad})
+      if (id >= 0)
+        types[id] = kControl;
+    if (v.unk >= 0)
+      types[v.unk] = kUnknown;
+  }
+  return Status::success();
+}
+
+/// Special-token matchers: all (parse_special) and user-defined only.
+void buildMatchers(const EmbeddedVocab &v, const std::vector<int32_t> &types,
+                   SpecialMatcher &all, SpecialMatcher &userDefined) {
+  for (size_t i = 0; i < v.tokens.size(); ++i) {
+    int32_t t = types[i];
+    if (t == kControl || t == kUnknown || t == kUserDefined)
+      all.add(v.tokens[i], static_cast<int32_t>(i));
+    if (t == kUserDefined)
+      userDefined.add(v.tokens[i], static_cast<int32_t>(i));
+  }
+}
+
+/// EOS, EOT, and control tokens with conventional end-of-turn names.
+std::vector<int32_t> stopIdsOf(const EmbeddedVocab &v,
+                               const std::vector<int32_t> &types) {
+  std::vector<int32_t> ids;
+  auto add = [&](int32_t id) {
+    if (id >= 0 && std::find(ids.begin(), ids.end(), id) == ids.end())
+      ids.push_back(id);
+  };
+  add(v.eos);
+  add(v.eot);
+  for (size_t i = 0; i < v.tokens.size(); ++i) {
+    if (types[i] != kControl)
+      continue;
+    const std::string &t = v.tokens[i];
+    if (t == "<|eot_id|>" || t == "<|eom_id|>" || t == "<|im_end|>" ||
+        t == "<end_of_turn>" || t == "<|end|>")
+      add(static_cast<int32_t>(i));
+  }
+  return ids;
+}
+
+//===----------------------------------------------------------------------===//
+// "llama": SentencePiece-style BPE.
+//===----------------------------------------------------------------------===//
+
+class GgufSpmTokenizer final : public Tokenizer {
+public:
+  GgufSpmTokenizer(const EmbeddedVocab &v, std::vector<int32_t> types)
+      : types_(std::move(types)), scores_(v.scores), bos_(v.bos), eos_(v.eos),
+        unk_(v.unk), addBos_(v.addBos), addSpacePrefix_(v.addSpacePrefix) {
+    scores_.resize(v.tokens.size(), 0.0f);
+    // llama.cpp's token_to_id map: a repeated text resolves to its last id.
+    (void)pieces_.assign(v.tokens, PieceTable::Duplicates::LastWins);
+    for (int b = 0; b < 256; ++b) {
+      int32_t id = pieces_.find(byteTokenText(static_cast<uint8_t>(b)));
+      byteTokens_[b] = id >= 0 && types_[id] == kByte ? id : -1;
+    }
+    buildMatchers(v, types_, all_, userDefined_);
+    stops_ = stopIdsOf(v, types_);
+  }
+
+  TokenizerKind kind() const override { return TokenizerKind::GgufSpm; }
+
+  Result<std::vector<int32_t>> encode(std::string_view text,
+                                      bool addBos) const override {
+    return encodeImpl(text, addBos, all_);
+  }
+  Result<std::vector<int32_t>> encodeOrdinary(std::string_view text,
+                                              bool addBos) const override {
+    return encodeImpl(text, addBos, userDefined_);
+  }
+
+  std::string decodeToken(int32_t prev, int32_t token) const override {
+    if (token < 0 || token >= vocabSize())
+      return "";
+    const std::string &piece = pieces_.piece(token);
+    switch (types_[token]) {
+    case kNormal:
+    case kUndefined: {
+      std::string text = replaceAll(piece, kSpmSpace, " ");
+      if (prev == bos_ && addSpacePrefix_ && !text.empty() && text[0] == ' ')
+        text.erase(0, 1);
+      return text;
+    }
+    case kUserDefined:
+      return piece;
+    case kByte: {
+      uint8_t b;
+      return parseByteToken(piece, b) ? std::string(1, static_cast<char>(b))
+                                      : std::string();
+    }
+    case kUnknown:
+      return "\xe2\x96\x85"; // "▅", as llama.cpp prints unknown tokens
+    default:
+      return ""; // control, unused
+    }
+  }
+
+  int32_t vocabSize() const override { return pieces_.size(); }
+  int32_t bosId() const override { return bos_; }
+  int32_t eosId() const override { return eos_; }
+  std::vector<int32_t> stopIds() const override { return stops_; }
+  std::string idToPiece(int32_t id) const override { return pieces_.piece(id); }
+  int32_t pieceToId(std::string_view piece) const override {
+    return pieces_.find(piece);
+  }
+
+private:
+  std::optional<std::pair<float, int32_t>>
+  mergeable(std::string_view text) const {
+    int32_t id = pieces_.find(text);
+    if (id < 0 || !(isNormal(types_[id]) || types_[id] == kUserDefined))
+      return std::nullopt;
+    return std::make_pair(scores_[id], id);
+  }
+
+  /// llm_tokenizer_spm_session::tokenize on one escaped text run.
+  void encodeRun(std::string work, std::vector<int32_t> &ids) const {
+    work = replaceAll(work, " ", kSpmSpace);
+    std::vector<std::string_view> chars;
+    splitUtf8(work, chars);
+    std::vector<SpmSymbol> syms;
+    syms.reserve(chars.size());
+    for (std::string_view c : chars) {
+      auto hit = mergeable(c);
+      syms.push_back({static_cast<uint32_t>(c.data() - work.data()),
+                      static_cast<uint32_t>(c.size()), hit ? hit->second : -1});
+    }
+    spmMerge(work, syms, [this](std::string_view s) { return mergeable(s); });
+    for (const SpmSymbol &s : syms) {
+      if (s.id >= 0) {
+        ids.push_back(s.id);
+        continue;
+      }
+      // Not a token: its bytes as <0xNN> tokens, else unk.
+      for (uint32_t k = 0; k < s.len; ++k) {
+        int32_t b = byteTokens_[static_cast<uint8_t>(work[s.begin + k])];
+        if (b >= 0)
+          ids.push_back(b);
+        else if (unk_ >= 0)
+          ids.push_back(unk_);
+      }
+    }
+  }
+
+  Result<std::vector<int32_t>> encodeImpl(std::string_view text, bool addBos,
+                                          const SpecialMatcher &matcher) const {
+    std::vector<int32_t> ids;
+    if (addBos && addBos_ && bos_ >= 0)
+      ids.push_back(bos_);
+    std::vector<SpecialMatcher::Part> parts;
+    matcher.split(text, parts);
+    bool prevSpecial = true; // the input start counts as "after special"
+    for (const SpecialMatcher::Part &part : parts) {
+      if (part.id >= 0) {
+        ids.push_back(part.id);
+        prevSpecial = true;
+        continue;
+      }
+      std::string work;
+      if (addSpacePrefix_ && prevSpecial)
+        work = " ";
+      work.append(part.text);
+      encodeRun(std::move(work), ids);
+      prevSpecial = false;
+    }
+    return ids;
+  }
+
+  PieceTable pieces_;
+  std::vector<int32_t> types_;
+  std::vector<float> scores_;
+  std::array<int32_t, 256> byteTokens_;
+  int32_t bos_, eos_, unk_;
+  bool addBos_, addSpacePrefix_;
+  SpecialMatcher all_, userDefined_;
+  std::vector<int32_t> stops_;
+};
+
+//===----------------------------------------------------------------------===//
+// "gpt2": byte-level BPE with merges.
+//===----------------------------------------------------------------------===//
+
+class GgufBpeTokenizer final : public Tokenizer {
+public:
+  GgufBpeTokenizer(const EmbeddedVocab &v, std::vector<int32_t> types,
+                   BpeModel model, std::shared_ptr<const Regex> regex)
+      : types_(std::move(types)), model_(std::move(model)),
+        regex_(std::move(regex)), bos_(v.bos), eos_(v.eos), addBos_(v.addBos) {
+    buildMatchers(v, types_, all_, userDefined_);
+    stops_ = stopIdsOf(v, types_);
+  }
+
+  TokenizerKind kind() const override { return TokenizerKind::GgufBpe; }
+
+  Result<std::vector<int32_t>> encode(std::string_view text,
+                                      bool addBos) const override {
+    return encodeImpl(text, addBos, all_);
+  }
+  Result<std::vector<int32_t>> encodeOrdinary(std::string_view text,
+                                              bool addBos) const override {
+    return encodeImpl(text, addBos, userDefined_);
+  }
+
+  std::string decodeToken(int32_t prev, int32_t token) const override {
+    if (token < 0 || token >= vocabSize())
+      return "";
+    const std::string &piece = model_.pieces.piece(token);
+    switch (types_[token]) {
+    case kNormal:
+    case kUndefined: {
+      std::string bytes;
+      byteLevelToBytes(piece, bytes);
+      return bytes;
+    }
+    case kUserDefined:
+      return piece;
+    default:
+      return ""; // control, unknown, unused, byte
+    }
+  }
+
+  int32_t vocabSize() const override { return model_.pieces.size(); }
+  int32_t bosId() const override { return bos_; }
+  int32_t eosId() const override { return eos_; }
+  std::vector<int32_t> stopIds() const override { return stops_; }
+  std::string idToPiece(int32_t id) const override {
+    return model_.pieces.piece(id);
+  }
+  int32_t pieceToId(std::string_view piece) const override {
+    return model_.pieces.find(piece);
+  }
+
+private:
+  Result<std::vector<int32_t>> encodeImpl(std::string_view text, bool addBos,
+                                          const SpecialMatcher &matcher) const {
+    std::vector<int32_t> ids;
+    if (addBos && addBos_ && bos_ >= 0)
+      ids.push_back(bos_);
+    std::vector<SpecialMatcher::Part> parts;
+    matcher.split(text, parts);
+    std::vector<std::string_view> words;
+    for (const SpecialMatcher::Part &part : parts) {
+      if (part.id >= 0) {
+        ids.push_back(part.id);
+        continue;
+      }
+      words.clear();
+      regex_->splitIsolated(part.text, words);
+      for (std::string_view w : words)
+        model_.encodeWord(bytesToByteLevel(w), ids);
+    }
+    return ids;
+  }
+
+  std::vector<int32_t> types_;
+  BpeModel model_;
+  std::shared_ptr<const Regex> regex_;
+  int32_t bos_, eos_;
+  bool addBos_;
+  SpecialMatcher all_, userDefined_;
+  std::vector<int32_t> stops_;
+};
+
+} // namespace
+
+Result<TokenizerPtr> makeGgufSpm(const EmbeddedVocab &v,
+                                 const std::string &name) {
+  const std::string where = name + ": GGUF vocabulary (llama): ";
+  std::vector<int32_t> types;
+  ETLLM_RETURN_IF_ERROR(validateCommon(v, where, types));
+  uint8_t b;
+  for (size_t i = 0; i < types.size(); ++i)
+    if (types[i] == kByte && !parseByteToken(v.tokens[i], b))
+      return Error(where + "token " + std::to_string(i) + " " +
+                   quoteForError(v.tokens[i]) +
+                   " has type BYTE but is not <0xNN>");
+  return TokenizerPtr(std::make_unique<GgufSpmTokenizer>(v, std::move(types)));
+}
+
+Result<TokenizerPtr> makeGgufBpe(const EmbeddedVocab &v,
+                                 const std::string &name) {
+  const std::string where = name + ": GGUF vocabulary (gpt2): ";
+  std::vector<int32_t> types;
+  ETLLM_RETURN_IF_ERROR(validateCommon(v, where, types));
+
+  const char *pattern = nullptr;
+  bool ignoreMerges = false;
+  if (v.pre.empty() || v.pre == "default" || v.pre == "gpt-2" ||
+      v.pre == "gpt2") {
+    pattern = kGpt2Pattern;
+  } else if (v.pre == "llama-bpe" || v.pre == "llama3" || v.pre == "llama-v3") {
+    pattern = kLlama3Pattern;
+    ignoreMerges = true; // as llama.cpp for Llama 3 (and HF ignore_merges)
+  } else {
+    return Error(where + "unsupported tokenizer.ggml.pre " +
+                 quoteForError(v.pre) +
+                 " (supported: default, gpt-2, llama-bpe, llama3)");
+  }
+  if (v.merges.empty())
+    return Error(where + "tokenizer.ggml.merges is empty");
+
+  BpeModel model;
+  model.mode = BpeModel::Mode::MergeTable;
+  model.ignoreMerges = ignoreMerges;
+  model.unk = v.unk;
+  (void)model.pieces.assign(v.tokens, PieceTable::Duplicates::LastWins);
+  for (size_t i = 0; i < v.merges.size(); ++i) {
+    const std::string at =
+        "merge " + std::to_string(i) + " " + quoteForError(v.merges[i]) + ": ";
+    std::string_view left, right;
+    if (!splitMergeLine(v.merges[i], left, right))
+      return Error(where + at + "not \"left right\"");
+    std::string problem = model.addMerge(left, right, static_cast<int32_t>(i));
+    if (!problem.empty())
+      return Error(where + at + problem);
+  }
+  auto regex = Regex::compile(pattern, where + "pre-tokenizer");
+  if (!regex.ok())
+    return regex.error();
+  return TokenizerPtr(std::make_unique<GgufBpeTokenizer>(
+      v, std::move(types), std::move(model), std::move(*regex)));
+}
+
+} // namespace etllm::rt::tok

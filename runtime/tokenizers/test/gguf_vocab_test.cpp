@@ -1,0 +1,270 @@
+//===- gguf_vocab_test.cpp - GGUF-embedded vocabularies -------------------===//
+#include "test_util.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <sstream>
+
+namespace etllm::rt::test {
+namespace {
+
+constexpr const char *kLlama2Bin = "tokenizers/llama2/tokenizer.bin";
+constexpr const char *kGpt2Vocab = "tokenizers/gpt2/vocab.json";
+constexpr const char *kGpt2Merges = "tokenizers/gpt2/merges.txt";
+constexpr const char *kLlama3Model = "tokenizers/llama3/tokenizer.model";
+constexpr const char *kSpmVectors =
+    "tokenizers/test-vectors/ggml-vocab-llama-spm.gguf";
+constexpr const char *kGpt2Vectors =
+    "tokenizers/test-vectors/ggml-vocab-gpt-2.gguf";
+constexpr const char *kBpeVectors =
+    "tokenizers/test-vectors/ggml-vocab-llama-bpe.gguf";
+
+/// tokenizer.ggml.* for Llama 2, from llama2.c's tokenizer.bin: types 0..2
+/// control (<unk> = 0 unknown), <0xNN> byte, the rest normal.
+EmbeddedVocab llamaVocab() {
+  EmbeddedVocab v;
+  v.model = "llama";
+  readLlama2cAsSpm(sharedPath(kLlama2Bin), v.tokens, v.scores);
+  v.types.assign(v.tokens.size(), 1);
+  v.types[0] = 2;
+  v.types[1] = v.types[2] = 3;
+  for (size_t i = 3; i < v.tokens.size(); ++i)
+    if (v.tokens[i].size() == 6 && v.tokens[i].rfind("<0x", 0) == 0)
+      v.types[i] = 6;
+  v.unk = 0;
+  v.bos = 1;
+  v.eos = 2;
+  return v;
+}
+
+/// tokenizer.ggml.* for GPT-2, from vocab.json + merges.txt.
+EmbeddedVocab gpt2Vocab() {
+  EmbeddedVocab v;
+  v.model = "gpt2";
+  v.pre = "gpt-2";
+  auto vocab = nlohmann::json::parse(readFile(sharedPath(kGpt2Vocab)));
+  v.tokens.resize(vocab.size());
+  for (auto it = vocab.begin(); it != vocab.end(); ++it)
+    v.tokens[it->get<size_t>()] = it.key();
+  v.types.assign(v.tokens.size(), 1);
+  std::istringstream merges(readFile(sharedPath(kGpt2Merges)));
+  for (std::string line; std::getline(merges, line);)
+    if (!line.empty() && line.rfind("#version", 0) != 0)
+      v.merges.push_back(line);
+  v.types[50256] = 3; // <|endoftext|>
+  v.bos = v.eos = 50256;
+  v.addBos = false;
+  return v;
+}
+
+TEST(GgufVocab, LlamaSpmVectors) {
+  ETLLM_REQUIRE_SHARED(kLlama2Bin);
+  ETLLM_REQUIRE_SHARED(std::string(kSpmVectors) + ".inp");
+  auto tok = tokenizerFromVocab(llamaVocab(), "llama2-gguf");
+  ASSERT_TRUE(tok.ok()) << tok.message();
+  EXPECT_EQ((*tok)->kind(), TokenizerKind::GgufSpm);
+  EXPECT_EQ((*tok)->vocabSize(), 32000);
+  auto cases = readVocabCases(sharedPath(kSpmVectors));
+  EXPECT_EQ(checkEncodeCases(**tok, cases), kVocabCaseCount);
+  EXPECT_EQ(checkDecodeCases(**tok, cases), kVocabCaseCount);
+}
+
+TEST(GgufVocab, LlamaSpecialsAndStreaming) {
+  ETLLM_REQUIRE_SHARED(kLlama2Bin);
+  auto r = tokenizerFromVocab(llamaVocab(), "llama2-gguf");
+  ASSERT_TRUE(r.ok()) << r.message();
+  const Tokenizer &tok = **r;
+  auto ids = tok.encode("Hello world", true);
+  ASSERT_TRUE(ids.ok());
+  EXPECT_EQ(*ids, (std::vector<int32_t>{1, 15043, 3186}));
+  EXPECT_EQ(tok.decodeToken(1, 15043), "Hello");
+  EXPECT_EQ(tok.decodeToken(15043, 3186), " world");
+  EXPECT_EQ(tok.decodeToken(3186, 13), "\n");
+  EXPECT_EQ(tok.decodeToken(3186, 2), "");
+  // Control text is parsed by encode (llama.cpp parse_special), and the
+  // text after it gets the space prefix again.
+  auto s = tok.encode("Hi</s>Hi", false);
+  ASSERT_TRUE(s.ok());
+  auto hi = tok.encode("Hi", false);
+  ASSERT_TRUE(hi.ok());
+  std::vector<int32_t> expected = *hi;
+  expected.push_back(2);
+  expected.insert(expected.end(), hi->begin(), hi->end());
+  EXPECT_EQ(*s, expected);
+  auto plain = tok.encodeOrdinary("</s>", false);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(std::count(plain->begin(), plain->end(), 2), 0);
+  // addBos in the metadata off: no BOS even when asked.
+  EmbeddedVocab v = llamaVocab();
+  v.addBos = false;
+  auto noBos = tokenizerFromVocab(v, "no-bos");
+  ASSERT_TRUE(noBos.ok());
+  auto n = (*noBos)->encode("Hello", true);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, (std::vector<int32_t>{15043}));
+  // Invalid UTF-8 falls back to byte tokens and round-trips.
+  const std::string junk =
+      bytesOf("\xFF\xFE\x80 abc \xC3\x28 \xE2\x82 \x00\xF0\x9F");
+  auto j = tok.encode(junk, false);
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ(tok.decode(*j), junk);
+}
+
+TEST(GgufVocab, Gpt2Vectors) {
+  ETLLM_REQUIRE_SHARED(kGpt2Vocab);
+  ETLLM_REQUIRE_SHARED(std::string(kGpt2Vectors) + ".inp");
+  auto tok = tokenizerFromVocab(gpt2Vocab(), "gpt2-gguf");
+  ASSERT_TRUE(tok.ok()) << tok.message();
+  EXPECT_EQ((*tok)->kind(), TokenizerKind::GgufBpe);
+  EXPECT_EQ((*tok)->vocabSize(), 50257);
+  auto cases = readVocabCases(sharedPath(kGpt2Vectors));
+  EXPECT_EQ(checkEncodeCases(**tok, cases), kVocabCaseCount);
+  EXPECT_EQ(checkDecodeCases(**tok, cases), kVocabCaseCount);
+  auto ids = (*tok)->encode("Hello<|endoftext|>", true); // add_bos off
+  ASSERT_TRUE(ids.ok());
+  EXPECT_EQ(*ids, (std::vector<int32_t>{15496, 50256}));
+  EXPECT_EQ((*tok)->stopIds(), (std::vector<int32_t>{50256}));
+}
+
+TEST(GgufVocab, Llama3BpeVectors) {
+  // A Llama 3 GGUF vocabulary (model gpt2, pre llama-bpe), built from the
+  // tiktoken ranks as convert_hf_to_gguf does via HF's converter.
+  ETLLM_REQUIRE_SHARED(kLlama3Model);
+  ETLLM_REQUIRE_SHARED(std::string(kBpeVectors) + ".inp");
+  auto ranks = readTiktokenRanks(sharedPath(kLlama3Model));
+  EmbeddedVocab v;
+  v.model = "gpt2";
+  v.pre = "llama-bpe";
+  for (const std::string &r : ranks)
+    v.tokens.push_back(toByteLevel(r));
+  v.types.assign(v.tokens.size(), 1);
+  for (const auto &[l, r] : mergesFromRanks(ranks))
+    v.merges.push_back(toByteLevel(l) + " " + toByteLevel(r));
+  for (const char *s : {"<|begin_of_text|>", "<|end_of_text|>"}) {
+    v.tokens.push_back(s);
+    v.types.push_back(3);
+  }
+  v.bos = 128000;
+  v.eos = 128001;
+  auto tok = tokenizerFromVocab(v, "llama3-gguf");
+  ASSERT_TRUE(tok.ok()) << tok.message();
+  auto cases = readVocabCases(sharedPath(kBpeVectors));
+  EXPECT_EQ(checkEncodeCases(**tok, cases), kVocabCaseCount);
+  EXPECT_EQ(checkDecodeCases(**tok, cases), kVocabCaseCount);
+  auto ids = (*tok)->encode("Hi", true);
+  ASSERT_TRUE(ids.ok());
+  EXPECT_EQ(ids->front(), 128000);
+}
+
+//===----------------------------------------------------------------------===//
+// Inconsistent metadata.
+//===----------------------------------------------------------------------===//
+
+EmbeddedVocab tinyGpt2() {
+  EmbeddedVocab v;
+  v.model = "gpt2";
+  v.tokens = {"a", "b", "ab"};
+  v.merges = {"a b"};
+  return v;
+}
+
+void expectError(const EmbeddedVocab &v, const std::string &needle) {
+  auto tok = tokenizerFromVocab(v, "bad.gguf");
+  ASSERT_FALSE(tok.ok()) << "expected an error mentioning " << needle;
+  EXPECT_NE(tok.message().find("bad.gguf"), std::string::npos) << tok.message();
+  EXPECT_NE(tok.message().find(needle), std::string::npos) << tok.message();
+}
+
+TEST(GgufVocab, Errors) {
+  ASSERT_TRUE(tokenizerFromVocab(tinyGpt2(), "ok.gguf").ok());
+
+  EmbeddedVocab v = tinyGpt2();
+  v.pre = "deepseek-coder";
+  expectError(v, "deepseek-coder");
+
+  v = tinyGpt2();
+  v.model = "bert";
+  expectError(v, "bert");
+
+  v = tinyGpt2();
+  v.merges = {"a zz"};
+  expectError(v, "unknown token 'zz'");
+
+  v = tinyGpt2();
+  v.merges = {"b a"}; // "ba" is no token
+  expectError(v, "'ba'");
+
+  v = tinyGpt2();
+  v.merges = {"ab"};
+  expectError(v, "not \"left right\"");
+
+  v = tinyGpt2();
+  v.merges.clear();
+  expectError(v, "merges is empty");
+
+  v = tinyGpt2();
+  v.tokens.clear();
+  expectError(v, "tokens is empty");
+
+  v = tinyGpt2();
+  v.scores = {1.0f};
+  expectError(v, "scores has 1 entries for 3 tokens");
+
+  v = tinyGpt2();
+  v.types = {1, 1};
+  expectError(v, "token_type has 2 entries");
+
+  v = tinyGpt2();
+  v.types = {1, 1, 9};
+  expectError(v, "invalid type 9");
+
+  v = tinyGpt2();
+  v.eos = 3;
+  expectError(v, "eos token id 3 is out of range");
+
+  v = tinyGpt2();
+  v.bos = -7;
+  expectError(v, "bos token id -7");
+
+  EmbeddedVocab l;
+  l.model = "llama";
+  l.tokens = {"<unk>", "<s>", "</s>",
+              "\xE2\x96\x81"
+              "a"};
+  l.scores = {0, 0, 0, std::nanf("")};
+  expectError(l, "NaN");
+
+  l.scores = {0, 0, 0, -1};
+  l.types = {2, 3, 3, 6};
+  expectError(l, "type BYTE but is not <0xNN>");
+}
+
+TEST(GgufVocab, TinyLlamaWithoutTypes) {
+  // No token_type and no byte tokens: characters without a token become unk.
+  EmbeddedVocab v;
+  v.model = "llama";
+  v.tokens = {"<unk>",
+              "<s>",
+              "</s>",
+              "\xE2\x96\x81",
+              "a",
+              "b",
+              "\xE2\x96\x81"
+              "a",
+              "\xE2\x96\x81"
+              "ab"};
+  v.scores = {0, 0, 0, -1, -2, -3, -4, -5};
+  v.unk = 0;
+  v.bos = 1;
+  v.eos = 2;
+  auto tok = tokenizerFromVocab(v, "tiny");
+  ASSERT_TRUE(tok.ok()) << tok.message();
+  auto ids = (*tok)->encode("ab z", true);
+  ASSERT_TRUE(ids.ok());
+  // "▁ab" "▁" then 'z' (no token, no byte tokens) -> unk.
+  EXPECT_EQ(*ids, (std::vector<int32_t>{1, 7, 3, 0}));
+}
+
+} // namespace
+} // namespace etllm::rt::test
