@@ -174,6 +174,11 @@ LogicalResult swapRmsNorm(ModuleInstance &inst, RewriterBase &rewriter,
     reason = "not an RMSNorm computation (mean, eps, rsqrt)";
     return failure();
   }
+  // Prefer the configuration's exact eps when the graph's constant is its
+  // rounding (the kernel adds eps in f32 either way).
+  double cfgEps = cfgFloat(inst.config, "rms_norm_eps", -1);
+  if (cfgEps > 0 && float(cfgEps) == float(eps))
+    eps = cfgEps;
   Value x = ins.front();
   auto xt = cast<RankedTensorType>(x.getType());
   if (outs.front().getType() != xt) {

@@ -1,24 +1,29 @@
-//===- etllm-export.cpp - Model to IR / program file ----------------------===//
+//===- etllm-export.cpp - Model to program file ---------------------------===//
 //
 //   etllm-export --model PATH [--tokenizer PATH] [--config export_config.yaml]
-//                [--set key=value ...] [--dump-dir DIR] -o OUT
+//                [--set key=value ...] [--pipeline NAME] [--dump-dir DIR]
+//                [--stop-after-stage STAGE] -o OUT(.pte|.mlir)
 //
 // PATH is a Hugging Face directory, a .gguf or a llama2.c .bin, detected
-// from the content. OUT ending in .mlir receives the exported graph right
-// after import.
+// from the content. The stages are: import, the recipe's stages
+// (docs/Pipelines.md), then serialize when OUT ends in .pte. OUT ending in
+// .mlir receives the IR after the last stage run (`--stop-after-stage import`
+// gives the exported graph itself).
 //
 //===----------------------------------------------------------------------===//
 #include "etllm/Config/ExportConfig.h"
-#include "etllm/Import/GraphBuilder.h"
 #include "etllm/InitAll.h"
+#include "etllm/Pipeline/Stage.h"
 #include "etllm/formats/checkpoint.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
-#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -39,12 +44,18 @@ static cl::opt<std::string> configPath(
 static cl::list<std::string> overrides(
     "set", cl::desc("Override one config key (repeatable)"),
     cl::value_desc("key=value"), cl::cat(category));
+static cl::opt<std::string> pipelineName(
+    "pipeline", cl::desc("Shorthand for --set pipeline.name=NAME"),
+    cl::value_desc("name"), cl::cat(category));
 static cl::opt<std::string> dumpDir(
     "dump-dir", cl::desc("Write the IR after every stage as NN-<stage>.mlir"),
     cl::value_desc("dir"), cl::cat(category));
-static cl::opt<std::string> outputPath("o", cl::desc("Output file (.mlir)"),
-                                       cl::value_desc("path"),
-                                       cl::cat(category));
+static cl::opt<std::string> stopAfter(
+    "stop-after-stage", cl::desc("Stop after this stage (e.g. import)"),
+    cl::value_desc("stage"), cl::cat(category));
+static cl::opt<std::string> outputPath(
+    "o", cl::desc("Output: a program file (.pte) or IR (.mlir)"),
+    cl::value_desc("path"), cl::cat(category));
 static cl::opt<bool> printReference(
     "print-config-reference",
     cl::desc("Print the export_config.yaml reference (Markdown) and exit"),
@@ -67,6 +78,24 @@ int fail(const llvm::Twine &message) {
   llvm::errs() << "etllm-export: error: " << message << "\n";
   return 1;
 }
+
+/// The recipe options the config asks for.
+void applyConfig(const etllm::ExportConfig &c, etllm::RecipeOptions &o) {
+  std::string linear = c.getString("quantization.linear");
+  if (linear != "pipeline")
+    o.linear = linear;
+  o.groupSize = c.getInt("quantization.group_size");
+  o.symmetric = c.getBool("quantization.symmetric");
+  o.scaleType = c.getString("quantization.scale_dtype") == "float16" ? "f16"
+                                                                      : "f32";
+  o.embedding = c.getString("quantization.embedding");
+  o.embeddingGroupSize = c.getInt("quantization.embedding_group_size");
+  o.outputLayer = c.getString("quantization.output_layer");
+  for (const std::string &e : c.getList("quantization.exclude"))
+    o.exclude.push_back(e);
+  for (const std::string &b : c.getList("backends"))
+    o.backends.push_back(b);
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -75,7 +104,7 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(
       argc, argv,
       "etllm-export: import a model (Hugging Face directory, GGUF or llama2.c "
-      "checkpoint) and write its IR or program file\n");
+      "checkpoint), transform it with a recipe and write a program file\n");
   startTime = Clock::now();
 
   if (printReference) {
@@ -86,6 +115,10 @@ int main(int argc, char **argv) {
     return fail("--model is required");
   if (outputPath.empty())
     return fail("-o is required");
+  llvm::StringRef out(outputPath);
+  bool toProgram = out.ends_with(".pte");
+  if (!toProgram && !out.ends_with(".mlir"))
+    return fail("output '" + outputPath + "' must end in .pte or .mlir");
 
   etllm::ExportConfig config;
   if (!configPath.empty()) {
@@ -94,41 +127,128 @@ int main(int argc, char **argv) {
       return fail(parsed.message());
     config = std::move(parsed.value());
   }
+  if (!pipelineName.empty())
+    overrides.push_back("pipeline.name=" + pipelineName);
   for (const std::string &o : overrides)
     if (etllm::rt::Status st = config.set(o); !st.ok())
       return fail(st.message());
+  if (tokenizerPath.empty())
+    tokenizerPath = config.getString("tokenizer");
+  if (dumpDir.empty())
+    dumpDir = config.getString("output.dump_dir");
 
-  llvm::StringRef out(outputPath);
-  if (!out.ends_with(".mlir"))
-    return fail("output '" + outputPath +
-                "': only .mlir output is supported by this build");
-
-  progress("opening " + modelPath);
-  auto ckpt = etllm::formats::openCheckpoint(modelPath);
-  if (!ckpt.ok())
-    return fail(ckpt.message());
-  const auto &c = (*ckpt)->config();
-  progress(llvm::Twine("opened ") + (*ckpt)->format() + " checkpoint: " +
-           c.architecture + ", " + llvm::Twine(c.numLayers) + " layers, " +
-           llvm::Twine((*ckpt)->tensors().size()) + " tensors");
-
+  etllm::registerAllPasses();
   mlir::DialectRegistry registry;
   etllm::registerAllDialects(registry);
   mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  // The stages.
   etllm::ImportOptions importOptions;
   importOptions.maxSeqLen = config.getInt("model.max_seq_len");
   importOptions.dtype = config.getString("model.dtype");
   importOptions.lastLogitsOnly = config.getBool("model.last_logits_only");
-  auto module = etllm::buildExportedGraph(&context, **ckpt, importOptions);
-  if (!module)
-    return fail(llvm::toString(module.takeError()));
-  progress("built the exported graph");
+  std::string recipe = config.getString("pipeline.name");
+  etllm::RecipeOptions recipeOptions;
+  applyConfig(config, recipeOptions);
+  etllm::StagePipeline pipeline;
+  pipeline.add(etllm::makeImportStage(importOptions));
+  std::vector<std::string> stageNames = {"import"};
+  for (etllm::StageSpec &s : etllm::recipeStages(recipe, recipeOptions)) {
+    stageNames.push_back(s.name);
+    pipeline.add(etllm::makePassStage(std::move(s)));
+  }
+  if (!stopAfter.empty() &&
+      std::find(stageNames.begin(), stageNames.end(), stopAfter.getValue()) ==
+          stageNames.end()) {
+    std::string known;
+    for (auto &n : stageNames)
+      known += (known.empty() ? "" : ", ") + n;
+    return fail("--stop-after-stage: pipeline '" + recipe + "' has no stage '" +
+                stopAfter + "' (it has: " + known + ")");
+  }
+  etllm::SerializeOptions so;
+  so.pipeline = recipe;
+  so.configYaml = config.toYaml();
+  so.stages = stageNames;
+  so.stages.push_back("serialize");
+  so.tokenizerPath = tokenizerPath;
+  double lastReported = -1;
+  Clock::time_point writeStart;
+  so.progress = [&](double f) {
+    // Only long writes (big models) report progress.
+    if (lastReported < 0 && f < 1.0) {
+      writeStart = Clock::now();
+      lastReported = 0;
+      return;
+    }
+    if (std::chrono::duration<double>(Clock::now() - writeStart).count() < 1.0)
+      return;
+    if (f - lastReported >= 0.1 || f >= 1.0) {
+      lastReported = f;
+      progress(llvm::formatv("writing weights {0:P0}", f));
+    }
+  };
+  bool stopEarly = !stopAfter.empty() && stopAfter != stageNames.back();
+  if (toProgram && !stopEarly)
+    pipeline.add(etllm::makeSerializeStage(so));
+  else if (toProgram)
+    return fail("--stop-after-stage " + stopAfter +
+                " leaves no program to write: use an .mlir output");
+
+  if (!dumpDir.empty())
+    if (std::error_code ec = llvm::sys::fs::create_directories(dumpDir.getValue()))
+      return fail("--dump-dir " + dumpDir + ": " + ec.message());
+
+  progress("exporting " + modelPath + " with pipeline '" + recipe + "'");
+  bool stopped = false;
+  etllm::Artifact kept;
+  auto result = pipeline.run(
+      etllm::Artifact::checkpoint(modelPath), context,
+      [&](size_t i, const etllm::Stage &stage,
+          const etllm::Artifact &a) -> llvm::Error {
+        progress("stage " + stage.name() + " done");
+        if (!dumpDir.empty() && a.kind == etllm::Artifact::Kind::IR) {
+          llvm::SmallString<256> path(dumpDir.getValue());
+          llvm::sys::path::append(
+              path, llvm::formatv("{0:2}-{1}.mlir", i, stage.name()).str());
+          std::string err;
+          auto file = mlir::openOutputFile(path, &err);
+          if (!file)
+            return llvm::make_error<llvm::StringError>(
+                err, llvm::inconvertibleErrorCode());
+          (*a.module)->print(file->os());
+          file->keep();
+        }
+        if (!stopAfter.empty() && stage.name() == stopAfter) {
+          kept = a.clone();
+          stopped = true;
+          return llvm::make_error<llvm::StringError>(
+              "stop", llvm::inconvertibleErrorCode());
+        }
+        return llvm::Error::success();
+      });
+  etllm::Artifact final;
+  if (!result) {
+    std::string msg = llvm::toString(result.takeError());
+    if (!stopped)
+      return fail(msg);
+    final = std::move(kept);
+  } else {
+    final = std::move(*result);
+  }
 
   std::string err;
   auto file = mlir::openOutputFile(outputPath, &err);
   if (!file)
     return fail(err);
-  (**module)->print(file->os());
+  if (final.kind == etllm::Artifact::Kind::Program)
+    file->os() << final.program;
+  else
+    (*final.module)->print(file->os());
+  file->os().flush();
+  if (file->os().has_error())
+    return fail("cannot write '" + outputPath + "'");
   file->keep();
   progress("wrote " + outputPath);
   return 0;

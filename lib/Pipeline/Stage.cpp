@@ -1,0 +1,206 @@
+//===- Stage.cpp - Stages, pipelines of stages ----------------------------===//
+#include "etllm/Pipeline/Stage.h"
+
+#include "etllm/formats/checkpoint.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace etllm {
+
+namespace {
+llvm::Error stageError(const std::string &stage, const llvm::Twine &message) {
+  return llvm::make_error<llvm::StringError>(
+      "stage '" + stage + "': " + message, llvm::inconvertibleErrorCode());
+}
+
+/// Collects diagnostics emitted while a stage runs, for its error message.
+class DiagnosticCollector {
+public:
+  explicit DiagnosticCollector(mlir::MLIRContext &ctx)
+      : handler(&ctx, [this](mlir::Diagnostic &d) {
+          if (d.getSeverity() == mlir::DiagnosticSeverity::Error) {
+            llvm::raw_string_ostream os(text);
+            os << d.getLocation() << ": " << d << "\n";
+            for (mlir::Diagnostic &note : d.getNotes())
+              os << "  note: " << note << "\n";
+          }
+          // Remarks and warnings are informational during export.
+          return mlir::success();
+        }) {}
+  std::string text;
+
+private:
+  mlir::ScopedDiagnosticHandler handler;
+};
+} // namespace
+
+const char *artifactKindName(Artifact::Kind kind) {
+  switch (kind) {
+  case Artifact::Kind::Checkpoint:
+    return "checkpoint";
+  case Artifact::Kind::IR:
+    return "IR";
+  case Artifact::Kind::Program:
+    return "program";
+  }
+  return "?";
+}
+
+Artifact Artifact::checkpoint(std::string path) {
+  Artifact a;
+  a.kind = Kind::Checkpoint;
+  a.checkpointPath = std::move(path);
+  return a;
+}
+
+Artifact Artifact::ir(mlir::OwningOpRef<mlir::ModuleOp> module) {
+  Artifact a;
+  a.kind = Kind::IR;
+  a.module = std::move(module);
+  return a;
+}
+
+Artifact Artifact::clone() const {
+  Artifact a;
+  a.kind = kind;
+  a.checkpointPath = checkpointPath;
+  a.program = program;
+  if (module)
+    a.module = mlir::OwningOpRef<mlir::ModuleOp>((*module).clone());
+  return a;
+}
+
+Stage::~Stage() = default;
+
+namespace {
+
+class ImportStage : public Stage {
+public:
+  explicit ImportStage(ImportOptions o) : options(std::move(o)) {}
+  const std::string &name() const override { return stageName; }
+  Artifact::Kind inputKind() const override { return Artifact::Kind::Checkpoint; }
+  Artifact::Kind outputKind() const override { return Artifact::Kind::IR; }
+  llvm::Expected<Artifact> run(Artifact input,
+                               mlir::MLIRContext &context) override {
+    auto ckpt = formats::openCheckpoint(input.checkpointPath);
+    if (!ckpt.ok())
+      return stageError(stageName, ckpt.message());
+    auto module = buildExportedGraph(&context, **ckpt, options);
+    if (!module)
+      return stageError(stageName, llvm::toString(module.takeError()));
+    return Artifact::ir(std::move(*module));
+  }
+
+private:
+  ImportOptions options;
+  std::string stageName = "import";
+};
+
+class PassStage : public Stage {
+public:
+  PassStage(std::string name, std::function<void(mlir::OpPassManager &)> build)
+      : stageName(std::move(name)), build(std::move(build)) {}
+  const std::string &name() const override { return stageName; }
+  Artifact::Kind inputKind() const override { return Artifact::Kind::IR; }
+  Artifact::Kind outputKind() const override { return Artifact::Kind::IR; }
+  llvm::Expected<Artifact> run(Artifact input,
+                               mlir::MLIRContext &context) override {
+    DiagnosticCollector diags(context);
+    mlir::PassManager pm(&context);
+    build(pm);
+    if (mlir::failed(pm.run(*input.module)))
+      return stageError(stageName, diags.text.empty() ? "a pass failed"
+                                                      : diags.text);
+    return std::move(input);
+  }
+
+private:
+  std::string stageName;
+  std::function<void(mlir::OpPassManager &)> build;
+};
+
+class SerializeStage : public Stage {
+public:
+  explicit SerializeStage(SerializeOptions o) : options(std::move(o)) {}
+  const std::string &name() const override { return stageName; }
+  Artifact::Kind inputKind() const override { return Artifact::Kind::IR; }
+  Artifact::Kind outputKind() const override {
+    return Artifact::Kind::Program;
+  }
+  llvm::Expected<Artifact> run(Artifact input,
+                               mlir::MLIRContext &context) override {
+    DiagnosticCollector diags(context);
+    Artifact out;
+    out.kind = Artifact::Kind::Program;
+    llvm::raw_string_ostream os(out.program);
+    if (mlir::failed(writeProgram(*input.module, options, os)))
+      return stageError(stageName, diags.text.empty() ? "serialization failed"
+                                                      : diags.text);
+    os.flush();
+    return out;
+  }
+
+private:
+  SerializeOptions options;
+  std::string stageName = "serialize";
+};
+
+} // namespace
+
+std::unique_ptr<Stage> makeImportStage(ImportOptions options) {
+  return std::make_unique<ImportStage>(std::move(options));
+}
+
+std::unique_ptr<Stage> makePassStage(StageSpec spec) {
+  return std::make_unique<PassStage>(spec.name, spec.build);
+}
+
+llvm::Expected<std::unique_ptr<Stage>> makePassStage(std::string name,
+                                                     std::string pipeline) {
+  std::string err;
+  llvm::raw_string_ostream os(err);
+  auto parsed = mlir::parsePassPipeline(pipeline, os);
+  if (mlir::failed(parsed))
+    return stageError(name, "invalid pass pipeline '" + pipeline + "': " + err);
+  mlir::OpPassManager stored = *parsed;
+  return std::unique_ptr<Stage>(std::make_unique<PassStage>(
+      name, [stored](mlir::OpPassManager &pm) {
+        static_cast<mlir::OpPassManager &>(pm) = stored;
+      }));
+}
+
+std::unique_ptr<Stage> makeSerializeStage(SerializeOptions options) {
+  return std::make_unique<SerializeStage>(std::move(options));
+}
+
+llvm::Expected<Artifact> StagePipeline::run(
+    Artifact input, mlir::MLIRContext &context,
+    const std::function<llvm::Error(size_t, const Stage &, const Artifact &)>
+        &afterStage) {
+  Artifact current = std::move(input);
+  for (size_t i = 0; i < stages.size(); ++i) {
+    Stage &s = *stages[i];
+    if (s.inputKind() != current.kind)
+      return stageError(s.name(), llvm::Twine("expects a ") +
+                                      artifactKindName(s.inputKind()) +
+                                      ", the previous stage produced a " +
+                                      artifactKindName(current.kind));
+    auto next = s.run(std::move(current), context);
+    if (!next)
+      return next.takeError();
+    current = std::move(*next);
+    if (current.kind == Artifact::Kind::IR &&
+        mlir::failed(mlir::verify(*current.module)))
+      return stageError(s.name(), "produced IR that does not verify");
+    if (afterStage)
+      if (llvm::Error e = afterStage(i, s, current))
+        return std::move(e);
+  }
+  return current;
+}
+
+} // namespace etllm

@@ -1,0 +1,312 @@
+//===- Tester.cpp - Chain stages in tests and check after any -------------===//
+#include "etllm/Pipeline/Tester.h"
+
+#include "etllm/InitAll.h"
+#include "etllm/runtime/backend.h"
+#include "etllm/runtime/program.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace etllm {
+
+llvm::Expected<std::vector<CallOutput>>
+runProgram(const std::string &bytes, const std::vector<int64_t> &tokens,
+           size_t prefill, size_t threads) {
+  auto err = [](const std::string &m) {
+    return llvm::make_error<llvm::StringError>(m, llvm::inconvertibleErrorCode());
+  };
+  rt::registerBuiltinBackends();
+  auto program = rt::Program::loadFromBuffer(
+      reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size(),
+      "<in-memory program>");
+  if (!program.ok())
+    return err(program.message());
+  rt::ModuleOptions mo;
+  mo.numThreads = threads;
+  auto module = rt::Module::create(*program, mo);
+  if (!module.ok())
+    return err(module.message());
+  auto method = (*module)->method("forward");
+  if (!method.ok())
+    return err(method.message());
+  std::vector<CallOutput> outs;
+  size_t pos = 0;
+  while (pos < tokens.size()) {
+    size_t n = pos == 0 ? std::max<size_t>(1, std::min(prefill, tokens.size()))
+                        : 1;
+    std::vector<int64_t> tok(tokens.begin() + pos, tokens.begin() + pos + n);
+    std::vector<int64_t> positions(n);
+    for (size_t i = 0; i < n; ++i)
+      positions[i] = int64_t(pos + i);
+    int64_t tsizes[2] = {1, int64_t(n)}, psize = int64_t(n);
+    if (auto st = (*method)->setInput(0, rt::DType::I64, tsizes, 2, tok.data());
+        !st.ok())
+      return err(st.message());
+    if (auto st =
+            (*method)->setInput(1, rt::DType::I64, &psize, 1, positions.data());
+        !st.ok())
+      return err(st.message());
+    if (auto st = (*method)->execute(); !st.ok())
+      return err(st.message());
+    const rt::Tensor &o = (*method)->output(0);
+    if (o.dtype != rt::DType::F32)
+      return err("the program's output is not f32");
+    CallOutput c;
+    c.shape.assign(o.sizes, o.sizes + o.rank);
+    c.values.assign(o.ptr<float>(), o.ptr<float>() + o.numel());
+    outs.push_back(std::move(c));
+    pos += n;
+  }
+  return outs;
+}
+
+Tester::Tester() {
+  mlir::DialectRegistry registry;
+  registerAllDialects(registry);
+  registerAllPasses();
+  context = std::make_unique<mlir::MLIRContext>(registry);
+  context->loadAllAvailableDialects();
+}
+
+Tester::Tester(std::string path, ImportOptions options) : Tester() {
+  checkpointPath = std::move(path);
+  importOptions = std::move(options);
+}
+
+Tester::~Tester() = default;
+
+std::unique_ptr<Tester> Tester::fromIR(const std::string &text) {
+  std::unique_ptr<Tester> t(new Tester());
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(text, t->context.get());
+  if (!module) {
+    t->fail("the IR does not parse");
+    return t;
+  }
+  t->history.push_back({"input", Artifact::ir(std::move(module))});
+  return t;
+}
+
+void Tester::fail(const std::string &message) {
+  failures.push_back(message);
+  log.push_back("FAIL: " + message);
+}
+
+Tester &Tester::import() {
+  auto stage = makeImportStage(importOptions);
+  auto out = stage->run(Artifact::checkpoint(checkpointPath), *context);
+  if (!out) {
+    fail(llvm::toString(out.takeError()));
+    return *this;
+  }
+  history.push_back({"import", std::move(*out)});
+  log.push_back("stage import");
+  return *this;
+}
+
+Tester &Tester::runStage(StageSpec spec) {
+  if (history.empty() || history.back().artifact.kind != Artifact::Kind::IR) {
+    fail("stage '" + spec.name + "' needs IR: import first");
+    return *this;
+  }
+  auto stage = makePassStage(spec);
+  auto out = stage->run(history.back().artifact.clone(), *context);
+  if (!out) {
+    fail(llvm::toString(out.takeError()));
+    return *this;
+  }
+  history.push_back({spec.name, std::move(*out)});
+  log.push_back("stage " + spec.name);
+  return *this;
+}
+
+Tester &Tester::runPasses(const std::string &name, const std::string &pipeline) {
+  auto stage = makePassStage(name, pipeline);
+  if (!stage) {
+    fail(llvm::toString(stage.takeError()));
+    return *this;
+  }
+  if (history.empty()) {
+    fail("stage '" + name + "' needs IR: import first");
+    return *this;
+  }
+  auto out = (*stage)->run(history.back().artifact.clone(), *context);
+  if (!out) {
+    fail(llvm::toString(out.takeError()));
+    return *this;
+  }
+  history.push_back({name, std::move(*out)});
+  log.push_back("stage " + name);
+  return *this;
+}
+
+Tester &Tester::runRecipe(const std::string &recipe,
+                          const RecipeOptions &options) {
+  std::vector<StageSpec> stages = recipeStages(recipe, options);
+  if (stages.empty())
+    fail("unknown recipe '" + recipe + "'");
+  for (StageSpec &s : stages) {
+    runStage(s);
+    if (!ok())
+      break;
+  }
+  return *this;
+}
+
+mlir::ModuleOp Tester::currentIR() const {
+  for (auto it = history.rbegin(); it != history.rend(); ++it)
+    if (it->artifact.kind == Artifact::Kind::IR)
+      return *it->artifact.module;
+  return nullptr;
+}
+
+int64_t Tester::countOps(const std::string &opName) const {
+  mlir::ModuleOp m = currentIR();
+  if (!m)
+    return -1;
+  int64_t n = 0;
+  m.walk([&](mlir::Operation *op) {
+    if (op->getName().getStringRef() == opName)
+      ++n;
+  });
+  return n;
+}
+
+Tester &Tester::checkCount(const std::string &opName, int64_t count) {
+  int64_t n = countOps(opName);
+  std::string where = history.empty() ? "" : history.back().stage;
+  if (n != count)
+    fail(llvm::formatv("after '{0}': expected {1} x {2}, found {3}", where,
+                       count, opName, n));
+  else
+    log.push_back(llvm::formatv("check {0} x {1}: ok", count, opName));
+  return *this;
+}
+
+Tester &Tester::checkNot(const std::string &opName) {
+  int64_t n = countOps(opName);
+  if (n != 0)
+    fail(llvm::formatv("after '{0}': expected no {1}, found {2}",
+                       history.empty() ? "" : history.back().stage, opName, n));
+  return *this;
+}
+
+Tester &Tester::check(const std::string &opName) {
+  int64_t n = countOps(opName);
+  if (n <= 0)
+    fail(llvm::formatv("after '{0}': expected some {1}, found none",
+                       history.empty() ? "" : history.back().stage, opName));
+  return *this;
+}
+
+Tester &Tester::runAndCompare(double atol, double rtol,
+                              const std::string &against,
+                              std::vector<int64_t> tokens, size_t prefill) {
+  if (history.size() < 2) {
+    fail("runAndCompare needs two stages");
+    return *this;
+  }
+  const Record &cur = history.back();
+  const Record *ref = &history[history.size() - 2];
+  if (!against.empty()) {
+    ref = nullptr;
+    for (const Record &r : history)
+      if (r.stage == against)
+        ref = &r;
+    if (!ref) {
+      fail("runAndCompare: no stage named '" + against + "'");
+      return *this;
+    }
+  }
+  if (tokens.empty()) {
+    // A fixed prompt (ids spread over the vocabulary), then decode steps.
+    int64_t vocab = 32;
+    if (mlir::ModuleOp m = currentIR())
+      if (auto cfg = m->getAttrOfType<mlir::DictionaryAttr>(
+              "etllm.model_config"))
+        if (auto v = cfg.getAs<mlir::IntegerAttr>("vocab_size"))
+          vocab = v.getInt();
+    for (int64_t i = 0; i < 10; ++i)
+      tokens.push_back((1 + 37 * i) % vocab);
+    prefill = 6;
+  }
+  if (prefill == 0)
+    prefill = tokens.size();
+  auto programOf = [&](const Record &r) -> llvm::Expected<std::string> {
+    if (r.artifact.kind == Artifact::Kind::Program)
+      return r.artifact.program;
+    SerializeOptions so;
+    so.hashInputs = false;
+    auto stage = makeSerializeStage(so);
+    auto out = stage->run(r.artifact.clone(), *context);
+    if (!out)
+      return out.takeError();
+    return std::move(out->program);
+  };
+  auto a = programOf(*ref), b = programOf(cur);
+  if (!a || !b) {
+    fail("runAndCompare: " + (a ? llvm::toString(b.takeError())
+                                : llvm::toString(a.takeError())));
+    return *this;
+  }
+  auto ra = runProgram(*a, tokens, prefill), rb = runProgram(*b, tokens, prefill);
+  if (!ra || !rb) {
+    fail("runAndCompare: running " + (ra ? cur.stage : ref->stage) + ": " +
+         (ra ? llvm::toString(rb.takeError()) : llvm::toString(ra.takeError())));
+    return *this;
+  }
+  maxAbsDiff = 0;
+  size_t bad = 0;
+  std::string firstBad;
+  for (size_t call = 0; call < ra->size(); ++call) {
+    const CallOutput &x = (*ra)[call], &y = (*rb)[call];
+    // Programs may return every position or only the last one: compare the
+    // rows both have (the last).
+    size_t vocab = x.shape.empty() ? 0 : size_t(x.shape.back());
+    if (vocab == 0 || y.shape.empty() || size_t(y.shape.back()) != vocab) {
+      fail("runAndCompare: output shapes differ");
+      return *this;
+    }
+    const float *xr = x.values.data() + x.values.size() - vocab;
+    const float *yr = y.values.data() + y.values.size() - vocab;
+    for (size_t i = 0; i < vocab; ++i) {
+      double d = std::fabs(double(xr[i]) - double(yr[i]));
+      maxAbsDiff = std::max(maxAbsDiff, d);
+      if (!(d <= atol + rtol * std::fabs(double(xr[i])))) {
+        if (bad++ == 0)
+          firstBad = llvm::formatv("call {0}, logit {1}: {2} ('{3}') vs {4} "
+                                   "('{5}')",
+                                   call, i, xr[i], ref->stage, yr[i], cur.stage);
+      }
+    }
+  }
+  if (bad)
+    fail(llvm::formatv("'{0}' vs '{1}': {2} logits outside atol {3} + rtol "
+                       "{4} (max abs diff {5}); first: {6}",
+                       cur.stage, ref->stage, bad, atol, rtol, maxAbsDiff,
+                       firstBad));
+  else
+    log.push_back(llvm::formatv("compare '{0}' vs '{1}': max abs diff {2}",
+                                cur.stage, ref->stage, maxAbsDiff));
+  return *this;
+}
+
+std::vector<std::string> Tester::stageNames() const {
+  std::vector<std::string> n;
+  for (const Record &r : history)
+    n.push_back(r.stage);
+  return n;
+}
+
+std::string Tester::report() const {
+  std::ostringstream os;
+  for (const std::string &l : log)
+    os << l << "\n";
+  return os.str();
+}
+
+} // namespace etllm
