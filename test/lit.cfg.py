@@ -16,11 +16,11 @@ config.substitutions.append(("%shared", config.etllm_shared_dir))
 config.substitutions.append(("%etllm_src", config.etllm_src_root))
 
 llvm_config.use_default_substitutions()
-llvm_config.with_environment("PATH", config.etllm_tools_dir, append_path=False)
+llvm_config.with_environment("PATH", config.etllm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tools = ["etllm-opt", "etllm-translate", "etllm-export", "etllm-run",
-         "etllm-gen-checkpoint", "etllm-bench"]
+         "etllm-gen-checkpoint", "etllm-bench", "etllm-example-opt"]
 llvm_config.add_tool_substitutions(
     [t for t in tools if os.path.exists(os.path.join(config.etllm_tools_dir, t))],
     config.etllm_tools_dir)

@@ -1,0 +1,9 @@
+// RUN: etllm-opt %s --etllm-partition="backends=nope" --verify-diagnostics
+
+// An unknown backend is an error that lists the registered ones.
+// expected-error @+1 {{etllm-partition: unknown backend 'nope' (registered: xnnpack)}}
+module {
+  func.func @forward() {
+    return
+  }
+}

@@ -1,0 +1,83 @@
+// RUN: etllm-opt %s --split-input-file --etllm-partition="backends=xnnpack" --verify-diagnostics | FileCheck %s
+
+// The ops xnnpack takes (linear with parameter weights, element-wise math)
+// become one outlined function; the attention stays on portable kernels.
+// CHECK-LABEL: func.func private @xnnpack_0
+// CHECK-SAME: attributes {etllm.backend = "xnnpack"}
+// CHECK: etllm.parameter.get @w
+// CHECK: etllm.linear
+// CHECK: etllm.silu
+// CHECK: return
+// CHECK-LABEL: func.func @forward
+// CHECK: %[[C:.+]] = etllm.delegate.call "xnnpack" @xnnpack_0(%{{.+}}) : (tensor<1x?x8xf32>) -> tensor<1x?x8xf32>
+// CHECK: etllm.softmax %[[C]]
+// CHECK-NOT: etllm.linear
+etllm.parameter @w : tensor<8x8xf32>
+func.func @forward(%x: tensor<1x?x8xf32>) -> tensor<1x?x8xf32> {
+  %w = etllm.parameter.get @w : tensor<8x8xf32>
+  %y = etllm.linear %x, %w : (tensor<1x?x8xf32>, tensor<8x8xf32>) -> tensor<1x?x8xf32>
+  %s = etllm.silu %y : tensor<1x?x8xf32>
+  %p = etllm.softmax %s dim -1 : tensor<1x?x8xf32>
+  return %p : tensor<1x?x8xf32>
+}
+
+// -----
+
+// Independent portable work is scheduled around the backend's ops so that
+// they form one subgraph: the exp does not split the two linears.
+// CHECK-LABEL: func.func private @xnnpack_0
+// CHECK: etllm.linear
+// CHECK: etllm.linear
+// CHECK-LABEL: func.func @forward
+// CHECK-COUNT-1: etllm.delegate.call
+// CHECK: etllm.exp
+etllm.parameter @w : tensor<8x8xf32>
+func.func @forward(%x: tensor<1x?x8xf32>, %z: tensor<4xf32>) -> (tensor<1x?x8xf32>, tensor<4xf32>) {
+  %w = etllm.parameter.get @w : tensor<8x8xf32>
+  %a = etllm.linear %x, %w : (tensor<1x?x8xf32>, tensor<8x8xf32>) -> tensor<1x?x8xf32>
+  %e = etllm.exp %z : tensor<4xf32>
+  %b = etllm.linear %a, %w : (tensor<1x?x8xf32>, tensor<8x8xf32>) -> tensor<1x?x8xf32>
+  return %b, %e : tensor<1x?x8xf32>, tensor<4xf32>
+}
+
+// -----
+
+// A dependency through a portable op keeps two subgraphs apart (merging them
+// would need the portable op inside): two calls, in order.
+// CHECK-LABEL: func.func @forward
+// CHECK: etllm.delegate.call "xnnpack" @xnnpack_0
+// CHECK: etllm.softmax
+// CHECK: etllm.delegate.call "xnnpack" @xnnpack_1
+etllm.parameter @w : tensor<8x8xf32>
+func.func @forward(%x: tensor<1x?x8xf32>) -> tensor<1x?x8xf32> {
+  %w = etllm.parameter.get @w : tensor<8x8xf32>
+  %a = etllm.linear %x, %w : (tensor<1x?x8xf32>, tensor<8x8xf32>) -> tensor<1x?x8xf32>
+  %p = etllm.softmax %a dim -1 : tensor<1x?x8xf32>
+  %b = etllm.linear %p, %w : (tensor<1x?x8xf32>, tensor<8x8xf32>) -> tensor<1x?x8xf32>
+  return %b : tensor<1x?x8xf32>
+}
+
+// -----
+
+// Not legal for xnnpack: f16 activations, and a linear whose weight is not
+// a parameter. Nothing is outlined.
+// CHECK-LABEL: func.func @forward
+// CHECK-NOT: etllm.delegate.call
+// CHECK-NOT: etllm.backend
+func.func @forward(%x: tensor<1x?x8xf16>, %w: tensor<8x8xf16>, %y: tensor<1x?x8xf32>, %v: tensor<8x8xf32>) -> (tensor<1x?x8xf16>, tensor<1x?x8xf32>) {
+  %a = etllm.linear %x, %w : (tensor<1x?x8xf16>, tensor<8x8xf16>) -> tensor<1x?x8xf16>
+  %b = etllm.linear %y, %v : (tensor<1x?x8xf32>, tensor<8x8xf32>) -> tensor<1x?x8xf32>
+  return %a, %b : tensor<1x?x8xf16>, tensor<1x?x8xf32>
+}
+
+// -----
+
+// A subgraph with no real work (only element-wise ops) is not worth a call.
+// CHECK-LABEL: func.func @forward
+// CHECK-NOT: etllm.delegate.call
+// CHECK: etllm.silu
+func.func @forward(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %s = etllm.silu %x : tensor<4xf32>
+  return %s : tensor<4xf32>
+}
+
