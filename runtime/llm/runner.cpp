@@ -175,7 +175,8 @@ Result<Stats> Runner::generate(
   Sampler sampler(int32_t(vocab_), config.sampling);
   std::vector<int64_t> input(history.begin(), history.end());
 
-  std::string generated;
+  std::string generated; // only kept when there are stop strings
+  size_t emitted = 0;     // bytes of `generated` passed to onText
   int64_t pos = 0;
   stats.stopReason = "max_new_tokens";
   for (int32_t step = 0; step < config.maxNewTokens; ++step) {
@@ -207,24 +208,42 @@ Result<Stats> Runner::generate(
     std::string piece = tokenizer_->decodeToken(history.back(), next);
     history.push_back(next);
     input.assign(1, next);
-    if (!config.stopStrings.empty()) {
-      size_t before = generated.size();
-      generated += piece;
-      size_t cut = std::string::npos;
-      for (const std::string &s : config.stopStrings) {
-        size_t at = generated.find(s, before >= s.size() ? before - s.size() + 1 : 0);
-        if (!s.empty() && at != std::string::npos)
-          cut = std::min(cut, at);
-      }
-      if (cut != std::string::npos) {
-        if (cut > before)
-          onText(generated.substr(before, cut - before));
-        stats.stopReason = "stop_string";
-        break;
-      }
+    if (config.stopStrings.empty()) {
+      onText(piece);
+      continue;
     }
-    onText(piece);
+    // Hold back any tail that could still become a stop string, so a stop
+    // string split across tokens is never printed.
+    generated += piece;
+    size_t cut = std::string::npos;
+    for (const std::string &s : config.stopStrings)
+      if (!s.empty())
+        if (size_t at = generated.find(s, emitted); at != std::string::npos)
+          cut = std::min(cut, at);
+    if (cut != std::string::npos) {
+      if (cut > emitted)
+        onText(generated.substr(emitted, cut - emitted));
+      emitted = generated.size();
+      stats.stopReason = "stop_string";
+      break;
+    }
+    size_t hold = 0;
+    for (const std::string &s : config.stopStrings)
+      if (!s.empty())
+        for (size_t n = std::min(s.size() - 1, generated.size() - emitted); n > hold;
+           --n)
+        if (generated.compare(generated.size() - n, n, s, 0, n) == 0) {
+          hold = n;
+          break;
+        }
+    size_t upto = generated.size() - hold;
+    if (upto > emitted) {
+      onText(generated.substr(emitted, upto - emitted));
+      emitted = upto;
+    }
   }
+  if (stats.stopReason != "stop_string" && emitted < generated.size())
+    onText(generated.substr(emitted));
   stats.peakRssBytes = peakRssBytes();
   stats.plannedBytes = method_->plannedBytes() + module_->bufferBytes();
   return stats;
