@@ -1,0 +1,149 @@
+//===- program_tokenizer_test.cpp - Vocabularies carried by programs ------===//
+//
+// A GGUF model's vocabulary travels through export into the program file
+// (TokenizerInfo), and the runtime rebuilds the tokenizer from it: the
+// Llama 2 vocabulary of tiny-random-llama2.gguf must pass all llama-spm test
+// vectors after that trip, encode and decode. An embedded tokenizer file
+// (tok512.bin) comes back byte-identical.
+//
+//===----------------------------------------------------------------------===//
+#include "etllm/Pipeline/Stage.h"
+#include "etllm/InitAll.h"
+#include "etllm/runtime/llm/runner.h"
+#include "etllm/runtime/program.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace {
+
+std::string shared() { return ETLLM_SHARED_DIR; }
+
+std::string readFile(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+/// Exports `model` with the portable recipe into program bytes.
+std::string exportProgram(const std::string &model,
+                          const std::string &tokenizer = "") {
+  mlir::DialectRegistry registry;
+  etllm::registerAllDialects(registry);
+  etllm::registerAllPasses();
+  mlir::MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  etllm::StagePipeline p;
+  etllm::ImportOptions io;
+  io.maxSeqLen = 32;
+  p.add(etllm::makeImportStage(io));
+  for (auto &s : etllm::recipeStages("portable", {}))
+    p.add(etllm::makePassStage(s));
+  etllm::SerializeOptions so;
+  so.hashInputs = false;
+  so.tokenizerPath = tokenizer;
+  p.add(etllm::makeSerializeStage(so));
+  auto out = p.run(etllm::Artifact::checkpoint(model), ctx);
+  EXPECT_TRUE(bool(out)) << (out ? "" : llvm::toString(out.takeError()));
+  return out ? out->program : std::string();
+}
+
+TEST(ProgramTokenizer, GgufLlamaVocabularyPassesTheTestVectors) {
+  std::string model =
+      shared() + "/models/tiny-random-llama2/llama-2-tiny-random.gguf";
+  if (!std::filesystem::exists(model))
+    GTEST_SKIP() << "../shared is absent";
+  std::string bytes = exportProgram(model);
+  ASSERT_FALSE(bytes.empty());
+  auto program = etllm::rt::Program::loadFromBuffer(
+      reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size(), "tiny");
+  ASSERT_TRUE(program.ok()) << program.message();
+  EXPECT_EQ((*program)->metadata().tokenizer.kind, "gguf-llama");
+  auto tok = etllm::rt::llm::tokenizerForProgram(**program);
+  ASSERT_TRUE(tok.ok()) << tok.message();
+  EXPECT_EQ((*tok)->vocabSize(), 32000);
+
+  std::string base = shared() + "/tokenizers/test-vectors/ggml-vocab-llama-spm.gguf";
+  std::string inp = readFile(base + ".inp"), out = readFile(base + ".out");
+  const std::string sep = "\n__ggml_vocab_test__\n";
+  std::vector<std::string> texts;
+  for (size_t pos = 0; pos < inp.size();) {
+    size_t next = inp.find(sep, pos);
+    if (next == std::string::npos) {
+      texts.push_back(inp.substr(pos));
+      break;
+    }
+    texts.push_back(inp.substr(pos, next - pos));
+    pos = next + sep.size();
+  }
+  std::vector<std::vector<int32_t>> expected;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::vector<int32_t> ids;
+    for (long v; words >> v;)
+      ids.push_back(int32_t(v));
+    expected.push_back(ids);
+  }
+  ASSERT_EQ(texts.size(), expected.size());
+  ASSERT_EQ(texts.size(), 46u);
+  for (size_t i = 0; i < texts.size(); ++i) {
+    auto ids = (*tok)->encode(texts[i], /*addBos=*/false);
+    ASSERT_TRUE(ids.ok()) << ids.message();
+    EXPECT_EQ(*ids, expected[i]) << "case " << i << ": '" << texts[i] << "'";
+    EXPECT_EQ((*tok)->decode(expected[i]), texts[i]) << "case " << i;
+  }
+}
+
+TEST(ProgramTokenizer, EmbeddedTokenizerFileComesBackIntact) {
+  std::string model = shared() + "/models/stories260K/stories260K.bin";
+  std::string tokFile = shared() + "/models/stories260K/tok512.bin";
+  if (!std::filesystem::exists(model))
+    GTEST_SKIP() << "../shared is absent";
+  std::string bytes = exportProgram(model, tokFile);
+  auto program = etllm::rt::Program::loadFromBuffer(
+      reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size(), "stories");
+  ASSERT_TRUE(program.ok()) << program.message();
+  const auto &t = (*program)->metadata().tokenizer;
+  EXPECT_EQ(t.kind, "llama2c");
+  std::string original = readFile(tokFile);
+  ASSERT_EQ(t.fileSize, original.size());
+  EXPECT_EQ(std::string(reinterpret_cast<const char *>(t.fileData), t.fileSize),
+            original);
+  auto tok = etllm::rt::llm::tokenizerForProgram(**program);
+  ASSERT_TRUE(tok.ok()) << tok.message();
+  auto ids = (*tok)->encode("Once upon a time", true);
+  ASSERT_TRUE(ids.ok());
+  EXPECT_EQ(*ids, (std::vector<int32_t>{1, 403, 407, 261, 378}));
+}
+
+TEST(ProgramTokenizer, ExportRejectsAnUnreadableTokenizer) {
+  std::string model = shared() + "/models/stories260K/stories260K.bin";
+  if (!std::filesystem::exists(model))
+    GTEST_SKIP() << "../shared is absent";
+  std::string bad = testing::TempDir() + "/etllm_bad_tokenizer.bin";
+  std::ofstream(bad) << "not a tokenizer";
+  mlir::DialectRegistry registry;
+  etllm::registerAllDialects(registry);
+  mlir::MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  etllm::StagePipeline p;
+  p.add(etllm::makeImportStage({}));
+  etllm::SerializeOptions so;
+  so.tokenizerPath = bad;
+  so.hashInputs = false;
+  p.add(etllm::makeSerializeStage(so));
+  auto out = p.run(etllm::Artifact::checkpoint(model), ctx);
+  ASSERT_FALSE(bool(out));
+  std::string msg = llvm::toString(out.takeError());
+  EXPECT_NE(msg.find("etllm_bad_tokenizer.bin"), std::string::npos) << msg;
+}
+
+} // namespace
