@@ -37,6 +37,19 @@ static FailureOr<int64_t> normalizeDim(int64_t dim, int64_t rank) {
   return d;
 }
 
+/// Emits an error at `loc` (when known) and fails.
+template <typename... Args>
+static LogicalResult fail(std::optional<Location> loc, Args &&...args);
+
+/// normalizeDim, with the diagnostic every op gives for a bad dimension.
+static FailureOr<int64_t> checkedDim(std::optional<Location> loc, int64_t dim,
+                                     int64_t rank) {
+  FailureOr<int64_t> d = normalizeDim(dim, rank);
+  if (failed(d))
+    (void)fail(loc, "dimension ", dim, " is out of range for rank ", rank);
+  return d;
+}
+
 /// Merges two sizes that must agree; dynamic gives way to static.
 static FailureOr<int64_t> mergeDim(int64_t a, int64_t b) {
   if (ShapedType::isDynamic(a))
@@ -551,10 +564,9 @@ LogicalResult UnsqueezeOp::inferReturnTypes(MLIRContext *,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
   auto in = tensorOf(adaptor.getInput());
-  FailureOr<int64_t> d = normalizeDim(adaptor.getDim(), in.getRank() + 1);
+  FailureOr<int64_t> d = checkedDim(loc, adaptor.getDim(), in.getRank() + 1);
   if (failed(d))
-    return fail(loc, "dimension ", adaptor.getDim(),
-                " is out of range for rank ", in.getRank() + 1);
+    return failure();
   SmallVector<int64_t> shape(in.getShape());
   shape.insert(shape.begin() + *d, 1);
   inferred.push_back(RankedTensorType::get(shape, in.getElementType()));
@@ -567,10 +579,9 @@ LogicalResult SqueezeOp::inferReturnTypes(MLIRContext *,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &inferred) {
   auto in = tensorOf(adaptor.getInput());
-  FailureOr<int64_t> d = normalizeDim(adaptor.getDim(), in.getRank());
+  FailureOr<int64_t> d = checkedDim(loc, adaptor.getDim(), in.getRank());
   if (failed(d))
-    return fail(loc, "dimension ", adaptor.getDim(),
-                " is out of range for rank ", in.getRank());
+    return failure();
   if (in.getDimSize(*d) != 1 && !in.isDynamicDim(*d))
     return fail(loc, "dimension ", adaptor.getDim(), " has size ",
                 in.getDimSize(*d), ", not 1");
@@ -643,10 +654,9 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &inferred) {
   auto in = tensorOf(adaptor.getInput());
-  FailureOr<int64_t> d = normalizeDim(adaptor.getDim(), in.getRank());
+  FailureOr<int64_t> d = checkedDim(loc, adaptor.getDim(), in.getRank());
   if (failed(d))
-    return fail(loc, "dimension ", adaptor.getDim(),
-                " is out of range for rank ", in.getRank());
+    return failure();
   if (adaptor.getStep() <= 0)
     return fail(loc, "step must be positive, got ", adaptor.getStep());
   SmallVector<int64_t> shape(in.getShape());
@@ -664,10 +674,9 @@ LogicalResult CatOp::inferReturnTypes(MLIRContext *,
   if (adaptor.getInputs().empty())
     return fail(loc, "expected at least one input");
   auto first = tensorOf(adaptor.getInputs().front());
-  FailureOr<int64_t> d = normalizeDim(adaptor.getDim(), first.getRank());
+  FailureOr<int64_t> d = checkedDim(loc, adaptor.getDim(), first.getRank());
   if (failed(d))
-    return fail(loc, "dimension ", adaptor.getDim(),
-                " is out of range for rank ", first.getRank());
+    return failure();
   SmallVector<int64_t> shape(first.getShape());
   for (Value v : adaptor.getInputs().drop_front()) {
     auto t = tensorOf(v);
@@ -698,10 +707,9 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &inferred) {
   auto in = tensorOf(adaptor.getInput());
-  FailureOr<int64_t> d = normalizeDim(adaptor.getDim(), in.getRank());
+  FailureOr<int64_t> d = checkedDim(loc, adaptor.getDim(), in.getRank());
   if (failed(d))
-    return fail(loc, "dimension ", adaptor.getDim(),
-                " is out of range for rank ", in.getRank());
+    return failure();
   int64_t total = 0;
   for (int64_t s : adaptor.getSizes()) {
     if (s < 0)
@@ -726,10 +734,9 @@ IndexSelectOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                 SmallVectorImpl<Type> &inferred) {
   auto in = tensorOf(adaptor.getInput());
   auto idx = tensorOf(adaptor.getIndex());
-  FailureOr<int64_t> d = normalizeDim(adaptor.getDim(), in.getRank());
+  FailureOr<int64_t> d = checkedDim(loc, adaptor.getDim(), in.getRank());
   if (failed(d))
-    return fail(loc, "dimension ", adaptor.getDim(),
-                " is out of range for rank ", in.getRank());
+    return failure();
   if (idx.getRank() != 1)
     return fail(loc, "index must have rank 1, got ", idx.getRank());
   SmallVector<int64_t> shape(in.getShape());
@@ -745,9 +752,8 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
                                          SmallVectorImpl<Type> &inferred) {
   auto in = tensorOf(adaptor.getInput());
   auto idx = tensorOf(adaptor.getIndex());
-  if (failed(normalizeDim(adaptor.getDim(), in.getRank())))
-    return fail(loc, "dimension ", adaptor.getDim(),
-                " is out of range for rank ", in.getRank());
+  if (failed(checkedDim(loc, adaptor.getDim(), in.getRank())))
+    return failure();
   if (idx.getRank() != in.getRank())
     return fail(loc, "index rank ", idx.getRank(),
                 " differs from the input rank ", in.getRank());
@@ -763,10 +769,9 @@ static LogicalResult inferIndexWrite(std::optional<Location> loc,
                                      RankedTensorType idx,
                                      RankedTensorType src, int64_t dim,
                                      SmallVectorImpl<Type> &inferred) {
-  FailureOr<int64_t> d = normalizeDim(dim, in.getRank());
+  FailureOr<int64_t> d = checkedDim(loc, dim, in.getRank());
   if (failed(d))
-    return fail(loc, "dimension ", dim, " is out of range for rank ",
-                in.getRank());
+    return failure();
   if (idx.getRank() != 1)
     return fail(loc, "index must have rank 1, got ", idx.getRank());
   if (src.getRank() != in.getRank() ||

@@ -203,12 +203,13 @@ Tester &Tester::check(const std::string &opName) {
   return *this;
 }
 
-Tester &Tester::runAndCompare(double atol, double rtol,
-                              const std::string &against,
-                              std::vector<int64_t> tokens, size_t prefill) {
+bool Tester::runBoth(const std::string &against, std::vector<int64_t> tokens,
+                     size_t prefill, std::vector<CallOutput> &ra,
+                     std::vector<CallOutput> &rb, std::string &refName,
+                     std::string &curName) {
   if (history.size() < 2) {
     fail("runAndCompare needs two stages");
-    return *this;
+    return false;
   }
   const Record &cur = history.back();
   const Record *ref = &history[history.size() - 2];
@@ -219,9 +220,11 @@ Tester &Tester::runAndCompare(double atol, double rtol,
         ref = &r;
     if (!ref) {
       fail("runAndCompare: no stage named '" + against + "'");
-      return *this;
+      return false;
     }
   }
+  refName = ref->stage;
+  curName = cur.stage;
   if (tokens.empty()) {
     // A fixed prompt (ids spread over the vocabulary), then decode steps.
     int64_t vocab = 32;
@@ -251,28 +254,48 @@ Tester &Tester::runAndCompare(double atol, double rtol,
   if (!a || !b) {
     fail("runAndCompare: " + (a ? llvm::toString(b.takeError())
                                 : llvm::toString(a.takeError())));
-    return *this;
+    return false;
   }
-  auto ra = runProgram(*a, tokens, prefill), rb = runProgram(*b, tokens, prefill);
-  if (!ra || !rb) {
-    fail("runAndCompare: running " + (ra ? cur.stage : ref->stage) + ": " +
-         (ra ? llvm::toString(rb.takeError()) : llvm::toString(ra.takeError())));
-    return *this;
+  auto outA = runProgram(*a, tokens, prefill),
+       outB = runProgram(*b, tokens, prefill);
+  if (!outA || !outB) {
+    fail("runAndCompare: running " + (outA ? cur.stage : ref->stage) + ": " +
+         (outA ? llvm::toString(outB.takeError())
+               : llvm::toString(outA.takeError())));
+    return false;
   }
+  ra = std::move(*outA);
+  rb = std::move(*outB);
+  for (size_t call = 0; call < ra.size(); ++call) {
+    const CallOutput &x = ra[call], &y = rb[call];
+    if (x.shape.empty() || y.shape.empty() || x.shape.back() != y.shape.back()) {
+      fail("runAndCompare: output shapes differ");
+      return false;
+    }
+  }
+  return true;
+}
+
+/// The last row (last position) of a call's logits.
+static const float *lastRow(const CallOutput &c) {
+  return c.values.data() + c.values.size() - size_t(c.shape.back());
+}
+
+Tester &Tester::runAndCompare(double atol, double rtol,
+                              const std::string &against,
+                              std::vector<int64_t> tokens, size_t prefill) {
+  std::vector<CallOutput> ra, rb;
+  std::string refName, curName;
+  if (!runBoth(against, std::move(tokens), prefill, ra, rb, refName, curName))
+    return *this;
   maxAbsDiff = 0;
   size_t bad = 0;
   std::string firstBad;
-  for (size_t call = 0; call < ra->size(); ++call) {
-    const CallOutput &x = (*ra)[call], &y = (*rb)[call];
+  for (size_t call = 0; call < ra.size(); ++call) {
     // Programs may return every position or only the last one: compare the
     // rows both have (the last).
-    size_t vocab = x.shape.empty() ? 0 : size_t(x.shape.back());
-    if (vocab == 0 || y.shape.empty() || size_t(y.shape.back()) != vocab) {
-      fail("runAndCompare: output shapes differ");
-      return *this;
-    }
-    const float *xr = x.values.data() + x.values.size() - vocab;
-    const float *yr = y.values.data() + y.values.size() - vocab;
+    size_t vocab = size_t(ra[call].shape.back());
+    const float *xr = lastRow(ra[call]), *yr = lastRow(rb[call]);
     for (size_t i = 0; i < vocab; ++i) {
       double d = std::fabs(double(xr[i]) - double(yr[i]));
       maxAbsDiff = std::max(maxAbsDiff, d);
@@ -280,18 +303,53 @@ Tester &Tester::runAndCompare(double atol, double rtol,
         if (bad++ == 0)
           firstBad = llvm::formatv("call {0}, logit {1}: {2} ('{3}') vs {4} "
                                    "('{5}')",
-                                   call, i, xr[i], ref->stage, yr[i], cur.stage);
+                                   call, i, xr[i], refName, yr[i], curName);
       }
     }
   }
   if (bad)
     fail(llvm::formatv("'{0}' vs '{1}': {2} logits outside atol {3} + rtol "
                        "{4} (max abs diff {5}); first: {6}",
-                       cur.stage, ref->stage, bad, atol, rtol, maxAbsDiff,
-                       firstBad));
+                       curName, refName, bad, atol, rtol, maxAbsDiff, firstBad));
   else
-    log.push_back(llvm::formatv("compare '{0}' vs '{1}': max abs diff {2}",
-                                cur.stage, ref->stage, maxAbsDiff));
+    log.push_back(llvm::formatv("compare '{0}' vs '{1}': max abs diff {2:e}",
+                                curName, refName, maxAbsDiff));
+  return *this;
+}
+
+Tester &Tester::runAndCompareRelative(double maxRelRms, double minTop1,
+                                      const std::string &against) {
+  std::vector<CallOutput> ra, rb;
+  std::string refName, curName;
+  if (!runBoth(against, {}, 0, ra, rb, refName, curName))
+    return *this;
+  relRms = 0;
+  size_t agree = 0;
+  for (size_t call = 0; call < ra.size(); ++call) {
+    size_t vocab = size_t(ra[call].shape.back());
+    const float *xr = lastRow(ra[call]), *yr = lastRow(rb[call]);
+    double num = 0, den = 0;
+    size_t ax = 0, ay = 0;
+    for (size_t i = 0; i < vocab; ++i) {
+      num += (double(yr[i]) - xr[i]) * (double(yr[i]) - xr[i]);
+      den += double(xr[i]) * xr[i];
+      if (xr[i] > xr[ax])
+        ax = i;
+      if (yr[i] > yr[ay])
+        ay = i;
+    }
+    relRms = std::max(relRms, den > 0 ? std::sqrt(num / den) : std::sqrt(num));
+    agree += ax == ay;
+  }
+  top1 = ra.empty() ? 1.0 : double(agree) / ra.size();
+  std::string summary =
+      llvm::formatv("'{0}' vs '{1}': relative RMS error {2:F4} (limit {3}), "
+                    "greedy token agrees on {4:P0} of calls (limit {5:P0})",
+                    curName, refName, relRms, maxRelRms, top1, minTop1);
+  if (relRms > maxRelRms || top1 < minTop1)
+    fail(summary);
+  else
+    log.push_back(summary);
   return *this;
 }
 

@@ -9,6 +9,32 @@ using namespace mlir;
 using namespace mlir::etllm;
 
 namespace etllm {
+FailureOr<rt::DType> runtimeDType(Operation *op, Type t) {
+  if (isa<QWeightType>(t))
+    return rt::DType::QWeight;
+  if (isa<QActType>(t))
+    return rt::DType::QAct;
+  auto tt = dyn_cast<RankedTensorType>(t);
+  if (!tt)
+    return op->emitError("cannot serialize values of type ") << t;
+  Type e = tt.getElementType();
+  if (e.isF32())
+    return rt::DType::F32;
+  if (e.isF16())
+    return rt::DType::F16;
+  if (e.isBF16())
+    return rt::DType::BF16;
+  if (e.isInteger(64))
+    return rt::DType::I64;
+  if (e.isInteger(32))
+    return rt::DType::I32;
+  if (e.isInteger(8))
+    return rt::DType::I8;
+  if (e.isInteger(1))
+    return rt::DType::Bool;
+  return op->emitError("cannot serialize element type ") << e;
+}
+
 FailureOr<KernelCall> describeKernelCall(Operation *op) {
   KernelCall in;
   auto i64 = [&](int64_t v) { in.ints.push_back(v); };

@@ -87,32 +87,6 @@ struct DelegateRec {
   std::vector<std::pair<std::string, std::string>> specs;
 };
 
-FailureOr<rt::DType> toDType(Operation *op, Type t) {
-  if (isa<QWeightType>(t))
-    return rt::DType::QWeight;
-  if (isa<QActType>(t))
-    return rt::DType::QAct;
-  auto tt = dyn_cast<RankedTensorType>(t);
-  if (!tt)
-    return op->emitError("cannot serialize values of type ") << t;
-  Type e = tt.getElementType();
-  if (e.isF32())
-    return rt::DType::F32;
-  if (e.isF16())
-    return rt::DType::F16;
-  if (e.isBF16())
-    return rt::DType::BF16;
-  if (e.isInteger(64))
-    return rt::DType::I64;
-  if (e.isInteger(32))
-    return rt::DType::I32;
-  if (e.isInteger(8))
-    return rt::DType::I8;
-  if (e.isInteger(1))
-    return rt::DType::Bool;
-  return op->emitError("cannot serialize element type ") << e;
-}
-
 ArrayRef<int64_t> shapeOf(Type t) {
   if (auto q = dyn_cast<QWeightType>(t))
     return q.getShape();
@@ -155,7 +129,7 @@ private:
 
 FailureOr<uint32_t> ProgramBuilder::addValue(Value v, Operation *op) {
   ValueRec r;
-  FailureOr<rt::DType> dt = toDType(op, v.getType());
+  FailureOr<rt::DType> dt = runtimeDType(op, v.getType());
   if (failed(dt))
     return failure();
   r.dtype = *dt;
@@ -803,7 +777,7 @@ LogicalResult ProgramBuilder::write(const SerializeOptions &options,
   std::vector<flatbuffers::Offset<fbs::Buffer>> fbBuffers;
   for (BufferOp b : buffers) {
     auto t = cast<RankedTensorType>(b.getType());
-    FailureOr<rt::DType> dt = toDType(b, t);
+    FailureOr<rt::DType> dt = runtimeDType(b, t);
     if (failed(dt))
       return failure();
     std::vector<int64_t> sizes(t.getShape().begin(), t.getShape().end());

@@ -73,6 +73,13 @@ public:
                         std::vector<int64_t> tokens = {},
                         size_t prefill = 0);
 
+  /// For stages that change the numbers on purpose (quantization): the
+  /// relative RMS error ||b - a|| / ||a|| of every call's logits must stay
+  /// within `maxRelRms`, and the argmax (greedy token) must agree on at
+  /// least `minTop1` of the calls.
+  Tester &runAndCompareRelative(double maxRelRms, double minTop1,
+                                const std::string &against = "");
+
   bool ok() const { return failures.empty(); }
   std::string report() const;
   /// Names of the stages run so far ("import", "swap-source", ...).
@@ -81,6 +88,10 @@ public:
   mlir::ModuleOp currentIR() const;
   /// Largest absolute logit difference of the last runAndCompare.
   double lastMaxAbsDiff() const { return maxAbsDiff; }
+  /// Largest relative RMS error and top-1 agreement of the last
+  /// runAndCompareRelative.
+  double lastRelRms() const { return relRms; }
+  double lastTop1() const { return top1; }
 
 private:
   Tester();
@@ -97,7 +108,13 @@ private:
   std::vector<Record> history;
   std::vector<std::string> failures;
   std::vector<std::string> log;
-  double maxAbsDiff = 0;
+  double maxAbsDiff = 0, relRms = 0, top1 = 0;
+  /// Runs the program of `against` (or the previous stage) and of the
+  /// current stage on the default tokens.
+  bool runBoth(const std::string &against, std::vector<int64_t> tokens,
+               size_t prefill, std::vector<CallOutput> &ref,
+               std::vector<CallOutput> &cur, std::string &refName,
+               std::string &curName);
 };
 
 } // namespace etllm

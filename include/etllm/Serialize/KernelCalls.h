@@ -9,6 +9,8 @@
 #ifndef ETLLM_SERIALIZE_KERNELCALLS_H
 #define ETLLM_SERIALIZE_KERNELCALLS_H
 
+#include "etllm/runtime/dtype.h"
+
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -21,6 +23,11 @@ struct KernelCall {
   llvm::SmallVector<int64_t> ints;
   llvm::SmallVector<double> floats;
 };
+
+/// The runtime element type of a value of type `type` (tensors of f32, f16,
+/// bf16, i64, i32, i8, i1; !etllm.qweight; !etllm.qact). Emits an error at
+/// `op` for anything else.
+mlir::FailureOr<rt::DType> runtimeDType(mlir::Operation *op, mlir::Type type);
 
 /// Describes `op` as a kernel call (operands and results map one to one to
 /// the kernel's inputs and outputs). Fails for ops that are not kernel calls

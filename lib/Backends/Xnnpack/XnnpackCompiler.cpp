@@ -94,28 +94,6 @@ public:
             std::vector<std::pair<std::string, std::string>> &specs) const override;
 };
 
-/// The runtime dtype of a type.
-rt::DType dtypeOf(Type t) {
-  if (isa<QWeightType>(t))
-    return rt::DType::QWeight;
-  if (isa<QActType>(t))
-    return rt::DType::QAct;
-  Type e = cast<RankedTensorType>(t).getElementType();
-  if (e.isF32())
-    return rt::DType::F32;
-  if (e.isF16())
-    return rt::DType::F16;
-  if (e.isBF16())
-    return rt::DType::BF16;
-  if (e.isInteger(64))
-    return rt::DType::I64;
-  if (e.isInteger(32))
-    return rt::DType::I32;
-  if (e.isInteger(1))
-    return rt::DType::Bool;
-  return rt::DType::I8;
-}
-
 LogicalResult XnnpackCompiler::serialize(
     func::FuncOp fn, DelegateContext &ctx, std::vector<uint8_t> &blob,
     std::vector<std::pair<std::string, std::string>> &specs) const {
@@ -136,6 +114,8 @@ LogicalResult XnnpackCompiler::serialize(
   auto addValue = [&](Value v, xfb::ValueKind kind, uint32_t idx,
                       xfb::Packing pack) -> uint32_t {
     Type t = v.getType();
+    // Legality admitted only types the runtime has.
+    rt::DType dtype = *runtimeDType(fn, t);
     ArrayRef<int64_t> shape;
     rt::QuantInfo q;
     if (auto qw = dyn_cast<QWeightType>(t)) {
@@ -161,7 +141,7 @@ LogicalResult XnnpackCompiler::serialize(
     auto sv = fb.CreateVector(sizes);
     auto dv = fb.CreateVector(dyn);
     xfb::ValueBuilder vb(fb);
-    vb.add_dtype(uint8_t(dtypeOf(t)));
+    vb.add_dtype(uint8_t(dtype));
     vb.add_sizes(sv);
     vb.add_dynamic_dims(dv);
     vb.add_kind(kind);

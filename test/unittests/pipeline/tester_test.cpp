@@ -17,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 
 namespace {
@@ -38,22 +39,35 @@ protected:
   }
 };
 
-/// Runs `recipe` stage by stage, comparing each with the one before.
+/// Runs `recipe` stage by stage, comparing each with the one before: fp32
+/// stages within atol/rtol, the quantize stage (and the whole recipe
+/// against the exported graph, when it quantizes) within `maxRelRms`
+/// relative RMS error with the greedy token kept on `minTop1` of the calls.
 void runRecipe(etllm::Tester &t, const std::string &recipe, double atol,
-               double rtol, double quantAtol) {
+               double rtol, double maxRelRms = 0, double minTop1 = 1) {
   t.import();
+  bool quantized = false;
   for (etllm::StageSpec &s : etllm::recipeStages(recipe, {})) {
-    bool quantizes = s.name == "quantize";
     t.runStage(s);
-    t.runAndCompare(quantizes ? quantAtol : atol, quantizes ? 0.0 : rtol);
+    if (s.name == "quantize") {
+      quantized = true;
+      t.runAndCompareRelative(maxRelRms, minTop1);
+    } else {
+      t.runAndCompare(atol, rtol);
+    }
   }
   // And the whole recipe against the exported graph itself.
-  t.runAndCompare(quantAtol > 0 ? quantAtol : atol, rtol, "import");
+  if (quantized)
+    t.runAndCompareRelative(maxRelRms, minTop1, "import");
+  else
+    t.runAndCompare(atol, rtol, "import");
+  // The measured differences, for the test log.
+  std::printf("%s: %s", recipe.c_str(), t.report().c_str());
 }
 
 TEST_F(Stories, PortableEveryStageMatchesTheOneBefore) {
   etllm::Tester t(stories(), options());
-  runRecipe(t, "portable", 1e-3, 1e-4, 0);
+  runRecipe(t, "portable", 1e-4, 1e-4);
   t.checkNot("etllm.softmax")
       .checkCount("etllm.sdpa", 5)
       .checkCount("etllm.kv_cache.update", 10)
@@ -69,7 +83,7 @@ TEST_F(Stories, PortableEveryStageMatchesTheOneBefore) {
 
 TEST_F(Stories, XnnpackFp32) {
   etllm::Tester t(stories(), options());
-  runRecipe(t, "xnnpack-fp32", 1e-3, 1e-4, 0);
+  runRecipe(t, "xnnpack-fp32", 1e-4, 1e-4);
   t.checkNot("etllm.softmax").checkCount("etllm.sdpa", 5).check(
       "etllm.delegate.call");
   EXPECT_TRUE(t.ok()) << t.report();
@@ -77,7 +91,11 @@ TEST_F(Stories, XnnpackFp32) {
 
 TEST_F(Stories, XnnpackInt4) {
   etllm::Tester t(stories(), options());
-  runRecipe(t, "xnnpack-int4", 1e-3, 1e-4, /*quantAtol=*/0.6);
+  // Measured on this model: relative RMS error 0.100, greedy token kept on
+  // 4 of 10 calls of an arbitrary-token prompt (a 260K-parameter model has
+  // flat logits there; on real text the greedy text diverges only after ~20
+  // tokens, see docs/Pipelines.md).
+  runRecipe(t, "xnnpack-int4", 1e-4, 1e-4, /*maxRelRms=*/0.15, /*minTop1=*/0.3);
   t.checkNot("etllm.softmax")
       .checkCount("etllm.sdpa", 5)
       .checkCount("etllm.kv_cache.update", 10)
@@ -91,7 +109,8 @@ TEST_F(Stories, XnnpackInt4) {
 
 TEST_F(Stories, Xnnpack8da4w) {
   etllm::Tester t(stories(), options());
-  runRecipe(t, "xnnpack-8da4w", 1e-3, 1e-4, /*quantAtol=*/0.6);
+  // Measured: relative RMS error 0.102, greedy token on 4 of 10 calls.
+  runRecipe(t, "xnnpack-8da4w", 1e-4, 1e-4, /*maxRelRms=*/0.15, /*minTop1=*/0.3);
   t.checkNot("etllm.linear").check("etllm.quantize_dynamic").check(
       "etllm.delegate.call");
   EXPECT_TRUE(t.ok()) << t.report();
@@ -99,7 +118,8 @@ TEST_F(Stories, Xnnpack8da4w) {
 
 TEST_F(Stories, XnnpackInt8) {
   etllm::Tester t(stories(), options());
-  runRecipe(t, "xnnpack-int8", 1e-3, 1e-4, /*quantAtol=*/0.1);
+  // Measured: relative RMS error 0.0064, greedy token on 8 of 10 calls.
+  runRecipe(t, "xnnpack-int8", 1e-4, 1e-4, /*maxRelRms=*/0.02, /*minTop1=*/0.7);
   t.checkNot("etllm.linear").check("etllm.delegate.call");
   EXPECT_TRUE(t.ok()) << t.report();
 }
