@@ -38,8 +38,7 @@ Operation *EtllmDialect::materializeConstant(OpBuilder &builder,
 }
 
 StringRef mlir::etllm::getModulePath(Operation *op) {
-  if (auto attr =
-          op->getAttrOfType<StringAttr>(EtllmDialect::kModuleAttrName))
+  if (auto attr = op->getAttrOfType<StringAttr>(EtllmDialect::kModuleAttrName))
     return attr.getValue();
   return {};
 }

@@ -158,9 +158,9 @@ LogicalResult ParameterOp::verify() {
       return emitOpError("has both an inline value and a checkpoint source");
   }
   if (std::optional<int64_t> heads = getQkPermuteHeads()) {
-    ArrayRef<int64_t> shape =
-        isa<QWeightType>(type) ? cast<QWeightType>(type).getShape()
-                               : cast<RankedTensorType>(type).getShape();
+    ArrayRef<int64_t> shape = isa<QWeightType>(type)
+                                  ? cast<QWeightType>(type).getShape()
+                                  : cast<RankedTensorType>(type).getShape();
     if (*heads <= 0 || shape.empty() || shape[0] % (2 * *heads) != 0)
       return emitOpError("qk_permute_heads ")
              << *heads << " must divide the rows " << shape.front()
@@ -181,16 +181,14 @@ static FailureOr<DeclOp> lookupDecl(Operation *user,
   return decl;
 }
 
-LogicalResult
-ParameterGetOp::verifySymbolUses(SymbolTableCollection &symbols) {
+LogicalResult ParameterGetOp::verifySymbolUses(SymbolTableCollection &symbols) {
   FailureOr<ParameterOp> decl =
       lookupDecl<ParameterOp>(*this, symbols, getNameAttr(), "parameter");
   if (failed(decl))
     return failure();
   if (decl->getType() != getType())
     return emitOpError("result type ")
-           << getType() << " does not match parameter type "
-           << decl->getType();
+           << getType() << " does not match parameter type " << decl->getType();
   return success();
 }
 
@@ -272,7 +270,8 @@ ETLLM_BINARY_INFER(LeOp, IntegerType::get(context, 1))
 ETLLM_BINARY_INFER(GtOp, IntegerType::get(context, 1))
 ETLLM_BINARY_INFER(GeOp, IntegerType::get(context, 1))
 
-LogicalResult WhereOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &inferred) {
   auto c = tensorOf(adaptor.getCondition());
@@ -293,10 +292,10 @@ LogicalResult WhereOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
 }
 ETLLM_COMPATIBLE_RETURN_TYPES(WhereOp)
 
-LogicalResult
-MaskedFillOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                               Adaptor adaptor,
-                               SmallVectorImpl<Type> &inferred) {
+LogicalResult MaskedFillOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &inferred) {
   auto in = tensorOf(adaptor.getInput());
   auto mask = tensorOf(adaptor.getMask());
   auto shape = broadcast(in.getShape(), mask.getShape());
@@ -340,10 +339,9 @@ static LogicalResult inferReduce(std::optional<Location> loc, Adaptor adaptor,
 }
 
 #define ETLLM_REDUCE_INFER(OP)                                                 \
-  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
-                                     std::optional<Location> loc,              \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &inferred) {        \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
+      SmallVectorImpl<Type> &inferred) {                                       \
     return inferReduce(loc, adaptor, inferred);                                \
   }                                                                            \
   ETLLM_COMPATIBLE_RETURN_TYPES(OP)
@@ -399,8 +397,9 @@ LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
   if (x.getRank() < 1 || w.getRank() != 2)
     return fail(loc, "expected input of rank >= 1 and a weight of rank 2");
   if (x.getElementType() != w.getElementType())
-    return fail(loc, "input and weight element types differ: ",
-                x.getElementType(), " vs ", w.getElementType());
+    return fail(loc,
+                "input and weight element types differ: ", x.getElementType(),
+                " vs ", w.getElementType());
   if (failed(mergeDim(x.getShape().back(), w.getDimSize(1))))
     return fail(loc, "input features ", x.getShape().back(),
                 " do not match weight ", shapeStr(w.getShape()));
@@ -449,8 +448,8 @@ LogicalResult ArangeOp::verify() {
                       ? (span + step + (step > 0 ? -1 : 1)) / step
                       : 0;
   if (type.getRank() != 1 || type.getDimSize(0) != count)
-    return emitOpError("result must be tensor<") << count << "x...>, got "
-                                                  << type;
+    return emitOpError("result must be tensor<")
+           << count << "x...>, got " << type;
   return success();
 }
 
@@ -545,8 +544,8 @@ LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
                     shapeStr(target));
       shape[inferIndex] = numel / known;
     } else if (known != numel) {
-      return fail(loc, "cannot reshape ", shapeStr(in.getShape()), " (",
-                  numel, " elements) to ", shapeStr(target));
+      return fail(loc, "cannot reshape ", shapeStr(in.getShape()), " (", numel,
+                  " elements) to ", shapeStr(target));
     }
   } else {
     if (inferIndex < 0)
@@ -728,10 +727,10 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
 }
 ETLLM_COMPATIBLE_RETURN_TYPES(SplitOp)
 
-LogicalResult
-IndexSelectOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                                Adaptor adaptor,
-                                SmallVectorImpl<Type> &inferred) {
+LogicalResult IndexSelectOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &inferred) {
   auto in = tensorOf(adaptor.getInput());
   auto idx = tensorOf(adaptor.getIndex());
   FailureOr<int64_t> d = checkedDim(loc, adaptor.getDim(), in.getRank());
@@ -757,7 +756,8 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
   if (idx.getRank() != in.getRank())
     return fail(loc, "index rank ", idx.getRank(),
                 " differs from the input rank ", in.getRank());
-  inferred.push_back(RankedTensorType::get(idx.getShape(), in.getElementType()));
+  inferred.push_back(
+      RankedTensorType::get(idx.getShape(), in.getElementType()));
   return success();
 }
 ETLLM_COMPATIBLE_RETURN_TYPES(GatherOp)
@@ -765,8 +765,7 @@ ETLLM_COMPATIBLE_RETURN_TYPES(GatherOp)
 /// Shared by index_copy and index_put: `source` is `input` with dimension
 /// `dim` replaced by the index length.
 static LogicalResult inferIndexWrite(std::optional<Location> loc,
-                                     RankedTensorType in,
-                                     RankedTensorType idx,
+                                     RankedTensorType in, RankedTensorType idx,
                                      RankedTensorType src, int64_t dim,
                                      SmallVectorImpl<Type> &inferred) {
   FailureOr<int64_t> d = checkedDim(loc, dim, in.getRank());
@@ -793,10 +792,9 @@ LogicalResult IndexCopyOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
-  return inferIndexWrite(loc, tensorOf(adaptor.getInput()),
-                         tensorOf(adaptor.getIndex()),
-                         tensorOf(adaptor.getSource()), adaptor.getDim(),
-                         inferred);
+  return inferIndexWrite(
+      loc, tensorOf(adaptor.getInput()), tensorOf(adaptor.getIndex()),
+      tensorOf(adaptor.getSource()), adaptor.getDim(), inferred);
 }
 ETLLM_COMPATIBLE_RETURN_TYPES(IndexCopyOp)
 
@@ -804,10 +802,9 @@ LogicalResult IndexPutOp::inferReturnTypes(MLIRContext *,
                                            std::optional<Location> loc,
                                            Adaptor adaptor,
                                            SmallVectorImpl<Type> &inferred) {
-  return inferIndexWrite(loc, tensorOf(adaptor.getInput()),
-                         tensorOf(adaptor.getIndex()),
-                         tensorOf(adaptor.getValues()), adaptor.getDim(),
-                         inferred);
+  return inferIndexWrite(
+      loc, tensorOf(adaptor.getInput()), tensorOf(adaptor.getIndex()),
+      tensorOf(adaptor.getValues()), adaptor.getDim(), inferred);
 }
 ETLLM_COMPATIBLE_RETURN_TYPES(IndexPutOp)
 
@@ -820,7 +817,8 @@ static LogicalResult checkNormParam(std::optional<Location> loc, Value param,
   if (!param)
     return success();
   auto t = tensorOf(param);
-  if (t.getRank() != 1 || failed(mergeDim(t.getDimSize(0), in.getShape().back())))
+  if (t.getRank() != 1 ||
+      failed(mergeDim(t.getDimSize(0), in.getShape().back())))
     return fail(loc, what, " shape ", shapeStr(t.getShape()),
                 " does not match the normalized dimension ",
                 in.getShape().back());
@@ -871,7 +869,8 @@ LogicalResult RopeOp::inferReturnTypes(MLIRContext *,
   if (in.getRank() != 4)
     return fail(loc, "input must be [batch, heads, seq, head_dim], got rank ",
                 in.getRank());
-  if (pos.getRank() != 1 || failed(mergeDim(pos.getDimSize(0), in.getDimSize(2))))
+  if (pos.getRank() != 1 ||
+      failed(mergeDim(pos.getDimSize(0), in.getDimSize(2))))
     return fail(loc, "positions ", shapeStr(pos.getShape()),
                 " must be [seq] with seq = ", in.getDimSize(2));
   if (freq.getRank() != 1 || freq.isDynamicDim(0))
@@ -915,9 +914,9 @@ LogicalResult SdpaOp::verify() {
            << k.getDimSize(3);
   if (failed(mergeDim(k.getDimSize(1), v.getDimSize(1))) ||
       failed(mergeDim(k.getDimSize(2), v.getDimSize(2))))
-    return emitOpError("key ") << shapeStr(k.getShape())
-                               << " and value " << shapeStr(v.getShape())
-                               << " differ in heads or length";
+    return emitOpError("key ")
+           << shapeStr(k.getShape()) << " and value " << shapeStr(v.getShape())
+           << " differ in heads or length";
   if (failed(mergeDim(q.getDimSize(0), k.getDimSize(0))))
     return emitOpError("query and key batch sizes differ");
   int64_t h = q.getDimSize(1), hkv = k.getDimSize(1);
@@ -944,8 +943,8 @@ LogicalResult SdpaOp::verify() {
     auto p = cast<RankedTensorType>(pos.getType());
     if (p.getRank() != 1 || failed(mergeDim(p.getDimSize(0), q.getDimSize(2))))
       return emitOpError("positions ")
-             << shapeStr(p.getShape()) << " must be [seq] with seq = "
-             << q.getDimSize(2);
+             << shapeStr(p.getShape())
+             << " must be [seq] with seq = " << q.getDimSize(2);
     if (!getCausal())
       return emitOpError("positions are only meaningful with causal");
   }
@@ -964,10 +963,9 @@ LogicalResult
 KvCacheUpdateOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                   Adaptor adaptor,
                                   SmallVectorImpl<Type> &inferred) {
-  return inferIndexWrite(loc, tensorOf(adaptor.getCache()),
-                         tensorOf(adaptor.getPositions()),
-                         tensorOf(adaptor.getValue()), adaptor.getDim(),
-                         inferred);
+  return inferIndexWrite(
+      loc, tensorOf(adaptor.getCache()), tensorOf(adaptor.getPositions()),
+      tensorOf(adaptor.getValue()), adaptor.getDim(), inferred);
 }
 ETLLM_COMPATIBLE_RETURN_TYPES(KvCacheUpdateOp)
 
@@ -1015,12 +1013,11 @@ LogicalResult QLinearOp::verify() {
            << shapeStr(w.getShape());
   SmallVector<int64_t> expected(inShape);
   expected.back() = w.getShape()[0];
-  if (!compatibleTypes(RankedTensorType::get(expected,
-                                             getType().getElementType()),
-                       getType()))
-    return emitOpError("result shape ")
-           << shapeStr(getType().getShape()) << " should be "
-           << shapeStr(expected);
+  if (!compatibleTypes(
+          RankedTensorType::get(expected, getType().getElementType()),
+          getType()))
+    return emitOpError("result shape ") << shapeStr(getType().getShape())
+                                        << " should be " << shapeStr(expected);
   if (Value bias = getBias()) {
     auto b = cast<RankedTensorType>(bias.getType());
     if (b.getRank() != 1 || b.getDimSize(0) != w.getShape()[0])
@@ -1040,9 +1037,8 @@ LogicalResult QEmbeddingOp::verify() {
   if (!compatibleTypes(
           RankedTensorType::get(expected, getType().getElementType()),
           getType()))
-    return emitOpError("result shape ")
-           << shapeStr(getType().getShape()) << " should be "
-           << shapeStr(expected);
+    return emitOpError("result shape ") << shapeStr(getType().getShape())
+                                        << " should be " << shapeStr(expected);
   return success();
 }
 
@@ -1059,10 +1055,9 @@ LogicalResult DequantizeOp::verify() {
 // Level D
 //===----------------------------------------------------------------------===//
 
-LogicalResult
-DelegateCallOp::verifySymbolUses(SymbolTableCollection &symbols) {
-  auto fn = symbols.lookupNearestSymbolFrom<func::FuncOp>(*this,
-                                                          getCalleeAttr());
+LogicalResult DelegateCallOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  auto fn =
+      symbols.lookupNearestSymbolFrom<func::FuncOp>(*this, getCalleeAttr());
   if (!fn)
     return emitOpError("refers to unknown function ") << getCalleeAttr();
   FunctionType type = fn.getFunctionType();
@@ -1073,8 +1068,7 @@ DelegateCallOp::verifySymbolUses(SymbolTableCollection &symbols) {
   if (!backend || backend.getValue() != getBackend())
     return emitOpError("callee ")
            << getCalleeAttr() << " is not marked "
-           << EtllmDialect::kBackendAttrName << " = \"" << getBackend()
-           << "\"";
+           << EtllmDialect::kBackendAttrName << " = \"" << getBackend() << "\"";
   return success();
 }
 

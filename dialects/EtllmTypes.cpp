@@ -1,6 +1,6 @@
 //===- EtllmTypes.cpp - etllm types ---------------------------------------===//
-#include "etllm/Dialect/Etllm/EtllmDialect.h"
 #include "etllm/Dialect/Etllm/EtllmTypes.h"
+#include "etllm/Dialect/Etllm/EtllmDialect.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -37,11 +37,11 @@ Type QWeightType::parse(AsmParser &parser) {
   if (parser.parseLess() ||
       parser.parseDimensionList(shape, /*allowDynamic=*/false,
                                 /*withTrailingX=*/false) ||
-      parser.parseComma() || parser.parseType(storage) ||
-      parser.parseComma() || parser.parseKeyword("group") ||
-      parser.parseInteger(groupSize) || parser.parseComma() ||
-      parser.parseKeyword(&symmetry) || parser.parseComma() ||
-      parser.parseType(scaleType) || parser.parseGreater())
+      parser.parseComma() || parser.parseType(storage) || parser.parseComma() ||
+      parser.parseKeyword("group") || parser.parseInteger(groupSize) ||
+      parser.parseComma() || parser.parseKeyword(&symmetry) ||
+      parser.parseComma() || parser.parseType(scaleType) ||
+      parser.parseGreater())
     return {};
   auto intType = llvm::dyn_cast<IntegerType>(storage);
   if (!intType || !intType.isSignless()) {
@@ -52,23 +52,22 @@ Type QWeightType::parse(AsmParser &parser) {
     parser.emitError(loc, "expected 'sym' or 'asym', got '") << symmetry << "'";
     return {};
   }
-  return parser.getChecked<QWeightType>(
-      loc, parser.getContext(), shape, intType.getWidth(), groupSize,
-      symmetry == "sym", scaleType);
+  return parser.getChecked<QWeightType>(loc, parser.getContext(), shape,
+                                        intType.getWidth(), groupSize,
+                                        symmetry == "sym", scaleType);
 }
 
 void QWeightType::print(AsmPrinter &printer) const {
   printer << '<';
   printDims(printer, getShape());
   printer << ", i" << getBits() << ", group " << getGroupSize() << ", "
-          << (getSymmetric() ? "sym" : "asym") << ", " << getScaleType()
-          << '>';
+          << (getSymmetric() ? "sym" : "asym") << ", " << getScaleType() << '>';
 }
 
-LogicalResult
-QWeightType::verify(function_ref<InFlightDiagnostic()> emitError,
-                    ArrayRef<int64_t> shape, unsigned bits, int64_t groupSize,
-                    bool symmetric, Type scaleType) {
+LogicalResult QWeightType::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  ArrayRef<int64_t> shape, unsigned bits,
+                                  int64_t groupSize, bool symmetric,
+                                  Type scaleType) {
   if (shape.empty())
     return emitError() << "quantized weight must have rank >= 1";
   for (int64_t d : shape)
@@ -104,10 +103,9 @@ Type QActType::parse(AsmParser &parser) {
   if (parser.parseLess() ||
       parser.parseDimensionList(shape, /*allowDynamic=*/true,
                                 /*withTrailingX=*/false) ||
-      parser.parseComma() || parser.parseType(storage) ||
-      parser.parseComma() || parser.parseKeyword(&granularity) ||
-      parser.parseComma() || parser.parseKeyword(&symmetry) ||
-      parser.parseGreater())
+      parser.parseComma() || parser.parseType(storage) || parser.parseComma() ||
+      parser.parseKeyword(&granularity) || parser.parseComma() ||
+      parser.parseKeyword(&symmetry) || parser.parseGreater())
     return {};
   auto intType = llvm::dyn_cast<IntegerType>(storage);
   if (!intType || !intType.isSignless()) {
@@ -126,8 +124,7 @@ Type QActType::parse(AsmParser &parser) {
     return {};
   }
   return parser.getChecked<QActType>(loc, parser.getContext(), shape,
-                                     intType.getWidth(), *g,
-                                     symmetry == "sym");
+                                     intType.getWidth(), *g, symmetry == "sym");
 }
 
 void QActType::print(AsmPrinter &printer) const {

@@ -34,7 +34,9 @@ std::optional<double> splat(Value v) {
   return std::nullopt;
 }
 
-int64_t rankOf(Value v) { return cast<RankedTensorType>(v.getType()).getRank(); }
+int64_t rankOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getRank();
+}
 
 /// Looks through a dtype conversion (the fp32 round trip around softmax).
 Value skipConvert(Value v) {
@@ -141,7 +143,8 @@ struct FuseAttention : public OpRewritePattern<MatmulOp> {
     if (auto mul = scores.getDefiningOp<MulOp>()) {
       if (auto tanh = mul.getLhs().getDefiningOp<TanhOp>()) {
         if (auto div = tanh.getInput().getDefiningOp<DivOp>()) {
-          std::optional<double> c1 = splat(mul.getRhs()), c2 = splat(div.getRhs());
+          std::optional<double> c1 = splat(mul.getRhs()),
+                                c2 = splat(div.getRhs());
           if (!c1 || !c2 || *c1 != *c2 || *c1 <= 0)
             return rewriter.notifyMatchFailure(pv, "soft-cap constants differ");
           softcap = *c1;
@@ -189,7 +192,8 @@ struct FuseAttention : public OpRewritePattern<MatmulOp> {
     // Every intermediate value is used only inside the pattern.
     for (Operation *op : chain)
       if (!op->hasOneUse())
-        return rewriter.notifyMatchFailure(pv, "an intermediate has other uses");
+        return rewriter.notifyMatchFailure(pv,
+                                           "an intermediate has other uses");
     if (rankOf(q) != 4 || rankOf(k) != 4 || rankOf(v) != 4)
       return rewriter.notifyMatchFailure(pv, "operands are not rank 4");
     auto qt = cast<RankedTensorType>(q.getType());
@@ -233,7 +237,8 @@ struct CausalMaskToPositions : public OpRewritePattern<SdpaOp> {
 
   static Value queryPositions(Value v) {
     auto r = v.getDefiningOp<ReshapeOp>();
-    if (!r || r.getShape() != ArrayRef<int64_t>{-1, 1} || rankOf(r.getInput()) != 1)
+    if (!r || r.getShape() != ArrayRef<int64_t>{-1, 1} ||
+        rankOf(r.getInput()) != 1)
       return {};
     return r.getInput();
   }
@@ -252,7 +257,8 @@ struct CausalMaskToPositions : public OpRewritePattern<SdpaOp> {
     if (auto r = m.getDefiningOp<ReshapeOp>()) {
       ArrayRef<int64_t> s = r.getShape();
       if (s.size() != 4 || s[0] != 1 || s[1] != 1 || s[3] != keys)
-        return rewriter.notifyMatchFailure(op, "mask reshape is not [1,1,-1,T]");
+        return rewriter.notifyMatchFailure(op,
+                                           "mask reshape is not [1,1,-1,T]");
       m = r.getInput();
     }
     auto where = m.getDefiningOp<WhereOp>();

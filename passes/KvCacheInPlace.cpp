@@ -62,7 +62,8 @@ bool rewrite(Operation *update, Value cache, Value positions, Value values,
   for (Operation *user : updated.getUsers())
     if (auto w = dyn_cast<BufferWriteOp>(user)) {
       if (w.getName() != read.getName() || writeBack) {
-        LLVM_DEBUG(llvm::dbgs() << "skip: written to another buffer or twice\n");
+        LLVM_DEBUG(llvm::dbgs()
+                   << "skip: written to another buffer or twice\n");
         return false;
       }
       writeBack = w;

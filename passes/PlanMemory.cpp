@@ -24,20 +24,21 @@ struct PlanMemoryPass
     auto fn = module.lookupSymbol<func::FuncOp>("forward");
     if (!fn)
       return;
-    FailureOr<::etllm::MemoryReport> report = ::etllm::planProgramMemory(module);
+    FailureOr<::etllm::MemoryReport> report =
+        ::etllm::planProgramMemory(module);
     if (failed(report))
       return signalPassFailure();
     Builder b(&getContext());
     auto i64 = [&](uint64_t v) { return b.getI64IntegerAttr(int64_t(v)); };
-    fn->setAttr("etllm.memory",
-                b.getDictionaryAttr({
-                    b.getNamedAttr("arena_bytes", i64(report->arenaBytes)),
-                    b.getNamedAttr("buffer_bytes", i64(report->bufferBytes)),
-                    b.getNamedAttr("constant_bytes", i64(report->constantBytes)),
-                    b.getNamedAttr("naive_arena_bytes",
-                                   i64(report->naiveArenaBytes)),
-                    b.getNamedAttr("aliases", i64(report->numAliases)),
-                }));
+    fn->setAttr(
+        "etllm.memory",
+        b.getDictionaryAttr({
+            b.getNamedAttr("arena_bytes", i64(report->arenaBytes)),
+            b.getNamedAttr("buffer_bytes", i64(report->bufferBytes)),
+            b.getNamedAttr("constant_bytes", i64(report->constantBytes)),
+            b.getNamedAttr("naive_arena_bytes", i64(report->naiveArenaBytes)),
+            b.getNamedAttr("aliases", i64(report->numAliases)),
+        }));
   }
 };
 

@@ -128,8 +128,8 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
     // (parameter, qweight type) -> declaration of the quantized parameter.
     std::map<std::pair<std::string, const void *>, ParameterOp> quantized;
     auto quantizedParam = [&](ParameterOp p, QWeightType t) {
-      auto key = std::make_pair(p.getSymName().str(),
-                                Type(t).getAsOpaquePointer());
+      auto key =
+          std::make_pair(p.getSymName().str(), Type(t).getAsOpaquePointer());
       auto it = quantized.find(key);
       if (it != quantized.end())
         return it->second;
@@ -157,8 +157,8 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
         used.groupSize = k;
       std::optional<::etllm::formats::DType> src = sourceDType(p);
       using ::etllm::formats::DType;
-      if (src && (*src == DType::Q4_0 || *src == DType::Q8_0 ||
-                  *src == DType::Q4_1)) {
+      if (src &&
+          (*src == DType::Q4_0 || *src == DType::Q8_0 || *src == DType::Q4_1)) {
         // Already quantized: keep the exact values (group 32, f16 scales).
         unsigned exactBits = *src == DType::Q8_0 ? 8 : 4;
         unsigned bits = std::max(exactBits, s.bits);
@@ -258,8 +258,8 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
       OpBuilder b(e);
       auto qget = b.create<ParameterGetOp>(get.getLoc(), qt,
                                            FlatSymbolRefAttr::get(qp));
-      auto qe = b.create<QEmbeddingOp>(e.getLoc(), e.getType(), qget,
-                                       e.getIndices());
+      auto qe =
+          b.create<QEmbeddingOp>(e.getLoc(), e.getType(), qget, e.getIndices());
       if (StringRef p = getModulePath(e); !p.empty()) {
         setModulePath(qget, p);
         setModulePath(qe, p);
@@ -272,7 +272,8 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
 
     // Float parameters nobody reads any more go away; a fully quantized
     // parameter keeps its original name.
-    for (ParameterOp p : llvm::make_early_inc_range(module.getOps<ParameterOp>())) {
+    for (ParameterOp p :
+         llvm::make_early_inc_range(module.getOps<ParameterOp>())) {
       if (!SymbolTable::symbolKnownUseEmpty(p, module))
         continue;
       if (!isa<RankedTensorType>(p.getType()))
@@ -285,9 +286,8 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
       std::string keep = name.str();
       p.erase();
       if (replacements.size() == 1 &&
-          failed(SymbolTable::replaceAllSymbolUses(replacements[0],
-                                                   StringAttr::get(&getContext(), keep),
-                                                   module)))
+          failed(SymbolTable::replaceAllSymbolUses(
+              replacements[0], StringAttr::get(&getContext(), keep), module)))
         return signalPassFailure();
       if (replacements.size() == 1) {
         replacements[0].setSymName(keep);

@@ -194,9 +194,9 @@ LogicalResult swapRmsNorm(ModuleInstance &inst, RewriterBase &rewriter,
   }
   // Insert after the last op of the instance (dominates every output use).
   rewriter.setInsertionPointAfter(inst.ops.back());
-  auto norm = rewriter.create<RmsNormOp>(
-      inst.ops.back()->getLoc(), xt, x, w, rewriter.getF64FloatAttr(eps),
-      rewriter.getF64FloatAttr(offset));
+  auto norm = rewriter.create<RmsNormOp>(inst.ops.back()->getLoc(), xt, x, w,
+                                         rewriter.getF64FloatAttr(eps),
+                                         rewriter.getF64FloatAttr(offset));
   setModulePath(norm, inst.path);
   rewriter.replaceAllUsesWith(outs.front(), norm.getResult());
   eraseDead(inst, rewriter);
@@ -322,7 +322,8 @@ LogicalResult swapAttention(ModuleInstance &inst, RewriterBase &rewriter,
   if (qkvProj) {
     Value qkv = qkvProj.getResult();
     int64_t end = std::numeric_limits<int64_t>::max();
-    qLin = mk(rewriter.create<SliceOp>(loc, qkv, i64(-1), i64(0), i64(H * D), i64(1)));
+    qLin = mk(rewriter.create<SliceOp>(loc, qkv, i64(-1), i64(0), i64(H * D),
+                                       i64(1)));
     kLin = mk(rewriter.create<SliceOp>(loc, qkv, i64(-1), i64(H * D),
                                        i64((H + Hkv) * D), i64(1)));
     vLin = mk(rewriter.create<SliceOp>(loc, qkv, i64(-1), i64((H + Hkv) * D),
@@ -383,7 +384,7 @@ LogicalResult swapAttention(ModuleInstance &inst, RewriterBase &rewriter,
   // The old functional updates were written back; write the new values.
   for (Operation *op : inst.ops)
     if (auto c = dyn_cast<IndexCopyOp>(op)) {
-      Value repl = c.getInput() == kRead.getResult() ? kc
+      Value repl = c.getInput() == kRead.getResult()   ? kc
                    : c.getInput() == vRead.getResult() ? vc
                                                        : Value();
       if (!repl)
@@ -449,7 +450,8 @@ struct SwapSourcePass
                     const std::string &suffix,
                     std::vector<std::pair<std::string, std::string>> &list,
                     IRRewriter &rewriter) {
-    const ::etllm::SourceSwapFn *fn = ::etllm::findSourceSwap(list.front().second);
+    const ::etllm::SourceSwapFn *fn =
+        ::etllm::findSourceSwap(list.front().second);
     for (auto &[path, cls] : list) {
       ::etllm::ModuleInstance inst;
       inst.path = path;

@@ -16,69 +16,110 @@ namespace etllm {
 
 const std::vector<ConfigKey> &exportConfigSchema() {
   static const std::vector<ConfigKey> schema = {
-      {"model.max_seq_len", ConfigType::Int, "0", {},
+      {"model.max_seq_len",
+       ConfigType::Int,
+       "0",
+       {},
        "KV-cache length and upper bound of the dynamic sequence dimension "
        "(prompt + generated tokens). 0 means min(max_position_embeddings, "
        "2048).",
        "512"},
-      {"model.dtype", ConfigType::Enum, "float32",
+      {"model.dtype",
+       ConfigType::Enum,
+       "float32",
        {"float32", "float16", "bfloat16"},
        "Element type of activations and float weights in the graph.",
        "float32"},
-      {"model.last_logits_only", ConfigType::Bool, "true", {},
+      {"model.last_logits_only",
+       ConfigType::Bool,
+       "true",
+       {},
        "Return only the last position's logits ([1, 1, vocab]) instead of "
        "every position's: what generation needs, and much cheaper in "
        "prefill.",
        "false"},
-      {"pipeline.name", ConfigType::Enum, "portable",
+      {"pipeline.name",
+       ConfigType::Enum,
+       "portable",
        {"portable", "xnnpack-fp32", "xnnpack-int4", "xnnpack-8da4w",
         "xnnpack-int8"},
        "The named recipe; the keys below override its options "
        "(docs/Pipelines.md).",
        "xnnpack-8da4w"},
-      {"quantization.linear", ConfigType::Enum, "pipeline",
+      {"quantization.linear",
+       ConfigType::Enum,
+       "pipeline",
        {"pipeline", "none", "int4", "int8", "8da4w", "8da8w"},
        "Linear-layer quantization: weight-only int4/int8 with float "
        "activations, or 8-bit dynamic per-token activations with int4/int8 "
        "weights. `pipeline` keeps the recipe's choice.",
        "int4"},
-      {"quantization.group_size", ConfigType::Int, "0", {},
+      {"quantization.group_size",
+       ConfigType::Int,
+       "0",
+       {},
        "Weights per quantization group along the input dimension (32, 64, "
        "128, 256). 0 keeps the recipe's (32 for int4/8da4w, per-channel for "
        "int8/8da8w); -1 means per-channel (one group per row).",
        "64"},
-      {"quantization.symmetric", ConfigType::Bool, "true", {},
+      {"quantization.symmetric",
+       ConfigType::Bool,
+       "true",
+       {},
        "Symmetric (signed, scale only) or asymmetric (unsigned, scale and "
        "offset) weight quantization.",
        "false"},
-      {"quantization.scale_dtype", ConfigType::Enum, "float32",
-       {"float32", "float16"}, "Storage type of the scales (and offsets).",
+      {"quantization.scale_dtype",
+       ConfigType::Enum,
+       "float32",
+       {"float32", "float16"},
+       "Storage type of the scales (and offsets).",
        "float16"},
-      {"quantization.embedding", ConfigType::Enum, "none",
-       {"none", "int8", "int4"}, "Token-embedding table quantization.",
+      {"quantization.embedding",
+       ConfigType::Enum,
+       "none",
+       {"none", "int8", "int4"},
+       "Token-embedding table quantization.",
        "int8"},
-      {"quantization.embedding_group_size", ConfigType::Int, "-1", {},
+      {"quantization.embedding_group_size",
+       ConfigType::Int,
+       "-1",
+       {},
        "Group size of the embedding quantization; -1 is one group per row.",
        "32"},
-      {"quantization.output_layer", ConfigType::Enum, "same",
+      {"quantization.output_layer",
+       ConfigType::Enum,
+       "same",
        {"same", "none", "int8", "int4", "8da8w", "8da4w"},
        "Exception for the output layer (lm_head): `same` quantizes it like "
        "the other linears; e.g. `int8` keeps it at 8 bits.",
        "int8"},
-      {"quantization.exclude", ConfigType::StringList, "[]", {},
+      {"quantization.exclude",
+       ConfigType::StringList,
+       "[]",
+       {},
        "Linear layers (module paths, `*` matches any run of characters) to "
        "keep in float.",
        "[\"model.layers.0.*\"]"},
-      {"backends", ConfigType::StringList, "[]", {},
+      {"backends",
+       ConfigType::StringList,
+       "[]",
+       {},
        "Backends in priority order for partitioning; empty keeps the "
        "recipe's. Operations no backend takes run on portable kernels.",
        "[xnnpack]"},
-      {"tokenizer", ConfigType::String, "", {},
+      {"tokenizer",
+       ConfigType::String,
+       "",
+       {},
        "Tokenizer file to embed in the program (tokenizer.bin, "
        "tokenizer.model, tokenizer.json or a tiktoken file); "
        "`--tokenizer` overrides it. GGUF models carry their own vocabulary.",
        "tokenizer.model"},
-      {"output.dump_dir", ConfigType::String, "", {},
+      {"output.dump_dir",
+       ConfigType::String,
+       "",
+       {},
        "Write the IR after every stage as NN-<stage>.mlir into this "
        "directory (`--dump-dir`).",
        "/tmp/etllm-dump"},
@@ -154,7 +195,7 @@ static Result<std::string> checkValue(const ConfigKey &key,
     }
   } catch (const YAML::Exception &) {
     const char *types[] = {"an integer", "a number", "true or false",
-                           "a string", "a string", "a list"};
+                           "a string",   "a string", "a list"};
     return bad("'" + v + "' is not " + types[int(key.type)]);
   }
   return v;
@@ -170,8 +211,8 @@ Status ExportConfig::assign(const std::string &key,
                             const std::string &source) {
   const ConfigKey *k = findKey(key);
   if (!k)
-    return Error(source + ": unknown key '" + key + "' (known keys: " +
-                 knownKeys() + ")");
+    return Error(source + ": unknown key '" + key +
+                 "' (known keys: " + knownKeys() + ")");
   YAML::Node node;
   try {
     node = YAML::Load(valueText);
@@ -191,8 +232,7 @@ Status ExportConfig::set(const std::string &assignment) {
   size_t eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
     return Error("--set '" + assignment + "': expected key=value");
-  return assign(assignment.substr(0, eq), assignment.substr(eq + 1),
-                "--set");
+  return assign(assignment.substr(0, eq), assignment.substr(eq + 1), "--set");
 }
 
 Result<ExportConfig> ExportConfig::fromText(const std::string &text,
@@ -231,10 +271,11 @@ Result<ExportConfig> ExportConfig::fromText(const std::string &text,
         if (std::string(k.name).rfind(key + ".", 0) == 0)
           isSection = true;
       if (!isSection)
-        return Error(source + ": unknown key '" + key + "' (known keys: " +
-                     knownKeys() + ")");
+        return Error(source + ": unknown key '" + key +
+                     "' (known keys: " + knownKeys() + ")");
       if (!it->second.IsMap())
-        return Error(source + ": '" + key + "' is a section: expected a "
+        return Error(source + ": '" + key +
+                     "' is a section: expected a "
                      "mapping of its keys");
       if (Status st = walk(it->second, key + "."); !st.ok())
         return st;
@@ -296,7 +337,8 @@ std::string exportConfigReferenceMarkdown() {
         "`model:`); `--set key=value` overrides any of them. Unknown keys "
         "and bad values are errors that name the key.\n\n";
   for (const ConfigKey &k : exportConfigSchema()) {
-    os << "## `" << k.name << "`\n\n" << k.description << "\n\n"
+    os << "## `" << k.name << "`\n\n"
+       << k.description << "\n\n"
        << "- type: " << typeNames[int(k.type)];
     if (k.type == ConfigType::Enum) {
       os << " (";

@@ -86,8 +86,9 @@ public:
   }
   Value scalar(double v, Type et) {
     auto type = RankedTensorType::get({}, et);
-    Attribute a = isa<FloatType>(et) ? Attribute(FloatAttr::get(et, v))
-                                     : Attribute(IntegerAttr::get(et, int64_t(v)));
+    Attribute a = isa<FloatType>(et)
+                      ? Attribute(FloatAttr::get(et, v))
+                      : Attribute(IntegerAttr::get(et, int64_t(v)));
     return val<ConstantOp>(DenseElementsAttr::get(type, a));
   }
 
@@ -102,13 +103,15 @@ public:
           error = ckpt.path() + ": missing tensor '" + name + "'";
       } else if (t->shape != std::vector<int64_t>(shape.begin(), shape.end())) {
         if (error.empty())
-          error = ckpt.path() + ": tensor '" + name + "' has shape " +
-                  ::etllm::formats::shapeToString(t->shape) + ", expected " +
-                  ::etllm::formats::shapeToString({shape.begin(), shape.end()}) +
-                  " from the configuration";
+          error =
+              ckpt.path() + ": tensor '" + name + "' has shape " +
+              ::etllm::formats::shapeToString(t->shape) + ", expected " +
+              ::etllm::formats::shapeToString({shape.begin(), shape.end()}) +
+              " from the configuration";
       }
       OpBuilder::InsertionGuard g(b);
-      b.setInsertionPoint(module.getBody(), std::prev(module.getBody()->end(), 1));
+      b.setInsertionPoint(module.getBody(),
+                          std::prev(module.getBody()->end(), 1));
       auto decl = b.create<ParameterOp>(loc, name, type, ElementsAttr(),
                                         StringAttr(), IntegerAttr());
       if (t && t->qkPermuteHeads > 0)
@@ -132,18 +135,18 @@ public:
     Value w = param(path + ".weight", {dim});
     Type f32 = b.getF32Type();
     auto xt = cast<RankedTensorType>(x.getType());
-    Value xf = xt.getElementType() == f32
-                   ? x
-                   : val<ConvertOp>(xt.clone(f32), x);
+    Value xf =
+        xt.getElementType() == f32 ? x : val<ConvertOp>(xt.clone(f32), x);
     Value sq = val<PowOp>(xf, scalar(2.0, f32));
     Value var = val<MeanOp>(sq, b.getDenseI64ArrayAttr({-1}), b.getUnitAttr());
     Value r = val<RsqrtOp>(val<AddOp>(var, scalar(config.rmsNormEps, f32)));
     Value n = val<MulOp>(xf, r);
     if (addOne) {
       // Gemma: (x * rsqrt(...)) * (1 + w.float()), then cast to x's dtype.
-      Value wf = dtype == f32 ? w
-                              : val<ConvertOp>(
-                                    cast<RankedTensorType>(w.getType()).clone(f32), w);
+      Value wf = dtype == f32
+                     ? w
+                     : val<ConvertOp>(
+                           cast<RankedTensorType>(w.getType()).clone(f32), w);
       Value y = val<MulOp>(n, val<AddOp>(wf, scalar(1.0, f32)));
       return xt.getElementType() == f32 ? y : val<ConvertOp>(xt, y);
     }
@@ -160,7 +163,8 @@ public:
                         b.getI64IntegerAttr(end), b.getI64IntegerAttr(1));
   }
   Value transpose(Value x, int64_t d0, int64_t d1) {
-    return val<TransposeOp>(x, b.getI64IntegerAttr(d0), b.getI64IntegerAttr(d1));
+    return val<TransposeOp>(x, b.getI64IntegerAttr(d0),
+                            b.getI64IntegerAttr(d1));
   }
   Value unsqueeze(Value x, int64_t d) {
     return val<UnsqueezeOp>(x, b.getI64IntegerAttr(d));
@@ -330,9 +334,10 @@ LogicalResult GraphEmitter::build(const ::etllm::ImportOptions &options,
       // StaticCache.update: index_copy_ into the caches (functionalized).
       auto updateCache = [&](const char *name, Value newVal) {
         std::string sym = ap + "." + name;
-        Value cache = val<BufferReadOp>(cacheType, FlatSymbolRefAttr::get(ctx, sym));
-        Value updated = val<IndexCopyOp>(cache, b.getI64IntegerAttr(2),
-                                         inputPos, newVal);
+        Value cache =
+            val<BufferReadOp>(cacheType, FlatSymbolRefAttr::get(ctx, sym));
+        Value updated =
+            val<IndexCopyOp>(cache, b.getI64IntegerAttr(2), inputPos, newVal);
         cacheWrites.push_back({sym, updated});
         return updated;
       };
@@ -346,8 +351,8 @@ LogicalResult GraphEmitter::build(const ::etllm::ImportOptions &options,
         Value cap = scalar(c.attnLogitSoftcapping, dtype);
         scores = val<MulOp>(val<TanhOp>(val<DivOp>(scores, cap)), cap);
       }
-      bool sliding = !c.layerUsesSlidingWindow.empty() &&
-                     c.layerUsesSlidingWindow[i];
+      bool sliding =
+          !c.layerUsesSlidingWindow.empty() && c.layerUsesSlidingWindow[i];
       scores = val<AddOp>(scores, sliding ? slidingMask : fullMask);
       Value sf = dtype == f32
                      ? scores
@@ -358,7 +363,7 @@ LogicalResult GraphEmitter::build(const ::etllm::ImportOptions &options,
       if (dtype != f32)
         probs = val<ConvertOp>(
             cast<RankedTensorType>(probs.getType()).clone(dtype), probs);
-      Value o = val<MatmulOp>(probs, vAll);  // [1, H, S, Dh]
+      Value o = val<MatmulOp>(probs, vAll); // [1, H, S, Dh]
       o = reshape(transpose(o, 1, 2), {1, -1, H * Dh});
       attnOut = linear(ap + ".o_proj", o, D, H * Dh, c.oProjBias);
     }
@@ -414,8 +419,8 @@ LogicalResult GraphEmitter::build(const ::etllm::ImportOptions &options,
   Value logits;
   {
     Scope s(*this, "lm_head", "Linear");
-    std::string wName = c.tieWordEmbeddings ? "model.embed_tokens.weight"
-                                            : "lm_head.weight";
+    std::string wName =
+        c.tieWordEmbeddings ? "model.embed_tokens.weight" : "lm_head.weight";
     logits = val<LinearOp>(h, param(wName, {V, D}), Value());
   }
   if (c.finalLogitSoftcapping > 0) {
@@ -423,8 +428,8 @@ LogicalResult GraphEmitter::build(const ::etllm::ImportOptions &options,
     logits = val<MulOp>(val<TanhOp>(val<DivOp>(logits, cap)), cap);
   }
   if (dtype != f32)
-    logits = val<ConvertOp>(
-        cast<RankedTensorType>(logits.getType()).clone(f32), logits);
+    logits = val<ConvertOp>(cast<RankedTensorType>(logits.getType()).clone(f32),
+                            logits);
 
   // The write-back copies torch.export inserts for mutated buffers.
   for (auto &[sym, value] : cacheWrites)
@@ -470,13 +475,13 @@ DictionaryAttr configAttr(Builder &b, const ModelConfig &c, int64_t maxSeq,
   f("final_logit_softcapping", c.finalLogitSoftcapping);
   flag("tie_word_embeddings", c.tieWordEmbeddings);
   i("bos_token_id", c.bosTokenId);
-  a.push_back(b.getNamedAttr(
-      "eos_token_ids", b.getI64ArrayAttr(SmallVector<int64_t>(
-                           c.eosTokenIds.begin(), c.eosTokenIds.end()))));
+  a.push_back(b.getNamedAttr("eos_token_ids",
+                             b.getI64ArrayAttr(SmallVector<int64_t>(
+                                 c.eosTokenIds.begin(), c.eosTokenIds.end()))));
   SmallVector<bool> sliding(c.layerUsesSlidingWindow.begin(),
                             c.layerUsesSlidingWindow.end());
-  a.push_back(b.getNamedAttr("layer_sliding_window",
-                             b.getDenseBoolArrayAttr(sliding)));
+  a.push_back(
+      b.getNamedAttr("layer_sliding_window", b.getDenseBoolArrayAttr(sliding)));
   return b.getDictionaryAttr(a);
 }
 
@@ -510,10 +515,10 @@ buildExportedGraph(MLIRContext *context, const Checkpoint &checkpoint,
 
   int64_t maxSeq = options.maxSeqLen;
   if (maxSeq == 0)
-    maxSeq = std::min<int64_t>(c.maxPositionEmbeddings > 0
-                                   ? c.maxPositionEmbeddings
-                                   : kDefaultMaxSeqLen,
-                               kDefaultMaxSeqLen);
+    maxSeq =
+        std::min<int64_t>(c.maxPositionEmbeddings > 0 ? c.maxPositionEmbeddings
+                                                      : kDefaultMaxSeqLen,
+                          kDefaultMaxSeqLen);
   if (maxSeq <= 0 || maxSeq > (int64_t(1) << 24))
     return makeError("model.max_seq_len: " + std::to_string(maxSeq) +
                      " is out of range (1 .. 16777216)");
@@ -528,8 +533,8 @@ buildExportedGraph(MLIRContext *context, const Checkpoint &checkpoint,
       std::filesystem::absolute(checkpoint.path(), ec).lexically_normal();
   SmallVector<NamedAttribute> classes;
   for (auto &entry : emitter.moduleClasses)
-    classes.push_back(builder.getNamedAttr(entry.getKey(),
-                                           builder.getStringAttr(entry.getValue())));
+    classes.push_back(builder.getNamedAttr(
+        entry.getKey(), builder.getStringAttr(entry.getValue())));
   (*module)->setAttr(EtllmDialect::kCheckpointAttrName,
                      builder.getStringAttr(ec ? checkpoint.path() : absPath));
   (*module)->setAttr(EtllmDialect::kModelConfigAttrName,

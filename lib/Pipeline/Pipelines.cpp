@@ -21,21 +21,36 @@ struct Recipe {
 
 const std::vector<Recipe> &recipes() {
   static const std::vector<Recipe> r = {
-      {"portable", "fp32, level-B fused ops, no delegate: every op on portable "
-                   "kernels",
-       "none", 32, {}},
-      {"xnnpack-fp32", "fp32 weights and activations, delegated to the "
-                       "optimized CPU backend",
-       "none", 32, {"xnnpack"}},
-      {"xnnpack-int4", "int4 group-wise weights (group 32), fp32 activations, "
-                       "on the CPU backend",
-       "int4", 32, {"xnnpack"}},
-      {"xnnpack-8da4w", "int8 dynamic per-token activations x int4 group-wise "
-                        "weights (group 32): ExecuTorch's default CPU recipe",
-       "8da4w", 32, {"xnnpack"}},
-      {"xnnpack-int8", "int8 per-channel weights, fp32 activations, on the "
-                       "CPU backend",
-       "int8", -1, {"xnnpack"}},
+      {"portable",
+       "fp32, level-B fused ops, no delegate: every op on portable "
+       "kernels",
+       "none",
+       32,
+       {}},
+      {"xnnpack-fp32",
+       "fp32 weights and activations, delegated to the "
+       "optimized CPU backend",
+       "none",
+       32,
+       {"xnnpack"}},
+      {"xnnpack-int4",
+       "int4 group-wise weights (group 32), fp32 activations, "
+       "on the CPU backend",
+       "int4",
+       32,
+       {"xnnpack"}},
+      {"xnnpack-8da4w",
+       "int8 dynamic per-token activations x int4 group-wise "
+       "weights (group 32): ExecuTorch's default CPU recipe",
+       "8da4w",
+       32,
+       {"xnnpack"}},
+      {"xnnpack-int8",
+       "int8 per-channel weights, fp32 activations, on the "
+       "CPU backend",
+       "int8",
+       -1,
+       {"xnnpack"}},
   };
   return r;
 }
@@ -87,7 +102,8 @@ std::vector<StageSpec> recipeStages(const std::string &recipe,
                       cleanup(pm);
                     }});
   stages.push_back({"fuse-sdpa", [](mlir::OpPassManager &pm) {
-                      pm.addNestedPass<mlir::func::FuncOp>(createFuseSdpaPass());
+                      pm.addNestedPass<mlir::func::FuncOp>(
+                          createFuseSdpaPass());
                       pm.addPass(mlir::createCanonicalizerPass());
                     }});
   stages.push_back({"kv-cache-in-place", [](mlir::OpPassManager &pm) {

@@ -82,7 +82,9 @@ class ImportStage : public Stage {
 public:
   explicit ImportStage(ImportOptions o) : options(std::move(o)) {}
   const std::string &name() const override { return stageName; }
-  Artifact::Kind inputKind() const override { return Artifact::Kind::Checkpoint; }
+  Artifact::Kind inputKind() const override {
+    return Artifact::Kind::Checkpoint;
+  }
   Artifact::Kind outputKind() const override { return Artifact::Kind::IR; }
   llvm::Expected<Artifact> run(Artifact input,
                                mlir::MLIRContext &context) override {
@@ -113,8 +115,8 @@ public:
     mlir::PassManager pm(&context);
     build(pm);
     if (mlir::failed(pm.run(*input.module)))
-      return stageError(stageName, diags.text.empty() ? "a pass failed"
-                                                      : diags.text);
+      return stageError(stageName,
+                        diags.text.empty() ? "a pass failed" : diags.text);
     return std::move(input);
   }
 
@@ -128,9 +130,7 @@ public:
   explicit SerializeStage(SerializeOptions o) : options(std::move(o)) {}
   const std::string &name() const override { return stageName; }
   Artifact::Kind inputKind() const override { return Artifact::Kind::IR; }
-  Artifact::Kind outputKind() const override {
-    return Artifact::Kind::Program;
-  }
+  Artifact::Kind outputKind() const override { return Artifact::Kind::Program; }
   llvm::Expected<Artifact> run(Artifact input,
                                mlir::MLIRContext &context) override {
     DiagnosticCollector diags(context);
@@ -167,8 +167,8 @@ llvm::Expected<std::unique_ptr<Stage>> makePassStage(std::string name,
   if (mlir::failed(parsed))
     return stageError(name, "invalid pass pipeline '" + pipeline + "': " + err);
   mlir::OpPassManager stored = *parsed;
-  return std::unique_ptr<Stage>(std::make_unique<PassStage>(
-      name, [stored](mlir::OpPassManager &pm) {
+  return std::unique_ptr<Stage>(
+      std::make_unique<PassStage>(name, [stored](mlir::OpPassManager &pm) {
         static_cast<mlir::OpPassManager &>(pm) = stored;
       }));
 }

@@ -18,7 +18,8 @@ llvm::Expected<std::vector<CallOutput>>
 runProgram(const std::string &bytes, const std::vector<int64_t> &tokens,
            size_t prefill, size_t threads) {
   auto err = [](const std::string &m) {
-    return llvm::make_error<llvm::StringError>(m, llvm::inconvertibleErrorCode());
+    return llvm::make_error<llvm::StringError>(m,
+                                               llvm::inconvertibleErrorCode());
   };
   rt::registerBuiltinBackends();
   auto program = rt::Program::loadFromBuffer(
@@ -37,8 +38,8 @@ runProgram(const std::string &bytes, const std::vector<int64_t> &tokens,
   std::vector<CallOutput> outs;
   size_t pos = 0;
   while (pos < tokens.size()) {
-    size_t n = pos == 0 ? std::max<size_t>(1, std::min(prefill, tokens.size()))
-                        : 1;
+    size_t n =
+        pos == 0 ? std::max<size_t>(1, std::min(prefill, tokens.size())) : 1;
     std::vector<int64_t> tok(tokens.begin() + pos, tokens.begin() + pos + n);
     std::vector<int64_t> positions(n);
     for (size_t i = 0; i < n; ++i)
@@ -124,7 +125,8 @@ Tester &Tester::runStage(StageSpec spec) {
   return *this;
 }
 
-Tester &Tester::runPasses(const std::string &name, const std::string &pipeline) {
+Tester &Tester::runPasses(const std::string &name,
+                          const std::string &pipeline) {
   auto stage = makePassStage(name, pipeline);
   if (!stage) {
     fail(llvm::toString(stage.takeError()));
@@ -229,8 +231,8 @@ bool Tester::runBoth(const std::string &against, std::vector<int64_t> tokens,
     // A fixed prompt (ids spread over the vocabulary), then decode steps.
     int64_t vocab = 32;
     if (mlir::ModuleOp m = currentIR())
-      if (auto cfg = m->getAttrOfType<mlir::DictionaryAttr>(
-              "etllm.model_config"))
+      if (auto cfg =
+              m->getAttrOfType<mlir::DictionaryAttr>("etllm.model_config"))
         if (auto v = cfg.getAs<mlir::IntegerAttr>("vocab_size"))
           vocab = v.getInt();
     for (int64_t i = 0; i < 10; ++i)
@@ -252,8 +254,8 @@ bool Tester::runBoth(const std::string &against, std::vector<int64_t> tokens,
   };
   auto a = programOf(*ref), b = programOf(cur);
   if (!a || !b) {
-    fail("runAndCompare: " + (a ? llvm::toString(b.takeError())
-                                : llvm::toString(a.takeError())));
+    fail("runAndCompare: " +
+         (a ? llvm::toString(b.takeError()) : llvm::toString(a.takeError())));
     return false;
   }
   auto outA = runProgram(*a, tokens, prefill),
@@ -268,7 +270,8 @@ bool Tester::runBoth(const std::string &against, std::vector<int64_t> tokens,
   rb = std::move(*outB);
   for (size_t call = 0; call < ra.size(); ++call) {
     const CallOutput &x = ra[call], &y = rb[call];
-    if (x.shape.empty() || y.shape.empty() || x.shape.back() != y.shape.back()) {
+    if (x.shape.empty() || y.shape.empty() ||
+        x.shape.back() != y.shape.back()) {
       fail("runAndCompare: output shapes differ");
       return false;
     }
@@ -310,7 +313,8 @@ Tester &Tester::runAndCompare(double atol, double rtol,
   if (bad)
     fail(llvm::formatv("'{0}' vs '{1}': {2} logits outside atol {3} + rtol "
                        "{4} (max abs diff {5}); first: {6}",
-                       curName, refName, bad, atol, rtol, maxAbsDiff, firstBad));
+                       curName, refName, bad, atol, rtol, maxAbsDiff,
+                       firstBad));
   else
     log.push_back(llvm::formatv("compare '{0}' vs '{1}': max abs diff {2:e}",
                                 curName, refName, maxAbsDiff));

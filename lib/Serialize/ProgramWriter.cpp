@@ -23,10 +23,10 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -135,8 +135,8 @@ FailureOr<uint32_t> ProgramBuilder::addValue(Value v, Operation *op) {
   r.dtype = *dt;
   ArrayRef<int64_t> shape = shapeOf(v.getType());
   if (shape.size() > size_t(rt::kMaxRank))
-    return op->emitError("rank ") << shape.size() << " exceeds the runtime's "
-                                  << rt::kMaxRank;
+    return op->emitError("rank ")
+           << shape.size() << " exceeds the runtime's " << rt::kMaxRank;
   // Upper bounds for dynamic dimensions.
   for (auto [i, d] : llvm::enumerate(shape)) {
     bool dyn = ShapedType::isDynamic(d);
@@ -144,7 +144,8 @@ FailureOr<uint32_t> ProgramBuilder::addValue(Value v, Operation *op) {
     if (dyn) {
       bound = seqBound;
       if (auto cat = dyn_cast_or_null<CatOp>(op)) {
-        int64_t dim = cat.getDim() < 0 ? cat.getDim() + shape.size() : cat.getDim();
+        int64_t dim =
+            cat.getDim() < 0 ? cat.getDim() + shape.size() : cat.getDim();
         if (int64_t(i) == dim) {
           bound = 0;
           for (Value in : cat.getInputs())
@@ -168,14 +169,16 @@ FailureOr<uint32_t> ProgramBuilder::addValue(Value v, Operation *op) {
     r.quant.bits = q.getBits();
     r.quant.groupSize = q.getGroupSize();
     r.quant.symmetric = q.getSymmetric();
-    r.quant.scaleType = q.getScaleType().isF16() ? rt::DType::F16 : rt::DType::F32;
+    r.quant.scaleType =
+        q.getScaleType().isF16() ? rt::DType::F16 : rt::DType::F32;
   } else if (auto q = dyn_cast<QActType>(v.getType())) {
     r.quant.bits = q.getBits();
     r.quant.symmetric = q.getSymmetric();
     r.quant.perToken = q.getGranularity() == ActQuantGranularity::per_token;
     r.quant.scaleType = rt::DType::F32;
   }
-  auto bytes = rt::storageBytes(r.dtype, r.sizes.data(), r.sizes.size(), r.quant);
+  auto bytes =
+      rt::storageBytes(r.dtype, r.sizes.data(), r.sizes.size(), r.quant);
   if (!bytes.ok())
     return op->emitError("value cannot be stored: ") << bytes.message();
   r.capacity = *bytes;
@@ -213,9 +216,8 @@ FailureOr<std::vector<uint8_t>> ProgramBuilder::constantBytes(ConstRec &c) {
 }
 
 /// The bytes of a small dense constant in the runtime dtype.
-static FailureOr<std::vector<uint8_t>> denseBytes(Operation *op,
-                                                  ElementsAttr attr,
-                                                  rt::DType dt) {
+static FailureOr<std::vector<uint8_t>>
+denseBytes(Operation *op, ElementsAttr attr, rt::DType dt) {
   auto dense = dyn_cast<DenseElementsAttr>(attr);
   if (!dense)
     return op->emitError("only dense constants can be serialized");
@@ -240,7 +242,8 @@ static FailureOr<std::vector<uint8_t>> denseBytes(Operation *op,
   }
   int64_t i = 0;
   for (APInt v : dense.getValues<APInt>()) {
-    int64_t s = v.getBitWidth() == 1 ? int64_t(v.getZExtValue()) : v.getSExtValue();
+    int64_t s =
+        v.getBitWidth() == 1 ? int64_t(v.getZExtValue()) : v.getSExtValue();
     switch (dt) {
     case rt::DType::I64:
       put(i, &s, 8);
@@ -391,8 +394,8 @@ LogicalResult ProgramBuilder::lowerOp(Operation *op) {
       .Case([&](DelegateCallOp call) -> LogicalResult {
         const BackendCompiler *backend = findBackendCompiler(call.getBackend());
         if (!backend)
-          return call.emitError("no backend '") << call.getBackend()
-                                                << "' is registered";
+          return call.emitError("no backend '")
+                 << call.getBackend() << "' is registered";
         auto fn = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
             op, call.getCalleeAttr());
         DelegateRec rec;
@@ -400,13 +403,13 @@ LogicalResult ProgramBuilder::lowerOp(Operation *op) {
         struct Context : DelegateContext {
           ProgramBuilder &pb;
           Operation *at;
-          explicit Context(ProgramBuilder &pb, Operation *at) : pb(pb), at(at) {}
+          explicit Context(ProgramBuilder &pb, Operation *at)
+              : pb(pb), at(at) {}
           WeightStore &weights() override { return pb.weights; }
           int64_t dynamicDimBound() const override { return pb.seqBound; }
-          uint32_t addConstant(
-              const std::string &name, uint64_t size,
-              std::function<FailureOr<std::vector<uint8_t>>()> produce)
-              override {
+          uint32_t addConstant(const std::string &name, uint64_t size,
+                               std::function<FailureOr<std::vector<uint8_t>>()>
+                                   produce) override {
             ConstRec c;
             c.name = name;
             c.size = size;
@@ -451,9 +454,8 @@ LogicalResult ProgramBuilder::planBufferReads() {
       if (rootOf(values, v) == id)
         lastUse = std::max(lastUse, values[v].lastUse);
     bool clobbered = false;
-    for (size_t k = size_t(std::max<int64_t>(r.def, 0)); k < instrs.size() &&
-                                                          int64_t(k) < lastUse;
-         ++k)
+    for (size_t k = size_t(std::max<int64_t>(r.def, 0));
+         k < instrs.size() && int64_t(k) < lastUse; ++k)
       if (instrs[k].op == "copy" &&
           values[instrs[k].outputs[0]].storage == Storage::Buffer &&
           values[instrs[k].outputs[0]].buffer == r.buffer)
@@ -461,8 +463,7 @@ LogicalResult ProgramBuilder::planBufferReads() {
     if (clobbered)
       return instrs.empty()
                  ? failure()
-                 : instrs.front().origin->emitError(
-                       "buffer '")
+                 : instrs.front().origin->emitError("buffer '")
                        << r.name
                        << "' is written back while an earlier read of it is "
                           "still used; the serializer cannot alias the read";
@@ -701,8 +702,8 @@ LogicalResult ProgramBuilder::write(const SerializeOptions &options,
   std::vector<uint32_t> delegateSegs;
   for (DelegateRec &d : delegates)
     delegateSegs.push_back(addSegment(d.blob.size()));
-  int32_t tokSeg = tokenizerFile ? int32_t(addSegment(tokenizerFile->getBufferSize()))
-                                 : -1;
+  int32_t tokSeg =
+      tokenizerFile ? int32_t(addSegment(tokenizerFile->getBufferSize())) : -1;
 
   // Values.
   std::vector<flatbuffers::Offset<fbs::Tensor>> fbValues;
@@ -761,12 +762,11 @@ LogicalResult ProgramBuilder::write(const SerializeOptions &options,
     }
     std::vector<int64_t> ints(in.ints.begin(), in.ints.end());
     std::vector<double> floats(in.floats.begin(), in.floats.end());
-    auto kc = fbs::CreateKernelCall(fb, fb.CreateString(in.op),
-                                    fb.CreateVector(ins), fb.CreateVector(outs),
-                                    fb.CreateVector(ints),
-                                    fb.CreateVector(floats));
-    fbInstrs.push_back(
-        fbs::CreateInstructionEntry(fb, fbs::Instruction::KernelCall, kc.Union()));
+    auto kc = fbs::CreateKernelCall(
+        fb, fb.CreateString(in.op), fb.CreateVector(ins), fb.CreateVector(outs),
+        fb.CreateVector(ints), fb.CreateVector(floats));
+    fbInstrs.push_back(fbs::CreateInstructionEntry(
+        fb, fbs::Instruction::KernelCall, kc.Union()));
   }
   std::vector<uint64_t> arenas = {arenaSize};
   auto method = fbs::CreateMethod(
@@ -799,9 +799,9 @@ LogicalResult ProgramBuilder::write(const SerializeOptions &options,
     for (auto &[k, v] : delegates[i].specs)
       specs.push_back(
           fbs::CreateKeyValue(fb, fb.CreateString(k), fb.CreateString(v)));
-    fbDelegates.push_back(fbs::CreateDelegate(
-        fb, fb.CreateString(delegates[i].backend), delegateSegs[i],
-        fb.CreateVector(specs)));
+    fbDelegates.push_back(
+        fbs::CreateDelegate(fb, fb.CreateString(delegates[i].backend),
+                            delegateSegs[i], fb.CreateVector(specs)));
   }
 
   // Metadata.
@@ -834,7 +834,7 @@ LogicalResult ProgramBuilder::write(const SerializeOptions &options,
     tokInfo = tb.Finish();
   } else if (ckpt && ckpt->ggufTokenizer()) {
     const formats::GgufTokenizerInfo &t = *ckpt->ggufTokenizer();
-    auto kind = fb.CreateString(t.model == "llama" ? "gguf-llama"
+    auto kind = fb.CreateString(t.model == "llama"  ? "gguf-llama"
                                 : t.model == "gpt2" ? "gguf-gpt2"
                                                     : "gguf-" + t.model);
     auto pre = fb.CreateString(t.pre);
@@ -875,9 +875,9 @@ LogicalResult ProgramBuilder::write(const SerializeOptions &options,
       fb, fb.CreateString(ETLLM_VERSION), fb.CreateString(options.pipeline),
       fb.CreateString(options.configYaml),
       fb.CreateVectorOfStrings(options.stages), fb.CreateVector(inputsKv));
-  auto meta = fbs::CreateMetadata(fb, fb.CreateString(configJson(module)),
-                                  vocab, maxSeq, bos, fb.CreateVector(eos),
-                                  tokInfo, prov);
+  auto meta =
+      fbs::CreateMetadata(fb, fb.CreateString(configJson(module)), vocab,
+                          maxSeq, bos, fb.CreateVector(eos), tokInfo, prov);
   std::vector<flatbuffers::Offset<fbs::Method>> methods = {method};
   auto program = fbs::CreateProgram(
       fb, /*version=*/rt::kProgramFormatVersion, fb.CreateVector(methods),

@@ -163,8 +163,8 @@ Result<std::vector<uint8_t>> repackGgufBlocks(formats::DType dtype,
       // even k. Q4_0's q - 8 and our sym nibble u - 8 are the same value.
       for (int j = 0; j < 16; ++j) {
         int lo = qs[j] & 0xf, hi = qs[j] >> 4;
-        storeQ(qrow, b * 32 + j, dtype == formats::DType::Q4_0 ? lo - 8 : lo,
-               4, dtype == formats::DType::Q4_0);
+        storeQ(qrow, b * 32 + j, dtype == formats::DType::Q4_0 ? lo - 8 : lo, 4,
+               dtype == formats::DType::Q4_0);
         storeQ(qrow, b * 32 + j + 16,
                dtype == formats::DType::Q4_0 ? hi - 8 : hi, 4,
                dtype == formats::DType::Q4_0);
@@ -189,8 +189,8 @@ Result<std::vector<float>> dequantizeQWeight(const uint8_t *blob, size_t size,
     for (int64_t k = 0; k < cols; ++k) {
       int64_t idx = r * l.groups + k / q.groupSize;
       float s = loadScale(blob + l.scalesOff, idx, q.scaleType);
-      float o = q.symmetric ? 0.0f : loadScale(blob + l.offsetsOff, idx,
-                                               q.scaleType);
+      float o =
+          q.symmetric ? 0.0f : loadScale(blob + l.offsetsOff, idx, q.scaleType);
       out[r * cols + k] =
           s * float(loadQ(blob + r * qRowBytes, k, q.bits, q.symmetric)) + o;
     }

@@ -63,7 +63,8 @@ FailureOr<uint64_t> WeightStore::byteSize(ParameterOp param) {
     numel *= d;
   if (auto q = dyn_cast<QWeightType>(t)) {
     int64_t cols = shape.back();
-    auto layout = rt::QWeightLayout::compute(numel / cols, cols, quantInfoOf(q));
+    auto layout =
+        rt::QWeightLayout::compute(numel / cols, cols, quantInfoOf(q));
     if (!layout.ok())
       return param.emitError(layout.message());
     return uint64_t(layout->totalBytes);

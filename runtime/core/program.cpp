@@ -115,10 +115,9 @@ Result<std::shared_ptr<Program>> Program::verify(std::shared_ptr<Program> p) {
       h.segmentBase % h.segmentAlignment ||
       h.segmentBase < h.flatbufferOffset + h.flatbufferSize ||
       !inRange(h.segmentBase, h.segmentDataSize, p->size_))
-    return bad("segment data range [" + std::to_string(h.segmentBase) +
-               ", +" + std::to_string(h.segmentDataSize) +
-               ") or alignment " + std::to_string(h.segmentAlignment) +
-               " is invalid");
+    return bad("segment data range [" + std::to_string(h.segmentBase) + ", +" +
+               std::to_string(h.segmentDataSize) + ") or alignment " +
+               std::to_string(h.segmentAlignment) + " is invalid");
 
   const uint8_t *fb = p->data_ + h.flatbufferOffset;
   flatbuffers::Verifier::Options vopts;
@@ -217,8 +216,7 @@ Result<std::shared_ptr<Program>> Program::verify(std::shared_ptr<Program> p) {
         return bad(what + ": " + bytes.message());
       if (t->capacity() < *bytes)
         return bad(what + ": capacity " + std::to_string(t->capacity()) +
-                   " is smaller than its " + std::to_string(*bytes) +
-                   " bytes");
+                   " is smaller than its " + std::to_string(*bytes) + " bytes");
       switch (t->storage()) {
       case fbs::StorageKind::PLANNED:
         if (t->arena() >= numArenas ||
@@ -246,8 +244,7 @@ Result<std::shared_ptr<Program>> Program::verify(std::shared_ptr<Program> p) {
         const fbs::Buffer *b = prog->buffers()->Get(t->buffer());
         if (b->nbytes() < t->capacity() ||
             static_cast<uint8_t>(b->dtype()) != static_cast<uint8_t>(dt))
-          return bad(what + ": does not fit buffer '" + b->name()->str() +
-                     "'");
+          return bad(what + ": does not fit buffer '" + b->name()->str() + "'");
         writable[v] = 1;
         break;
       }
@@ -304,12 +301,15 @@ Result<std::shared_ptr<Program>> Program::verify(std::shared_ptr<Program> p) {
         if (op->outputs >= 0 ? int(nout) != op->outputs : nout < 1)
           return bad(what + ": " + std::to_string(nout) + " outputs");
         if (op->numInts >= 0 ? int(nints) != op->numInts : false)
-          return bad(what + ": " + std::to_string(nints) + " integer attributes");
+          return bad(what + ": " + std::to_string(nints) +
+                     " integer attributes");
         if (int(nfloats) != op->numFloats)
-          return bad(what + ": " + std::to_string(nfloats) + " float attributes");
+          return bad(what + ": " + std::to_string(nfloats) +
+                     " float attributes");
         ETLLM_RETURN_IF_ERROR(checkIndices(kc->inputs(), what, false));
         ETLLM_RETURN_IF_ERROR(checkIndices(kc->outputs(), what, true));
-      } else if (const fbs::DelegateCall *dc = e->instruction_as_DelegateCall()) {
+      } else if (const fbs::DelegateCall *dc =
+                     e->instruction_as_DelegateCall()) {
         if (dc->delegate() >= numDelegates)
           return bad(what + ": delegate index out of range");
         ETLLM_RETURN_IF_ERROR(checkIndices(dc->inputs(), what, false));
@@ -400,8 +400,8 @@ static uint8_t *alignedAlloc(std::unique_ptr<uint8_t[]> &owner, size_t size) {
   return reinterpret_cast<uint8_t *>((p + 63) & ~uintptr_t(63));
 }
 
-Result<std::unique_ptr<Module>>
-Module::create(std::shared_ptr<Program> program, const ModuleOptions &options) {
+Result<std::unique_ptr<Module>> Module::create(std::shared_ptr<Program> program,
+                                               const ModuleOptions &options) {
   std::unique_ptr<Module> mod(new Module());
   mod->program_ = program;
   if (options.numThreads > 1)
@@ -566,8 +566,8 @@ Result<Method *> Module::method(const std::string &name) {
       return m.get();
     names += (names.empty() ? "" : ", ") + m->name();
   }
-  return Error(program_->name() + ": no method '" + name + "' (it has: " +
-               names + ")");
+  return Error(program_->name() + ": no method '" + name +
+               "' (it has: " + names + ")");
 }
 
 void Module::resetState() {
@@ -602,8 +602,8 @@ Status Method::setInput(size_t i, DType dtype, const int64_t *sizes, int rank,
                  std::to_string(i + 1));
   Tensor &t = *inputs_[i];
   if (dtype != t.dtype)
-    return Error("input " + std::to_string(i) + " of '" + name_ +
-                 "' is " + dtypeName(t.dtype) + ", got " + dtypeName(dtype));
+    return Error("input " + std::to_string(i) + " of '" + name_ + "' is " +
+                 dtypeName(t.dtype) + ", got " + dtypeName(dtype));
   if (rank != t.rank)
     return Error("input " + std::to_string(i) + " of '" + name_ +
                  "' has rank " + std::to_string(t.rank) + ", got " +
@@ -623,10 +623,9 @@ Status Method::execute() {
     args.ints = {in.ints.data(), in.ints.size()};
     args.floats = {in.floats.data(), in.floats.size()};
     args.ctx = &ctx;
-    Status st = in.delegate >= 0
-                    ? module_->delegates_[in.delegate]->execute(
-                          args.inputs, args.outputs, ctx)
-                    : in.fn(args);
+    Status st = in.delegate >= 0 ? module_->delegates_[in.delegate]->execute(
+                                       args.inputs, args.outputs, ctx)
+                                 : in.fn(args);
     if (!st.ok())
       return Error("method '" + name_ + "', instruction " + std::to_string(k) +
                    " (" +

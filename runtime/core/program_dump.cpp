@@ -47,9 +47,8 @@ std::string dumpProgram(const Program &program) {
   os << "constants: " << nconst << "\n";
   for (uint32_t i = 0; i < nconst; ++i) {
     const fbs::Constant *c = p.constants()->Get(i);
-    os << "  [" << i << "] " << c->name()->str() << ": segment "
-       << c->segment() << " offset " << c->offset() << " size " << c->size()
-       << "\n";
+    os << "  [" << i << "] " << c->name()->str() << ": segment " << c->segment()
+       << " offset " << c->offset() << " size " << c->size() << "\n";
   }
   uint32_t nbuf = p.buffers() ? p.buffers()->size() : 0;
   os << "buffers: " << nbuf << "\n";
@@ -135,7 +134,8 @@ std::string dumpProgram(const Program &program) {
         }
         os << " -> ";
         vals(kc->outputs());
-      } else if (const fbs::DelegateCall *dc = e->instruction_as_DelegateCall()) {
+      } else if (const fbs::DelegateCall *dc =
+                     e->instruction_as_DelegateCall()) {
         os << "delegate #" << dc->delegate() << "(";
         vals(dc->inputs());
         os << ") -> ";
@@ -146,8 +146,9 @@ std::string dumpProgram(const Program &program) {
   }
   const ProgramMetadata &md = program.metadata();
   os << "metadata:\n  model_config: " << md.modelConfigJson
-     << "\n  vocab_size: " << md.vocabSize << "\n  max_seq_len: "
-     << md.maxSeqLen << "\n  bos_id: " << md.bosId << "\n  eos_ids: [";
+     << "\n  vocab_size: " << md.vocabSize
+     << "\n  max_seq_len: " << md.maxSeqLen << "\n  bos_id: " << md.bosId
+     << "\n  eos_ids: [";
   for (size_t i = 0; i < md.eosIds.size(); ++i)
     os << (i ? ", " : "") << md.eosIds[i];
   os << "]\n  tokenizer: "
@@ -157,8 +158,8 @@ std::string dumpProgram(const Program &program) {
        << md.tokenizer.fileSize << " bytes)";
   if (!md.tokenizer.tokens.empty())
     os << " (" << md.tokenizer.tokens.size() << " tokens)";
-  os << "\n  etllm_version: " << md.etllmVersion << "\n  pipeline: "
-     << md.pipeline << "\n  stages: [";
+  os << "\n  etllm_version: " << md.etllmVersion
+     << "\n  pipeline: " << md.pipeline << "\n  stages: [";
   for (size_t i = 0; i < md.stages.size(); ++i)
     os << (i ? ", " : "") << md.stages[i];
   os << "]\n  inputs:\n";

@@ -53,8 +53,8 @@ Result<std::unique_ptr<Tokenizer>> tokenizerForProgram(const Program &program) {
   const TokenizerMetadata &t = program.metadata().tokenizer;
   if (t.fileData)
     return loadTokenizerFromBuffer(t.fileData, t.fileSize,
-                                   program.name() + " (embedded " +
-                                       t.fileName + ")");
+                                   program.name() + " (embedded " + t.fileName +
+                                       ")");
   if (t.kind == "gguf-llama" || t.kind == "gguf-gpt2") {
     EmbeddedVocab v;
     v.model = t.kind == "gguf-llama" ? "llama" : "gpt2";
@@ -100,13 +100,16 @@ Result<std::unique_ptr<Runner>> Runner::load(const std::string &path,
   r->method_ = *method;
   if (r->method_->numInputs() != 2 || r->method_->numOutputs() != 1 ||
       r->method_->input(0).dtype != DType::I64 ||
-      r->method_->input(0).rank != 2 || r->method_->input(1).dtype != DType::I64 ||
+      r->method_->input(0).rank != 2 ||
+      r->method_->input(1).dtype != DType::I64 ||
       r->method_->input(1).rank != 1)
     return Error(path + ": `forward` is not forward(tokens: i64 [1, seq], "
                         "input_pos: i64 [seq]) -> logits");
   const ProgramMetadata &md = r->program_->metadata();
-  r->maxSeqLen_ = md.maxSeqLen > 0 ? md.maxSeqLen : r->method_->input(0).sizes[1];
-  r->maxSeqLen_ = std::min<int64_t>(r->maxSeqLen_, r->method_->input(0).sizes[1]);
+  r->maxSeqLen_ =
+      md.maxSeqLen > 0 ? md.maxSeqLen : r->method_->input(0).sizes[1];
+  r->maxSeqLen_ =
+      std::min<int64_t>(r->maxSeqLen_, r->method_->input(0).sizes[1]);
   if (options.tokenizerPath.empty()) {
     auto tok = tokenizerForProgram(*r->program_);
     if (!tok.ok())
@@ -153,9 +156,9 @@ Result<const float *> Runner::forward(const std::vector<int64_t> &tokens,
   return out.ptr<float>() + (out.numel() - vocab_);
 }
 
-Result<Stats> Runner::generate(
-    const std::string &prompt, const GenerationConfig &config,
-    const std::function<void(const std::string &)> &onText) {
+Result<Stats>
+Runner::generate(const std::string &prompt, const GenerationConfig &config,
+                 const std::function<void(const std::string &)> &onText) {
   Stats stats;
   stats.loadMs = loadMs_;
   auto start = Clock::now();
@@ -176,7 +179,7 @@ Result<Stats> Runner::generate(
   std::vector<int64_t> input(history.begin(), history.end());
 
   std::string generated; // only kept when there are stop strings
-  size_t emitted = 0;     // bytes of `generated` passed to onText
+  size_t emitted = 0;    // bytes of `generated` passed to onText
   int64_t pos = 0;
   stats.stopReason = "max_new_tokens";
   for (int32_t step = 0; step < config.maxNewTokens; ++step) {
@@ -230,12 +233,12 @@ Result<Stats> Runner::generate(
     size_t hold = 0;
     for (const std::string &s : config.stopStrings)
       if (!s.empty())
-        for (size_t n = std::min(s.size() - 1, generated.size() - emitted); n > hold;
-           --n)
-        if (generated.compare(generated.size() - n, n, s, 0, n) == 0) {
-          hold = n;
-          break;
-        }
+        for (size_t n = std::min(s.size() - 1, generated.size() - emitted);
+             n > hold; --n)
+          if (generated.compare(generated.size() - n, n, s, 0, n) == 0) {
+            hold = n;
+            break;
+          }
     size_t upto = generated.size() - hold;
     if (upto > emitted) {
       onText(generated.substr(emitted, upto - emitted));

@@ -25,7 +25,7 @@ TEST(Half, KnownValues) {
   EXPECT_EQ(halfToFloat(0xc000), -2.0f);
   EXPECT_EQ(halfToFloat(0x0001), std::ldexp(1.0f, -24));
   EXPECT_EQ(floatToHalf(65504.0f), 0x7bff);
-  EXPECT_EQ(floatToHalf(1e6f), 0x7c00);               // overflow -> inf
+  EXPECT_EQ(floatToHalf(1e6f), 0x7c00); // overflow -> inf
   EXPECT_EQ(floatToHalf(1.0f + std::ldexp(1.0f, -11)), 0x3c00); // tie -> even
   EXPECT_EQ(floatToHalf(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);
   EXPECT_TRUE(std::isnan(halfToFloat(floatToHalf(NAN))));
@@ -48,7 +48,8 @@ TEST(MappedFile, MapsAndBoundsChecks) {
   auto file = MappedFile::open(path);
   ASSERT_TRUE(file.ok()) << file.message();
   EXPECT_EQ((*file)->size(), 5u);
-  EXPECT_EQ(std::string(reinterpret_cast<const char *>((*file)->data()), 5), "hello");
+  EXPECT_EQ(std::string(reinterpret_cast<const char *>((*file)->data()), 5),
+            "hello");
   EXPECT_TRUE((*file)->contains(0, 5));
   EXPECT_TRUE((*file)->contains(5, 0));
   EXPECT_FALSE((*file)->contains(1, 5));
@@ -59,5 +60,6 @@ TEST(MappedFile, MapsAndBoundsChecks) {
 TEST(MappedFile, MissingFileIsAnErrorNamingThePath) {
   auto file = MappedFile::open("/nonexistent/etllm/file.bin");
   ASSERT_FALSE(file.ok());
-  EXPECT_NE(file.message().find("/nonexistent/etllm/file.bin"), std::string::npos);
+  EXPECT_NE(file.message().find("/nonexistent/etllm/file.bin"),
+            std::string::npos);
 }

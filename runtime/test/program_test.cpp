@@ -44,34 +44,36 @@ std::vector<uint8_t> buildProgram(const Spec &s = {}) {
                              constant, 0, 0, 0, fb.CreateString("t"));
   };
   std::vector<flatbuffers::Offset<fbs::Tensor>> values = {
-      tensor(fbs::StorageKind::PLANNED, 0, 0, true),                     // x
-      tensor(fbs::StorageKind::CONSTANT, 0, s.constantIndex, false),     // c
+      tensor(fbs::StorageKind::PLANNED, 0, 0, true),                 // x
+      tensor(fbs::StorageKind::CONSTANT, 0, s.constantIndex, false), // c
       tensor(s.outputIntoConstant ? fbs::StorageKind::CONSTANT
                                   : fbs::StorageKind::PLANNED,
-             s.plannedOffset, 0, true)};                                 // y
+             s.plannedOffset, 0, true)}; // y
   std::vector<uint32_t> ins = {s.inputIndex, 1}, outs = {2};
   ins.resize(s.numInputs, 1);
   auto kc = fbs::CreateKernelCall(fb, fb.CreateString(s.op),
                                   fb.CreateVector(ins), fb.CreateVector(outs));
   std::vector<flatbuffers::Offset<fbs::InstructionEntry>> instrs = {
-      fbs::CreateInstructionEntry(fb, fbs::Instruction::KernelCall, kc.Union())};
+      fbs::CreateInstructionEntry(fb, fbs::Instruction::KernelCall,
+                                  kc.Union())};
   std::vector<uint32_t> mIn = {0}, mOut = {2};
   std::vector<uint64_t> arenas = {s.arenaSize};
-  auto method = fbs::CreateMethod(fb, fb.CreateString("forward"),
-                                  fb.CreateVector(values), fb.CreateVector(mIn),
-                                  fb.CreateVector(mOut), fb.CreateVector(instrs),
-                                  fb.CreateVector(arenas));
+  auto method =
+      fbs::CreateMethod(fb, fb.CreateString("forward"), fb.CreateVector(values),
+                        fb.CreateVector(mIn), fb.CreateVector(mOut),
+                        fb.CreateVector(instrs), fb.CreateVector(arenas));
   std::vector<flatbuffers::Offset<fbs::Constant>> consts = {
       fbs::CreateConstant(fb, fb.CreateString("c"), 0, 0, s.constantSize)};
   std::vector<flatbuffers::Offset<fbs::Segment>> segs = {
       fbs::CreateSegment(fb, 0, 64)};
   std::vector<int64_t> bsizes = {2, 2};
-  std::vector<flatbuffers::Offset<fbs::Buffer>> buffers = {fbs::CreateBuffer(
-      fb, fb.CreateString("cache"), fbs::DType::F32, fb.CreateVector(bsizes), 16)};
+  std::vector<flatbuffers::Offset<fbs::Buffer>> buffers = {
+      fbs::CreateBuffer(fb, fb.CreateString("cache"), fbs::DType::F32,
+                        fb.CreateVector(bsizes), 16)};
   std::vector<flatbuffers::Offset<fbs::Method>> methods = {method};
-  auto prog = fbs::CreateProgram(fb, 1, fb.CreateVector(methods),
-                                 fb.CreateVector(buffers), fb.CreateVector(consts),
-                                 fb.CreateVector(segs));
+  auto prog = fbs::CreateProgram(
+      fb, 1, fb.CreateVector(methods), fb.CreateVector(buffers),
+      fb.CreateVector(consts), fb.CreateVector(segs));
   fbs::FinishProgramBuffer(fb, prog);
 
   FileHeader h{};
@@ -95,10 +97,12 @@ Result<std::shared_ptr<Program>> load(const std::vector<uint8_t> &bytes) {
   return Program::loadFromBuffer(bytes.data(), bytes.size(), "test.pte");
 }
 
-void expectRejected(const std::vector<uint8_t> &bytes, const std::string &what) {
+void expectRejected(const std::vector<uint8_t> &bytes,
+                    const std::string &what) {
   auto p = load(bytes);
   ASSERT_FALSE(p.ok()) << "accepted: " << what;
-  EXPECT_NE(p.message().find("test.pte: invalid program file"), std::string::npos)
+  EXPECT_NE(p.message().find("test.pte: invalid program file"),
+            std::string::npos)
       << p.message();
   EXPECT_NE(p.message().find(what), std::string::npos) << p.message();
 }
@@ -165,7 +169,8 @@ TEST(Program, DistinctModulesOnDistinctThreads) {
 
 TEST(Program, RejectsBrokenHeaders) {
   std::vector<uint8_t> good = buildProgram();
-  expectRejected({good.begin(), good.begin() + 10}, "smaller than the 64-byte header");
+  expectRejected({good.begin(), good.begin() + 10},
+                 "smaller than the 64-byte header");
   auto bad = good;
   bad[0] = 'X';
   expectRejected(bad, "bad magic");

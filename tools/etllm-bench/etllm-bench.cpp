@@ -159,8 +159,12 @@ int main(int argc, char **argv) {
     decode.push_back(r.decoded ? r.decoded / (r.decodeMs / 1000.0) : 0);
     ttft.push_back(r.prefillMs);
   }
-  auto mn = [](const std::vector<double> &v) { return *std::min_element(v.begin(), v.end()); };
-  auto mx = [](const std::vector<double> &v) { return *std::max_element(v.begin(), v.end()); };
+  auto mn = [](const std::vector<double> &v) {
+    return *std::min_element(v.begin(), v.end());
+  };
+  auto mx = [](const std::vector<double> &v) {
+    return *std::max_element(v.begin(), v.end());
+  };
   uint64_t rss = llm::peakRssBytes();
   size_t planned = m.plannedBytes() + (*module)->bufferBytes();
   if (json) {

@@ -32,30 +32,35 @@
 namespace cl = llvm::cl;
 
 static cl::OptionCategory category("etllm-export options");
-static cl::opt<std::string> modelPath(
-    "model", cl::desc("Hugging Face directory, .gguf or llama2.c checkpoint"),
-    cl::value_desc("path"), cl::cat(category));
-static cl::opt<std::string> tokenizerPath(
-    "tokenizer", cl::desc("Tokenizer file to embed in the program"),
-    cl::value_desc("path"), cl::cat(category));
-static cl::opt<std::string> configPath(
-    "config", cl::desc("export_config.yaml (docs/generated/ExportConfig.md)"),
-    cl::value_desc("path"), cl::cat(category));
-static cl::list<std::string> overrides(
-    "set", cl::desc("Override one config key (repeatable)"),
-    cl::value_desc("key=value"), cl::cat(category));
-static cl::opt<std::string> pipelineName(
-    "pipeline", cl::desc("Shorthand for --set pipeline.name=NAME"),
-    cl::value_desc("name"), cl::cat(category));
-static cl::opt<std::string> dumpDir(
-    "dump-dir", cl::desc("Write the IR after every stage as NN-<stage>.mlir"),
-    cl::value_desc("dir"), cl::cat(category));
-static cl::opt<std::string> stopAfter(
-    "stop-after-stage", cl::desc("Stop after this stage (e.g. import)"),
-    cl::value_desc("stage"), cl::cat(category));
-static cl::opt<std::string> outputPath(
-    "o", cl::desc("Output: a program file (.pte) or IR (.mlir)"),
-    cl::value_desc("path"), cl::cat(category));
+static cl::opt<std::string>
+    modelPath("model",
+              cl::desc("Hugging Face directory, .gguf or llama2.c checkpoint"),
+              cl::value_desc("path"), cl::cat(category));
+static cl::opt<std::string>
+    tokenizerPath("tokenizer",
+                  cl::desc("Tokenizer file to embed in the program"),
+                  cl::value_desc("path"), cl::cat(category));
+static cl::opt<std::string>
+    configPath("config",
+               cl::desc("export_config.yaml (docs/generated/ExportConfig.md)"),
+               cl::value_desc("path"), cl::cat(category));
+static cl::list<std::string>
+    overrides("set", cl::desc("Override one config key (repeatable)"),
+              cl::value_desc("key=value"), cl::cat(category));
+static cl::opt<std::string>
+    pipelineName("pipeline", cl::desc("Shorthand for --set pipeline.name=NAME"),
+                 cl::value_desc("name"), cl::cat(category));
+static cl::opt<std::string>
+    dumpDir("dump-dir",
+            cl::desc("Write the IR after every stage as NN-<stage>.mlir"),
+            cl::value_desc("dir"), cl::cat(category));
+static cl::opt<std::string>
+    stopAfter("stop-after-stage",
+              cl::desc("Stop after this stage (e.g. import)"),
+              cl::value_desc("stage"), cl::cat(category));
+static cl::opt<std::string>
+    outputPath("o", cl::desc("Output: a program file (.pte) or IR (.mlir)"),
+               cl::value_desc("path"), cl::cat(category));
 static cl::opt<bool> printReference(
     "print-config-reference",
     cl::desc("Print the export_config.yaml reference (Markdown) and exit"),
@@ -86,8 +91,8 @@ void applyConfig(const etllm::ExportConfig &c, etllm::RecipeOptions &o) {
     o.linear = linear;
   o.groupSize = c.getInt("quantization.group_size");
   o.symmetric = c.getBool("quantization.symmetric");
-  o.scaleType = c.getString("quantization.scale_dtype") == "float16" ? "f16"
-                                                                      : "f32";
+  o.scaleType =
+      c.getString("quantization.scale_dtype") == "float16" ? "f16" : "f32";
   o.embedding = c.getString("quantization.embedding");
   o.embeddingGroupSize = c.getInt("quantization.embedding_group_size");
   o.outputLayer = c.getString("quantization.output_layer");
@@ -197,7 +202,8 @@ int main(int argc, char **argv) {
                 " leaves no program to write: use an .mlir output");
 
   if (!dumpDir.empty())
-    if (std::error_code ec = llvm::sys::fs::create_directories(dumpDir.getValue()))
+    if (std::error_code ec =
+            llvm::sys::fs::create_directories(dumpDir.getValue()))
       return fail("--dump-dir " + dumpDir + ": " + ec.message());
 
   progress("exporting " + modelPath + " with pipeline '" + recipe + "'");

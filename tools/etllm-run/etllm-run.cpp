@@ -35,10 +35,12 @@ void usage() {
       "  --min-p P               drop tokens below P x the best (default off)\n"
       "  --repetition-penalty R  > 1 discourages repeats (default 1)\n"
       "  --seed S                random seed (default: time)\n"
-      "  --stop STRING           stop when the text contains STRING (repeatable)\n"
+      "  --stop STRING           stop when the text contains STRING "
+      "(repeatable)\n"
       "  --no-bos                do not prepend BOS to the prompt\n"
       "  --threads N             kernel threads (default: hardware threads)\n"
-      "  --stats-json            print statistics as one JSON line on stderr\n");
+      "  --stats-json            print statistics as one JSON line on "
+      "stderr\n");
 }
 
 int fail(const std::string &message) {

@@ -19,7 +19,8 @@ using namespace mlir;
 int main(int argc, char **argv) {
   etllm::registerAllPasses();
   TranslateFromMLIRRegistration toPte(
-      "mlir-to-pte", "Serialize etllm IR (a module with `forward`) to a program file",
+      "mlir-to-pte",
+      "Serialize etllm IR (a module with `forward`) to a program file",
       [](ModuleOp module, llvm::raw_ostream &os) -> LogicalResult {
         etllm::SerializeOptions options;
         options.pipeline = "etllm-translate";
@@ -29,8 +30,8 @@ int main(int argc, char **argv) {
       [](DialectRegistry &registry) { etllm::registerAllDialects(registry); });
   TranslateRegistration toText(
       "pte-to-text", "Print a program file as readable text",
-      [](const std::shared_ptr<llvm::SourceMgr> &sourceMgr, llvm::raw_ostream &os,
-         MLIRContext *context) -> LogicalResult {
+      [](const std::shared_ptr<llvm::SourceMgr> &sourceMgr,
+         llvm::raw_ostream &os, MLIRContext *context) -> LogicalResult {
         const llvm::MemoryBuffer *buf =
             sourceMgr->getMemoryBuffer(sourceMgr->getMainFileID());
         auto program = etllm::rt::Program::loadFromBuffer(

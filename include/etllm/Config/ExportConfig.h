@@ -24,9 +24,9 @@ enum class ConfigType { Int, Float, Bool, String, Enum, StringList };
 
 /// One key of export_config.yaml.
 struct ConfigKey {
-  const char *name;        // dotted: "quantization.group_size"
+  const char *name; // dotted: "quantization.group_size"
   ConfigType type;
-  const char *defaultText; // as a user would write it in YAML
+  const char *defaultText;           // as a user would write it in YAML
   std::vector<const char *> allowed; // Enum: the values
   const char *description;
   const char *example;

@@ -9,10 +9,10 @@
 //   stage               level in -> out   passes
 //   swap-source         A -> B           etllm-swap-source, canonicalize, cse
 //   fuse-sdpa           A/B -> B         etllm-fuse-sdpa, canonicalize
-//   kv-cache-in-place   B -> B           etllm-kv-cache-in-place, canonicalize, cse
-//   quantize            B -> C           etllm-quantize{...}, canonicalize, cse
-//   partition           C -> D           etllm-partition{backends=...}, symbol-dce
-//   lower-backends      D -> D           etllm-lower-backends
+//   kv-cache-in-place   B -> B           etllm-kv-cache-in-place, canonicalize,
+//   cse quantize            B -> C           etllm-quantize{...}, canonicalize,
+//   cse partition           C -> D           etllm-partition{backends=...},
+//   symbol-dce lower-backends      D -> D           etllm-lower-backends
 //
 //===----------------------------------------------------------------------===//
 #ifndef ETLLM_PIPELINE_PIPELINES_H
@@ -38,7 +38,8 @@ struct RecipeOptions : public mlir::PassPipelineOptions<RecipeOptions> {
                              llvm::cl::init("")};
   Option<int64_t> groupSize{
       *this, "group-size",
-      llvm::cl::desc("Quantization group size; -1 per channel (default: recipe)"),
+      llvm::cl::desc(
+          "Quantization group size; -1 per channel (default: recipe)"),
       llvm::cl::init(0)};
   Option<bool> symmetric{*this, "symmetric",
                          llvm::cl::desc("Symmetric weight quantization"),

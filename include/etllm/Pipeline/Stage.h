@@ -72,7 +72,9 @@ std::unique_ptr<Stage> makeSerializeStage(SerializeOptions options);
 class StagePipeline {
 public:
   void add(std::unique_ptr<Stage> stage) { stages.push_back(std::move(stage)); }
-  const std::vector<std::unique_ptr<Stage>> &getStages() const { return stages; }
+  const std::vector<std::unique_ptr<Stage>> &getStages() const {
+    return stages;
+  }
   /// Runs every stage; `afterStage(index, stage, artifact)` sees each
   /// result. Fails on the first error or on a kind mismatch.
   llvm::Expected<Artifact>

@@ -70,8 +70,7 @@ public:
   /// decode steps): |a - b| <= atol + rtol * |b| for every logit.
   Tester &runAndCompare(double atol, double rtol,
                         const std::string &against = "",
-                        std::vector<int64_t> tokens = {},
-                        size_t prefill = 0);
+                        std::vector<int64_t> tokens = {}, size_t prefill = 0);
 
   /// For stages that change the numbers on purpose (quantization): the
   /// relative RMS error ||b - a|| / ||a|| of every call's logits must stay

@@ -39,9 +39,9 @@ struct SerializeOptions {
 
 /// What the memory planner decided (also reported by etllm-plan-memory).
 struct MemoryReport {
-  uint64_t arenaBytes = 0;    // planned activations
-  uint64_t bufferBytes = 0;   // mutable buffers (KV caches)
-  uint64_t constantBytes = 0; // weights and constants
+  uint64_t arenaBytes = 0;      // planned activations
+  uint64_t bufferBytes = 0;     // mutable buffers (KV caches)
+  uint64_t constantBytes = 0;   // weights and constants
   uint64_t naiveArenaBytes = 0; // without reuse: the sum of all values
   size_t numValues = 0;
   size_t numInstructions = 0;

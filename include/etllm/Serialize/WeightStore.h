@@ -36,9 +36,11 @@ public:
 
   /// The bytes of `param` in the runtime layout of its type. Errors are
   /// emitted at the parameter.
-  mlir::FailureOr<std::vector<uint8_t>> materialize(mlir::etllm::ParameterOp param);
+  mlir::FailureOr<std::vector<uint8_t>>
+  materialize(mlir::etllm::ParameterOp param);
   /// The same values as float32 (dequantized source; for passes and tests).
-  mlir::FailureOr<std::vector<float>> floatValues(mlir::etllm::ParameterOp param);
+  mlir::FailureOr<std::vector<float>>
+  floatValues(mlir::etllm::ParameterOp param);
   /// Size in bytes of the materialized parameter (no data is read).
   mlir::FailureOr<uint64_t> byteSize(mlir::etllm::ParameterOp param);
   /// The checkpoint the module's parameters come from (opened on first use);

@@ -45,9 +45,9 @@ public:
   virtual int64_t dynamicDimBound() const = 0;
   /// Adds a program constant of `size` bytes whose bytes `produce` returns
   /// when the file is written; returns its index in the program.
-  virtual uint32_t
-  addConstant(const std::string &name, uint64_t size,
-              std::function<mlir::FailureOr<std::vector<uint8_t>>()> produce) = 0;
+  virtual uint32_t addConstant(
+      const std::string &name, uint64_t size,
+      std::function<mlir::FailureOr<std::vector<uint8_t>>()> produce) = 0;
 };
 
 /// The compiler half of a backend.

@@ -72,9 +72,8 @@ public:
                               [](Type t) { return isF32Tensor(t, true); }) &&
                  isF32Tensor(o->getResult(0).getType());
         })
-        .Case<SiluOp, GeluOp, SigmoidOp, TanhOp, ReluOp>([](Operation *o) {
-          return isF32Tensor(o->getResult(0).getType());
-        })
+        .Case<SiluOp, GeluOp, SigmoidOp, TanhOp, ReluOp>(
+            [](Operation *o) { return isF32Tensor(o->getResult(0).getType()); })
         .Case([](RmsNormOp n) {
           return isF32Tensor(n.getType()) &&
                  (!n.getWeight() || isParam(n.getWeight()));
@@ -89,9 +88,9 @@ public:
     });
   }
 
-  LogicalResult
-  serialize(func::FuncOp fn, DelegateContext &ctx, std::vector<uint8_t> &blob,
-            std::vector<std::pair<std::string, std::string>> &specs) const override;
+  LogicalResult serialize(
+      func::FuncOp fn, DelegateContext &ctx, std::vector<uint8_t> &blob,
+      std::vector<std::pair<std::string, std::string>> &specs) const override;
 };
 
 LogicalResult XnnpackCompiler::serialize(
@@ -201,8 +200,8 @@ LogicalResult XnnpackCompiler::serialize(
       Operation *diag = param;
       uint32_t constant = ctx.addConstant(
           prefix + param.getSymName().str(), size,
-          [weights, param, pack, rows, cols, q, diag]() mutable
-          -> FailureOr<std::vector<uint8_t>> {
+          [weights, param, pack, rows, cols, q,
+           diag]() mutable -> FailureOr<std::vector<uint8_t>> {
             if (pack == xfb::Packing::F32_NR8) {
               FailureOr<std::vector<float>> f = weights->floatValues(param);
               if (failed(f))
@@ -252,25 +251,25 @@ LogicalResult XnnpackCompiler::serialize(
                                 it - ret.getOperands().begin(),
                                 xfb::Packing::DENSE));
       else
-        outs.push_back(addValue(r, xfb::ValueKind::INTERNAL, 0,
-                                xfb::Packing::DENSE));
+        outs.push_back(
+            addValue(r, xfb::ValueKind::INTERNAL, 0, xfb::Packing::DENSE));
     }
     std::vector<int64_t> ints(call->ints.begin(), call->ints.end());
     std::vector<double> floats(call->floats.begin(), call->floats.end());
-    nodes.push_back(xfb::CreateNode(fb, fb.CreateString(call->op),
-                                    fb.CreateVector(ins), fb.CreateVector(outs),
-                                    fb.CreateVector(ints),
-                                    fb.CreateVector(floats)));
+    nodes.push_back(xfb::CreateNode(
+        fb, fb.CreateString(call->op), fb.CreateVector(ins),
+        fb.CreateVector(outs), fb.CreateVector(ints), fb.CreateVector(floats)));
   }
   // Every result must be produced by a node of the subgraph, once.
   llvm::DenseSet<Value> seen;
   for (Value v : ret.getOperands())
-    if (!v.getDefiningOp() || isa<ParameterGetOp, ConstantOp>(v.getDefiningOp()) ||
+    if (!v.getDefiningOp() ||
+        isa<ParameterGetOp, ConstantOp>(v.getDefiningOp()) ||
         !seen.insert(v).second)
       return fn.emitError("xnnpack: each result must be computed by the "
                           "subgraph, once");
-  auto graph = xfb::CreateGraph(fb, fb.CreateVector(values),
-                                fb.CreateVector(nodes));
+  auto graph =
+      xfb::CreateGraph(fb, fb.CreateVector(values), fb.CreateVector(nodes));
   xfb::FinishGraphBuffer(fb, graph);
   blob.assign(fb.GetBufferPointer(), fb.GetBufferPointer() + fb.GetSize());
   specs.push_back({"format", "EXN1"});

@@ -26,8 +26,7 @@ Status resizeTo(const char *op, Tensor &out, const Shape &s) {
 Status normalizeDim(const char *op, int64_t dim, int rank, int &result) {
   if (dim < -int64_t(rank) || dim >= int64_t(rank))
     return opError(op, "dimension " + std::to_string(dim) +
-                           " is out of range for rank " +
-                           std::to_string(rank));
+                           " is out of range for rank " + std::to_string(rank));
   result = int(dim < 0 ? dim + rank : dim);
   return Status();
 }

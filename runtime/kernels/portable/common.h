@@ -44,28 +44,24 @@ inline float toF32(BF16 v) { return bf16ToFloat(v.bits); }
 template <typename T> T fromF32(float v);
 template <> inline float fromF32<float>(float v) { return v; }
 template <> inline F16 fromF32<F16>(float v) { return F16{floatToHalf(v)}; }
-template <> inline BF16 fromF32<BF16>(float v) {
-  return BF16{floatToBf16(v)};
-}
+template <> inline BF16 fromF32<BF16>(float v) { return BF16{floatToBf16(v)}; }
 
 template <typename T>
-inline constexpr bool kIsFloat = std::is_same_v<T, float> ||
-                                 std::is_same_v<T, F16> ||
-                                 std::is_same_v<T, BF16>;
+inline constexpr bool kIsFloat =
+    std::is_same_v<T, float> || std::is_same_v<T, F16> ||
+    std::is_same_v<T, BF16>;
 template <typename T>
 inline constexpr bool kIsInt =
     std::is_same_v<T, int64_t> || std::is_same_v<T, int32_t> ||
     std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t>;
-template <typename T>
-inline constexpr bool kIsBool = std::is_same_v<T, Bool8>;
+template <typename T> inline constexpr bool kIsBool = std::is_same_v<T, Bool8>;
 
 /// Whether an element is "true" (non-zero; NaN is true).
 inline bool isNonZero(float v) { return v != 0.0f; }
 inline bool isNonZero(F16 v) { return (v.bits & 0x7fff) != 0; }
 inline bool isNonZero(BF16 v) { return (v.bits & 0x7fff) != 0; }
 inline bool isNonZero(Bool8 v) { return v.v != 0; }
-template <typename T>
-inline std::enable_if_t<kIsInt<T>, bool> isNonZero(T v) {
+template <typename T> inline std::enable_if_t<kIsInt<T>, bool> isNonZero(T v) {
   return v != 0;
 }
 
@@ -116,9 +112,7 @@ template <typename To, typename From> inline To convertElement(From v) {
   }
 }
 
-template <typename T> struct Tag {
-  using type = T;
-};
+template <typename T> struct Tag { using type = T; };
 
 //===----------------------------------------------------------------------===//
 // Errors
@@ -145,8 +139,7 @@ inline Error unsupportedDTypes(const char *op, DType a, DType b, DType c) {
 // Dtype dispatch: calls fn(Tag<T>()) with the element type of `t`.
 //===----------------------------------------------------------------------===//
 
-template <typename Fn>
-Status dispatchFloat(DType t, const char *op, Fn &&fn) {
+template <typename Fn> Status dispatchFloat(DType t, const char *op, Fn &&fn) {
   switch (t) {
   case DType::F32:
     return fn(Tag<float>());
@@ -184,8 +177,7 @@ template <typename Fn> Status dispatchAll(DType t, const char *op, Fn &&fn) {
 }
 
 /// Index tensors: I64 or I32.
-template <typename Fn>
-Status dispatchIndex(DType t, const char *op, Fn &&fn) {
+template <typename Fn> Status dispatchIndex(DType t, const char *op, Fn &&fn) {
   switch (t) {
   case DType::I64:
     return fn(Tag<int64_t>());
@@ -199,8 +191,7 @@ Status dispatchIndex(DType t, const char *op, Fn &&fn) {
 
 /// Byte movers: an unsigned integer type of the element's size, for every
 /// non-quantized dtype.
-template <typename Fn>
-Status dispatchBytes(DType t, const char *op, Fn &&fn) {
+template <typename Fn> Status dispatchBytes(DType t, const char *op, Fn &&fn) {
   switch (elementSize(t)) {
   case 1:
     return fn(Tag<uint8_t>());

@@ -447,12 +447,8 @@ Status kernelSub(const KernelArgs &a) { return binaryKernel<Bin::Sub>(a); }
 Status kernelMul(const KernelArgs &a) { return binaryKernel<Bin::Mul>(a); }
 Status kernelDiv(const KernelArgs &a) { return binaryKernel<Bin::Div>(a); }
 Status kernelPow(const KernelArgs &a) { return binaryKernel<Bin::Pow>(a); }
-Status kernelMaximum(const KernelArgs &a) {
-  return binaryKernel<Bin::Max>(a);
-}
-Status kernelMinimum(const KernelArgs &a) {
-  return binaryKernel<Bin::Min>(a);
-}
+Status kernelMaximum(const KernelArgs &a) { return binaryKernel<Bin::Max>(a); }
+Status kernelMinimum(const KernelArgs &a) { return binaryKernel<Bin::Min>(a); }
 Status kernelLogicalAnd(const KernelArgs &a) {
   return compareKernel<Cmp::And>(a);
 }
@@ -499,8 +495,8 @@ Status kernelMaskedFill(const KernelArgs &a) {
   const Tensor &x = *a.inputs[0], &m = *a.inputs[1];
   Tensor &out = *a.outputs[0];
   if (m.dtype != DType::Bool)
-    return opError(op, std::string("mask must be bool, not ") +
-                           dtypeName(m.dtype));
+    return opError(op,
+                   std::string("mask must be bool, not ") + dtypeName(m.dtype));
   if (out.dtype != x.dtype)
     return unsupportedDTypes(op, x.dtype, out.dtype);
   const Tensor *ts[2] = {&x, &m};
@@ -561,8 +557,7 @@ Status kernelArange(const KernelArgs &a) {
   if ((step > 0 && end > start) || (step < 0 && end < start)) {
     const uint64_t span = step > 0 ? uint64_t(end) - uint64_t(start)
                                    : uint64_t(start) - uint64_t(end);
-    const uint64_t mag =
-        step > 0 ? uint64_t(step) : uint64_t(-(step + 1)) + 1;
+    const uint64_t mag = step > 0 ? uint64_t(step) : uint64_t(-(step + 1)) + 1;
     n64 = (span - 1) / mag + 1;
   }
   if (n64 > (uint64_t(1) << 50))

@@ -18,12 +18,12 @@ Status kernelMatmul(const KernelArgs &a) {
   if (A.dtype != B.dtype || out.dtype != A.dtype || !isFloat(A.dtype))
     return unsupportedDTypes(op, A.dtype, B.dtype, out.dtype);
   if (A.rank < 2 || B.rank < 2)
-    return opError(op, "operands must have rank >= 2, got " +
-                           A.shapeString() + " and " + B.shapeString());
+    return opError(op, "operands must have rank >= 2, got " + A.shapeString() +
+                           " and " + B.shapeString());
   const int64_t M = A.dim(-2), K = A.dim(-1), N = B.dim(-1);
   if (B.dim(-2) != K)
-    return opError(op, "inner dimensions differ: " + A.shapeString() +
-                           " @ " + B.shapeString());
+    return opError(op, "inner dimensions differ: " + A.shapeString() + " @ " +
+                           B.shapeString());
   // Broadcast the batch dimensions.
   Tensor batchA = A, batchB = B;
   batchA.rank = A.rank - 2;

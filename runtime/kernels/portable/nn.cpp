@@ -110,8 +110,8 @@ Status kernelLayerNorm(const KernelArgs &a) {
     ETLLM_RETURN_IF_ERROR(checkVector(op, "bias", *b, D));
   const float eps = float(a.floats[0]);
   void *scratch = nullptr;
-  ETLLM_RETURN_IF_ERROR(getScratch(op, a, size_t(2 * D) * sizeof(float),
-                                   scratch));
+  ETLLM_RETURN_IF_ERROR(
+      getScratch(op, a, size_t(2 * D) * sizeof(float), scratch));
   float *wf = static_cast<float *>(scratch), *bf = wf + D;
   for (int64_t i = 0; i < D; ++i) {
     wf[i] = 1.0f;
@@ -158,8 +158,7 @@ Status kernelRope(const KernelArgs &a) {
     return unsupportedDTypes(op, x.dtype, out.dtype);
   if (x.rank != 4)
     return opError(op, "input must be [B, H, S, D], got " + x.shapeString());
-  const int64_t B = x.sizes[0], H = x.sizes[1], S = x.sizes[2],
-                D = x.sizes[3];
+  const int64_t B = x.sizes[0], H = x.sizes[1], S = x.sizes[2], D = x.sizes[3];
   if (pos.rank != 1 || pos.sizes[0] != S)
     return opError(op, "positions " + pos.shapeString() +
                            " do not match the sequence length " +
@@ -182,8 +181,8 @@ Status kernelRope(const KernelArgs &a) {
                            dtypeName(pos.dtype));
   for (int64_t s = 0; s < S; ++s)
     if (loadIndex(pos, s) < 0)
-      return opError(op, "negative position " +
-                             std::to_string(loadIndex(pos, s)));
+      return opError(op,
+                     "negative position " + std::to_string(loadIndex(pos, s)));
   const float scaling = float(a.floats[0]);
   void *scratch = nullptr;
   ETLLM_RETURN_IF_ERROR(
@@ -246,8 +245,7 @@ Status kernelSdpa(const KernelArgs &a) {
   if (q.rank != 4 || k.rank != 4 || v.rank != 4)
     return opError(op, "q, k, v must have rank 4, got " + q.shapeString() +
                            ", " + k.shapeString() + ", " + v.shapeString());
-  const int64_t B = q.sizes[0], H = q.sizes[1], S = q.sizes[2],
-                D = q.sizes[3];
+  const int64_t B = q.sizes[0], H = q.sizes[1], S = q.sizes[2], D = q.sizes[3];
   const int64_t Hkv = k.sizes[1], T = k.sizes[2], Dv = v.sizes[3];
   if (k.sizes[0] != B || k.sizes[3] != D || v.sizes[0] != B ||
       v.sizes[1] != Hkv || v.sizes[2] != T)

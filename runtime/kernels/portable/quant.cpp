@@ -187,9 +187,9 @@ Status kernelQuantizeDynamic(const KernelArgs &a) {
         float v = toF32(px[r * K + k]) / scale;
         // Asymmetric: clamp(round(x / scale) + zp); |zp| <= 128, so the
         // wide pre-clamp cannot overflow.
-        int32_t q = sym ? roundClamp(v, lo, hi)
-                        : std::clamp(roundClamp(v, -(1 << 30), 1 << 30) + zp,
-                                     lo, hi);
+        int32_t q =
+            sym ? roundClamp(v, lo, hi)
+                : std::clamp(roundClamp(v, -(1 << 30), 1 << 30) + zp, lo, hi);
         qs[r * K + k] = int8_t(q);
       }
     }

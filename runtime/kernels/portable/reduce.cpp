@@ -85,8 +85,8 @@ template <Red R> Status reduceKernel(const KernelArgs &a) {
   if (!ok)
     return unsupportedDTypes(op, in.dtype, out.dtype);
   if (R == Red::Amax && p.count == 0 && p.outNumel > 0)
-    return opError(op, "reduction over an empty dimension of " +
-                           in.shapeString());
+    return opError(op,
+                   "reduction over an empty dimension of " + in.shapeString());
   void *scratch = nullptr;
   ETLLM_RETURN_IF_ERROR(
       getScratch(op, a, size_t(p.outNumel) * sizeof(double), scratch));
@@ -100,13 +100,12 @@ template <Red R> Status reduceKernel(const KernelArgs &a) {
         float *acc = static_cast<float *>(scratch);
         for (int64_t i = 0; i < p.outNumel; ++i)
           acc[i] = -INFINITY;
-        forEachIndex<1>(p.in, p.accStrides,
-                        [&](int64_t i, const int64_t *off) {
-                          float v = toF32(x[i]);
-                          float &m = acc[off[0]];
-                          if (v > m || std::isnan(v))
-                            m = std::isnan(m) ? m : v;
-                        });
+        forEachIndex<1>(p.in, p.accStrides, [&](int64_t i, const int64_t *off) {
+          float v = toF32(x[i]);
+          float &m = acc[off[0]];
+          if (v > m || std::isnan(v))
+            m = std::isnan(m) ? m : v;
+        });
         T *y = out.ptr<T>();
         for (int64_t i = 0; i < p.outNumel; ++i)
           y[i] = fromF32<T>(acc[i]);
@@ -114,10 +113,9 @@ template <Red R> Status reduceKernel(const KernelArgs &a) {
         double *acc = static_cast<double *>(scratch);
         for (int64_t i = 0; i < p.outNumel; ++i)
           acc[i] = 0.0;
-        forEachIndex<1>(p.in, p.accStrides,
-                        [&](int64_t i, const int64_t *off) {
-                          acc[off[0]] += double(toF32(x[i]));
-                        });
+        forEachIndex<1>(p.in, p.accStrides, [&](int64_t i, const int64_t *off) {
+          acc[off[0]] += double(toF32(x[i]));
+        });
         double div = R == Red::Mean ? double(p.count) : 1.0;
         return dispatchFloat(out.dtype, op, [&](auto outTag) -> Status {
           using O = typename decltype(outTag)::type;
@@ -169,7 +167,8 @@ Status kernelSoftmax(const KernelArgs &a) {
   const int64_t outer = s.rank == 0 ? 1 : prod(s.sizes, 0, dim);
   const int64_t inner = s.rank == 0 ? 1 : prod(s.sizes, dim + 1, s.rank);
   void *scratch = nullptr;
-  ETLLM_RETURN_IF_ERROR(getScratch(op, a, size_t(len) * sizeof(float), scratch));
+  ETLLM_RETURN_IF_ERROR(
+      getScratch(op, a, size_t(len) * sizeof(float), scratch));
   ETLLM_RETURN_IF_ERROR(resizeTo(op, out, s));
   float *e = static_cast<float *>(scratch);
   return dispatchFloat(in.dtype, op, [&](auto tag) -> Status {

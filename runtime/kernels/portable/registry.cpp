@@ -18,10 +18,9 @@ Status checkCount(const OpInfo &info, const char *what, size_t n, int min,
   if (n < size_t(min) || (max >= 0 && n > size_t(max)))
     return opError(info.name, "expected " +
                                   (max == min ? std::to_string(min)
-                                   : max < 0
-                                       ? "at least " + std::to_string(min)
-                                       : std::to_string(min) + " to " +
-                                             std::to_string(max)) +
+                                   : max < 0 ? "at least " + std::to_string(min)
+                                             : std::to_string(min) + " to " +
+                                                   std::to_string(max)) +
                                   " " + what + ", got " + std::to_string(n));
   return Status();
 }

@@ -23,8 +23,7 @@ Status checkSameDType(const char *op, const Tensor &in, const Tensor &out) {
 
 /// out[i] = in[offset + sum_d i_d * strides[d]] over the shape `os`.
 Status stridedCopy(const char *op, const Tensor &in, Tensor &out,
-                   const Shape &os, const int64_t *inStrides,
-                   int64_t offset) {
+                   const Shape &os, const int64_t *inStrides, int64_t offset) {
   int64_t strides[1][kMaxRank];
   for (int d = 0; d < os.rank; ++d)
     strides[0][d] = inStrides[d];
@@ -67,8 +66,8 @@ Status permuteImpl(const char *op, const Tensor &in, Tensor &out,
     int d;
     ETLLM_RETURN_IF_ERROR(normalizeDim(op, perm[i], in.rank, d));
     if (seen[d])
-      return opError(op, "dimension " + std::to_string(perm[i]) +
-                             " appears twice");
+      return opError(op,
+                     "dimension " + std::to_string(perm[i]) + " appears twice");
     seen[d] = true;
     os.sizes[i] = in.sizes[d];
     strides[i] = inStrides[d];
@@ -324,10 +323,9 @@ Status kernelCat(const KernelArgs &a) {
     for (int j = 0; ok && j < t.rank; ++j)
       ok = j == d || t.sizes[j] == first.sizes[j];
     if (!ok)
-      return opError(op, "input " + std::to_string(i) + " " +
-                             t.shapeString() + " does not match input 0 " +
-                             first.shapeString() + " along dimension " +
-                             std::to_string(d));
+      return opError(op, "input " + std::to_string(i) + " " + t.shapeString() +
+                             " does not match input 0 " + first.shapeString() +
+                             " along dimension " + std::to_string(d));
     os.sizes[d] += t.sizes[d];
   }
   const size_t es = elementSize(first.dtype);
@@ -464,15 +462,15 @@ Status kernelGather(const KernelArgs &a) {
 }
 
 Status kernelIndexCopy(const KernelArgs &a) {
-  return scatterAlongDim("index_copy", *a.inputs[0], *a.inputs[1],
-                         *a.inputs[2], *a.outputs[0], a.ints[0],
+  return scatterAlongDim("index_copy", *a.inputs[0], *a.inputs[1], *a.inputs[2],
+                         *a.outputs[0], a.ints[0],
                          /*accumulate=*/false, /*allowNegative=*/false);
 }
 
 Status kernelIndexPut(const KernelArgs &a) {
   // Like tensor[..., idx, ...] = values, negative indices count from the end.
-  return scatterAlongDim("index_put", *a.inputs[0], *a.inputs[1],
-                         *a.inputs[2], *a.outputs[0], a.ints[0],
+  return scatterAlongDim("index_put", *a.inputs[0], *a.inputs[1], *a.inputs[2],
+                         *a.outputs[0], a.ints[0],
                          /*accumulate=*/a.ints[1] != 0,
                          /*allowNegative=*/true);
 }

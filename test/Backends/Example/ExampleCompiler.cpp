@@ -53,7 +53,8 @@ struct ExampleDecomposeSiluPass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<DecomposeSilu>(&getContext());
-    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
+    if (failed(
+            applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
 };
@@ -81,10 +82,9 @@ public:
   void buildLoweringPipeline(OpPassManager &pm) const override {
     pm.addPass(std::make_unique<ExampleDecomposeSiluPass>());
   }
-  LogicalResult
-  serialize(func::FuncOp fn, ::etllm::DelegateContext &,
-            std::vector<uint8_t> &blob,
-            std::vector<std::pair<std::string, std::string>> &specs) const override {
+  LogicalResult serialize(
+      func::FuncOp fn, ::etllm::DelegateContext &, std::vector<uint8_t> &blob,
+      std::vector<std::pair<std::string, std::string>> &specs) const override {
     std::ostringstream os;
     os << "example-blob 1\n";
     llvm::DenseMap<Value, int> ids;
@@ -121,5 +121,6 @@ public:
 
 void ::etllm::example::registerExampleBackend() {
   ::etllm::registerBackendCompiler(std::make_unique<ExampleCompiler>());
-  mlir::registerPass([] { return std::make_unique<ExampleDecomposeSiluPass>(); });
+  mlir::registerPass(
+      [] { return std::make_unique<ExampleDecomposeSiluPass>(); });
 }

@@ -78,13 +78,16 @@ public:
   init(const uint8_t *blob, size_t size,
        const std::vector<std::pair<std::string, std::string>> &,
        const ConstantTable &, ExecContext &) override {
-    std::istringstream is(std::string(reinterpret_cast<const char *>(blob), size));
+    std::istringstream is(
+        std::string(reinterpret_cast<const char *>(blob), size));
     std::string line;
     if (!std::getline(is, line) || line != "example-blob 1")
       return Error("example: not an example blob (bad header)");
     auto inst = std::make_unique<ExampleInstance>();
     std::vector<bool> defined;
-    auto use = [&](int v) { return v >= 0 && v < int(defined.size()) && defined[v]; };
+    auto use = [&](int v) {
+      return v >= 0 && v < int(defined.size()) && defined[v];
+    };
     while (std::getline(is, line)) {
       std::istringstream ls(line);
       std::string op;

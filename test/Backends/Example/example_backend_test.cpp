@@ -40,8 +40,7 @@ protected:
 
 TEST_F(ExampleBackend, PartitionsLowersSerializesAndRuns) {
   auto t = etllm::Tester::fromIR(kModel);
-  t->runPasses("partition",
-               "builtin.module(etllm-partition{backends=example})")
+  t->runPasses("partition", "builtin.module(etllm-partition{backends=example})")
       .checkCount("etllm.delegate.call", 1)
       .checkCount("etllm.silu", 1) // inside the outlined function
       .runPasses("lower-backends", "builtin.module(etllm-lower-backends)")
@@ -56,8 +55,9 @@ TEST_F(ExampleBackend, PriorityOrderDecidesWhoTakesAnOp) {
   // With the example backend first it takes silu and mul; xnnpack, second,
   // still gets the linear it alone can run: two subgraphs, one each.
   auto first = etllm::Tester::fromIR(kModel);
-  first->runPasses("partition",
-                   "builtin.module(etllm-partition{backends=example,xnnpack})")
+  first
+      ->runPasses("partition",
+                  "builtin.module(etllm-partition{backends=example,xnnpack})")
       .checkCount("etllm.delegate.call", 2);
   EXPECT_TRUE(first->ok()) << first->report();
   mlir::ModuleOp m = first->currentIR();

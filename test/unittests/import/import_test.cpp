@@ -70,9 +70,11 @@ protected:
 };
 
 TEST_F(Stories260K, ThreeFormatsGiveTheSameGraph) {
-  Imported bin = importModel(*ctx, shared() + "/models/stories260K/stories260K.bin");
+  Imported bin =
+      importModel(*ctx, shared() + "/models/stories260K/stories260K.bin");
   Imported hf = importModel(*ctx, shared() + "/models/stories260K-hf");
-  Imported gguf = importModel(*ctx, shared() + "/models/stories260K/stories260K.gguf");
+  Imported gguf =
+      importModel(*ctx, shared() + "/models/stories260K/stories260K.gguf");
   ASSERT_TRUE(bin.module && hf.module && gguf.module);
   EXPECT_EQ(graphText(*bin.module), graphText(*hf.module));
   // The GGUF file stores its own copy of the (tied) output matrix: the graph
@@ -84,17 +86,22 @@ TEST_F(Stories260K, ThreeFormatsGiveTheSameGraph) {
 }
 
 TEST_F(Stories260K, SameWeightsAfterLayoutConversion) {
-  Imported bin = importModel(*ctx, shared() + "/models/stories260K/stories260K.bin");
+  Imported bin =
+      importModel(*ctx, shared() + "/models/stories260K/stories260K.bin");
   Imported hf = importModel(*ctx, shared() + "/models/stories260K-hf");
-  Imported gguf = importModel(*ctx, shared() + "/models/stories260K/stories260K.gguf");
+  Imported gguf =
+      importModel(*ctx, shared() + "/models/stories260K/stories260K.gguf");
   ASSERT_TRUE(bin.module && hf.module && gguf.module);
   ::etllm::WeightStore sb(*bin.module), sh(*hf.module), sg(*gguf.module);
   int compared = 0, permuted = 0;
   for (auto p : hf.module->getOps<mlir::etllm::ParameterOp>()) {
-    auto pb = bin.module->lookupSymbol<mlir::etllm::ParameterOp>(p.getSymName());
-    auto pg = gguf.module->lookupSymbol<mlir::etllm::ParameterOp>(p.getSymName());
+    auto pb =
+        bin.module->lookupSymbol<mlir::etllm::ParameterOp>(p.getSymName());
+    auto pg =
+        gguf.module->lookupSymbol<mlir::etllm::ParameterOp>(p.getSymName());
     ASSERT_TRUE(pb && pg) << p.getSymName().str();
-    auto wh = sh.materialize(p), wb = sb.materialize(pb), wg = sg.materialize(pg);
+    auto wh = sh.materialize(p), wb = sb.materialize(pb),
+         wg = sg.materialize(pg);
     ASSERT_TRUE(succeeded(wh) && succeeded(wb) && succeeded(wg));
     EXPECT_EQ(*wh, *wb) << p.getSymName().str() << " (llama2.c)";
     EXPECT_EQ(*wh, *wg) << p.getSymName().str() << " (GGUF)";
@@ -104,8 +111,10 @@ TEST_F(Stories260K, SameWeightsAfterLayoutConversion) {
   EXPECT_EQ(compared, 47);
   EXPECT_EQ(permuted, 10); // q_proj and k_proj of 5 layers
   // GGUF's separate output matrix holds the embedding's bytes.
-  auto lm = gguf.module->lookupSymbol<mlir::etllm::ParameterOp>("lm_head.weight");
-  auto emb = hf.module->lookupSymbol<mlir::etllm::ParameterOp>("model.embed_tokens.weight");
+  auto lm =
+      gguf.module->lookupSymbol<mlir::etllm::ParameterOp>("lm_head.weight");
+  auto emb = hf.module->lookupSymbol<mlir::etllm::ParameterOp>(
+      "model.embed_tokens.weight");
   ASSERT_TRUE(lm && emb);
   EXPECT_EQ(*sg.materialize(lm), *sh.materialize(emb));
 }

@@ -50,8 +50,8 @@ TEST(ExportConfig, ErrorsNameTheKey) {
       {"modle:\n  dtype: float32\n", "unknown key 'modle'"},
       {"model:\n  max_seq_len: many\n",
        "key 'model.max_seq_len': 'many' is not an integer"},
-      {"model:\n  dtype: float64\n",
-       "key 'model.dtype': 'float64' is not one of: float32, float16, bfloat16"},
+      {"model:\n  dtype: float64\n", "key 'model.dtype': 'float64' is not one "
+                                     "of: float32, float16, bfloat16"},
       {"model: 3\n", "'model' is a section"},
       {"model:\n  last_logits_only: maybe\n",
        "key 'model.last_logits_only': 'maybe' is not true or false"},

@@ -7,8 +7,8 @@
 // (tok512.bin) comes back byte-identical.
 //
 //===----------------------------------------------------------------------===//
-#include "etllm/Pipeline/Stage.h"
 #include "etllm/InitAll.h"
+#include "etllm/Pipeline/Stage.h"
 #include "etllm/runtime/llm/runner.h"
 #include "etllm/runtime/program.h"
 
@@ -70,7 +70,8 @@ TEST(ProgramTokenizer, GgufLlamaVocabularyPassesTheTestVectors) {
   ASSERT_TRUE(tok.ok()) << tok.message();
   EXPECT_EQ((*tok)->vocabSize(), 32000);
 
-  std::string base = shared() + "/tokenizers/test-vectors/ggml-vocab-llama-spm.gguf";
+  std::string base =
+      shared() + "/tokenizers/test-vectors/ggml-vocab-llama-spm.gguf";
   std::string inp = readFile(base + ".inp"), out = readFile(base + ".out");
   const std::string sep = "\n__ggml_vocab_test__\n";
   std::vector<std::string> texts;

@@ -42,7 +42,8 @@ TEST(Quantizer, ErrorStaysWithinHalfAStep) {
         rt::QuantInfo q = info(bits, 32, sym, st);
         auto blob = quantizeRows(x.data(), rows, cols, q);
         ASSERT_TRUE(blob.ok()) << blob.message();
-        auto back = dequantizeQWeight(blob->data(), blob->size(), rows, cols, q);
+        auto back =
+            dequantizeQWeight(blob->data(), blob->size(), rows, cols, q);
         ASSERT_TRUE(back.ok());
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t g = 0; g < 2; ++g) {
@@ -56,7 +57,8 @@ TEST(Quantizer, ErrorStaysWithinHalfAStep) {
             float levels = sym ? (1 << (bits - 1)) - 0.5f : (1 << bits) - 1;
             float step = sym ? amax / levels : (mx - mn) / levels;
             // Half a step, plus the f16 rounding of scale and offset.
-            float tol = 0.5f * step * 1.01f + (st == rt::DType::F16 ? 2e-3f : 1e-6f) * amax;
+            float tol = 0.5f * step * 1.01f +
+                        (st == rt::DType::F16 ? 2e-3f : 1e-6f) * amax;
             for (int64_t k = 0; k < 32; ++k) {
               int64_t i = r * cols + g * 32 + k;
               EXPECT_NEAR((*back)[i], x[i], tol)
@@ -76,7 +78,8 @@ TEST(Quantizer, RuntimeDequantizeAgreesWithTheSerializerLayout) {
       rt::QuantInfo q = info(bits, 32, sym, rt::DType::F16);
       auto blob = quantizeRows(x.data(), rows, cols, q);
       ASSERT_TRUE(blob.ok());
-      auto expect = dequantizeQWeight(blob->data(), blob->size(), rows, cols, q);
+      auto expect =
+          dequantizeQWeight(blob->data(), blob->size(), rows, cols, q);
       rt::Tensor w;
       w.dtype = rt::DType::QWeight;
       w.rank = 2;
@@ -104,30 +107,39 @@ TEST(Quantizer, GgufBlocksRepackExactly) {
   std::vector<float> x = randomRows(rows, cols, 3);
   for (formats::DType t : {formats::DType::Q8_0, formats::DType::Q4_0}) {
     // ggml's reference quantizer makes the blocks.
-    std::vector<uint8_t> blocks(rows * (cols / 32) * formats::dtypeBlockBytes(t));
+    std::vector<uint8_t> blocks(rows * (cols / 32) *
+                                formats::dtypeBlockBytes(t));
     for (int64_t r = 0; r < rows; ++r) {
-      uint8_t *dst = blocks.data() + r * (cols / 32) * formats::dtypeBlockBytes(t);
+      uint8_t *dst =
+          blocks.data() + r * (cols / 32) * formats::dtypeBlockBytes(t);
       if (t == formats::DType::Q8_0)
         formats::quantizeRowQ8_0(x.data() + r * cols, dst, cols);
       else
         formats::quantizeRowQ4_0(x.data() + r * cols, dst, cols);
     }
     std::vector<float> ggml(rows * cols);
-    ASSERT_TRUE(formats::dequantizeRows(t, blocks.data(), rows * cols, ggml.data()).ok());
+    ASSERT_TRUE(
+        formats::dequantizeRows(t, blocks.data(), rows * cols, ggml.data())
+            .ok());
     auto packed = repackGgufBlocks(t, blocks.data(), rows, cols);
     ASSERT_TRUE(packed.ok()) << packed.message();
-    rt::QuantInfo q = info(t == formats::DType::Q8_0 ? 8 : 4, 32, true, rt::DType::F16);
-    auto ours = dequantizeQWeight(packed->data(), packed->size(), rows, cols, q);
+    rt::QuantInfo q =
+        info(t == formats::DType::Q8_0 ? 8 : 4, 32, true, rt::DType::F16);
+    auto ours =
+        dequantizeQWeight(packed->data(), packed->size(), rows, cols, q);
     ASSERT_TRUE(ours.ok());
     for (int64_t i = 0; i < rows * cols; ++i)
-      ASSERT_EQ((*ours)[i], ggml[i]) << formats::dtypeName(t) << " element " << i;
+      ASSERT_EQ((*ours)[i], ggml[i])
+          << formats::dtypeName(t) << " element " << i;
   }
 }
 
 TEST(Quantizer, RejectsBadParameters) {
   std::vector<float> x(64, 1.0f);
-  EXPECT_FALSE(quantizeRows(x.data(), 1, 64, info(3, 32, true, rt::DType::F32)).ok());
-  EXPECT_FALSE(quantizeRows(x.data(), 1, 64, info(4, 48, true, rt::DType::F32)).ok());
+  EXPECT_FALSE(
+      quantizeRows(x.data(), 1, 64, info(3, 32, true, rt::DType::F32)).ok());
+  EXPECT_FALSE(
+      quantizeRows(x.data(), 1, 64, info(4, 48, true, rt::DType::F32)).ok());
   EXPECT_FALSE(repackGgufBlocks(formats::DType::Q4_K, nullptr, 1, 256).ok());
 }
 

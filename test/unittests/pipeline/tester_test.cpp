@@ -84,8 +84,9 @@ TEST_F(Stories, PortableEveryStageMatchesTheOneBefore) {
 TEST_F(Stories, XnnpackFp32) {
   etllm::Tester t(stories(), options());
   runRecipe(t, "xnnpack-fp32", 1e-4, 1e-4);
-  t.checkNot("etllm.softmax").checkCount("etllm.sdpa", 5).check(
-      "etllm.delegate.call");
+  t.checkNot("etllm.softmax")
+      .checkCount("etllm.sdpa", 5)
+      .check("etllm.delegate.call");
   EXPECT_TRUE(t.ok()) << t.report();
 }
 
@@ -110,9 +111,11 @@ TEST_F(Stories, XnnpackInt4) {
 TEST_F(Stories, Xnnpack8da4w) {
   etllm::Tester t(stories(), options());
   // Measured: relative RMS error 0.102, greedy token on 4 of 10 calls.
-  runRecipe(t, "xnnpack-8da4w", 1e-4, 1e-4, /*maxRelRms=*/0.15, /*minTop1=*/0.3);
-  t.checkNot("etllm.linear").check("etllm.quantize_dynamic").check(
-      "etllm.delegate.call");
+  runRecipe(t, "xnnpack-8da4w", 1e-4, 1e-4, /*maxRelRms=*/0.15,
+            /*minTop1=*/0.3);
+  t.checkNot("etllm.linear")
+      .check("etllm.quantize_dynamic")
+      .check("etllm.delegate.call");
   EXPECT_TRUE(t.ok()) << t.report();
 }
 
@@ -168,7 +171,8 @@ TEST(Tester, CatchesAStageThatChangesTheResult) {
       });
     }
   };
-  t->runStage({"broken", [](mlir::OpPassManager &pm) {
+  t->runStage({"broken",
+               [](mlir::OpPassManager &pm) {
                  pm.addPass(std::make_unique<ExpToSigmoid>());
                }})
       .runAndCompare(1e-3, 1e-3, "", {1, 2, 3}, 3);

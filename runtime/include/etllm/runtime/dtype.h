@@ -76,8 +76,7 @@ inline bool isFloat(DType t) {
   return t == DType::F32 || t == DType::F16 || t == DType::BF16;
 }
 inline bool isInteger(DType t) {
-  return t == DType::I64 || t == DType::I32 || t == DType::I8 ||
-         t == DType::U8;
+  return t == DType::I64 || t == DType::I32 || t == DType::I8 || t == DType::U8;
 }
 
 } // namespace etllm::rt

@@ -43,9 +43,9 @@ void parallelFor(const ExecContext *ctx, size_t n, const Fn &fn) {
       fn(i);
     return;
   }
-  pthreadpool_parallelize_1d(
-      pool, &detail::parallelItemTrampoline<Fn>,
-      const_cast<void *>(static_cast<const void *>(&fn)), n, /*flags=*/0);
+  pthreadpool_parallelize_1d(pool, &detail::parallelItemTrampoline<Fn>,
+                             const_cast<void *>(static_cast<const void *>(&fn)),
+                             n, /*flags=*/0);
 }
 
 /// Calls `fn(begin, end)` for consecutive tiles [begin, end) of at most

@@ -36,14 +36,15 @@ struct FileHeader {
   uint32_t headerSize;       // sizeof(FileHeader)
   uint64_t flatbufferOffset; // from the start of the file
   uint64_t flatbufferSize;
-  uint64_t segmentBase;      // start of the segment data, aligned
+  uint64_t segmentBase; // start of the segment data, aligned
   uint64_t segmentDataSize;
   uint32_t segmentAlignment; // every segment starts at a multiple of this
   uint32_t reserved[3];
 };
 static_assert(sizeof(FileHeader) == 64, "the header is 64 bytes");
 
-inline constexpr char kProgramMagic[8] = {'E', 'T', 'L', 'L', 'M', 'P', 'T', 'E'};
+inline constexpr char kProgramMagic[8] = {'E', 'T', 'L', 'L',
+                                          'M', 'P', 'T', 'E'};
 /// Incremented on incompatible layout changes (docs/ProgramFormat.md).
 inline constexpr uint32_t kProgramFormatVersion = 1;
 

@@ -25,11 +25,11 @@ inline size_t alignUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
 /// Parameters of a block-quantized weight or a quantized activation.
 struct QuantInfo {
-  uint8_t bits = 0;        // 4 or 8
-  bool symmetric = true;   // sym: signed q; asym: unsigned q + offset/zp
+  uint8_t bits = 0;             // 4 or 8
+  bool symmetric = true;        // sym: signed q; asym: unsigned q + offset/zp
   DType scaleType = DType::F32; // F16 or F32 (weights); F32 (activations)
-  int64_t groupSize = 0;   // weights: elements per group along the last dim
-  bool perToken = true;    // activations: one scale per row (else per tensor)
+  int64_t groupSize = 0; // weights: elements per group along the last dim
+  bool perToken = true;  // activations: one scale per row (else per tensor)
 };
 
 /// Byte layout of a QWeight of logical shape [..., K] with R = numel / K rows

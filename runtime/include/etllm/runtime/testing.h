@@ -166,8 +166,8 @@ inline OwnedTensor makeQWeight(int64_t rows, int64_t cols,
       base[i] = uint8_t(quant.symmetric ? uint8_t(int8_t(q[size_t(i)]))
                                         : uint8_t(q[size_t(i)]));
     } else {
-      uint8_t u = uint8_t((quant.symmetric ? q[size_t(i)] + 8 : q[size_t(i)]) &
-                          0xf);
+      uint8_t u =
+          uint8_t((quant.symmetric ? q[size_t(i)] + 8 : q[size_t(i)]) & 0xf);
       base[i / 2] = uint8_t(i % 2 ? (base[i / 2] & 0x0f) | (u << 4)
                                   : (base[i / 2] & 0xf0) | u);
     }

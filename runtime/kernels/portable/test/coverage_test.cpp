@@ -57,7 +57,8 @@ protected:
     Tensor *p2 = t(makeTensor(DType::I64, {2}, {3, 4}));
     Tensor *freq = t(makeTensor(DType::F32, {2}, {1.0, 0.1}));
     Tensor *kv = t(makeTensor(DType::F32, {1, 1, 5, 4}, randomValues(20, 5)));
-    Tensor *cache = t(makeTensor(DType::F32, {1, 1, 3, 4}, randomValues(12, 6)));
+    Tensor *cache =
+        t(makeTensor(DType::F32, {1, 1, 3, 4}, randomValues(12, 6)));
     Tensor *p1 = t(makeTensor(DType::I64, {1}, {2}));
     Tensor *val = t(makeTensor(DType::F32, {1, 1, 1, 4}, {1, 2, 3, 4}));
     QuantInfo wq;
@@ -65,8 +66,9 @@ protected:
     wq.symmetric = true;
     wq.scaleType = DType::F16;
     wq.groupSize = 4;
-    Tensor *qw = t(makeQWeight(3, 4, wq, {1, -2, 3, -8, 7, 0, 1, 2, -1, -1, 4, 5},
-                               {0.5f, 0.25f, 1.0f}));
+    Tensor *qw =
+        t(makeQWeight(3, 4, wq, {1, -2, 3, -8, 7, 0, 1, 2, -1, -1, 4, 5},
+                      {0.5f, 0.25f, 1.0f}));
     QuantInfo act;
     act.bits = 8;
     act.symmetric = false;
@@ -79,20 +81,37 @@ protected:
       return k;
     };
     std::vector<Case> cs = {
-        unary(OpId::Neg),     unary(OpId::Abs),     Case{OpId::Rsqrt, {pos}},
-        Case{OpId::Sqrt, {pos}}, unary(OpId::Exp),  Case{OpId::Log, {pos}},
-        unary(OpId::Cos),     unary(OpId::Sin),     unary(OpId::Tanh),
-        unary(OpId::Sigmoid), unary(OpId::Silu),    unary(OpId::Relu),
-        Case{OpId::Gelu, {a}, DType::F32, {1}},     unary(OpId::Copy),
+        unary(OpId::Neg),
+        unary(OpId::Abs),
+        Case{OpId::Rsqrt, {pos}},
+        Case{OpId::Sqrt, {pos}},
+        unary(OpId::Exp),
+        Case{OpId::Log, {pos}},
+        unary(OpId::Cos),
+        unary(OpId::Sin),
+        unary(OpId::Tanh),
+        unary(OpId::Sigmoid),
+        unary(OpId::Silu),
+        unary(OpId::Relu),
+        Case{OpId::Gelu, {a}, DType::F32, {1}},
+        unary(OpId::Copy),
         Case{OpId::Convert, {a}, DType::I32},
         Case{OpId::LogicalNot, {m}, DType::Bool},
-        binary(OpId::Add),    binary(OpId::Sub),    binary(OpId::Mul),
-        binary(OpId::Div),    binary(OpId::Pow),    binary(OpId::Maximum),
+        binary(OpId::Add),
+        binary(OpId::Sub),
+        binary(OpId::Mul),
+        binary(OpId::Div),
+        binary(OpId::Pow),
+        binary(OpId::Maximum),
         binary(OpId::Minimum),
         Case{OpId::LogicalAnd, {m, m}, DType::Bool},
         Case{OpId::LogicalOr, {m, m}, DType::Bool},
-        compare(OpId::Eq),    compare(OpId::Ne),    compare(OpId::Lt),
-        compare(OpId::Le),    compare(OpId::Gt),    compare(OpId::Ge),
+        compare(OpId::Eq),
+        compare(OpId::Ne),
+        compare(OpId::Lt),
+        compare(OpId::Le),
+        compare(OpId::Gt),
+        compare(OpId::Ge),
         Case{OpId::Where, {m, a, b}},
         Case{OpId::MaskedFill, {a, m}, DType::F32, {}, {-1.0}},
         Case{OpId::Sum, {a}, DType::F32, {0, -1}},
@@ -123,8 +142,8 @@ protected:
         Case{OpId::RmsNorm, {a, b}, DType::F32, {}, {1e-5, 1.0}},
         Case{OpId::LayerNorm, {a, b}, DType::F32, {1, 0}, {1e-5}},
         Case{OpId::Rope, {x4, p2, freq}, DType::F32, {0}, {1.0}},
-        Case{OpId::Sdpa, {x4, kv, kv, p2}, DType::F32, {0, 1, 1, 0},
-             {0.5, 0.0}},
+        Case{
+            OpId::Sdpa, {x4, kv, kv, p2}, DType::F32, {0, 1, 1, 0}, {0.5, 0.0}},
         Case{OpId::KvCacheUpdate, {cache, p1, val}, DType::F32, {2}},
         Case{OpId::QLinear, {a4, qw}},
         Case{OpId::QEmbedding, {qw, idx2}},
@@ -159,10 +178,10 @@ TEST_F(AllOps, SucceedRepeatablyAndRefuseAShortOutput) {
     ASSERT_OK(callKernel(portableKernels().get(k.op), ctx, k.ins, outPtrs,
                          k.ints, k.floats));
     for (size_t i = 0; i < outs.size(); ++i)
-      EXPECT_EQ(std::vector<uint8_t>(outs[i]->ptr<uint8_t>(),
-                                     outs[i]->ptr<uint8_t>() +
-                                         outs[i]->nbytes()),
-                first[i]);
+      EXPECT_EQ(
+          std::vector<uint8_t>(outs[i]->ptr<uint8_t>(),
+                               outs[i]->ptr<uint8_t>() + outs[i]->nbytes()),
+          first[i]);
     // One byte short: a resize error naming the operator.
     for (size_t i = 0; i < outs.size(); ++i) {
       size_t need = outs[i]->nbytes();
@@ -174,13 +193,12 @@ TEST_F(AllOps, SucceedRepeatablyAndRefuseAShortOutput) {
                                k.outQuant);
       for (OwnedTensor &o : shortOuts)
         shortPtrs.push_back(o.get());
-      Status s = callKernel(portableKernels().get(k.op), ctx, k.ins,
-                            shortPtrs, k.ints, k.floats);
+      Status s = callKernel(portableKernels().get(k.op), ctx, k.ins, shortPtrs,
+                            k.ints, k.floats);
       EXPECT_FALSE(s.ok());
       EXPECT_NE(s.message().find(std::string(name) + ":"), std::string::npos)
           << s.message();
-      EXPECT_NE(s.message().find("planned"), std::string::npos)
-          << s.message();
+      EXPECT_NE(s.message().find("planned"), std::string::npos) << s.message();
     }
   }
   EXPECT_EQ(covered.size(), size_t(OpId::NumOps));
@@ -189,9 +207,9 @@ TEST_F(AllOps, SucceedRepeatablyAndRefuseAShortOutput) {
 TEST(DTypes, FloatOnlyUnaryOpsRejectIntegers) {
   auto x = makeTensor(DType::I32, {2}, {1, 2});
   OwnedTensor y(DType::I32, {2});
-  for (OpId op : {OpId::Rsqrt, OpId::Sqrt, OpId::Exp, OpId::Log, OpId::Cos,
-                  OpId::Sin, OpId::Tanh, OpId::Sigmoid, OpId::Silu,
-                  OpId::Relu}) {
+  for (OpId op :
+       {OpId::Rsqrt, OpId::Sqrt, OpId::Exp, OpId::Log, OpId::Cos, OpId::Sin,
+        OpId::Tanh, OpId::Sigmoid, OpId::Silu, OpId::Relu}) {
     SCOPED_TRACE(opInfo(op).name);
     EXPECT_ERROR(run(op, {x}, {y}),
                  std::string(opInfo(op).name) + ": unsupported dtype i32");

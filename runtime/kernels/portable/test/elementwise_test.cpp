@@ -23,9 +23,10 @@ TEST(Unary, FloatMath) {
   ASSERT_OK(run(OpId::Sqrt, {x}, {y}));
   EXPECT_VALUES(*y, (std::vector<double>{0.5, 1.0, 2.0, 3.0}), 0);
   ASSERT_OK(run(OpId::Log, {x}, {y}));
-  EXPECT_VALUES(*y, (std::vector<double>{std::log(0.25), 0, std::log(4.0),
-                                         std::log(9.0)}),
-                1e-6);
+  EXPECT_VALUES(
+      *y,
+      (std::vector<double>{std::log(0.25), 0, std::log(4.0), std::log(9.0)}),
+      1e-6);
 
   auto z = makeTensor(DType::F32, {3}, {0.0, 1.0, -2.0});
   OwnedTensor o(DType::F32, {3});
@@ -38,17 +39,17 @@ TEST(Unary, FloatMath) {
   EXPECT_VALUES(*o, (std::vector<double>{0.0, std::sin(1.0), std::sin(-2.0)}),
                 1e-6);
   ASSERT_OK(run(OpId::Tanh, {z}, {o}));
-  EXPECT_VALUES(*o, (std::vector<double>{0.0, 0.7615941559557649,
-                                         -0.9640275800758169}),
-                1e-6);
+  EXPECT_VALUES(
+      *o, (std::vector<double>{0.0, 0.7615941559557649, -0.9640275800758169}),
+      1e-6);
   ASSERT_OK(run(OpId::Sigmoid, {z}, {o}));
-  EXPECT_VALUES(*o, (std::vector<double>{0.5, 0.7310585786300049,
-                                         0.11920292202211755}),
-                1e-6);
+  EXPECT_VALUES(
+      *o, (std::vector<double>{0.5, 0.7310585786300049, 0.11920292202211755}),
+      1e-6);
   ASSERT_OK(run(OpId::Silu, {z}, {o}));
-  EXPECT_VALUES(*o, (std::vector<double>{0.0, 0.7310585786300049,
-                                         -0.2384058440442351}),
-                1e-6);
+  EXPECT_VALUES(
+      *o, (std::vector<double>{0.0, 0.7310585786300049, -0.2384058440442351}),
+      1e-6);
   ASSERT_OK(run(OpId::Relu, {z}, {o}));
   EXPECT_VALUES(*o, (std::vector<double>{0.0, 1.0, 0.0}), 0);
   ASSERT_OK(run(OpId::Neg, {z}, {o}));
@@ -61,13 +62,13 @@ TEST(Unary, GeluBothForms) {
   auto x = makeTensor(DType::F32, {3}, {1.0, -1.0, 0.0});
   OwnedTensor y(DType::F32, {3});
   ASSERT_OK(run(OpId::Gelu, {x}, {y}, {0}));
-  EXPECT_VALUES(*y, (std::vector<double>{0.8413447460685429,
-                                         -0.15865525393145707, 0.0}),
-                1e-6);
+  EXPECT_VALUES(
+      *y, (std::vector<double>{0.8413447460685429, -0.15865525393145707, 0.0}),
+      1e-6);
   ASSERT_OK(run(OpId::Gelu, {x}, {y}, {1}));
-  EXPECT_VALUES(*y, (std::vector<double>{0.8411919906082768,
-                                         -0.15880800939172324, 0.0}),
-                1e-6);
+  EXPECT_VALUES(
+      *y, (std::vector<double>{0.8411919906082768, -0.15880800939172324, 0.0}),
+      1e-6);
   EXPECT_ERROR(run(OpId::Gelu, {x}, {y}, {2}), "gelu");
 }
 
@@ -165,9 +166,8 @@ TEST(Convert, FloatToInt) {
   auto x = makeTensor(DType::F32, {6}, {-1.7, 2.9, kNaN, 1e20, -1e20, 0.5});
   OwnedTensor y(DType::I32, {6});
   ASSERT_OK(run(OpId::Convert, {x}, {y}));
-  EXPECT_VALUES(*y, (std::vector<double>{-1, 2, 0, 2147483647, -2147483648.0,
-                                         0}),
-                0);
+  EXPECT_VALUES(
+      *y, (std::vector<double>{-1, 2, 0, 2147483647, -2147483648.0, 0}), 0);
   OwnedTensor b(DType::Bool, {6});
   ASSERT_OK(run(OpId::Convert, {x}, {b}));
   EXPECT_VALUES(*b, (std::vector<double>{1, 1, 1, 1, 1, 1}), 0);
@@ -221,8 +221,7 @@ TEST(Binary, ArithmeticWithBroadcasting) {
   ASSERT_OK(run(OpId::Mul, {b, a}, {y}));
   EXPECT_VALUES(*y, (std::vector<double>{10, 40, 90, 40, 100, 180}), 0);
   ASSERT_OK(run(OpId::Div, {a, b}, {y}));
-  EXPECT_VALUES(*y, (std::vector<double>{0.1, 0.1, 0.1, 0.4, 0.25, 0.2}),
-                1e-7);
+  EXPECT_VALUES(*y, (std::vector<double>{0.1, 0.1, 0.1, 0.4, 0.25, 0.2}), 1e-7);
 
   // [2, 1] with [1, 3] -> [2, 3].
   auto col = makeTensor(DType::F32, {2, 1}, {1, 2});
@@ -274,11 +273,12 @@ TEST(Binary, HalfAndBFloat16) {
   auto b = makeTensor(DType::F16, {2}, {1.0 / 1024, 0.2});
   OwnedTensor y(DType::F16, {2});
   ASSERT_OK(run(OpId::Add, {a, b}, {y}));
-  float s1 = halfToFloat(floatToHalf(1.0f)) +
-             halfToFloat(floatToHalf(1.0f / 1024));
+  float s1 =
+      halfToFloat(floatToHalf(1.0f)) + halfToFloat(floatToHalf(1.0f / 1024));
   float s2 = halfToFloat(floatToHalf(0.1f)) + halfToFloat(floatToHalf(0.2f));
-  EXPECT_VALUES(*y, (std::vector<double>{halfToFloat(floatToHalf(s1)),
-                                         halfToFloat(floatToHalf(s2))}),
+  EXPECT_VALUES(*y,
+                (std::vector<double>{halfToFloat(floatToHalf(s1)),
+                                     halfToFloat(floatToHalf(s2))}),
                 0);
   auto c = makeTensor(DType::BF16, {2}, {3.0, 0.5});
   auto d = makeTensor(DType::BF16, {2}, {1.5, 3.0});
@@ -401,8 +401,7 @@ TEST(MaskedFill, BroadcastMask) {
   auto m = makeTensor(DType::Bool, {3}, {0, 1, 1});
   OwnedTensor y(DType::F32, {2, 3});
   ASSERT_OK(run(OpId::MaskedFill, {x, m}, {y}, {}, {-kInf}));
-  EXPECT_VALUES(*y, (std::vector<double>{1, -kInf, -kInf, 4, -kInf, -kInf}),
-                0);
+  EXPECT_VALUES(*y, (std::vector<double>{1, -kInf, -kInf, 4, -kInf, -kInf}), 0);
   // The mask must broadcast to the input, not beyond it.
   auto big = makeTensor(DType::Bool, {2, 2, 3}, {});
   EXPECT_ERROR(run(OpId::MaskedFill, {x, big}, {y}, {}, {0.0}),
@@ -412,8 +411,7 @@ TEST(MaskedFill, BroadcastMask) {
   OwnedTensor yi(DType::I64, {2});
   ASSERT_OK(run(OpId::MaskedFill, {xi, mi}, {yi}, {}, {-5.0}));
   EXPECT_VALUES(*yi, (std::vector<double>{-5, 2}), 0);
-  EXPECT_ERROR(run(OpId::MaskedFill, {xi, mi}, {yi}, {}, {-kInf}),
-               "integer");
+  EXPECT_ERROR(run(OpId::MaskedFill, {xi, mi}, {yi}, {}, {-kInf}), "integer");
   auto bf = makeTensor(DType::BF16, {2}, {1, 2});
   OwnedTensor ybf(DType::BF16, {2});
   ASSERT_OK(run(OpId::MaskedFill, {bf, mi}, {ybf}, {}, {0.1}));
@@ -473,9 +471,9 @@ TEST(Arange, IntegersAndFloats) {
   ASSERT_OK(run(OpId::Arange, {}, {i}, {0, 3, 1}));
   EXPECT_VALUES(*i, (std::vector<double>{0, 1, 2}), 0);
   EXPECT_ERROR(run(OpId::Arange, {}, {i}, {0, 3, 0}), "step");
-  EXPECT_ERROR(run(OpId::Arange, {}, {i}, {int64_t(1) << 40,
-                                          (int64_t(1) << 40) + 2, 1}),
-               "i32");
+  EXPECT_ERROR(
+      run(OpId::Arange, {}, {i}, {int64_t(1) << 40, (int64_t(1) << 40) + 2, 1}),
+      "i32");
   EXPECT_ERROR(run(OpId::Arange, {}, {y}, {0, 100, 1}), "planned");
   OwnedTensor b(DType::Bool, {0}, 16);
   EXPECT_ERROR(run(OpId::Arange, {}, {b}, {0, 2, 1}), "arange: unsupported");
@@ -502,8 +500,8 @@ TEST(Triangle, TriuTrilWithDiagonal) {
   auto b = makeTensor(DType::Bool, {2, 2, 3}, std::vector<double>(12, 1));
   OwnedTensor bo(DType::Bool, {2, 2, 3});
   ASSERT_OK(run(OpId::Tril, {b}, {bo}, {0}));
-  EXPECT_VALUES(*bo,
-                (std::vector<double>{1, 0, 0, 1, 1, 0, 1, 0, 0, 1, 1, 0}), 0);
+  EXPECT_VALUES(*bo, (std::vector<double>{1, 0, 0, 1, 1, 0, 1, 0, 0, 1, 1, 0}),
+                0);
   auto v = makeTensor(DType::F32, {3}, {});
   OwnedTensor vo(DType::F32, {3});
   EXPECT_ERROR(run(OpId::Triu, {v}, {vo}, {0}), "rank >= 2");

@@ -65,7 +65,7 @@ inline std::vector<double> randomValues(size_t n, unsigned seed,
 /// Element-wise comparison of a tensor's values with an absolute tolerance.
 #define EXPECT_VALUES(tensor, expected, tol)                                   \
   do {                                                                         \
-    std::vector<double> got_ = ::etllm::rt::testing::values(tensor);          \
+    std::vector<double> got_ = ::etllm::rt::testing::values(tensor);           \
     std::vector<double> exp_ = (expected);                                     \
     ASSERT_EQ(got_.size(), exp_.size());                                       \
     for (size_t i_ = 0; i_ < got_.size(); ++i_) {                              \

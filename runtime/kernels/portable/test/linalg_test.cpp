@@ -107,8 +107,8 @@ TEST(Linear, ThreadedMatchesSerialAndDynamicRows) {
   auto w = makeTensor(DType::BF16, {N, K}, randomValues(size_t(N * K), 3));
   auto b = makeTensor(DType::BF16, {N}, randomValues(size_t(N), 4));
   OwnedTensor x(DType::BF16, {1, K}, 5 * K * 2);
-  OwnedTensor y1(DType::BF16, {1, N}, 5 * N * 2), y2(DType::BF16, {1, N},
-                                                     5 * N * 2);
+  OwnedTensor y1(DType::BF16, {1, N}, 5 * N * 2),
+      y2(DType::BF16, {1, N}, 5 * N * 2);
   ThreadedContext tc;
   for (int64_t rows : {int64_t(1), int64_t(5)}) {
     int64_t s[2] = {rows, K};

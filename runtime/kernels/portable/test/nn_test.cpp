@@ -68,8 +68,7 @@ TEST(LayerNorm, WeightBiasOptional) {
   OwnedTensor y(DType::F32, {2, 2});
   const double r = 1 / std::sqrt(1.0 + 1e-5);
   ASSERT_OK(run(OpId::LayerNorm, {x, w, b}, {y}, {1, 1}, {1e-5}));
-  EXPECT_VALUES(*y, (std::vector<double>{-2 * r + 0.5, 3 * r - 0.5, 0.5,
-                                         -0.5}),
+  EXPECT_VALUES(*y, (std::vector<double>{-2 * r + 0.5, 3 * r - 0.5, 0.5, -0.5}),
                 1e-6);
   ASSERT_OK(run(OpId::LayerNorm, {x}, {y}, {0, 0}, {1e-5}));
   EXPECT_VALUES(*y, (std::vector<double>{-r, r, 0, 0}), 1e-6);
@@ -226,8 +225,8 @@ std::vector<double> naiveSdpa(const SdpaCase &c, const std::vector<double> &q,
             x = c.softcap * std::tanh(x / c.softcap);
           if (c.hasMask)
             x += mask[size_t(s * c.T + j)];
-          bool visible = !c.causal ||
-                         (j <= p && (c.window == 0 || j > p - c.window));
+          bool visible =
+              !c.causal || (j <= p && (c.window == 0 || j > p - c.window));
           sc[size_t(j)] = visible ? x : -kInf;
         }
         double mx = -kInf;
@@ -294,8 +293,7 @@ TEST(Sdpa, Variants) {
   // Causal without positions (prefill), GQA 4:1, Dv != D.
   checkSdpa({1, 4, 1, 5, 5, 4, 3, false, false, true, 0, 0.5, 0.0}, {}, 41);
   // Causal, mask, positions beyond T and a window.
-  checkSdpa({1, 2, 1, 2, 6, 4, 4, true, true, true, 2, 1.0, 0.0}, {3, 40},
-            51);
+  checkSdpa({1, 2, 1, 2, 6, 4, 4, true, true, true, 2, 1.0, 0.0}, {3, 40}, 51);
   // Softcap only.
   checkSdpa({1, 1, 1, 3, 4, 4, 4, false, false, false, 0, 3.0, 1.0}, {}, 61);
 }
@@ -377,8 +375,9 @@ TEST(KvCacheUpdate, AliasedWritesInPlace) {
   Tensor out = *cache; // the planner aliases the result with the cache
   ASSERT_OK(run(OpId::KvCacheUpdate, {cache, pos, val}, {&out}, {2}));
   EXPECT_SHAPE(out, 1, 2, 4, 2);
-  EXPECT_VALUES(*cache, (std::vector<double>{3, 4, -1, -1, 1, 2, -1, -1, //
-                                             7, 8, -1, -1, 5, 6, -1, -1}),
+  EXPECT_VALUES(*cache,
+                (std::vector<double>{3, 4, -1, -1, 1, 2, -1, -1, //
+                                     7, 8, -1, -1, 5, 6, -1, -1}),
                 0);
 }
 

@@ -43,9 +43,8 @@ TEST(Dequantize, EightBitSymmetric) {
                        {0.5f, 2.0f, 1.0f, 0.25f});
   OwnedTensor y(DType::F32, {2, 4});
   ASSERT_OK(run(OpId::Dequantize, {w}, {y}));
-  EXPECT_VALUES(*y, (std::vector<double>{0.5, -1, 6, -256, 127, 0, 1.25,
-                                         -1.25}),
-                0);
+  EXPECT_VALUES(
+      *y, (std::vector<double>{0.5, -1, 6, -256, 127, 0, 1.25, -1.25}), 0);
 }
 
 TEST(Dequantize, FourBitAsymmetricHalfScales) {
@@ -274,8 +273,8 @@ void checkDynamicQuantizedLinear(bool sym, bool perToken, unsigned seed) {
       double exact = bv[size_t(n)];
       for (int64_t k = 0; k < K; ++k) {
         int64_t slot = perToken ? m : 0;
-        double xh = double(v.scales[slot]) *
-                    double(v.q[m * K + k] - v.zps[slot]);
+        double xh =
+            double(v.scales[slot]) * double(v.q[m * K + k] - v.zps[slot]);
         exact += xh * wv[size_t(n * K + k)];
       }
       EXPECT_NEAR(got[size_t(m * N + n)], exact, 1e-4);

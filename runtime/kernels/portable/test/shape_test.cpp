@@ -23,8 +23,8 @@ TEST(Transpose, SwapsDims) {
 }
 
 TEST(Transpose, EveryDTypeIsMovedAsBytes) {
-  for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::I64,
-                   DType::I32, DType::I8, DType::U8, DType::Bool}) {
+  for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::I64, DType::I32,
+                   DType::I8, DType::U8, DType::Bool}) {
     auto x = makeTensor(dt, {2, 2}, {1, 0, 1, 1});
     OwnedTensor y(dt, {2, 2});
     ASSERT_OK(run(OpId::Transpose, {x}, {y}, {1, 0}));
@@ -45,8 +45,7 @@ TEST(Permute, ReordersDims) {
   OwnedTensor y(DType::I32, {0}, 12 * 4);
   ASSERT_OK(run(OpId::Permute, {x}, {y}, {2, 0, 1}));
   EXPECT_SHAPE(*y, 2, 2, 3);
-  EXPECT_VALUES(*y, (std::vector<double>{0, 2, 4, 6, 8, 10, 1, 3, 5, 7, 9,
-                                         11}),
+  EXPECT_VALUES(*y, (std::vector<double>{0, 2, 4, 6, 8, 10, 1, 3, 5, 7, 9, 11}),
                 0);
   EXPECT_ERROR(run(OpId::Permute, {x}, {y}, {0, 0, 1}), "appears twice");
   EXPECT_ERROR(run(OpId::Permute, {x}, {y}, {0, 1}), "expected 3");
@@ -234,9 +233,8 @@ TEST(IndexPut, AccumulateAndNegative) {
   EXPECT_VALUES(*y, (std::vector<double>{20, 1, 30, 50, 4, 60}), 0);
   // Accumulate: duplicates add up (-1 and 2 are the same column).
   ASSERT_OK(run(OpId::IndexPut, {x, i, v}, {y}, {1, 1}));
-  EXPECT_VALUES(*y, (std::vector<double>{20, 1, 2 + 10 + 30, 53, 4,
-                                         5 + 40 + 60}),
-                0);
+  EXPECT_VALUES(
+      *y, (std::vector<double>{20, 1, 2 + 10 + 30, 53, 4, 5 + 40 + 60}), 0);
   auto fx = makeTensor(DType::F16, {2}, {1, 2});
   auto fi = makeTensor(DType::I32, {1}, {1});
   auto fv = makeTensor(DType::F16, {1}, {0.5});

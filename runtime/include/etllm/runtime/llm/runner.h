@@ -34,16 +34,16 @@ struct GenerationConfig {
 
 /// Timings and counts of one generate() call (milliseconds).
 struct Stats {
-  double loadMs = 0;       // program + tokenizer load (Runner::load)
-  double ttftMs = 0;       // generate() start to the first generated token
-  double prefillMs = 0;    // the prompt's forward call
-  double decodeMs = 0;     // forward calls of generated tokens after the first
+  double loadMs = 0;    // program + tokenizer load (Runner::load)
+  double ttftMs = 0;    // generate() start to the first generated token
+  double prefillMs = 0; // the prompt's forward call
+  double decodeMs = 0;  // forward calls of generated tokens after the first
   double samplingMs = 0;
   int64_t promptTokens = 0;
   int64_t generatedTokens = 0;
   uint64_t peakRssBytes = 0;
   uint64_t plannedBytes = 0; // planned activations + mutable buffers
-  std::string stopReason;    // "eos", "max_new_tokens", "stop_string", "context"
+  std::string stopReason; // "eos", "max_new_tokens", "stop_string", "context"
   double prefillTokensPerSecond() const;
   double decodeTokensPerSecond() const;
   /// One line of JSON with every field.
@@ -64,9 +64,9 @@ public:
   /// Generates from `prompt`; `onText` receives the generated text as it is
   /// produced (bytes; a multi-byte character may be split across calls).
   /// The KV cache starts empty every call.
-  Result<Stats> generate(const std::string &prompt,
-                         const GenerationConfig &config,
-                         const std::function<void(const std::string &)> &onText);
+  Result<Stats>
+  generate(const std::string &prompt, const GenerationConfig &config,
+           const std::function<void(const std::string &)> &onText);
   const Tokenizer &tokenizer() const { return *tokenizer_; }
   int64_t maxSeqLen() const { return maxSeqLen_; }
 

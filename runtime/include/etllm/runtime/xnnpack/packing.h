@@ -54,6 +54,9 @@ struct PackedF32Layout {
   int64_t n = 0, k = 0, rowBlocks = 0;
   size_t totalBytes = 0;
   static PackedF32Layout compute(int64_t n, int64_t k);
+  /// compute() for untrusted sizes: an error for negative sizes or a size
+  /// that does not fit in memory.
+  static Result<PackedF32Layout> computeChecked(int64_t n, int64_t k);
 };
 
 /// Packs a row-major f32 weight [rows, cols].
