@@ -72,8 +72,7 @@ Result<std::vector<uint8_t>> packQWeight(const uint8_t *blob, size_t size,
         float scale = 0, offset = 0;
         int32_t sum = 0;
         if (row < rows) {
-          const uint8_t *src =
-              blob + row * rowBytes + g * l.groupBytes;
+          const uint8_t *src = blob + row * rowBytes + g * l.groupBytes;
           std::memcpy(dst, src, l.groupBytes);
           int64_t idx = row * l.groups + g;
           scale = loadScale(blob + plain->scalesOff, idx, q.scaleType);
@@ -108,6 +107,19 @@ PackedF32Layout PackedF32Layout::compute(int64_t n, int64_t k) {
   l.rowBlocks = (n + kNR - 1) / kNR;
   l.totalBytes = size_t(l.rowBlocks) * k * kNR * 4;
   return l;
+}
+
+Result<PackedF32Layout> PackedF32Layout::computeChecked(int64_t n, int64_t k) {
+  if (n < 0 || k < 0)
+    return Error("packed f32 weight has a negative size");
+  // Bound every factor so that rowBlocks * k * 8 * 4 cannot overflow.
+  const uint64_t blocks = (uint64_t(n) + kNR - 1) / kNR;
+  uint64_t elems;
+  if (__builtin_mul_overflow(blocks, uint64_t(k), &elems) ||
+      elems > (uint64_t(1) << 46))
+    return Error("packed f32 weight [" + std::to_string(n) + ", " +
+                 std::to_string(k) + "] is too large");
+  return compute(n, k);
 }
 
 std::vector<uint8_t> packF32Weight(const float *w, int64_t rows, int64_t cols) {

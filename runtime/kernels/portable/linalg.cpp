@@ -39,7 +39,7 @@ Status kernelMatmul(const KernelArgs &a) {
   os.sizes[os.rank++] = N;
   const int64_t numBatch = batch.numel();
   const size_t rows = size_t(numBatch * M);
-  const size_t tile = defaultTile(a.ctx, rows);
+  const size_t tile = defaultTile(a.ctx, rows, size_t(N) * size_t(K));
   void *scratch = nullptr;
   ETLLM_RETURN_IF_ERROR(getScratch(
       op, a, numTiles(rows, tile) * size_t(N) * sizeof(float), scratch));
@@ -102,7 +102,7 @@ Status kernelLinear(const KernelArgs &a) {
   Shape os = Shape::of(x);
   os.sizes[os.rank - 1] = N;
   const bool isF32 = x.dtype == DType::F32;
-  const size_t tile = defaultTile(a.ctx, size_t(N));
+  const size_t tile = defaultTile(a.ctx, size_t(N), size_t(M) * size_t(K));
   const size_t xFloats = isF32 ? 0 : size_t(M * K);
   const size_t biasFloats = bias ? size_t(N) : 0;
   const size_t rowFloats = isF32 ? 0 : numTiles(size_t(N), tile) * size_t(K);
@@ -152,10 +152,15 @@ Status kernelEmbedding(const KernelArgs &a) {
   const size_t rowBytes = size_t(D) * elementSize(table.dtype);
   const uint8_t *src = table.ptr<uint8_t>();
   uint8_t *dst = out.ptr<uint8_t>();
-  parallelFor(a.ctx, size_t(idx.numel()), [&](size_t i) {
-    std::memcpy(dst + i * rowBytes,
-                src + size_t(loadIndex(idx, int64_t(i))) * rowBytes, rowBytes);
-  });
+  const size_t n = size_t(idx.numel());
+  parallelForTiles(a.ctx, n, defaultTile(a.ctx, n, size_t(D)),
+                   [&](size_t begin, size_t end) {
+                     for (size_t i = begin; i < end; ++i)
+                       std::memcpy(dst + i * rowBytes,
+                                   src + size_t(loadIndex(idx, int64_t(i))) *
+                                             rowBytes,
+                                   rowBytes);
+                   });
   return Status();
 }
 

@@ -284,7 +284,7 @@ Status kernelSdpa(const KernelArgs &a) {
                            "], got " + pos->shapeString());
   const float scale = float(a.floats[0]), softcap = float(a.floats[1]);
   const size_t rows = size_t(B * H * S);
-  const size_t tile = defaultTile(a.ctx, rows);
+  const size_t tile = defaultTile(a.ctx, rows, size_t(T) * size_t(D + Dv));
   const size_t perTile = size_t(D + T + Dv);
   void *scratch = nullptr;
   ETLLM_RETURN_IF_ERROR(getScratch(

@@ -221,7 +221,7 @@ Status kernelQLinear(const KernelArgs &a) {
     ETLLM_RETURN_IF_ERROR(checkQActBits(op, x));
   Shape os = Shape::of(x);
   os.sizes[os.rank - 1] = N;
-  const size_t tile = defaultTile(a.ctx, size_t(N));
+  const size_t tile = defaultTile(a.ctx, size_t(N), size_t(M) * size_t(K));
   const size_t xFloats = size_t(M * K), biasFloats = bias ? size_t(N) : 0;
   const size_t rowFloats = numTiles(size_t(N), tile) * size_t(K);
   void *scratch = nullptr;
@@ -278,7 +278,7 @@ Status kernelQEmbedding(const KernelArgs &a) {
   const int64_t V = w.dim(0), D = w.dim(1);
   ETLLM_RETURN_IF_ERROR(checkIndices(op, idx, V));
   const size_t n = size_t(idx.numel());
-  const size_t tile = defaultTile(a.ctx, n);
+  const size_t tile = defaultTile(a.ctx, n, size_t(D));
   void *scratch = nullptr;
   ETLLM_RETURN_IF_ERROR(getScratch(
       op, a, numTiles(n, tile) * size_t(D) * sizeof(float), scratch));

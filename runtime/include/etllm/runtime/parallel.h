@@ -69,9 +69,18 @@ void parallelForTiles(const ExecContext *ctx, size_t n, size_t tile,
       /*flags=*/0);
 }
 
+/// Below this many scalar operations in total a loop runs on the calling
+/// thread: waking the pool costs more than it saves, and on an
+/// oversubscribed machine its spinning workers stall small kernels badly.
+inline constexpr size_t kMinParallelWork = size_t(1) << 18;
+
 /// A tile size that splits `n` items into about four tiles per thread (for
-/// load balance), or one tile without a pool.
-inline size_t defaultTile(const ExecContext *ctx, size_t n) {
+/// load balance), or one tile without a pool or when `n` items of
+/// `workPerItem` operations each (0: unknown) are too little work to share.
+inline size_t defaultTile(const ExecContext *ctx, size_t n,
+                          size_t workPerItem = 0) {
+  if (workPerItem && n * workPerItem < kMinParallelWork)
+    return n == 0 ? 1 : n;
   size_t threads = detail::poolFor(ctx) ? ctx->numThreads() : 1;
   size_t tiles = threads == 1 ? 1 : threads * 4;
   size_t tile = (n + tiles - 1) / tiles;

@@ -1,0 +1,629 @@
+//===- backend.cpp - The xnnpack delegate: verify, plan, execute
+//-----------===//
+//
+// init() trusts nothing in the blob: it runs the flatbuffers verifier, then
+// checks every value (dtype, shape, capacity, constant bytes against the
+// packing), every node (known operator, operand counts of ops.def, indices,
+// produce-before-use, packed weights only where a kernel reads them) and
+// plans the internal values' memory once (lifetimes over the node order,
+// greedy by size, 64-byte aligned). execute() binds the caller's tensors
+// (counts, dtypes, ranks and shapes checked) and runs the nodes with the
+// optimized kernels, falling back to the portable ones; it allocates
+// nothing.
+//
+//===----------------------------------------------------------------------===//
+#include "etllm/runtime/xnnpack/backend.h"
+
+#include "internal.h"
+
+#include "etllm/runtime/xnnpack/packing.h"
+#include "etllm/schema/xnnpack_generated.h"
+
+#include <flatbuffers/flatbuffers.h>
+
+#include <algorithm>
+#include <new>
+
+namespace etllm::rt::xnnpack {
+
+namespace xfb = ::etllm::xnnpack;
+
+namespace {
+
+/// Upper bound on the values and nodes of one blob (far beyond any real
+/// subgraph; keeps the planner's quadratic pass bounded).
+constexpr uint32_t kMaxValues = 1u << 16, kMaxNodes = 1u << 16;
+/// Upper bound on the planned bytes of one delegate.
+constexpr uint64_t kMaxArenaBytes = uint64_t(1) << 40;
+constexpr size_t kPlanAlign = 64;
+/// Largest scratch init reserves in the ExecContext.
+constexpr size_t kMaxReservedScratch = size_t(256) << 20;
+
+enum class Kind { Dense, PackedLinear, PackedQLinear };
+
+/// What init learned about one blob value.
+struct ValueInfo {
+  xfb::ValueKind kind = xfb::ValueKind::INTERNAL;
+  xfb::Packing packing = xfb::Packing::DENSE;
+  uint32_t index = 0;
+  Tensor proto; // dtype, upper-bound shape, quant
+  bool dynamic[kMaxRank] = {};
+  size_t capacity = 0; // bytes of the upper-bound shape
+  int producer = -1;   // node index
+  int lastUse = -1;    // node index
+};
+
+struct Node {
+  OpId op = OpId::NumOps;
+  Kind kind = Kind::Dense;
+  std::vector<uint32_t> values; // inputs, then outputs
+  size_t numInputs = 0;
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+  std::vector<Tensor *> args; // refreshed by execute
+};
+
+class XnnpackInstance final : public DelegateInstance {
+public:
+  Status execute(Span<Tensor *const> inputs, Span<Tensor *const> outputs,
+                 ExecContext &ctx) override;
+
+  Isa isa = Isa::Generic;
+  std::vector<ValueInfo> info;
+  std::vector<Tensor> tensors; // own tensors (internal, constant)
+  std::vector<Tensor *> bound; // per value: the tensor nodes use
+  std::vector<uint32_t> inputValues, outputValues; // by call position
+  std::vector<Node> nodes;
+  std::unique_ptr<uint8_t[]> arena;
+  size_t arenaBytes = 0;
+};
+
+std::string valueName(uint32_t v) { return "value " + std::to_string(v); }
+
+std::string nodeName(uint32_t n, const char *op) {
+  return "node " + std::to_string(n) + " (" + op + ")";
+}
+
+Error blobError(const std::string &msg) {
+  return Error("xnnpack blob: " + msg);
+}
+
+const char *kindName(xfb::ValueKind k) {
+  switch (k) {
+  case xfb::ValueKind::INTERNAL:
+    return "internal";
+  case xfb::ValueKind::INPUT:
+    return "input";
+  case xfb::ValueKind::OUTPUT:
+    return "output";
+  case xfb::ValueKind::CONSTANT:
+    return "constant";
+  }
+  return "?";
+}
+
+/// Checks one value's description and fills `vi` (not the constant data).
+Status readValue(uint32_t v, const xfb::Value *val, ValueInfo &vi) {
+  const std::string what = valueName(v);
+  if (!val)
+    return blobError(what + " is missing");
+  if (val->dtype() >= kNumDTypes)
+    return blobError(what + ": invalid dtype " + std::to_string(val->dtype()));
+  const DType dtype = static_cast<DType>(val->dtype());
+  const uint32_t rank = val->sizes() ? val->sizes()->size() : 0;
+  if (rank > uint32_t(kMaxRank))
+    return blobError(what + ": rank " + std::to_string(rank) + " > " +
+                     std::to_string(kMaxRank));
+  if (val->dynamic_dims() && val->dynamic_dims()->size() != rank)
+    return blobError(what + ": dynamic_dims has " +
+                     std::to_string(val->dynamic_dims()->size()) +
+                     " entries for rank " + std::to_string(rank));
+  if (uint8_t(val->kind()) > uint8_t(xfb::ValueKind::CONSTANT))
+    return blobError(what + ": invalid kind " +
+                     std::to_string(unsigned(val->kind())));
+  if (uint8_t(val->packing()) > uint8_t(xfb::Packing::F32_NR8))
+    return blobError(what + ": invalid packing " +
+                     std::to_string(unsigned(val->packing())));
+  vi.kind = val->kind();
+  vi.packing = val->packing();
+  vi.index = val->index();
+  Tensor &t = vi.proto;
+  t.dtype = dtype;
+  t.rank = int32_t(rank);
+  for (uint32_t i = 0; i < rank; ++i) {
+    const int64_t s = val->sizes()->Get(i);
+    if (s < 0)
+      return blobError(what + ": negative size " + std::to_string(s));
+    t.sizes[i] = s;
+    vi.dynamic[i] = val->dynamic_dims() && val->dynamic_dims()->Get(i) != 0;
+  }
+  if (dtype == DType::QWeight || dtype == DType::QAct) {
+    if (val->scale_dtype() >= kNumDTypes)
+      return blobError(what + ": invalid scale dtype");
+    t.quant.bits = val->bits();
+    t.quant.groupSize = val->group_size();
+    t.quant.symmetric = val->symmetric();
+    t.quant.scaleType = static_cast<DType>(val->scale_dtype());
+    t.quant.perToken = val->per_token();
+    if (dtype == DType::QAct && t.quant.bits != 8)
+      return blobError(what + ": quantized activations must be 8-bit, not " +
+                       std::to_string(unsigned(t.quant.bits)));
+    if (dtype == DType::QAct)
+      t.quant.scaleType = DType::F32;
+  }
+  Result<size_t> bytes = storageBytes(dtype, t.sizes, t.rank, t.quant);
+  if (!bytes.ok())
+    return blobError(what + " " + t.shapeString() + ": " + bytes.message());
+  vi.capacity = *bytes;
+  return Status();
+}
+
+/// Checks a constant's bytes against its value description.
+Status checkConstant(uint32_t v, ValueInfo &vi, const ConstantTable &constants,
+                     Tensor &t) {
+  const std::string what =
+      valueName(v) + " (constant " + std::to_string(vi.index) + ")";
+  for (int i = 0; i < vi.proto.rank; ++i)
+    if (vi.dynamic[i])
+      return blobError(what + ": constants cannot have dynamic dimensions");
+  auto c = constants.get(vi.index);
+  if (!c.ok())
+    return blobError(what + ": " + c.message());
+  const uint8_t *data = c->first;
+  const size_t size = c->second;
+  size_t need = 0;
+  const Tensor &p = vi.proto;
+  switch (vi.packing) {
+  case xfb::Packing::DENSE:
+    need = vi.capacity;
+    break;
+  case xfb::Packing::QWEIGHT_NR8: {
+    if (p.dtype != DType::QWeight || p.rank != 2)
+      return blobError(what +
+                       ": QWEIGHT_NR8 packing needs a 2-D qweight, "
+                       "got " +
+                       p.shapeString());
+    Result<PackedQWeightLayout> l =
+        PackedQWeightLayout::compute(p.sizes[0], p.sizes[1], p.quant);
+    if (!l.ok())
+      return blobError(what + ": " + l.message());
+    need = l->totalBytes;
+    break;
+  }
+  case xfb::Packing::F32_NR8: {
+    if (p.dtype != DType::F32 || p.rank != 2)
+      return blobError(what +
+                       ": F32_NR8 packing needs a 2-D f32 tensor, "
+                       "got " +
+                       p.shapeString());
+    Result<PackedF32Layout> l =
+        PackedF32Layout::computeChecked(p.sizes[0], p.sizes[1]);
+    if (!l.ok())
+      return blobError(what + ": " + l.message());
+    need = l->totalBytes;
+    break;
+  }
+  }
+  if (size != need)
+    return blobError(what + " " + p.shapeString() + ": holds " +
+                     std::to_string(size) + " bytes, the " +
+                     (vi.packing == xfb::Packing::DENSE ? "shape" : "packing") +
+                     " needs " + std::to_string(need));
+  if (need > 0 && (!data || reinterpret_cast<uintptr_t>(data) % 4 != 0))
+    return blobError(what + ": data is missing or misaligned");
+  t = p;
+  t.data = const_cast<uint8_t *>(data); // never written: not a node output
+  t.capacity = size;
+  return Status();
+}
+
+/// Static checks of the packed linear/qlinear nodes' other operands.
+Status checkPackedNode(const std::string &what, const Node &n,
+                       const std::vector<ValueInfo> &info) {
+  const Tensor &x = info[n.values[0]].proto;
+  const Tensor &w = info[n.values[1]].proto;
+  const Tensor &out = info[n.values[n.numInputs]].proto;
+  if (n.kind == Kind::PackedLinear && x.dtype != DType::F32)
+    return blobError(what + ": a packed linear needs an f32 input, not " +
+                     dtypeName(x.dtype));
+  if (n.kind == Kind::PackedQLinear && x.dtype != DType::F32 &&
+      x.dtype != DType::QAct)
+    return blobError(what +
+                     ": a packed qlinear needs an f32 or qact input, "
+                     "not " +
+                     dtypeName(x.dtype));
+  if (out.dtype != DType::F32)
+    return blobError(what + ": the output must be f32, not " +
+                     dtypeName(out.dtype));
+  const ValueInfo &xi = info[n.values[0]];
+  if (x.rank < 1 ||
+      (!xi.dynamic[x.rank - 1] && x.sizes[x.rank - 1] != w.sizes[1]))
+    return blobError(what + ": input " + x.shapeString() +
+                     " does not match the weight " + w.shapeString());
+  if (n.numInputs > 2) {
+    const ValueInfo &b = info[n.values[2]];
+    if (b.proto.dtype != DType::F32 || b.proto.rank != 1 ||
+        b.proto.sizes[0] != w.sizes[0])
+      return blobError(what + ": bias " + b.proto.shapeString() +
+                       " does not match " + std::to_string(w.sizes[0]) +
+                       " output features");
+  }
+  return Status();
+}
+
+/// Greedy-by-size planning of the internal values (first fit among the
+/// values whose lifetimes overlap). Returns the arena size.
+Result<size_t> planMemory(std::vector<ValueInfo> &info,
+                          std::vector<size_t> &offsets) {
+  std::vector<uint32_t> order;
+  for (uint32_t v = 0; v < info.size(); ++v)
+    if (info[v].kind == xfb::ValueKind::INTERNAL && info[v].producer >= 0 &&
+        info[v].capacity > 0)
+      order.push_back(v);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return info[a].capacity > info[b].capacity;
+  });
+  offsets.assign(info.size(), 0);
+  std::vector<uint32_t> placed;
+  uint64_t total = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> busy; // [begin, end)
+  for (uint32_t v : order) {
+    const ValueInfo &a = info[v];
+    const uint64_t size = alignUp(a.capacity, kPlanAlign);
+    busy.clear();
+    for (uint32_t u : placed) {
+      const ValueInfo &b = info[u];
+      if (a.producer <= b.lastUse && b.producer <= a.lastUse)
+        busy.push_back(
+            {offsets[u], offsets[u] + alignUp(b.capacity, kPlanAlign)});
+    }
+    std::sort(busy.begin(), busy.end());
+    uint64_t off = 0;
+    for (const auto &r : busy) {
+      if (r.first >= off + size)
+        break;
+      off = std::max(off, r.second);
+    }
+    if (off + size > kMaxArenaBytes)
+      return Error("xnnpack blob: the internal values need more than " +
+                   std::to_string(kMaxArenaBytes) + " bytes");
+    offsets[v] = size_t(off);
+    total = std::max(total, off + size);
+    placed.push_back(v);
+  }
+  return size_t(total);
+}
+
+class XnnpackBackend final : public Backend {
+public:
+  explicit XnnpackBackend(Isa isa)
+      : isa_(isaSupported(isa) ? isa : Isa::Generic) {}
+  const char *id() const override { return kBackendId; }
+  Result<std::unique_ptr<DelegateInstance>>
+  init(const uint8_t *blob, size_t size,
+       const std::vector<std::pair<std::string, std::string>> &compileSpecs,
+       const ConstantTable &constants, ExecContext &ctx) override;
+
+private:
+  Isa isa_;
+};
+
+Result<std::unique_ptr<DelegateInstance>> XnnpackBackend::init(
+    const uint8_t *blob, size_t size,
+    const std::vector<std::pair<std::string, std::string>> &compileSpecs,
+    const ConstantTable &constants, ExecContext &ctx) {
+  for (const auto &kv : compileSpecs)
+    if (kv.first == "format" && kv.second != "EXN1")
+      return blobError("unsupported format '" + kv.second +
+                       "' (EXN1 expected)");
+  if (!blob || size < 8 || !xfb::GraphBufferHasIdentifier(blob))
+    return blobError("not an EXN1 blob (missing file identifier)");
+  flatbuffers::Verifier verifier(blob, size);
+  if (!xfb::VerifyGraphBuffer(verifier))
+    return blobError("the flatbuffer is malformed or truncated");
+  const xfb::Graph *graph = xfb::GetGraph(blob);
+  const auto *values = graph->values();
+  const auto *fnodes = graph->nodes();
+  const uint32_t numValues = values ? values->size() : 0;
+  const uint32_t numNodes = fnodes ? fnodes->size() : 0;
+  if (numValues > kMaxValues || numNodes > kMaxNodes)
+    return blobError("too many values or nodes");
+
+  auto inst = std::make_unique<XnnpackInstance>();
+  inst->isa = isa_;
+  std::vector<ValueInfo> &info = inst->info;
+  info.resize(numValues);
+  inst->tensors.resize(numValues);
+  std::vector<int> inputPos, outputPos; // value per call position, -1 unset
+  uint32_t numIn = 0, numOut = 0;
+  for (uint32_t v = 0; v < numValues; ++v) {
+    ETLLM_RETURN_IF_ERROR(readValue(v, values->Get(v), info[v]));
+    ValueInfo &vi = info[v];
+    if (vi.packing != xfb::Packing::DENSE &&
+        vi.kind != xfb::ValueKind::CONSTANT)
+      return blobError(valueName(v) + ": only constants can be packed");
+    if (vi.kind == xfb::ValueKind::INPUT)
+      ++numIn;
+    else if (vi.kind == xfb::ValueKind::OUTPUT)
+      ++numOut;
+  }
+  inputPos.assign(numIn, -1);
+  outputPos.assign(numOut, -1);
+  for (uint32_t v = 0; v < numValues; ++v) {
+    ValueInfo &vi = info[v];
+    if (vi.kind == xfb::ValueKind::INPUT || vi.kind == xfb::ValueKind::OUTPUT) {
+      std::vector<int> &pos =
+          vi.kind == xfb::ValueKind::INPUT ? inputPos : outputPos;
+      if (vi.index >= pos.size())
+        return blobError(valueName(v) + ": " + kindName(vi.kind) + " index " +
+                         std::to_string(vi.index) + " is out of range (" +
+                         std::to_string(pos.size()) + " " + kindName(vi.kind) +
+                         "s)");
+      if (pos[vi.index] >= 0)
+        return blobError(valueName(v) + ": " + kindName(vi.kind) + " index " +
+                         std::to_string(vi.index) + " is also used by " +
+                         valueName(uint32_t(pos[vi.index])));
+      pos[vi.index] = int(v);
+    } else if (vi.kind == xfb::ValueKind::CONSTANT) {
+      ETLLM_RETURN_IF_ERROR(checkConstant(v, vi, constants, inst->tensors[v]));
+    }
+  }
+
+  // Nodes.
+  inst->nodes.resize(numNodes);
+  for (uint32_t n = 0; n < numNodes; ++n) {
+    const xfb::Node *fn = fnodes->Get(n);
+    const flatbuffers::String *opName = fn ? fn->op() : nullptr;
+    if (!opName)
+      return blobError("node " + std::to_string(n) + " has no operator");
+    const OpInfo *op = findOp(opName->c_str(), opName->size());
+    if (!op)
+      return blobError("node " + std::to_string(n) + ": unknown operator '" +
+                       opName->str() + "'");
+    const std::string what = nodeName(n, op->name);
+    const uint32_t nin = fn->inputs() ? fn->inputs()->size() : 0;
+    const uint32_t nout = fn->outputs() ? fn->outputs()->size() : 0;
+    const uint32_t nints = fn->ints() ? fn->ints()->size() : 0;
+    const uint32_t nfloats = fn->floats() ? fn->floats()->size() : 0;
+    if (int64_t(nin) < op->minInputs ||
+        (op->maxInputs >= 0 && int64_t(nin) > op->maxInputs))
+      return blobError(what + ": " + std::to_string(nin) +
+                       " inputs (ops.def: " + std::to_string(op->minInputs) +
+                       ".." +
+                       (op->maxInputs < 0 ? std::string("any")
+                                          : std::to_string(op->maxInputs)) +
+                       ")");
+    if (op->outputs >= 0 ? int64_t(nout) != op->outputs : nout < 1)
+      return blobError(what + ": " + std::to_string(nout) +
+                       " outputs (ops.def: " +
+                       (op->outputs < 0 ? std::string("at least 1")
+                                        : std::to_string(op->outputs)) +
+                       ")");
+    if (op->numInts >= 0 && int64_t(nints) != op->numInts)
+      return blobError(what + ": " + std::to_string(nints) +
+                       " integer attributes, expected " +
+                       std::to_string(op->numInts));
+    if (int64_t(nfloats) != op->numFloats)
+      return blobError(what + ": " + std::to_string(nfloats) +
+                       " float attributes, expected " +
+                       std::to_string(op->numFloats));
+    Node &node = inst->nodes[n];
+    node.op = op->id;
+    node.numInputs = nin;
+    for (uint32_t i = 0; i < nin; ++i) {
+      const uint32_t v = fn->inputs()->Get(i);
+      if (v >= numValues)
+        return blobError(what + ": input " + std::to_string(i) + " refers to " +
+                         valueName(v) + " of " + std::to_string(numValues));
+      ValueInfo &vi = info[v];
+      const bool external = vi.kind == xfb::ValueKind::INPUT ||
+                            vi.kind == xfb::ValueKind::CONSTANT;
+      if (!external && vi.producer < 0)
+        return blobError(what + ": input " + std::to_string(i) + " (" +
+                         valueName(v) + ") is used before it is produced");
+      if (vi.packing != xfb::Packing::DENSE) {
+        const bool ok =
+            i == 1 &&
+            ((op->id == OpId::Linear && vi.packing == xfb::Packing::F32_NR8) ||
+             (op->id == OpId::QLinear &&
+              vi.packing == xfb::Packing::QWEIGHT_NR8));
+        if (!ok)
+          return blobError(what + ": input " + std::to_string(i) + " (" +
+                           valueName(v) +
+                           ") is a packed constant, which this operator "
+                           "cannot read");
+        node.kind =
+            op->id == OpId::Linear ? Kind::PackedLinear : Kind::PackedQLinear;
+      }
+      vi.lastUse = int(n);
+      node.values.push_back(v);
+    }
+    for (uint32_t i = 0; i < nout; ++i) {
+      const uint32_t v = fn->outputs()->Get(i);
+      if (v >= numValues)
+        return blobError(what + ": output " + std::to_string(i) +
+                         " refers to " + valueName(v) + " of " +
+                         std::to_string(numValues));
+      ValueInfo &vi = info[v];
+      if (vi.kind == xfb::ValueKind::INPUT ||
+          vi.kind == xfb::ValueKind::CONSTANT)
+        return blobError(what + ": output " + std::to_string(i) + " writes " +
+                         valueName(v) + ", an " + kindName(vi.kind));
+      if (vi.producer >= 0)
+        return blobError(what + ": output " + std::to_string(i) + " (" +
+                         valueName(v) + ") is already produced by node " +
+                         std::to_string(vi.producer));
+      vi.producer = int(n);
+      vi.lastUse = std::max(vi.lastUse, int(n));
+      node.values.push_back(v);
+    }
+    if (nints)
+      node.ints.assign(fn->ints()->begin(), fn->ints()->end());
+    if (nfloats)
+      node.floats.assign(fn->floats()->begin(), fn->floats()->end());
+    node.args.assign(node.values.size(), nullptr);
+    if (node.kind != Kind::Dense)
+      ETLLM_RETURN_IF_ERROR(checkPackedNode(what, node, info));
+  }
+  for (uint32_t i = 0; i < numOut; ++i)
+    if (info[uint32_t(outputPos[i])].producer < 0)
+      return blobError("output " + std::to_string(i) + " (" +
+                       valueName(uint32_t(outputPos[i])) +
+                       ") is never produced");
+
+  // Memory plan.
+  std::vector<size_t> offsets;
+  Result<size_t> arenaBytes = planMemory(info, offsets);
+  if (!arenaBytes.ok())
+    return arenaBytes.error();
+  inst->arenaBytes = *arenaBytes;
+  inst->arena.reset(new (std::nothrow) uint8_t[inst->arenaBytes + 64]);
+  if (!inst->arena)
+    return Error("xnnpack: cannot allocate " +
+                 std::to_string(inst->arenaBytes) +
+                 " bytes for the internal values");
+  uint8_t *base = reinterpret_cast<uint8_t *>(
+      (reinterpret_cast<uintptr_t>(inst->arena.get()) + 63) & ~uintptr_t(63));
+  inst->bound.assign(numValues, nullptr);
+  for (uint32_t v = 0; v < numValues; ++v) {
+    ValueInfo &vi = info[v];
+    if (vi.kind == xfb::ValueKind::INTERNAL) {
+      Tensor &t = inst->tensors[v];
+      t = vi.proto;
+      t.data = base + offsets[v];
+      t.capacity = vi.capacity;
+    }
+    if (vi.kind == xfb::ValueKind::INTERNAL ||
+        vi.kind == xfb::ValueKind::CONSTANT)
+      inst->bound[v] = &inst->tensors[v];
+  }
+  // Reserve the scratch the packed qlinear nodes need at the upper-bound
+  // shapes (the context is the one execute() gets: the Module's), so that
+  // execute does not grow it.
+  size_t scratch = 0;
+  for (const Node &node : inst->nodes) {
+    if (node.kind != Kind::PackedQLinear)
+      continue;
+    const Tensor &x = info[node.values[0]].proto;
+    const Tensor &w = info[node.values[1]].proto;
+    Result<PackedQWeightLayout> l =
+        PackedQWeightLayout::compute(w.sizes[0], w.sizes[1], w.quant);
+    if (!l.ok())
+      continue; // cannot happen: checked with the constant
+    const int64_t M = prodSizes(x.sizes, 0, x.rank - 1);
+    scratch = std::max(scratch, qlinearPackedScratch(isa_, &ctx, M, *l,
+                                                     x.dtype == DType::QAct));
+  }
+  // ExecContext::scratch cannot report an allocation failure: only reserve
+  // sane sizes up front (larger ones grow on first use, as in portable).
+  if (scratch > 0 && scratch <= kMaxReservedScratch)
+    ctx.scratch(scratch);
+  for (int v : inputPos)
+    inst->inputValues.push_back(uint32_t(v));
+  for (int v : outputPos)
+    inst->outputValues.push_back(uint32_t(v));
+  return std::unique_ptr<DelegateInstance>(std::move(inst));
+}
+
+bool sameQuant(const Tensor &t, const Tensor &p) {
+  if (p.dtype == DType::QAct)
+    return (t.quant.bits == p.quant.bits || t.quant.bits == 0) &&
+           t.quant.symmetric == p.quant.symmetric &&
+           t.quant.perToken == p.quant.perToken;
+  if (p.dtype == DType::QWeight)
+    return t.quant.bits == p.quant.bits &&
+           t.quant.symmetric == p.quant.symmetric &&
+           t.quant.groupSize == p.quant.groupSize &&
+           t.quant.scaleType == p.quant.scaleType;
+  return true;
+}
+
+/// Checks a caller tensor against the blob's description of it.
+Status checkBinding(const char *what, size_t pos, const Tensor *t,
+                    const ValueInfo &vi, bool isInput) {
+  const std::string name = std::string(what) + " " + std::to_string(pos);
+  if (!t)
+    return Error("xnnpack: " + name + " is null");
+  const Tensor &p = vi.proto;
+  if (t->dtype != p.dtype)
+    return Error("xnnpack: " + name + " is " + dtypeName(t->dtype) +
+                 ", the subgraph expects " + dtypeName(p.dtype));
+  if (t->rank != p.rank)
+    return Error("xnnpack: " + name + " has rank " + std::to_string(t->rank) +
+                 ", the subgraph expects " + std::to_string(p.rank));
+  if (!sameQuant(*t, p))
+    return Error("xnnpack: " + name +
+                 " has other quantization parameters than the subgraph's");
+  if (!isInput)
+    return Status();
+  for (int i = 0; i < p.rank; ++i)
+    if (vi.dynamic[i] ? t->sizes[i] > p.sizes[i] : t->sizes[i] != p.sizes[i])
+      return Error("xnnpack: " + name + " " + t->shapeString() +
+                   " does not fit the subgraph's " + p.shapeString() +
+                   (vi.dynamic[i] ? " (upper bounds)" : ""));
+  return checkStorage("xnnpack", name.c_str(), *t);
+}
+
+Status XnnpackInstance::execute(Span<Tensor *const> inputs,
+                                Span<Tensor *const> outputs, ExecContext &ctx) {
+  if (inputs.size != inputValues.size() || outputs.size != outputValues.size())
+    return Error("xnnpack: the subgraph takes " +
+                 std::to_string(inputValues.size()) + " inputs and " +
+                 std::to_string(outputValues.size()) + " outputs, got " +
+                 std::to_string(inputs.size) + " and " +
+                 std::to_string(outputs.size));
+  for (size_t i = 0; i < inputs.size; ++i) {
+    const uint32_t v = inputValues[i];
+    ETLLM_RETURN_IF_ERROR(checkBinding("input", i, inputs[i], info[v], true));
+    bound[v] = inputs[i];
+  }
+  for (size_t i = 0; i < outputs.size; ++i) {
+    const uint32_t v = outputValues[i];
+    ETLLM_RETURN_IF_ERROR(
+        checkBinding("output", i, outputs[i], info[v], false));
+    bound[v] = outputs[i];
+  }
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    Node &node = nodes[n];
+    for (size_t i = 0; i < node.values.size(); ++i)
+      node.args[i] = bound[node.values[i]];
+    KernelArgs a;
+    a.inputs = {node.args.data(), node.numInputs};
+    a.outputs = {node.args.data() + node.numInputs,
+                 node.args.size() - node.numInputs};
+    a.ints = {node.ints.data(), node.ints.size()};
+    a.floats = {node.floats.data(), node.floats.size()};
+    a.ctx = &ctx;
+    Status st;
+    switch (node.kind) {
+    case Kind::PackedLinear:
+      st = linearPacked(a, isa);
+      break;
+    case Kind::PackedQLinear:
+      st = qlinearPacked(a, isa);
+      break;
+    case Kind::Dense:
+      st = runDense(node.op, a, isa);
+      break;
+    }
+    if (!st.ok())
+      return Error("xnnpack " + nodeName(uint32_t(n), opInfo(node.op).name) +
+                   ": " + st.message());
+  }
+  return Status();
+}
+
+} // namespace
+
+std::shared_ptr<Backend> makeXnnpackBackend(Isa isa) {
+  return std::make_shared<XnnpackBackend>(isa);
+}
+
+size_t plannedBytes(const DelegateInstance &instance) {
+  const auto *x = dynamic_cast<const XnnpackInstance *>(&instance);
+  return x ? x->arenaBytes : 0;
+}
+
+void registerXnnpackBackend() { registerBackend(makeXnnpackBackend()); }
+
+} // namespace etllm::rt::xnnpack

@@ -1,0 +1,230 @@
+//===- quantize.cpp - quantize_dynamic, per token -------------------------===//
+//
+// Bit-identical to the portable kernel: the same min/max (NaN ignored, 0
+// included), the same f32 scale and zero point (computed with the same
+// scalar code), a true division x / scale per element and round-to-nearest-
+// even. Two equivalences make the vector loops simple:
+//  * clamping x / scale to [-1024, 1024] before rounding changes nothing:
+//    |zp| <= 128 and the result is clamped to [-128, 127] anyway;
+//  * on that range, (v + 1.5 * 2^23) - 1.5 * 2^23 is nearbyint(v) (the
+//    generic path's rounding; AVX2 uses vroundps).
+// NaN quantizes to 0 + zp, as in portable's roundClamp.
+//
+// Per-tensor activations and non-f32 inputs decline to portable.
+//
+//===----------------------------------------------------------------------===//
+#include "internal.h"
+
+#include "etllm/runtime/tensor.h"
+
+#include <algorithm>
+
+namespace etllm::rt::xnnpack {
+namespace {
+
+/// portable's roundClamp.
+int32_t roundClamp(float v, int32_t lo, int32_t hi) {
+  float r = std::nearbyint(v);
+  if (std::isnan(r))
+    return 0;
+  if (r < float(lo))
+    return lo;
+  if (r > float(hi))
+    return hi;
+  return int32_t(r);
+}
+
+/// Scale and zero point from the row's range, exactly as portable.
+void paramsFromRange(bool sym, float mn, float mx, float amax, float &scale,
+                     int32_t &zp) {
+  if (sym) {
+    scale = amax / 127.0f;
+    if (scale == 0.0f)
+      scale = 1.0f;
+    zp = 0;
+    return;
+  }
+  scale = (mx - mn) / 255.0f;
+  if (scale == 0.0f)
+    scale = 1.0f;
+  zp = roundClamp(-128.0f - mn / scale, -128, 127);
+}
+
+void quantizeRowGeneric(const float *x, int64_t K, bool sym, int8_t *q,
+                        float &scaleOut, int32_t &zpOut) {
+  float mn = 0.0f, mx = 0.0f, amax = 0.0f;
+  for (int64_t k = 0; k < K; ++k) {
+    const float v = x[k];
+    // std::min/max semantics: a NaN v leaves the running value.
+    mn = v < mn ? v : mn;
+    mx = mx < v ? v : mx;
+    const float av = std::fabs(v);
+    amax = amax < av ? av : amax;
+  }
+  float scale;
+  int32_t zp;
+  paramsFromRange(sym, mn, mx, amax, scale, zp);
+  scaleOut = scale;
+  zpOut = zp;
+  const float lo = sym ? -127.0f : -128.0f;
+  const float magic = 12582912.0f; // 1.5 * 2^23
+  const float zpf = float(zp);
+  for (int64_t k = 0; k < K; ++k) {
+    float v = x[k] / scale;
+    v = v < -1024.0f ? -1024.0f : v;
+    v = v > 1024.0f ? 1024.0f : v;
+    float r = (v + magic) - magic;
+    r = r == r ? r : 0.0f; // NaN -> 0
+    float t = r + zpf;     // exact: small integers
+    t = t < lo ? lo : t;
+    t = t > 127.0f ? 127.0f : t;
+    q[k] = int8_t(int32_t(t));
+  }
+}
+
+#if ETLLM_XNN_X86
+/// The constants of one row's quantization.
+struct Quant8 {
+  __m256 scale, lim, nlim;
+  __m256i zp, qlo, qhi;
+};
+
+ETLLM_XNN_AVX2 inline Quant8 makeQuant8(float scale, int32_t zp, bool sym) {
+  Quant8 p;
+  p.scale = _mm256_set1_ps(scale);
+  p.lim = _mm256_set1_ps(1024.0f);
+  p.nlim = _mm256_set1_ps(-1024.0f);
+  p.zp = _mm256_set1_epi32(zp);
+  p.qlo = _mm256_set1_epi32(sym ? -127 : -128);
+  p.qhi = _mm256_set1_epi32(127);
+  return p;
+}
+
+/// Quantizes 8 values to int32 lanes in [-128, 127].
+ETLLM_XNN_AVX2 inline __m256i quant8(const Quant8 &p, __m256 v) {
+  v = _mm256_div_ps(v, p.scale);
+  v = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  v = _mm256_and_ps(v, _mm256_cmp_ps(v, v, _CMP_ORD_Q)); // NaN -> 0
+  v = _mm256_min_ps(_mm256_max_ps(v, p.nlim), p.lim);
+  __m256i r = _mm256_add_epi32(_mm256_cvtps_epi32(v), p.zp);
+  return _mm256_min_epi32(_mm256_max_epi32(r, p.qlo), p.qhi);
+}
+
+ETLLM_XNN_AVX2 void quantizeRowAvx2(const float *x, int64_t K, bool sym,
+                                    int8_t *q, float &scaleOut,
+                                    int32_t &zpOut) {
+  __m256 vmn = _mm256_setzero_ps(), vmx = _mm256_setzero_ps();
+  __m256 vam = _mm256_setzero_ps();
+  const __m256 absMask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  int64_t k = 0;
+  for (; k + 8 <= K; k += 8) {
+    __m256 v = _mm256_loadu_ps(x + k);
+    // min/max return the second operand when the first is NaN: the running
+    // value survives a NaN element, as with std::min(running, v).
+    vmn = _mm256_min_ps(v, vmn);
+    vmx = _mm256_max_ps(v, vmx);
+    vam = _mm256_max_ps(_mm256_and_ps(v, absMask), vam);
+  }
+  alignas(32) float lmn[8], lmx[8], lam[8];
+  _mm256_store_ps(lmn, vmn);
+  _mm256_store_ps(lmx, vmx);
+  _mm256_store_ps(lam, vam);
+  float mn = 0.0f, mx = 0.0f, amax = 0.0f;
+  for (int i = 0; i < 8; ++i) {
+    mn = lmn[i] < mn ? lmn[i] : mn;
+    mx = mx < lmx[i] ? lmx[i] : mx;
+    amax = amax < lam[i] ? lam[i] : amax;
+  }
+  for (int64_t j = k; j < K; ++j) {
+    const float v = x[j];
+    mn = v < mn ? v : mn;
+    mx = mx < v ? v : mx;
+    const float av = std::fabs(v);
+    amax = amax < av ? av : amax;
+  }
+  float scale;
+  int32_t zp;
+  paramsFromRange(sym, mn, mx, amax, scale, zp);
+  scaleOut = scale;
+  zpOut = zp;
+  const Quant8 qp = makeQuant8(scale, zp, sym);
+  k = 0;
+  for (; k + 32 <= K; k += 32) {
+    __m256i a = quant8(qp, _mm256_loadu_ps(x + k));
+    __m256i b = quant8(qp, _mm256_loadu_ps(x + k + 8));
+    __m256i c = quant8(qp, _mm256_loadu_ps(x + k + 16));
+    __m256i d = quant8(qp, _mm256_loadu_ps(x + k + 24));
+    // packs work per 128-bit lane: [a0-3 b0-3 c0-3 d0-3 | a4-7 b4-7 c4-7
+    // d4-7] as 32-bit groups; the permutation restores a, b, c, d order.
+    __m256i ab = _mm256_packs_epi32(a, b);
+    __m256i cd = _mm256_packs_epi32(c, d);
+    __m256i abcd = _mm256_packs_epi16(ab, cd);
+    abcd = _mm256_permutevar8x32_epi32(
+        abcd, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(q + k), abcd);
+  }
+  for (; k + 8 <= K; k += 8) {
+    alignas(32) int32_t tmp[8];
+    _mm256_store_si256(reinterpret_cast<__m256i *>(tmp),
+                       quant8(qp, _mm256_loadu_ps(x + k)));
+    for (int i = 0; i < 8; ++i)
+      q[k + i] = int8_t(tmp[i]);
+  }
+  if (k < K) {
+    __m256i m = avx2::laneMask(int(K - k));
+    alignas(32) int32_t tmp[8];
+    _mm256_store_si256(reinterpret_cast<__m256i *>(tmp),
+                       quant8(qp, _mm256_maskload_ps(x + k, m)));
+    for (int64_t i = 0; i < K - k; ++i)
+      q[k + i] = int8_t(tmp[i]);
+  }
+}
+#endif
+
+} // namespace
+
+Status quantizeDynamicKernel(const KernelArgs &a, Isa isa, bool &handled) {
+  const char *op = "quantize_dynamic";
+  handled = false;
+  if (a.inputs.size != 1 || a.outputs.size != 1 || !storageOk(a.inputs[0]) ||
+      !a.outputs[0])
+    return Status();
+  const Tensor &x = *a.inputs[0];
+  Tensor &out = *a.outputs[0];
+  if (x.dtype != DType::F32 || out.dtype != DType::QAct || x.rank < 1 ||
+      !out.quant.perToken || (out.quant.bits != 0 && out.quant.bits != 8))
+    return Status();
+  handled = true;
+  const int64_t K = x.dim(-1), R = prodSizes(x.sizes, 0, x.rank - 1);
+  ETLLM_RETURN_IF_ERROR(resizeLike(op, out, x, K));
+  if (K == 0 || R == 0)
+    return Status();
+  const bool sym = out.quant.symmetric;
+  const QActLayout l = QActLayout::compute(R, K);
+  uint8_t *base = out.ptr<uint8_t>();
+  int8_t *qs = reinterpret_cast<int8_t *>(base);
+  float *scales = reinterpret_cast<float *>(base + l.scalesOff);
+  int32_t *zps = reinterpret_cast<int32_t *>(base + l.zpOff);
+  const float *px = x.ptr<float>();
+  const size_t rowTile =
+      std::max<size_t>(1, kElementwiseTile / size_t(std::max<int64_t>(K, 1)));
+  parallelForTiles(a.ctx, size_t(R), rowTile, [&](size_t b, size_t e) {
+    for (size_t r = b; r < e; ++r) {
+      float scale;
+      int32_t zp;
+#if ETLLM_XNN_X86
+      if (isa == Isa::Avx2)
+        quantizeRowAvx2(px + int64_t(r) * K, K, sym, qs + int64_t(r) * K, scale,
+                        zp);
+      else
+#endif
+        quantizeRowGeneric(px + int64_t(r) * K, K, sym, qs + int64_t(r) * K,
+                           scale, zp);
+      scales[r] = scale;
+      zps[r] = zp;
+    }
+  });
+  return Status();
+}
+
+} // namespace etllm::rt::xnnpack

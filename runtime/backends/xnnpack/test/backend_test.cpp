@@ -1,0 +1,758 @@
+//===- backend_test.cpp - The xnnpack delegate end to end -----------------===//
+//
+// Blobs built by hand with flatbuffers (+ a ConstantTable), run through
+// Backend::init / DelegateInstance::execute and compared with the portable
+// kernels run one by one on the dense weights; then hostile blobs, which
+// must be rejected with an error naming the fault (never a crash).
+//
+//===----------------------------------------------------------------------===//
+#include "helpers.h"
+
+#include "etllm/runtime/backend.h"
+#include "etllm/runtime/xnnpack/backend.h"
+#include "etllm/schema/xnnpack_generated.h"
+
+#include <flatbuffers/flatbuffers.h>
+
+namespace etllm::rt::xnnpack::test {
+namespace {
+
+namespace xfb = ::etllm::xnnpack;
+
+/// Program constants for the tests: 64-byte-aligned copies.
+class TestConstants : public ConstantTable {
+public:
+  uint32_t add(const void *data, size_t size) {
+    storage_.emplace_back(new uint8_t[size + 64]());
+    uint8_t *p = reinterpret_cast<uint8_t *>(
+        (reinterpret_cast<uintptr_t>(storage_.back().get()) + 63) &
+        ~uintptr_t(63));
+    if (size)
+      std::memcpy(p, data, size);
+    items_.push_back({p, size});
+    return uint32_t(items_.size() - 1);
+  }
+  uint32_t add(const std::vector<uint8_t> &b) {
+    return add(b.data(), b.size());
+  }
+  uint32_t add(const std::vector<float> &f) {
+    return add(f.data(), f.size() * 4);
+  }
+  size_t size() const override { return items_.size(); }
+  Result<std::pair<const uint8_t *, size_t>>
+  get(uint32_t index) const override {
+    if (index >= items_.size())
+      return Error("constant index " + std::to_string(index) +
+                   " is out of range");
+    return std::make_pair(static_cast<const uint8_t *>(items_[index].first),
+                          items_[index].second);
+  }
+
+private:
+  std::vector<std::unique_ptr<uint8_t[]>> storage_;
+  std::vector<std::pair<uint8_t *, size_t>> items_;
+};
+
+/// Builds an EXN1 blob.
+class BlobBuilder {
+public:
+  struct ValueDesc {
+    DType dtype = DType::F32;
+    std::vector<int64_t> sizes;
+    std::vector<uint8_t> dynamic;
+    xfb::ValueKind kind = xfb::ValueKind::INTERNAL;
+    uint32_t index = 0;
+    xfb::Packing packing = xfb::Packing::DENSE;
+    QuantInfo q;
+  };
+  struct NodeDesc {
+    std::string op;
+    std::vector<uint32_t> inputs, outputs;
+    std::vector<int64_t> ints;
+    std::vector<double> floats;
+  };
+
+  uint32_t value(ValueDesc v) {
+    values.push_back(std::move(v));
+    return uint32_t(values.size() - 1);
+  }
+  uint32_t f32(std::vector<int64_t> sizes,
+               xfb::ValueKind kind = xfb::ValueKind::INTERNAL,
+               uint32_t index = 0, std::vector<uint8_t> dynamic = {}) {
+    ValueDesc v;
+    v.sizes = std::move(sizes);
+    v.kind = kind;
+    v.index = index;
+    v.dynamic = std::move(dynamic);
+    return value(v);
+  }
+  void node(std::string op, std::vector<uint32_t> ins,
+            std::vector<uint32_t> outs, std::vector<int64_t> ints = {},
+            std::vector<double> floats = {}) {
+    nodes.push_back({std::move(op), std::move(ins), std::move(outs),
+                     std::move(ints), std::move(floats)});
+  }
+
+  std::vector<uint8_t> finish() const {
+    flatbuffers::FlatBufferBuilder fb;
+    std::vector<flatbuffers::Offset<xfb::Value>> vs;
+    for (const ValueDesc &v : values) {
+      std::vector<uint8_t> dyn = v.dynamic;
+      if (dyn.empty())
+        dyn.assign(v.sizes.size(), 0);
+      auto sv = fb.CreateVector(v.sizes);
+      auto dv = fb.CreateVector(dyn);
+      xfb::ValueBuilder vb(fb);
+      vb.add_dtype(uint8_t(v.dtype));
+      vb.add_sizes(sv);
+      vb.add_dynamic_dims(dv);
+      vb.add_kind(v.kind);
+      vb.add_index(v.index);
+      vb.add_packing(v.packing);
+      vb.add_bits(v.q.bits);
+      vb.add_group_size(v.q.groupSize);
+      vb.add_symmetric(v.q.symmetric);
+      vb.add_scale_dtype(uint8_t(v.q.scaleType));
+      vb.add_per_token(v.q.perToken);
+      vs.push_back(vb.Finish());
+    }
+    std::vector<flatbuffers::Offset<xfb::Node>> ns;
+    for (const NodeDesc &n : nodes)
+      ns.push_back(
+          xfb::CreateNode(fb, fb.CreateString(n.op), fb.CreateVector(n.inputs),
+                          fb.CreateVector(n.outputs), fb.CreateVector(n.ints),
+                          fb.CreateVector(n.floats)));
+    auto g = xfb::CreateGraph(fb, fb.CreateVector(vs), fb.CreateVector(ns));
+    xfb::FinishGraphBuffer(fb, g);
+    return std::vector<uint8_t>(fb.GetBufferPointer(),
+                                fb.GetBufferPointer() + fb.GetSize());
+  }
+
+  std::vector<ValueDesc> values;
+  std::vector<NodeDesc> nodes;
+};
+
+Result<std::unique_ptr<DelegateInstance>>
+initBlob(const std::vector<uint8_t> &blob, const ConstantTable &constants,
+         Isa isa = detectIsa(),
+         std::vector<std::pair<std::string, std::string>> specs = {{"format",
+                                                                    "EXN1"}},
+         ExecContext *ctx = nullptr) {
+  ExecContext own;
+  return makeXnnpackBackend(isa)->init(blob.data(), blob.size(), specs,
+                                       constants, ctx ? *ctx : own);
+}
+
+Status execute(DelegateInstance &inst, std::vector<Tensor *> ins,
+               std::vector<Tensor *> outs, ExecContext &ctx) {
+  return inst.execute({ins.data(), ins.size()}, {outs.data(), outs.size()},
+                      ctx);
+}
+
+//===----------------------------------------------------------------------===//
+// End to end: an MLP block
+//===----------------------------------------------------------------------===//
+
+constexpr int64_t kD = 64, kH = 96, kMaxS = 8;
+
+/// The weights of the MLP block, dense (for portable) and in the blob.
+struct Mlp {
+  std::vector<float> norm, w2, b2, shift;
+  RandomQWeight w1, w3;
+  TestConstants constants;
+  std::vector<uint8_t> blob;
+};
+
+/// x [1, S, 64] ->
+///   h = rms_norm(x, norm); hq = quantize_dynamic(h)
+///   a = silu(qlinear(hq, w1: int4 sym G32, 8da))
+///   b = qlinear(h, w3: int8 asym G16 f16 scales, weight-only)
+///   m = a * b - shift        (row broadcast)
+///   o = linear(m, w2, b2)   (F32_NR8)
+///   out0 = o + x; out1 = gelu_tanh(out0)   (out0 is also read inside)
+std::unique_ptr<Mlp> makeMlp(unsigned seed) {
+  auto mlp = std::make_unique<Mlp>();
+  std::mt19937 gen(seed);
+  mlp->norm = randomFloats(kD, gen, 0.5f, 1.5f);
+  mlp->w2 = randomFloats(size_t(kD * kH), gen, -0.2f, 0.2f);
+  mlp->b2 = randomFloats(kD, gen);
+  mlp->shift = randomFloats(kH, gen);
+  mlp->w1 = makeRandomQWeight(kH, kD, 4, true, 32, DType::F32, gen);
+  mlp->w3 = makeRandomQWeight(kH, kD, 8, false, 16, DType::F16, gen);
+  TestConstants &c = mlp->constants;
+  const uint32_t cNorm = c.add(mlp->norm);
+  const uint32_t cW1 = c.add(mlp->w1.packed->data, mlp->w1.packed->capacity);
+  const uint32_t cW3 = c.add(mlp->w3.packed->data, mlp->w3.packed->capacity);
+  const uint32_t cW2 = c.add(packF32Weight(mlp->w2.data(), kD, kH));
+  const uint32_t cB2 = c.add(mlp->b2);
+  const uint32_t cShift = c.add(mlp->shift);
+
+  using K = xfb::ValueKind;
+  BlobBuilder b;
+  const std::vector<uint8_t> dyn = {0, 1, 0};
+  const uint32_t x = b.f32({1, kMaxS, kD}, K::INPUT, 0, dyn);
+  const uint32_t norm = b.f32({kD}, K::CONSTANT, cNorm);
+  BlobBuilder::ValueDesc w1;
+  w1.dtype = DType::QWeight;
+  w1.sizes = {kH, kD};
+  w1.kind = K::CONSTANT;
+  w1.index = cW1;
+  w1.packing = xfb::Packing::QWEIGHT_NR8;
+  w1.q = mlp->w1.q;
+  const uint32_t vW1 = b.value(w1);
+  BlobBuilder::ValueDesc w3 = w1;
+  w3.index = cW3;
+  w3.q = mlp->w3.q;
+  const uint32_t vW3 = b.value(w3);
+  BlobBuilder::ValueDesc w2;
+  w2.sizes = {kD, kH};
+  w2.kind = K::CONSTANT;
+  w2.index = cW2;
+  w2.packing = xfb::Packing::F32_NR8;
+  const uint32_t vW2 = b.value(w2);
+  const uint32_t b2 = b.f32({kD}, K::CONSTANT, cB2);
+  const uint32_t shift = b.f32({kH}, K::CONSTANT, cShift);
+  const uint32_t h = b.f32({1, kMaxS, kD}, K::INTERNAL, 0, dyn);
+  BlobBuilder::ValueDesc hq;
+  hq.dtype = DType::QAct;
+  hq.sizes = {1, kMaxS, kD};
+  hq.dynamic = dyn;
+  hq.q.bits = 8;
+  hq.q.symmetric = false;
+  const uint32_t vHq = b.value(hq);
+  const uint32_t a0 = b.f32({1, kMaxS, kH}, K::INTERNAL, 0, dyn);
+  const uint32_t a1 = b.f32({1, kMaxS, kH}, K::INTERNAL, 0, dyn);
+  const uint32_t bq = b.f32({1, kMaxS, kH}, K::INTERNAL, 0, dyn);
+  const uint32_t m0 = b.f32({1, kMaxS, kH}, K::INTERNAL, 0, dyn);
+  const uint32_t m1 = b.f32({1, kMaxS, kH}, K::INTERNAL, 0, dyn);
+  const uint32_t o = b.f32({1, kMaxS, kD}, K::INTERNAL, 0, dyn);
+  const uint32_t out0 = b.f32({1, kMaxS, kD}, K::OUTPUT, 0, dyn);
+  const uint32_t out1 = b.f32({1, kMaxS, kD}, K::OUTPUT, 1, dyn);
+  b.node("rms_norm", {x, norm}, {h}, {}, {1e-5, 0.0});
+  b.node("quantize_dynamic", {h}, {vHq});
+  b.node("qlinear", {vHq, vW1}, {a0});
+  b.node("silu", {a0}, {a1});
+  b.node("qlinear", {h, vW3}, {bq});
+  b.node("mul", {a1, bq}, {m0});
+  b.node("sub", {m0, shift}, {m1});
+  b.node("linear", {m1, vW2, b2}, {o});
+  b.node("add", {o, x}, {out0});
+  b.node("gelu", {out0}, {out1}, {1});
+  mlp->blob = b.finish();
+  return mlp;
+}
+
+/// The block with the portable kernels on the dense weights.
+void portableMlp(const Mlp &mlp, Tensor &x, Tensor &out0, Tensor &out1) {
+  const int64_t S = x.sizes[1];
+  OwnedTensor norm = f32Tensor({kD}, mlp.norm);
+  OwnedTensor w2 = f32Tensor({kD, kH}, mlp.w2);
+  OwnedTensor b2 = f32Tensor({kD}, mlp.b2);
+  OwnedTensor shift = f32Tensor({kH}, mlp.shift);
+  OwnedTensor h = f32Output(size_t(S * kD)), a0 = f32Output(size_t(S * kH)),
+              a1 = f32Output(size_t(S * kH)), bq = f32Output(size_t(S * kH)),
+              m0 = f32Output(size_t(S * kH)), m1 = f32Output(size_t(S * kH)),
+              o = f32Output(size_t(S * kD));
+  QuantInfo q;
+  q.bits = 8;
+  q.symmetric = false;
+  OwnedTensor hq(DType::QAct, {1, S, kD}, 0, q);
+  ASSERT_OK(runPortable(OpId::RmsNorm, {&x, norm}, {h}, {}, {1e-5, 0.0}));
+  ASSERT_OK(runPortable(OpId::QuantizeDynamic, {h}, {hq}));
+  ASSERT_OK(runPortable(OpId::QLinear,
+                        {hq, const_cast<Tensor *>(mlp.w1.dense.get())}, {a0}));
+  ASSERT_OK(runPortable(OpId::Silu, {a0}, {a1}));
+  ASSERT_OK(runPortable(OpId::QLinear,
+                        {h, const_cast<Tensor *>(mlp.w3.dense.get())}, {bq}));
+  ASSERT_OK(runPortable(OpId::Mul, {a1, bq}, {m0}));
+  ASSERT_OK(runPortable(OpId::Sub, {m0, shift}, {m1}));
+  ASSERT_OK(runPortable(OpId::Linear, {m1, w2, b2}, {o}));
+  ASSERT_OK(runPortable(OpId::Add, {o, &x}, {&out0}));
+  ASSERT_OK(runPortable(OpId::Gelu, {&out0}, {&out1}, {1}));
+}
+
+/// Expects outputs close to portable's. The two runs can diverge by one
+/// quantization step where rms_norm's output differs by an ulp and an
+/// activation sits on a rounding boundary (plus the kernels' documented
+/// reassociation), i.e. by ~1e-4 of the output scale: the bound is 2e-3 of
+/// the largest |output|, far below what a mis-wired graph produces.
+void expectOutputsClose(const Tensor &got, const Tensor &ref) {
+  ASSERT_EQ(rt::testing::shape(got), rt::testing::shape(ref));
+  std::vector<float> g = floatsOf(got), r = floatsOf(ref);
+  double scale = 0;
+  for (float v : r)
+    scale = std::max(scale, double(std::fabs(v)));
+  ASSERT_GT(scale, 0.1);
+  for (size_t i = 0; i < g.size(); ++i)
+    ASSERT_NEAR(g[i], r[i], 2e-3 * scale) << "at " << i;
+}
+
+class BackendTest : public ::testing::TestWithParam<Config> {};
+
+TEST_P(BackendTest, MlpBlockMatchesPortable) {
+  std::unique_ptr<Mlp> mlp = makeMlp(42);
+  auto inst = initBlob(mlp->blob, mlp->constants, GetParam().isa);
+  ASSERT_TRUE(inst.ok()) << inst.message();
+  Context ctx(GetParam().threads);
+  std::mt19937 gen(7);
+  for (int64_t S : std::vector<int64_t>{1, 3, kMaxS, 1}) {
+    OwnedTensor x = f32Tensor({1, S, kD}, randomFloats(size_t(S * kD), gen),
+                              size_t(kMaxS * kD));
+    // Caller outputs with the upper-bound capacity, any current shape.
+    OwnedTensor out0(DType::F32, {1, kMaxS, kD}),
+        out1(DType::F32, {1, kMaxS, kD});
+    OwnedTensor ref0 = f32Output(size_t(S * kD)),
+                ref1 = f32Output(size_t(S * kD));
+    portableMlp(*mlp, *x, *ref0, *ref1);
+    for (int rep = 0; rep < 2; ++rep) { // re-running gives the same result
+      ASSERT_OK(execute(**inst, {x}, {out0, out1}, *ctx));
+      EXPECT_EQ(rt::testing::shape(*out0), (std::vector<int64_t>{1, S, kD}));
+      expectOutputsClose(*out0, *ref0);
+      expectOutputsClose(*out1, *ref1);
+    }
+  }
+}
+
+TEST_P(BackendTest, ExecuteChecksBindings) {
+  std::unique_ptr<Mlp> mlp = makeMlp(43);
+  auto inst = initBlob(mlp->blob, mlp->constants, GetParam().isa);
+  ASSERT_TRUE(inst.ok()) << inst.message();
+  Context ctx(GetParam().threads);
+  std::mt19937 gen(8);
+  OwnedTensor x = f32Tensor({1, 2, kD}, randomFloats(2 * kD, gen));
+  OwnedTensor out0(DType::F32, {1, kMaxS, kD}),
+      out1(DType::F32, {1, kMaxS, kD});
+  EXPECT_ERROR(execute(**inst, {x}, {out0}, *ctx), "2 outputs, got 1 and 1");
+  EXPECT_ERROR(execute(**inst, {}, {out0, out1}, *ctx), "takes 1 inputs");
+  OwnedTensor xi(DType::I32, {1, 2, kD});
+  EXPECT_ERROR(execute(**inst, {xi}, {out0, out1}, *ctx), "is i32");
+  OwnedTensor x2 = f32Tensor({2, kD}, randomFloats(2 * kD, gen));
+  EXPECT_ERROR(execute(**inst, {x2}, {out0, out1}, *ctx), "rank");
+  OwnedTensor xBig = f32Tensor({1, kMaxS + 1, kD},
+                               randomFloats(size_t((kMaxS + 1) * kD), gen));
+  EXPECT_ERROR(execute(**inst, {xBig}, {out0, out1}, *ctx), "upper bounds");
+  OwnedTensor xWide =
+      f32Tensor({1, 2, kD + 1}, randomFloats(2 * (kD + 1), gen));
+  EXPECT_ERROR(execute(**inst, {xWide}, {out0, out1}, *ctx), "does not fit");
+  EXPECT_ERROR(execute(**inst, {nullptr}, {out0, out1}, *ctx), "null");
+  OwnedTensor small(DType::F32, {1, 1, kD});
+  EXPECT_ERROR(execute(**inst, {x}, {small, out1}, *ctx), "node 8 (add)");
+  // And it still works afterwards.
+  EXPECT_OK(execute(**inst, {x}, {out0, out1}, *ctx));
+}
+
+INSTANTIATE_TEST_SUITE_P(Configs, BackendTest,
+                         ::testing::ValuesIn(allConfigs()), configName);
+
+TEST_P(BackendTest, ExecuteDoesNotGrowScratch) {
+  // init reserves the optimized kernels' scratch at the upper-bound shapes
+  // in the context it is given (the Module's, also passed to execute).
+  std::unique_ptr<Mlp> mlp = makeMlp(45);
+  Context ctx(GetParam().threads);
+  auto inst = initBlob(mlp->blob, mlp->constants, GetParam().isa,
+                       {{"format", "EXN1"}}, ctx.get());
+  ASSERT_TRUE(inst.ok()) << inst.message();
+  void *before = (*ctx).scratch(1);
+  std::mt19937 gen(9);
+  for (int64_t S : std::vector<int64_t>{kMaxS, 1, 5}) {
+    OwnedTensor x = f32Tensor({1, S, kD}, randomFloats(size_t(S * kD), gen));
+    OwnedTensor out0(DType::F32, {1, kMaxS, kD}),
+        out1(DType::F32, {1, kMaxS, kD});
+    ASSERT_OK(execute(**inst, {x}, {out0, out1}, *ctx));
+  }
+  EXPECT_EQ((*ctx).scratch(1), before);
+}
+
+TEST(BackendTest, RegistersOnceAsXnnpack) {
+  registerBuiltinBackends();
+  Backend *first = findBackend("xnnpack");
+  ASSERT_NE(first, nullptr);
+  EXPECT_STREQ(first->id(), "xnnpack");
+  registerBuiltinBackends();
+  EXPECT_EQ(findBackend("xnnpack"), first);
+}
+
+TEST(BackendTest, PlansMemoryByLifetime) {
+  // A chain of 6 silu: 5 internal values of 4000 bytes, at most 2 alive at
+  // once, so the plan needs 2 slots (64-byte aligned), not 5.
+  BlobBuilder b;
+  using K = xfb::ValueKind;
+  uint32_t prev = b.f32({1000}, K::INPUT, 0);
+  for (int i = 0; i < 6; ++i) {
+    uint32_t next = b.f32({1000}, i == 5 ? K::OUTPUT : K::INTERNAL, 0);
+    b.node("silu", {prev}, {next});
+    prev = next;
+  }
+  TestConstants c;
+  auto inst = initBlob(b.finish(), c);
+  ASSERT_TRUE(inst.ok()) << inst.message();
+  EXPECT_EQ(plannedBytes(**inst), 2 * alignUp(4000, 64));
+  std::mt19937 gen(1);
+  std::vector<float> xv = randomFloats(1000, gen);
+  OwnedTensor x = f32Tensor({1000}, xv), y(DType::F32, {1000});
+  ExecContext ctx;
+  ASSERT_OK(execute(**inst, {x}, {y}, ctx));
+  for (int i = 0; i < 6; ++i)
+    for (float &v : xv)
+      v = v / (1.0f + std::exp(-v));
+  std::vector<float> g = floatsOf(*y);
+  for (size_t i = 0; i < xv.size(); ++i)
+    EXPECT_NEAR(g[i], xv[i], 1e-5f);
+}
+
+TEST(BackendTest, DenseLinearAndOtherOpsRunPortable) {
+  // A dense (unpacked) linear weight and an op without an optimized kernel
+  // (softmax) run on the portable kernels.
+  std::mt19937 gen(2);
+  std::vector<float> w = randomFloats(5 * 6, gen);
+  TestConstants c;
+  const uint32_t cw = c.add(w);
+  BlobBuilder b;
+  using K = xfb::ValueKind;
+  const uint32_t x = b.f32({2, 6}, K::INPUT, 0);
+  const uint32_t vw = b.f32({5, 6}, K::CONSTANT, cw);
+  const uint32_t t = b.f32({2, 5});
+  const uint32_t y = b.f32({2, 5}, K::OUTPUT, 0);
+  b.node("linear", {x, vw}, {t});
+  b.node("softmax", {t}, {y}, {-1});
+  auto inst = initBlob(b.finish(), c);
+  ASSERT_TRUE(inst.ok()) << inst.message();
+  OwnedTensor xt = f32Tensor({2, 6}, randomFloats(12, gen));
+  OwnedTensor yt(DType::F32, {2, 5}), tr = f32Output(10), yr = f32Output(10);
+  OwnedTensor wt = f32Tensor({5, 6}, w);
+  ExecContext ctx;
+  ASSERT_OK(execute(**inst, {xt}, {yt}, ctx));
+  ASSERT_OK(runPortable(OpId::Linear, {xt, wt}, {tr}));
+  ASSERT_OK(runPortable(OpId::Softmax, {tr}, {yr}, {-1}));
+  std::vector<float> g = floatsOf(*yt), r = floatsOf(*yr);
+  for (size_t i = 0; i < g.size(); ++i)
+    EXPECT_TRUE(sameFloat(g[i], r[i])) << i;
+}
+
+//===----------------------------------------------------------------------===//
+// Hostile blobs
+//===----------------------------------------------------------------------===//
+
+/// A small valid graph: y = linear(x, packed W) + silu; plus its constants.
+struct Small {
+  TestConstants constants;
+  BlobBuilder b;
+  uint32_t x, w, t, y;
+};
+
+std::unique_ptr<Small> makeSmall() {
+  auto s = std::make_unique<Small>();
+  std::mt19937 gen(3);
+  std::vector<float> w = randomFloats(9 * 16, gen);
+  const uint32_t cw = s->constants.add(packF32Weight(w.data(), 9, 16));
+  using K = xfb::ValueKind;
+  s->x = s->b.f32({2, 16}, K::INPUT, 0);
+  BlobBuilder::ValueDesc wd;
+  wd.sizes = {9, 16};
+  wd.kind = K::CONSTANT;
+  wd.index = cw;
+  wd.packing = xfb::Packing::F32_NR8;
+  s->w = s->b.value(wd);
+  s->t = s->b.f32({2, 9});
+  s->y = s->b.f32({2, 9}, K::OUTPUT, 0);
+  s->b.node("linear", {s->x, s->w}, {s->t});
+  s->b.node("silu", {s->t}, {s->y});
+  return s;
+}
+
+std::string initError(const std::vector<uint8_t> &blob, const ConstantTable &c,
+                      std::vector<std::pair<std::string, std::string>> specs = {
+                          {"format", "EXN1"}}) {
+  auto r = initBlob(blob, c, detectIsa(), std::move(specs));
+  return r.ok() ? std::string("<accepted>") : r.message();
+}
+
+#define EXPECT_REJECTED(s, blob, substr)                                       \
+  do {                                                                         \
+    std::string m_ = initError((blob), (s)->constants);                        \
+    EXPECT_NE(m_.find(substr), std::string::npos) << m_;                       \
+  } while (0)
+
+TEST(HostileBlobTest, ValidSmallGraphRuns) {
+  auto s = makeSmall();
+  auto inst = initBlob(s->b.finish(), s->constants);
+  ASSERT_TRUE(inst.ok()) << inst.message();
+  std::mt19937 gen(4);
+  OwnedTensor x = f32Tensor({2, 16}, randomFloats(32, gen));
+  OwnedTensor y(DType::F32, {2, 9});
+  ExecContext ctx;
+  EXPECT_OK(execute(**inst, {x}, {y}, ctx));
+}
+
+TEST(HostileBlobTest, Truncated) {
+  auto s = makeSmall();
+  std::vector<uint8_t> blob = s->b.finish();
+  for (size_t n :
+       {size_t(0), size_t(4), size_t(8), blob.size() / 2, blob.size() - 1}) {
+    std::vector<uint8_t> cut(blob.begin(), blob.begin() + long(n));
+    std::string m = initError(cut, s->constants);
+    EXPECT_TRUE(m.find("identifier") != std::string::npos ||
+                m.find("malformed or truncated") != std::string::npos)
+        << n << ": " << m;
+  }
+}
+
+TEST(HostileBlobTest, BadIdentifier) {
+  auto s = makeSmall();
+  std::vector<uint8_t> blob = s->b.finish();
+  blob[4] = 'X';
+  EXPECT_REJECTED(s, blob, "not an EXN1 blob");
+}
+
+TEST(HostileBlobTest, BadFormatSpec) {
+  auto s = makeSmall();
+  std::string m = initError(s->b.finish(), s->constants, {{"format", "EXN2"}});
+  EXPECT_NE(m.find("unsupported format 'EXN2'"), std::string::npos) << m;
+}
+
+TEST(HostileBlobTest, OutOfRangeIndex) {
+  auto s = makeSmall();
+  s->b.nodes[1].inputs[0] = 99;
+  EXPECT_REJECTED(s, s->b.finish(),
+                  "node 1 (silu): input 0 refers to value 99");
+}
+
+TEST(HostileBlobTest, OutOfRangeOutputIndex) {
+  auto s = makeSmall();
+  s->b.nodes[1].outputs[0] = 4;
+  EXPECT_REJECTED(s, s->b.finish(), "output 0 refers to value 4");
+}
+
+TEST(HostileBlobTest, WrongConstantSize) {
+  auto s = makeSmall();
+  std::mt19937 gen(5);
+  std::vector<float> w = randomFloats(9 * 16, gen);
+  s->b.values[s->w].index = s->constants.add(w); // dense bytes, not packed
+  EXPECT_REJECTED(s, s->b.finish(), "holds 576 bytes, the packing needs 1024");
+}
+
+TEST(HostileBlobTest, WrongDenseConstantSize) {
+  auto s = makeSmall();
+  const uint32_t c = s->constants.add(std::vector<float>(8, 1.0f));
+  const uint32_t bias = s->b.f32({9}, xfb::ValueKind::CONSTANT, c);
+  s->b.nodes[0].inputs.push_back(bias);
+  EXPECT_REJECTED(s, s->b.finish(), "holds 32 bytes, the shape needs 36");
+}
+
+TEST(HostileBlobTest, ConstantIndexOutOfRange) {
+  auto s = makeSmall();
+  s->b.values[s->w].index = 1000;
+  EXPECT_REJECTED(s, s->b.finish(), "constant index 1000 is out of range");
+}
+
+TEST(HostileBlobTest, UnknownOp) {
+  auto s = makeSmall();
+  s->b.nodes[1].op = "frobnicate";
+  EXPECT_REJECTED(s, s->b.finish(), "unknown operator 'frobnicate'");
+}
+
+TEST(HostileBlobTest, TooFewOutputs) {
+  auto s = makeSmall();
+  s->b.nodes[0].outputs.clear();
+  EXPECT_REJECTED(s, s->b.finish(), "node 0 (linear): 0 outputs");
+}
+
+TEST(HostileBlobTest, WrongAttributeCounts) {
+  auto s = makeSmall();
+  s->b.nodes[1].ints = {1};
+  EXPECT_REJECTED(s, s->b.finish(), "1 integer attributes, expected 0");
+  auto s2 = makeSmall();
+  s2->b.nodes[1].floats = {1.0};
+  EXPECT_REJECTED(s2, s2->b.finish(), "1 float attributes, expected 0");
+  auto s3 = makeSmall();
+  s3->b.nodes[1].inputs.push_back(s3->x);
+  EXPECT_REJECTED(s3, s3->b.finish(), "2 inputs");
+}
+
+TEST(HostileBlobTest, ValueUsedBeforeProduced) {
+  auto s = makeSmall();
+  std::swap(s->b.nodes[0], s->b.nodes[1]);
+  EXPECT_REJECTED(s, s->b.finish(),
+                  "node 0 (silu): input 0 (value 2) is used before it is "
+                  "produced");
+}
+
+TEST(HostileBlobTest, ValueProducedTwice) {
+  auto s = makeSmall();
+  s->b.node("relu", {s->x}, {s->t});
+  EXPECT_REJECTED(s, s->b.finish(), "already produced by node 0");
+}
+
+TEST(HostileBlobTest, NodeWritesAnInputOrConstant) {
+  auto s = makeSmall();
+  s->b.node("relu", {s->t}, {s->x});
+  EXPECT_REJECTED(s, s->b.finish(), "writes value 0, an input");
+  auto s2 = makeSmall();
+  s2->b.node("relu", {s2->t}, {s2->w});
+  EXPECT_REJECTED(s2, s2->b.finish(), "writes value 1, an constant");
+}
+
+TEST(HostileBlobTest, OutputNeverProduced) {
+  auto s = makeSmall();
+  s->b.f32({2, 9}, xfb::ValueKind::OUTPUT, 1);
+  EXPECT_REJECTED(s, s->b.finish(), "output 1 (value 4) is never produced");
+}
+
+TEST(HostileBlobTest, DuplicateOrOutOfRangeIoIndices) {
+  auto s = makeSmall();
+  s->b.f32({2, 16}, xfb::ValueKind::INPUT, 5);
+  EXPECT_REJECTED(s, s->b.finish(), "input index 5 is out of range (2 inputs)");
+  auto s2 = makeSmall();
+  s2->b.f32({2, 16}, xfb::ValueKind::INPUT, 1);
+  s2->b.values[s2->x].index = 1;
+  EXPECT_REJECTED(s2, s2->b.finish(), "input index 1 is also used by value 0");
+}
+
+TEST(HostileBlobTest, PackedConstantWhereNoKernelReadsIt) {
+  auto s = makeSmall();
+  const uint32_t z = s->b.f32({9, 16});
+  s->b.node("add", {s->w, s->w}, {z});
+  EXPECT_REJECTED(s, s->b.finish(),
+                  "node 2 (add): input 0 (value 1) is a packed constant");
+  auto s2 = makeSmall();
+  s2->b.nodes[0].op = "qlinear"; // F32_NR8 is linear's packing only
+  EXPECT_REJECTED(s2, s2->b.finish(), "packed constant");
+  auto s3 = makeSmall();
+  s3->b.values[s3->x].packing = xfb::Packing::F32_NR8;
+  EXPECT_REJECTED(s3, s3->b.finish(), "only constants can be packed");
+}
+
+TEST(HostileBlobTest, BadValueDescriptions) {
+  {
+    auto s = makeSmall();
+    s->b.values[s->t].dtype = static_cast<DType>(42);
+    EXPECT_REJECTED(s, s->b.finish(), "value 2: invalid dtype 42");
+  }
+  {
+    auto s = makeSmall();
+    s->b.values[s->t].sizes = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    EXPECT_REJECTED(s, s->b.finish(), "value 2: rank 9 > 8");
+  }
+  {
+    auto s = makeSmall();
+    s->b.values[s->t].sizes = {2, -9};
+    EXPECT_REJECTED(s, s->b.finish(), "value 2: negative size -9");
+  }
+  {
+    auto s = makeSmall();
+    s->b.values[s->t].sizes = {int64_t(1) << 40, int64_t(1) << 40};
+    EXPECT_REJECTED(s, s->b.finish(), "too large");
+  }
+  {
+    auto s = makeSmall();
+    s->b.values[s->t].dynamic = {0, 1, 1};
+    EXPECT_REJECTED(s, s->b.finish(), "dynamic_dims has 3 entries for rank 2");
+  }
+  {
+    auto s = makeSmall();
+    s->b.values[s->w].dynamic = {1, 0};
+    EXPECT_REJECTED(s, s->b.finish(), "constants cannot have dynamic");
+  }
+  {
+    auto s = makeSmall();
+    s->b.values[s->t].kind = static_cast<xfb::ValueKind>(9);
+    EXPECT_REJECTED(s, s->b.finish(), "invalid kind 9");
+  }
+  {
+    auto s = makeSmall();
+    s->b.values[s->w].sizes = {9, 17}; // K no longer matches x
+    EXPECT_REJECTED(s, s->b.finish(), "holds");
+  }
+}
+
+TEST(HostileBlobTest, BadQuantizedValues) {
+  std::mt19937 gen(6);
+  RandomQWeight w = makeRandomQWeight(8, 64, 4, true, 32, DType::F32, gen);
+  auto build = [&](auto mutate) {
+    auto s = std::make_unique<Small>();
+    const uint32_t c = s->constants.add(w.packed->data, w.packed->capacity);
+    using K = xfb::ValueKind;
+    const uint32_t x = s->b.f32({1, 64}, K::INPUT, 0);
+    BlobBuilder::ValueDesc wd;
+    wd.dtype = DType::QWeight;
+    wd.sizes = {8, 64};
+    wd.kind = K::CONSTANT;
+    wd.index = c;
+    wd.packing = xfb::Packing::QWEIGHT_NR8;
+    wd.q = w.q;
+    BlobBuilder::ValueDesc qa;
+    qa.dtype = DType::QAct;
+    qa.sizes = {1, 64};
+    qa.q.bits = 8;
+    qa.q.symmetric = false;
+    mutate(wd, qa);
+    const uint32_t vw = s->b.value(wd);
+    const uint32_t vq = s->b.value(qa);
+    const uint32_t y = s->b.f32({1, 8}, K::OUTPUT, 0);
+    s->b.node("quantize_dynamic", {x}, {vq});
+    s->b.node("qlinear", {vq, vw}, {y});
+    return s;
+  };
+  using VD = BlobBuilder::ValueDesc;
+  {
+    auto s = build([](VD &, VD &) {});
+    auto inst = initBlob(s->b.finish(), s->constants);
+    ASSERT_TRUE(inst.ok()) << inst.message();
+  }
+  {
+    auto s = build([](VD &wd, VD &) { wd.q.bits = 3; });
+    EXPECT_REJECTED(s, s->b.finish(), "3 bits");
+  }
+  {
+    auto s = build([](VD &wd, VD &) { wd.q.groupSize = 0; });
+    EXPECT_REJECTED(s, s->b.finish(), "group size 0");
+  }
+  {
+    auto s = build([](VD &wd, VD &) { wd.q.groupSize = 64; }); // other layout
+    EXPECT_REJECTED(s, s->b.finish(), "the packing needs");
+  }
+  {
+    auto s = build([](VD &wd, VD &) { wd.q.scaleType = DType::I8; });
+    EXPECT_REJECTED(s, s->b.finish(), "scales must be f32 or f16");
+  }
+  {
+    auto s = build([](VD &, VD &qa) { qa.q.bits = 4; });
+    EXPECT_REJECTED(s, s->b.finish(), "must be 8-bit");
+  }
+  {
+    auto s = build([](VD &wd, VD &) { wd.packing = xfb::Packing::F32_NR8; });
+    EXPECT_REJECTED(s, s->b.finish(), "F32_NR8 packing needs a 2-D f32");
+  }
+}
+
+/// Random byte flips and truncations of valid blobs: init must fail cleanly
+/// or succeed; an instance that initializes must execute without crashing.
+TEST(HostileBlobTest, MutationsNeverCrash) {
+  std::unique_ptr<Mlp> mlp = makeMlp(44);
+  std::mt19937 gen(9);
+  std::uniform_int_distribution<size_t> pos(0, mlp->blob.size() - 1);
+  std::uniform_int_distribution<int> byte(0, 255);
+  OwnedTensor x = f32Tensor({1, 2, kD}, randomFloats(2 * kD, gen));
+  OwnedTensor out0(DType::F32, {1, kMaxS, kD}),
+      out1(DType::F32, {1, kMaxS, kD});
+  ExecContext ctx;
+  int accepted = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::vector<uint8_t> blob = mlp->blob;
+    const int flips = 1 + i % 4;
+    for (int f = 0; f < flips; ++f)
+      blob[pos(gen)] = uint8_t(byte(gen));
+    if (i % 10 == 0)
+      blob.resize(pos(gen));
+    auto inst = initBlob(blob, mlp->constants);
+    if (!inst.ok())
+      continue;
+    ++accepted;
+    (void)execute(**inst, {x}, {out0, out1}, ctx); // any status, no crash
+  }
+  std::cout << "[          ] " << accepted
+            << " of 3000 mutated blobs were accepted (and executed)\n";
+}
+
+} // namespace
+} // namespace etllm::rt::xnnpack::test

@@ -1,0 +1,359 @@
+//===- qlinear_test.cpp - Packed qlinear vs the portable kernel -----------===//
+//
+// Tolerances, relative to mag = sum_k |xhat_k| (|s q_k| + |o|) + |b| (the
+// magnitudes of the terms both kernels add; for symmetric weights it is
+// sum_k |xhat_k w_k| + |b|):
+//
+//  * float activations: the weights dequantize to the same f32 values as
+//    portable's (s * q), or within 1 ulp (asymmetric: the AVX2 path fuses
+//    s * q + o into one FMA), and the sum is reassociated as in linear:
+//    |optimized - portable| <= 1e-5 mag (see linear_test.cpp).
+//  * quantized activations (8da): the optimized kernel is exact in int32 up
+//    to the per-group rescale sx * sw * (D - zp sum qw) (+ o sx (sum qx -
+//    G zp)), i.e. a handful of f32 roundings per group; portable rounds
+//    every xhat = sx (q - zp), every weight and every partial sum. Both are
+//    within a few u * mag per group of the exact value, so the same
+//    1e-5 mag bound holds with margin. A wrong zero-point or offset term
+//    would be off by ~|zp| or ~G |o| |sx| per group: far above it (the
+//    asymmetric cases below use zero points up to +-128).
+//
+//===----------------------------------------------------------------------===//
+#include "helpers.h"
+
+namespace etllm::rt::xnnpack::test {
+namespace {
+
+constexpr double kQLinearRel = 1e-5;
+
+/// Reads a QAct [M, K] (per token or per tensor) as floats xhat.
+std::vector<double> dequantAct(const Tensor &qa) {
+  const int64_t K = qa.dim(-1), M = qa.numel() / std::max<int64_t>(K, 1);
+  const QActLayout l = QActLayout::compute(M, K);
+  const uint8_t *base = qa.ptr<uint8_t>();
+  std::vector<double> xh(size_t(M * K));
+  for (int64_t m = 0; m < M; ++m) {
+    const int64_t slot = qa.quant.perToken ? m : 0;
+    float s;
+    int32_t zp;
+    std::memcpy(&s, base + l.scalesOff + size_t(slot) * 4, 4);
+    std::memcpy(&zp, base + l.zpOff + size_t(slot) * 4, 4);
+    for (int64_t k = 0; k < K; ++k)
+      xh[size_t(m * K + k)] =
+          double(s) * (int32_t(int8_t(base[m * K + k])) - zp);
+  }
+  return xh;
+}
+
+/// Compares packed qlinear (config) with portable on input `x` (f32 or
+/// QAct) and the random weight `w`.
+void compareQLinear(const Config &cfg, Tensor &x, const std::vector<double> &xh,
+                    RandomQWeight &w, bool withBias, std::mt19937 &gen,
+                    const std::string &what) {
+  const int64_t K = w.k, N = w.n, G = w.q.groupSize;
+  const int64_t M = x.numel() / K;
+  std::vector<float> bv = randomFloats(size_t(N), gen);
+  OwnedTensor b = f32Tensor({N}, bv);
+  OwnedTensor ref = f32Output(size_t(M * N)), got = f32Output(size_t(M * N));
+  std::vector<Tensor *> pin = {&x, w.dense};
+  if (withBias)
+    pin.push_back(b);
+  ASSERT_OK(runPortable(OpId::QLinear, pin, {ref}));
+
+  Context ctx(cfg.threads);
+  std::vector<Tensor *> ins = {&x, w.packed}, outs = {got};
+  if (withBias)
+    ins.push_back(b);
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+  ASSERT_OK(
+      qlinearPacked(makeArgs(ins, outs, ints, floats, ctx.get()), cfg.isa));
+  EXPECT_EQ(rt::testing::shape(*got), rt::testing::shape(*ref)) << what;
+
+  std::vector<double> mag(size_t(M * N));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double s = withBias ? std::fabs(bv[size_t(n)]) : 0.0;
+      for (int64_t k = 0; k < K; ++k) {
+        const double q = w.values[size_t(n * K + k)];
+        s += std::fabs(xh[size_t(m * K + k)]) *
+             (std::fabs(w.scale(n, k / G) * q) + std::fabs(w.offset(n, k / G)));
+      }
+      mag[size_t(m * N + n)] = s;
+    }
+  expectClose(floatsOf(*got), floatsOf(*ref), mag, kQLinearRel, what);
+}
+
+struct WeightCase {
+  unsigned bits;
+  bool sym;
+  int64_t group, k;
+};
+
+/// Groups exercising every kernel path: G % 32 == 0 (AVX2 4-bit integer
+/// path, with 1, 2, 4 and 8 chunks unrolled: 32..256), % 16 (8-bit Wide16),
+/// % 8 only (vectorized dequantization, generic integer path), % 8 != 0
+/// (generic everything), per-channel (G = K), and groups beyond one int16
+/// accumulation block or with a run-time chunk count (288 = 9 x 32, 512).
+std::vector<WeightCase> weightCases() {
+  std::vector<WeightCase> c;
+  for (unsigned bits : {4u, 8u})
+    for (bool sym : {true, false})
+      for (auto [g, k] : std::vector<std::pair<int64_t, int64_t>>{{32, 96},
+                                                                  {64, 192},
+                                                                  {128, 256},
+                                                                  {256, 512},
+                                                                  {16, 48},
+                                                                  {24, 72},
+                                                                  {6, 36},
+                                                                  {80, 80},
+                                                                  {288, 288},
+                                                                  {512, 1024}})
+        c.push_back({bits, sym, g, k});
+  return c;
+}
+
+std::string caseName(const WeightCase &w, int64_t M, int64_t N, DType st,
+                     bool bias) {
+  return "int" + std::to_string(w.bits) + (w.sym ? " sym" : " asym") +
+         " G=" + std::to_string(w.group) + " K=" + std::to_string(w.k) +
+         " M=" + std::to_string(M) + " N=" + std::to_string(N) +
+         (st == DType::F16 ? " f16 scales" : " f32 scales") +
+         (bias ? " bias" : "");
+}
+
+class QLinearTest : public ::testing::TestWithParam<Config> {};
+
+TEST_P(QLinearTest, FloatActivationsMatchPortable) {
+  unsigned seed = 100;
+  for (const WeightCase &wc : weightCases())
+    for (int64_t M : {1, 3, 8})
+      for (int64_t N : {8, 13, 29})
+        for (DType st : {DType::F32, DType::F16}) {
+          std::mt19937 gen(seed++);
+          const bool bias = (seed % 2) == 0;
+          RandomQWeight w =
+              makeRandomQWeight(N, wc.k, wc.bits, wc.sym, wc.group, st, gen);
+          std::vector<float> xv = randomFloats(size_t(M * wc.k), gen);
+          OwnedTensor x = f32Tensor({M, wc.k}, xv);
+          std::vector<double> xh(xv.begin(), xv.end());
+          compareQLinear(GetParam(), *x, xh, w, bias, gen,
+                         caseName(wc, M, N, st, bias));
+        }
+  reportWorst("FloatActivationsMatchPortable");
+}
+
+/// Quantizes random floats with portable quantize_dynamic.
+OwnedTensor quantizedActivations(std::vector<int64_t> shape, bool sym,
+                                 bool perToken, std::mt19937 &gen,
+                                 float range = 3.0f) {
+  int64_t numel = 1;
+  for (int64_t s : shape)
+    numel *= s;
+  // Shift half of the rows so that zero points vary widely.
+  const int64_t K = shape.back();
+  std::vector<float> xv = randomFloats(size_t(numel), gen, -range, range);
+  for (int64_t i = 0; i < numel; ++i)
+    if ((i / K) % 2)
+      xv[size_t(i)] += range * float((i / K) % 3);
+  OwnedTensor x = f32Tensor(shape, xv);
+  QuantInfo q;
+  q.bits = 8;
+  q.symmetric = sym;
+  q.perToken = perToken;
+  OwnedTensor qa(DType::QAct, shape, 0, q);
+  EXPECT_OK(runPortable(OpId::QuantizeDynamic, {x}, {qa}));
+  return qa;
+}
+
+TEST_P(QLinearTest, QuantizedActivationsMatchPortable) {
+  unsigned seed = 500;
+  // M = 8 and 13: the 8-row prefill tile, alone and with 5 rows left over.
+  for (const WeightCase &wc : weightCases())
+    for (int64_t M : {1, 3, 8, 13})
+      for (int64_t N : {8, 13, 29}) {
+        std::mt19937 gen(seed++);
+        const bool bias = (seed % 2) == 0;
+        const DType st = (seed % 3) ? DType::F32 : DType::F16;
+        // Mostly asymmetric per-token activations (what the compiler emits).
+        const bool actSym = (seed % 4) == 0;
+        RandomQWeight w =
+            makeRandomQWeight(N, wc.k, wc.bits, wc.sym, wc.group, st, gen);
+        OwnedTensor qa = quantizedActivations({M, wc.k}, actSym, true, gen);
+        compareQLinear(GetParam(), *qa, dequantAct(*qa), w, bias, gen,
+                       caseName(wc, M, N, st, bias) +
+                           (actSym ? " act sym" : " act asym"));
+      }
+  reportWorst("QuantizedActivationsMatchPortable");
+}
+
+TEST_P(QLinearTest, PerTensorAndHigherRankActivations) {
+  std::mt19937 gen(900);
+  for (const WeightCase &wc :
+       {WeightCase{4, true, 32, 64}, WeightCase{8, false, 16, 64}}) {
+    RandomQWeight w =
+        makeRandomQWeight(11, wc.k, wc.bits, wc.sym, wc.group, DType::F32, gen);
+    OwnedTensor pt = quantizedActivations({5, wc.k}, false, false, gen);
+    compareQLinear(GetParam(), *pt, dequantAct(*pt), w, true, gen,
+                   "per tensor");
+    OwnedTensor r3 = quantizedActivations({2, 3, wc.k}, false, true, gen);
+    compareQLinear(GetParam(), *r3, dequantAct(*r3), w, false, gen, "rank 3");
+    std::vector<float> xv = randomFloats(size_t(6 * wc.k), gen);
+    OwnedTensor xf = f32Tensor({1, 6, wc.k}, xv);
+    compareQLinear(GetParam(), *xf, std::vector<double>(xv.begin(), xv.end()),
+                   w, true, gen, "rank 3 float");
+  }
+  reportWorst("PerTensorAndHigherRankActivations");
+}
+
+TEST_P(QLinearTest, DecodeLarge) {
+  // One input row above the parallel threshold: the decode paths split
+  // over the thread pool.
+  std::mt19937 gen(940);
+  for (const WeightCase &wc :
+       {WeightCase{4, true, 32, 1024}, WeightCase{4, false, 128, 1024},
+        WeightCase{8, true, 32, 1024}, WeightCase{8, false, 1024, 1024}}) {
+    RandomQWeight w = makeRandomQWeight(301, wc.k, wc.bits, wc.sym, wc.group,
+                                        DType::F32, gen);
+    OwnedTensor qa = quantizedActivations({1, wc.k}, false, true, gen);
+    compareQLinear(GetParam(), *qa, dequantAct(*qa), w, true, gen,
+                   caseName(wc, 1, 301, DType::F32, true) + " 8da");
+    std::vector<float> xv = randomFloats(size_t(wc.k), gen);
+    OwnedTensor xf = f32Tensor({1, wc.k}, xv);
+    compareQLinear(GetParam(), *xf, std::vector<double>(xv.begin(), xv.end()),
+                   w, true, gen, caseName(wc, 1, 301, DType::F32, true));
+  }
+  reportWorst("DecodeLarge");
+}
+
+TEST_P(QLinearTest, PrefillLarge) {
+  std::mt19937 gen(950);
+  RandomQWeight w = makeRandomQWeight(45, 512, 4, true, 64, DType::F32, gen);
+  OwnedTensor qa = quantizedActivations({40, 512}, false, true, gen);
+  compareQLinear(GetParam(), *qa, dequantAct(*qa), w, true, gen, "8da4w");
+  std::vector<float> xv = randomFloats(size_t(40 * 512), gen);
+  OwnedTensor xf = f32Tensor({40, 512}, xv);
+  compareQLinear(GetParam(), *xf, std::vector<double>(xv.begin(), xv.end()), w,
+                 true, gen, "int4 weight-only");
+  reportWorst("PrefillLarge");
+}
+
+/// Extreme integers: every activation at -128 or 127 and every weight at
+/// the ends of its range, so that a maddubs pair reaches +-3840 and eight of
+/// them +-30720: an int16 overflow or a saturating pair would show.
+TEST_P(QLinearTest, ExtremeIntegersDoNotOverflow) {
+  const int64_t M = 3, K = 512, N = 16;
+  for (unsigned bits : {4u, 8u})
+    for (bool sym : {true, false})
+      for (int64_t G : {32, 64, 512}) {
+        QuantInfo q;
+        q.bits = uint8_t(bits);
+        q.symmetric = sym;
+        q.groupSize = G;
+        const int32_t lo = sym ? -(1 << (bits - 1)) : 0;
+        const int32_t hi = sym ? (1 << (bits - 1)) - 1 : (1 << bits) - 1;
+        RandomQWeight w;
+        w.q = q;
+        w.n = N;
+        w.k = K;
+        w.values.resize(size_t(N * K));
+        for (int64_t i = 0; i < N * K; ++i)
+          w.values[size_t(i)] = (i / K) % 2 ? hi : lo; // rows alternate
+        w.scales.assign(size_t(N * K / G), 0.01f);
+        if (!sym)
+          w.offsets.assign(size_t(N * K / G), -0.07f);
+        w.dense =
+            rt::testing::makeQWeight(N, K, q, w.values, w.scales, w.offsets);
+        auto packed =
+            packQWeight(w.dense->ptr<uint8_t>(), w.dense->capacity, N, K, q);
+        ASSERT_TRUE(packed.ok());
+        w.packed = bytesTensor(DType::QWeight, N, K, *packed, q);
+
+        QuantInfo aq;
+        aq.bits = 8;
+        aq.symmetric = false;
+        OwnedTensor qa(DType::QAct, {M, K}, 0, aq);
+        const QActLayout l = QActLayout::compute(M, K);
+        uint8_t *base = qa->ptr<uint8_t>();
+        const int32_t zps[M] = {-128, 127, 5};
+        for (int64_t m = 0; m < M; ++m) {
+          for (int64_t k = 0; k < K; ++k)
+            base[m * K + k] = uint8_t(int8_t(m == 0   ? -128
+                                             : m == 1 ? 127
+                                                      : (k % 2 ? 127 : -128)));
+          const float s = 0.02f;
+          std::memcpy(base + l.scalesOff + m * 4, &s, 4);
+          std::memcpy(base + l.zpOff + m * 4, &zps[m], 4);
+        }
+        std::mt19937 gen(bits * 10 + sym);
+        compareQLinear(GetParam(), *qa, dequantAct(*qa), w, false, gen,
+                       "extreme int" + std::to_string(bits) +
+                           (sym ? " sym" : " asym") +
+                           " G=" + std::to_string(G));
+      }
+  reportWorst("ExtremeIntegersDoNotOverflow");
+}
+
+TEST(QLinearTest, ThreadCountDoesNotChangeResults) {
+  // Shapes above the parallel threshold (2^18 multiply-adds): decode and
+  // prefill, float and quantized activations.
+  for (Isa isa : {Isa::Generic, Isa::Avx2}) {
+    if (!isaSupported(isa))
+      continue;
+    for (bool quantAct : {false, true})
+      for (auto [M, K, N] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+               {1, 1024, 301}, {9, 640, 77}}) {
+        std::vector<float> res[2];
+        for (int t = 0; t < 2; ++t) {
+          std::mt19937 gen(77);
+          RandomQWeight w =
+              makeRandomQWeight(N, K, 4, false, 32, DType::F32, gen);
+          OwnedTensor x =
+              quantAct ? quantizedActivations({M, K}, false, true, gen)
+                       : f32Tensor({M, K}, randomFloats(size_t(M * K), gen));
+          OwnedTensor y = f32Output(size_t(M * N));
+          Context ctx(t + 1);
+          std::vector<Tensor *> ins = {x, w.packed}, outs = {y};
+          std::vector<int64_t> ints;
+          std::vector<double> floats;
+          ASSERT_OK(
+              qlinearPacked(makeArgs(ins, outs, ints, floats, ctx.get()), isa));
+          res[t] = floatsOf(*y);
+        }
+        for (size_t i = 0; i < res[0].size(); ++i)
+          ASSERT_TRUE(sameFloat(res[0][i], res[1][i])) << i;
+      }
+  }
+}
+
+TEST(QLinearTest, RejectsBadOperands) {
+  std::mt19937 gen(3);
+  RandomQWeight w = makeRandomQWeight(9, 64, 4, true, 32, DType::F32, gen);
+  OwnedTensor x = f32Tensor({2, 64}, randomFloats(128, gen));
+  OwnedTensor xBad = f32Tensor({2, 32}, randomFloats(64, gen));
+  OwnedTensor y = f32Output(18);
+  OwnedTensor yi(DType::I32, {18});
+  ExecContext ctx;
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+  auto run = [&](std::vector<Tensor *> ins, std::vector<Tensor *> outs) {
+    return qlinearPacked(makeArgs(ins, outs, ints, floats, &ctx), detectIsa());
+  };
+  EXPECT_ERROR(run({xBad, w.packed}, {y}), "does not match");
+  EXPECT_ERROR(run({x, w.packed}, {yi}), "output must be f32");
+  OwnedTensor small =
+      bytesTensor(DType::QWeight, 9, 64, std::vector<uint8_t>(100, 0), w.q);
+  EXPECT_ERROR(run({x, small}, {y}), "needs");
+  QuantInfo bad = w.q;
+  bad.groupSize = 30; // does not divide K
+  OwnedTensor badGroup =
+      bytesTensor(DType::QWeight, 9, 64, std::vector<uint8_t>(4096, 0), bad);
+  EXPECT_ERROR(run({x, badGroup}, {y}), "group size");
+  OwnedTensor xh(DType::F16, {2, 64});
+  EXPECT_ERROR(run({xh, w.packed}, {y}), "f32 or qact");
+}
+
+INSTANTIATE_TEST_SUITE_P(Configs, QLinearTest,
+                         ::testing::ValuesIn(allConfigs()), configName);
+
+} // namespace
+} // namespace etllm::rt::xnnpack::test
