@@ -7,6 +7,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace etllm {
@@ -127,25 +128,57 @@ private:
 
 class SerializeStage : public Stage {
 public:
-  explicit SerializeStage(SerializeOptions o) : options(std::move(o)) {}
+  SerializeStage(SerializeOptions o, std::string path)
+      : options(std::move(o)), path(std::move(path)) {}
   const std::string &name() const override { return stageName; }
   Artifact::Kind inputKind() const override { return Artifact::Kind::IR; }
-  Artifact::Kind outputKind() const override { return Artifact::Kind::Program; }
+  Artifact::Kind outputKind() const override {
+    return Artifact::Kind::Program;
+  }
   llvm::Expected<Artifact> run(Artifact input,
                                mlir::MLIRContext &context) override {
     DiagnosticCollector diags(context);
     Artifact out;
     out.kind = Artifact::Kind::Program;
-    llvm::raw_string_ostream os(out.program);
-    if (mlir::failed(writeProgram(*input.module, options, os)))
-      return stageError(stageName, diags.text.empty() ? "serialization failed"
+    auto failure = [&](const llvm::Twine &fallback) {
+      return stageError(stageName, diags.text.empty() ? fallback.str()
                                                       : diags.text);
-    os.flush();
+    };
+    if (path.empty()) {
+      llvm::raw_string_ostream os(out.program);
+      if (mlir::failed(writeProgram(*input.module, options, os)))
+        return failure("serialization failed");
+      os.flush();
+      return out;
+    }
+    // Stream to a temporary file next to the output, then rename.
+    std::string tmp = path + ".tmp";
+    std::error_code ec;
+    {
+      llvm::raw_fd_ostream os(tmp, ec);
+      if (ec)
+        return stageError(stageName, "cannot write '" + tmp + "': " +
+                                         ec.message());
+      bool ok = mlir::succeeded(writeProgram(*input.module, options, os));
+      os.close();
+      if (!ok || os.has_error()) {
+        os.clear_error();
+        llvm::sys::fs::remove(tmp);
+        return failure(llvm::Twine("cannot write '") + path + "'");
+      }
+    }
+    if ((ec = llvm::sys::fs::rename(tmp, path))) {
+      llvm::sys::fs::remove(tmp);
+      return stageError(stageName, "cannot write '" + path + "': " +
+                                       ec.message());
+    }
+    out.programPath = path;
     return out;
   }
 
 private:
   SerializeOptions options;
+  std::string path;
   std::string stageName = "serialize";
 };
 
@@ -173,8 +206,10 @@ llvm::Expected<std::unique_ptr<Stage>> makePassStage(std::string name,
       }));
 }
 
-std::unique_ptr<Stage> makeSerializeStage(SerializeOptions options) {
-  return std::make_unique<SerializeStage>(std::move(options));
+std::unique_ptr<Stage> makeSerializeStage(SerializeOptions options,
+                                          std::string outputPath) {
+  return std::make_unique<SerializeStage>(std::move(options),
+                                          std::move(outputPath));
 }
 
 llvm::Expected<Artifact> StagePipeline::run(

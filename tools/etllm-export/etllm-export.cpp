@@ -196,7 +196,7 @@ int main(int argc, char **argv) {
   };
   bool stopEarly = !stopAfter.empty() && stopAfter != stageNames.back();
   if (toProgram && !stopEarly)
-    pipeline.add(etllm::makeSerializeStage(so));
+    pipeline.add(etllm::makeSerializeStage(so, outputPath));
   else if (toProgram)
     return fail("--stop-after-stage " + stopAfter +
                 " leaves no program to write: use an .mlir output");
@@ -244,18 +244,19 @@ int main(int argc, char **argv) {
     final = std::move(*result);
   }
 
-  std::string err;
-  auto file = mlir::openOutputFile(outputPath, &err);
-  if (!file)
-    return fail(err);
-  if (final.kind == etllm::Artifact::Kind::Program)
-    file->os() << final.program;
-  else
+  if (final.kind == etllm::Artifact::Kind::Program) {
+    // The serialize stage streamed the file itself.
+  } else {
+    std::string err;
+    auto file = mlir::openOutputFile(outputPath, &err);
+    if (!file)
+      return fail(err);
     (*final.module)->print(file->os());
-  file->os().flush();
-  if (file->os().has_error())
-    return fail("cannot write '" + outputPath + "'");
-  file->keep();
+    file->os().flush();
+    if (file->os().has_error())
+      return fail("cannot write '" + outputPath + "'");
+    file->keep();
+  }
   progress("wrote " + outputPath);
   return 0;
 }

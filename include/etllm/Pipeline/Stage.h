@@ -36,7 +36,9 @@ struct Artifact {
   Kind kind = Kind::Checkpoint;
   std::string checkpointPath;               // Kind::Checkpoint
   mlir::OwningOpRef<mlir::ModuleOp> module; // Kind::IR
-  std::string program;                      // Kind::Program (file bytes)
+  std::string program;     // Kind::Program: the file bytes, or empty when
+  std::string programPath; // the stage wrote them to this file
+
 
   static Artifact checkpoint(std::string path);
   static Artifact ir(mlir::OwningOpRef<mlir::ModuleOp> module);
@@ -65,8 +67,11 @@ std::unique_ptr<Stage> makePassStage(StageSpec spec);
 /// pipeline is an error.
 llvm::Expected<std::unique_ptr<Stage>> makePassStage(std::string name,
                                                      std::string pipeline);
-/// IR -> program bytes.
-std::unique_ptr<Stage> makeSerializeStage(SerializeOptions options);
+/// IR -> program bytes, in memory; or, with `outputPath`, streamed to that
+/// file (written to `<path>.tmp` and renamed at the end, so a failure never
+/// leaves a partial program behind).
+std::unique_ptr<Stage> makeSerializeStage(SerializeOptions options,
+                                          std::string outputPath = "");
 
 /// An ordered list of stages.
 class StagePipeline {
