@@ -7,7 +7,7 @@ PKGS=(
   # LLVM/MLIR 19 (headers, CMake packages, mlir-tblgen, lit, FileCheck)
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools
   # build tools
-  cmake ninja-build ccache g++ python3
+  cmake ninja-build ccache g++ python3 pkg-config zlib1g-dev libzstd-dev
   # libraries
   libflatbuffers-dev flatbuffers-compiler libyaml-cpp-dev libfmt-dev
   libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev
