@@ -69,3 +69,45 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 } // namespace
+
+namespace {
+
+/// Weights that arrive quantized (GGUF Q4_0 / Q8_0) keep their exact
+/// values: the quantize stage changes no weight, so the quantized program
+/// must agree with the float one to fp32 precision (unlike quantizing float
+/// weights, which the Stories tests hold to a relative-error bound).
+class GgufBlocks : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(GgufBlocks, QuantizeStageKeepsExactValues) {
+  std::string type = GetParam();
+  std::string out = testing::TempDir() + "/etllm_blocks_" + type + ".gguf";
+  etllm::formats::GeneratorOptions o;
+  o.arch = "llama";
+  o.format = "gguf";
+  o.layers = 2;
+  o.seed = 5;
+  o.ggufType = type == "q4_0" ? etllm::formats::DType::Q4_0
+                              : etllm::formats::DType::Q8_0;
+  o.output = out;
+  auto st = etllm::formats::generateCheckpoint(o);
+  ASSERT_TRUE(st.ok()) << st.message();
+  for (const char *recipe : {"xnnpack-int4", "xnnpack-8da4w"}) {
+    etllm::ImportOptions io;
+    io.maxSeqLen = 32;
+    etllm::Tester t(out, io);
+    t.import();
+    for (etllm::StageSpec &s : etllm::recipeStages(recipe, {})) {
+      t.runStage(s);
+      if (std::string(recipe) == "xnnpack-int4")
+        t.runAndCompare(1e-4, 1e-4); // exact weights, f32 arithmetic
+      else if (s.name == "quantize")
+        // 8da4w also quantizes the activations: only they add error.
+        t.runAndCompareRelative(0.05, 0.5);
+    }
+    EXPECT_TRUE(t.ok()) << recipe << "\n" << t.report();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, GgufBlocks, ::testing::Values("q4_0", "q8_0"));
+
+} // namespace
