@@ -543,6 +543,6 @@ buildExportedGraph(MLIRContext *context, const Checkpoint &checkpoint,
                      builder.getDictionaryAttr(classes));
   if (failed(verify(*module)))
     return makeError("internal error: the imported graph does not verify");
-  return std::move(module);
+  return module;
 }
 } // namespace etllm

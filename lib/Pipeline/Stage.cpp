@@ -118,7 +118,7 @@ public:
     if (mlir::failed(pm.run(*input.module)))
       return stageError(stageName,
                         diags.text.empty() ? "a pass failed" : diags.text);
-    return std::move(input);
+    return input;
   }
 
 private:
@@ -233,7 +233,7 @@ llvm::Expected<Artifact> StagePipeline::run(
       return stageError(s.name(), "produced IR that does not verify");
     if (afterStage)
       if (llvm::Error e = afterStage(i, s, current))
-        return std::move(e);
+        return e;
   }
   return current;
 }

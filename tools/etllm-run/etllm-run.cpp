@@ -139,7 +139,6 @@ int main(int argc, char **argv) {
   auto runner = llm::Runner::load(model, options);
   if (!runner.ok())
     return fail(runner.message());
-  std::string out = prompt;
   std::fwrite(prompt.data(), 1, prompt.size(), stdout);
   std::fflush(stdout);
   auto stats = (*runner)->generate(prompt, config, [](const std::string &s) {
