@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <sys/stat.h>
@@ -25,14 +26,37 @@ std::string sharedFile(const std::string &relative) {
   return ::stat(p.c_str(), &st) == 0 ? p : std::string();
 }
 
+namespace {
+/// The directories freshTempDir made; removed when the test binary exits
+/// (set ETLLM_KEEP_TEST_FILES=1 to keep them for debugging).
+struct TempDirs {
+  std::vector<std::string> dirs;
+  ~TempDirs() {
+    if (std::getenv("ETLLM_KEEP_TEST_FILES"))
+      return;
+    for (const std::string &d : dirs) {
+      std::error_code ec;
+      std::filesystem::remove_all(d, ec);
+    }
+  }
+};
+TempDirs &tempDirs() {
+  static TempDirs t;
+  return t;
+}
+} // namespace
+
 std::string freshTempDir(const std::string &name) {
   std::string base = ::testing::TempDir();
   if (!base.empty() && base.back() != '/')
     base += '/';
   std::string dir =
       base + "etllm_formats_" + std::to_string(::getpid()) + "_" + name;
-  std::string cmd = "rm -rf '" + dir + "' && mkdir -p '" + dir + "'";
-  EXPECT_EQ(std::system(cmd.c_str()), 0);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  EXPECT_TRUE(std::filesystem::create_directories(dir, ec)) << dir << ": "
+                                                           << ec.message();
+  tempDirs().dirs.push_back(dir);
   return dir;
 }
 

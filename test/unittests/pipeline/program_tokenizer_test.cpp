@@ -144,6 +144,7 @@ TEST(ProgramTokenizer, ExportRejectsAnUnreadableTokenizer) {
   auto out = p.run(etllm::Artifact::checkpoint(model), ctx);
   ASSERT_FALSE(bool(out));
   std::string msg = llvm::toString(out.takeError());
+  std::filesystem::remove(bad);
   EXPECT_NE(msg.find("etllm_bad_tokenizer.bin"), std::string::npos) << msg;
 }
 
