@@ -106,9 +106,15 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
     if (failed(parseScheme(linear, base, "linear")))
       return signalPassFailure();
     Scheme output = base;
-    if (outputLayer != "same" &&
-        failed(parseScheme(outputLayer, output, "output-layer")))
-      return signalPassFailure();
+    if (outputLayer != "same") {
+      if (failed(parseScheme(outputLayer, output, "output-layer")))
+        return signalPassFailure();
+      // An 8-bit output layer is per channel, as in ExecuTorch's recipes:
+      // the vocabulary projection is the most error-sensitive linear and
+      // per-row int8 keeps it near float at half the size of group-wise.
+      if (output.bits == 8)
+        output.groupSize = -1;
+    }
     Scheme emb = base;
     emb.dynamicActivations = false;
     emb.groupSize = embeddingGroupSize;

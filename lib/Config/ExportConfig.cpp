@@ -77,9 +77,10 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        "float16"},
       {"quantization.embedding",
        ConfigType::Enum,
-       "none",
-       {"none", "int8", "int4"},
-       "Token-embedding table quantization.",
+       "pipeline",
+       {"pipeline", "none", "int8", "int4"},
+       "Token-embedding table quantization. `pipeline` keeps the recipe's "
+       "(int8 per row for xnnpack-8da4w, none otherwise).",
        "int8"},
       {"quantization.embedding_group_size",
        ConfigType::Int,
@@ -89,10 +90,11 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        "32"},
       {"quantization.output_layer",
        ConfigType::Enum,
-       "same",
-       {"same", "none", "int8", "int4", "8da8w", "8da4w"},
+       "pipeline",
+       {"pipeline", "same", "none", "int8", "int4", "8da8w", "8da4w"},
        "Exception for the output layer (lm_head): `same` quantizes it like "
-       "the other linears; e.g. `int8` keeps it at 8 bits.",
+       "the other linears, e.g. `int8` keeps it at 8 bits. `pipeline` keeps "
+       "the recipe's (8da8w per channel for xnnpack-8da4w, same otherwise).",
        "int8"},
       {"quantization.exclude",
        ConfigType::StringList,

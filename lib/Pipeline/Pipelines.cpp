@@ -17,6 +17,8 @@ struct Recipe {
   const char *linear;
   int64_t groupSize;
   std::vector<std::string> backends;
+  const char *embedding = "none";
+  const char *outputLayer = "same";
 };
 
 const std::vector<Recipe> &recipes() {
@@ -41,10 +43,13 @@ const std::vector<Recipe> &recipes() {
        {"xnnpack"}},
       {"xnnpack-8da4w",
        "int8 dynamic per-token activations x int4 group-wise "
-       "weights (group 32): ExecuTorch's default CPU recipe",
+       "weights (group 32), int8 per-row embedding, 8da8w lm_head: "
+       "ExecuTorch's default CPU recipe",
        "8da4w",
        32,
-       {"xnnpack"}},
+       {"xnnpack"},
+       "int8",
+       "8da8w"},
       {"xnnpack-int8",
        "int8 per-channel weights, fp32 activations, on the "
        "CPU backend",
@@ -93,8 +98,15 @@ std::vector<StageSpec> recipeStages(const std::string &recipe,
   std::vector<std::string> backends(o.backends.begin(), o.backends.end());
   if (backends.empty())
     backends = r->backends;
-  bool quantize = linear != "none" || o.embedding != "none" ||
-                  (o.outputLayer != "same" && o.outputLayer != "none");
+  std::string embedding = o.embedding.empty() || o.embedding == "pipeline"
+                              ? r->embedding
+                              : o.embedding.getValue();
+  std::string outputLayer =
+      o.outputLayer.empty() || o.outputLayer == "pipeline"
+          ? r->outputLayer
+          : o.outputLayer.getValue();
+  bool quantize = linear != "none" || embedding != "none" ||
+                  (outputLayer != "same" && outputLayer != "none");
 
   std::vector<StageSpec> stages;
   stages.push_back({"swap-source", [](mlir::OpPassManager &pm) {
@@ -117,9 +129,9 @@ std::vector<StageSpec> recipeStages(const std::string &recipe,
     q.groupSize = groupSize;
     q.symmetric = o.symmetric;
     q.scaleType = o.scaleType;
-    q.embedding = o.embedding;
+    q.embedding = embedding;
     q.embeddingGroupSize = o.embeddingGroupSize;
-    q.outputLayer = o.outputLayer;
+    q.outputLayer = outputLayer;
     // The options hold an ArrayRef: keep the list alive in the stage.
     std::vector<std::string> exclude(o.exclude.begin(), o.exclude.end());
     stages.push_back({"quantize", [q, exclude](mlir::OpPassManager &pm) {

@@ -47,16 +47,18 @@ struct RecipeOptions : public mlir::PassPipelineOptions<RecipeOptions> {
   Option<std::string> scaleType{*this, "scale-type",
                                 llvm::cl::desc("Scale storage: f32 or f16"),
                                 llvm::cl::init("f32")};
-  Option<std::string> embedding{*this, "embedding",
-                                llvm::cl::desc("Embedding: none, int8, int4"),
-                                llvm::cl::init("none")};
+  Option<std::string> embedding{
+      *this, "embedding",
+      llvm::cl::desc("Embedding: none, int8, int4 (default: recipe)"),
+      llvm::cl::init("")};
   Option<int64_t> embeddingGroupSize{
       *this, "embedding-group-size",
       llvm::cl::desc("Embedding group size; -1 per row"), llvm::cl::init(-1)};
   Option<std::string> outputLayer{
       *this, "output-layer",
-      llvm::cl::desc("lm_head scheme: same, none, int8, int4, 8da8w, 8da4w"),
-      llvm::cl::init("same")};
+      llvm::cl::desc("lm_head scheme: same, none, int8, int4, 8da8w, 8da4w "
+                     "(default: recipe)"),
+      llvm::cl::init("")};
   ListOption<std::string> exclude{
       *this, "exclude",
       llvm::cl::desc("Linear layers (module path patterns) kept in float")};

@@ -118,8 +118,9 @@ def QuantizePass : Pass<"etllm-quantize", "mlir::ModuleOp"> {
     * weights that arrive quantized (GGUF Q4_0/Q8_0/Q4_1) keep their exact
       values: the pass picks the representation that holds them without
       loss (group 32, f16 scales) instead of re-quantizing;
-    * `output-layer` overrides the scheme of `lm_head`; `exclude` keeps the
-      listed layers (module path patterns, `*` wildcard) in float.
+    * `output-layer` overrides the scheme of `lm_head` (an 8-bit override,
+      `int8` or `8da8w`, is per channel); `exclude` keeps the listed layers
+      (module path patterns, `*` wildcard) in float.
   }];
   let options = [
     Option<"linear", "linear", "std::string", "\"int4\"",

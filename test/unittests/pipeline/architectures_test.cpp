@@ -12,11 +12,26 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <ostream>
 
 namespace {
 
 struct Case {
   std::string arch, format;
+};
+
+// Names the case in gtest's output (instead of a dump of its bytes).
+[[maybe_unused]] void PrintTo(const Case &c, std::ostream *os) {
+  *os << c.arch << "/" << c.format;
+}
+
+/// Removes a generated checkpoint when the test ends.
+struct RemoveOnExit {
+  std::string path;
+  ~RemoveOnExit() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
 };
 
 class Architectures : public ::testing::TestWithParam<Case> {};
@@ -39,6 +54,7 @@ std::string checkpointFor(const Case &c) {
 
 TEST_P(Architectures, EveryStageAgreesWithTheExportedGraph) {
   std::string ckpt = checkpointFor(GetParam());
+  RemoveOnExit cleanup{ckpt};
   for (const char *recipe : {"portable", "xnnpack-fp32"}) {
     etllm::ImportOptions io;
     io.maxSeqLen = 32;
@@ -89,6 +105,7 @@ TEST_P(GgufBlocks, QuantizeStageKeepsExactValues) {
   o.ggufType = type == "q4_0" ? etllm::formats::DType::Q4_0
                               : etllm::formats::DType::Q8_0;
   o.output = out;
+  RemoveOnExit cleanup{out};
   auto st = etllm::formats::generateCheckpoint(o);
   ASSERT_TRUE(st.ok()) << st.message();
   for (const char *recipe : {"xnnpack-int4", "xnnpack-8da4w"}) {

@@ -2,10 +2,10 @@
 //
 // The Tester chains the stages of each named recipe on stories260K, checks
 // the IR after the ones that matter, and runs every stage against the one
-// before it. Tolerances: fp32 recipes must agree within 1e-3 absolute (the
-// fused kernels reassociate float sums); quantized stages are compared with
-// the tolerance their scheme needs on this model (docs/Pipelines.md says
-// which and why) and must also keep the greedy next token.
+// before it. Tolerances: fp32 stages must agree within 1e-4 (the fused and
+// delegated kernels reassociate float sums); quantized stages are compared
+// with the tolerance their scheme needs on this model (docs/Pipelines.md
+// says which and why) and must also keep the greedy next token.
 //
 //===----------------------------------------------------------------------===//
 #include "etllm/Dialect/Etllm/EtllmOps.h"
@@ -43,8 +43,16 @@ protected:
 /// stages within atol/rtol, the quantize stage (and the whole recipe
 /// against the exported graph, when it quantizes) within `maxRelRms`
 /// relative RMS error with the greedy token kept on `minTop1` of the calls.
+///
+/// With dynamically quantized activations, the stages after `quantize` are
+/// not held to atol: the delegate's float kernels (RMSNorm, RoPE, SDPA)
+/// reassociate sums, and a last-bit difference that moves an activation
+/// across an int8 rounding boundary changes the integer product by one step
+/// (measured on stories260K: one decode call of five, max |diff| 0.099).
+/// They must stay within 1% relative RMS error and keep every greedy token.
 void runRecipe(etllm::Tester &t, const std::string &recipe, double atol,
-               double rtol, double maxRelRms = 0, double minTop1 = 1) {
+               double rtol, double maxRelRms = 0, double minTop1 = 1,
+               bool dynamicActivations = false) {
   t.import();
   bool quantized = false;
   for (etllm::StageSpec &s : etllm::recipeStages(recipe, {})) {
@@ -52,6 +60,8 @@ void runRecipe(etllm::Tester &t, const std::string &recipe, double atol,
     if (s.name == "quantize") {
       quantized = true;
       t.runAndCompareRelative(maxRelRms, minTop1);
+    } else if (quantized && dynamicActivations) {
+      t.runAndCompareRelative(0.01, 1.0);
     } else {
       t.runAndCompare(atol, rtol);
     }
@@ -93,7 +103,7 @@ TEST_F(Stories, XnnpackFp32) {
 TEST_F(Stories, XnnpackInt4) {
   etllm::Tester t(stories(), options());
   // Measured on this model: relative RMS error 0.100, greedy token kept on
-  // 4 of 10 calls of an arbitrary-token prompt (a 260K-parameter model has
+  // 2 of 5 calls of an arbitrary-token prompt (a 260K-parameter model has
   // flat logits there; on real text the greedy text diverges only after ~20
   // tokens, see docs/Pipelines.md).
   runRecipe(t, "xnnpack-int4", 1e-4, 1e-4, /*maxRelRms=*/0.15, /*minTop1=*/0.3);
@@ -110,18 +120,32 @@ TEST_F(Stories, XnnpackInt4) {
 
 TEST_F(Stories, Xnnpack8da4w) {
   etllm::Tester t(stories(), options());
-  // Measured: relative RMS error 0.102, greedy token on 4 of 10 calls.
+  // Measured: relative RMS error 0.122, greedy token on 2 of 5 calls.
   runRecipe(t, "xnnpack-8da4w", 1e-4, 1e-4, /*maxRelRms=*/0.15,
-            /*minTop1=*/0.3);
+            /*minTop1=*/0.3, /*dynamicActivations=*/true);
+  // ExecuTorch's recipe: int8 per-row embedding, 8da8w per-channel lm_head
+  // (tied to the embedding in stories260K: one int8 table serves both).
   t.checkNot("etllm.linear")
+      .checkNot("etllm.embedding")
+      .check("etllm.qembedding")
       .check("etllm.quantize_dynamic")
       .check("etllm.delegate.call");
   EXPECT_TRUE(t.ok()) << t.report();
+  int tables = 0;
+  t.currentIR().walk([&](mlir::etllm::ParameterOp p) {
+    auto q = mlir::dyn_cast<mlir::etllm::QWeightType>(p.getType());
+    if (!q || q.getShape()[0] != 512)
+      return;
+    ++tables;
+    EXPECT_EQ(q.getBits(), 8u) << p.getSymName().str();
+    EXPECT_EQ(q.getGroupSize(), 64) << p.getSymName().str(); // per row
+  });
+  EXPECT_EQ(tables, 1);
 }
 
 TEST_F(Stories, XnnpackInt8) {
   etllm::Tester t(stories(), options());
-  // Measured: relative RMS error 0.0064, greedy token on 8 of 10 calls.
+  // Measured: relative RMS error 0.0064, greedy token on 4 of 5 calls.
   runRecipe(t, "xnnpack-int8", 1e-4, 1e-4, /*maxRelRms=*/0.02, /*minTop1=*/0.7);
   t.checkNot("etllm.linear").check("etllm.delegate.call");
   EXPECT_TRUE(t.ok()) << t.report();
