@@ -523,14 +523,6 @@ private:
   const Checkpoint &ckpt_;
 };
 
-#define ETLLM_ASSIGN(lhs, expr)                                                \
-  do {                                                                         \
-    auto etllm_r_ = (expr);                                                    \
-    if (!etllm_r_.ok())                                                        \
-      return etllm_r_.error();                                                 \
-    lhs = std::move(etllm_r_.value());                                         \
-  } while (0)
-
 /// Recovers llama3 rope-scaling parameters from llama.cpp's rope_freqs
 /// factors when they match its formula; false otherwise.
 bool fitLlama3(ModelConfig &c, const std::vector<float> &ff) {
@@ -602,11 +594,11 @@ readTokenizer(const Checkpoint &ckpt) {
   MetaReader m(ckpt);
   auto info = std::make_unique<GgufTokenizerInfo>();
   std::optional<std::string> s;
-  ETLLM_ASSIGN(s, m.optString("tokenizer.ggml.model"));
+  ETLLM_ASSIGN_OR_RETURN(s, m.optString("tokenizer.ggml.model"));
   info->model = s.value_or("");
-  ETLLM_ASSIGN(s, m.optString("tokenizer.ggml.pre"));
+  ETLLM_ASSIGN_OR_RETURN(s, m.optString("tokenizer.ggml.pre"));
   info->pre = s.value_or("");
-  ETLLM_ASSIGN(s, m.optString("tokenizer.chat_template"));
+  ETLLM_ASSIGN_OR_RETURN(s, m.optString("tokenizer.chat_template"));
   info->chatTemplate = s.value_or("");
 
   auto array = [&](const char *key, GgufType want,
@@ -721,7 +713,7 @@ readTokenizer(const Checkpoint &ckpt) {
 Result<ModelConfig> configFromGguf(const Checkpoint &ckpt) {
   MetaReader m(ckpt);
   std::optional<std::string> archOpt;
-  ETLLM_ASSIGN(archOpt, m.optString("general.architecture"));
+  ETLLM_ASSIGN_OR_RETURN(archOpt, m.optString("general.architecture"));
   if (!archOpt)
     return m.error("general.architecture", "required key is missing");
   const std::string arch = *archOpt;
@@ -735,22 +727,26 @@ Result<ModelConfig> configFromGguf(const Checkpoint &ckpt) {
   ETLLM_RETURN_IF_ERROR(applyArchitectureTraits(c));
   const std::string p = arch + ".";
 
-  ETLLM_ASSIGN(c.hiddenSize, m.dim(p + "embedding_length", std::nullopt));
-  ETLLM_ASSIGN(c.intermediateSize,
-               m.dim(p + "feed_forward_length", std::nullopt));
-  ETLLM_ASSIGN(c.numLayers, m.dim(p + "block_count", std::nullopt));
-  ETLLM_ASSIGN(c.numHeads, m.dim(p + "attention.head_count", std::nullopt));
-  ETLLM_ASSIGN(c.numKvHeads, m.dim(p + "attention.head_count_kv", c.numHeads));
+  ETLLM_ASSIGN_OR_RETURN(c.hiddenSize,
+                         m.dim(p + "embedding_length", std::nullopt));
+  ETLLM_ASSIGN_OR_RETURN(c.intermediateSize,
+                         m.dim(p + "feed_forward_length", std::nullopt));
+  ETLLM_ASSIGN_OR_RETURN(c.numLayers, m.dim(p + "block_count", std::nullopt));
+  ETLLM_ASSIGN_OR_RETURN(c.numHeads,
+                         m.dim(p + "attention.head_count", std::nullopt));
+  ETLLM_ASSIGN_OR_RETURN(c.numKvHeads,
+                         m.dim(p + "attention.head_count_kv", c.numHeads));
   if (c.numHeads % c.numKvHeads != 0)
     return m.error(p + "attention.head_count_kv",
                    std::to_string(c.numKvHeads) +
                        " does not divide the head count " +
                        std::to_string(c.numHeads));
   std::optional<uint64_t> keyLength, valueLength;
-  ETLLM_ASSIGN(keyLength, m.optUInt(p + "attention.key_length"));
-  ETLLM_ASSIGN(valueLength, m.optUInt(p + "attention.value_length"));
+  ETLLM_ASSIGN_OR_RETURN(keyLength, m.optUInt(p + "attention.key_length"));
+  ETLLM_ASSIGN_OR_RETURN(valueLength, m.optUInt(p + "attention.value_length"));
   if (keyLength) {
-    ETLLM_ASSIGN(c.headDim, m.dim(p + "attention.key_length", std::nullopt));
+    ETLLM_ASSIGN_OR_RETURN(c.headDim,
+                           m.dim(p + "attention.key_length", std::nullopt));
   } else {
     if (c.hiddenSize % c.numHeads != 0)
       return m.error(p + "attention.head_count",
@@ -767,9 +763,9 @@ Result<ModelConfig> configFromGguf(const Checkpoint &ckpt) {
 
   const TensorRef *embed = ckpt.find("model.embed_tokens.weight");
   std::optional<uint64_t> vocabKey;
-  ETLLM_ASSIGN(vocabKey, m.optUInt(p + "vocab_size"));
+  ETLLM_ASSIGN_OR_RETURN(vocabKey, m.optUInt(p + "vocab_size"));
   if (vocabKey) {
-    ETLLM_ASSIGN(c.vocabSize, m.dim(p + "vocab_size", std::nullopt));
+    ETLLM_ASSIGN_OR_RETURN(c.vocabSize, m.dim(p + "vocab_size", std::nullopt));
   } else if (embed && embed->shape.size() == 2) {
     c.vocabSize = embed->shape[0];
   } else if (ckpt.ggufTokenizer() && !ckpt.ggufTokenizer()->tokens.empty()) {
@@ -778,22 +774,22 @@ Result<ModelConfig> configFromGguf(const Checkpoint &ckpt) {
     return Error(ckpt.path() + ": cannot determine the vocabulary size (no " +
                  p + "vocab_size, token_embd.weight or tokenizer tokens)");
   }
-  ETLLM_ASSIGN(c.maxPositionEmbeddings,
-               m.dim(p + "context_length", std::nullopt));
+  ETLLM_ASSIGN_OR_RETURN(c.maxPositionEmbeddings,
+                         m.dim(p + "context_length", std::nullopt));
   std::optional<double> f;
-  ETLLM_ASSIGN(f, m.optFloat(p + "attention.layer_norm_rms_epsilon"));
+  ETLLM_ASSIGN_OR_RETURN(f, m.optFloat(p + "attention.layer_norm_rms_epsilon"));
   if (!f)
     return m.error(p + "attention.layer_norm_rms_epsilon",
                    "required key is missing");
   if (!(*f > 0 && *f < 1))
     return m.error(p + "attention.layer_norm_rms_epsilon", "must be in (0, 1)");
   c.rmsNormEps = *f;
-  ETLLM_ASSIGN(f, m.optFloat(p + "rope.freq_base"));
+  ETLLM_ASSIGN_OR_RETURN(f, m.optFloat(p + "rope.freq_base"));
   c.ropeTheta = f.value_or(10000.0);
   if (!(c.ropeTheta > 0))
     return m.error(p + "rope.freq_base", "must be positive");
   std::optional<uint64_t> ropeDims;
-  ETLLM_ASSIGN(ropeDims, m.optUInt(p + "rope.dimension_count"));
+  ETLLM_ASSIGN_OR_RETURN(ropeDims, m.optUInt(p + "rope.dimension_count"));
   if (ropeDims) {
     if (*ropeDims < 2 || static_cast<int64_t>(*ropeDims) > c.headDim ||
         *ropeDims % 2 != 0)
@@ -805,20 +801,20 @@ Result<ModelConfig> configFromGguf(const Checkpoint &ckpt) {
         static_cast<double>(*ropeDims) / static_cast<double>(c.headDim);
   }
   std::optional<std::string> scalingType;
-  ETLLM_ASSIGN(scalingType, m.optString(p + "rope.scaling.type"));
+  ETLLM_ASSIGN_OR_RETURN(scalingType, m.optString(p + "rope.scaling.type"));
   if (scalingType && *scalingType != "none") {
     if (*scalingType != "linear")
       return m.error(p + "rope.scaling.type",
                      "unsupported rope scaling '" + *scalingType +
                          "' (supported: none, linear)");
-    ETLLM_ASSIGN(f, m.optFloat(p + "rope.scaling.factor"));
+    ETLLM_ASSIGN_OR_RETURN(f, m.optFloat(p + "rope.scaling.factor"));
     if (!f || !(*f > 0))
       return m.error(p + "rope.scaling.factor",
                      "missing or not positive for linear scaling");
     c.ropeScaling.type = "linear";
     c.ropeScaling.factor = *f;
   } else if (!scalingType) {
-    ETLLM_ASSIGN(f, m.optFloat(p + "rope.scale_linear"));
+    ETLLM_ASSIGN_OR_RETURN(f, m.optFloat(p + "rope.scale_linear"));
     if (f && *f != 1.0) {
       if (!(*f > 0))
         return m.error(p + "rope.scale_linear", "must be positive");
@@ -846,14 +842,15 @@ Result<ModelConfig> configFromGguf(const Checkpoint &ckpt) {
   }
   if (arch == "phi3") {
     std::optional<uint64_t> orig;
-    ETLLM_ASSIGN(orig, m.optUInt(p + "rope.scaling.original_context_length"));
+    ETLLM_ASSIGN_OR_RETURN(
+        orig, m.optUInt(p + "rope.scaling.original_context_length"));
     c.originalMaxPositionEmbeddings =
         orig ? static_cast<int64_t>(*orig) : c.maxPositionEmbeddings;
   }
 
   c.layerUsesSlidingWindow.assign(static_cast<size_t>(c.numLayers), false);
   std::optional<uint64_t> window;
-  ETLLM_ASSIGN(window, m.optUInt(p + "attention.sliding_window"));
+  ETLLM_ASSIGN_OR_RETURN(window, m.optUInt(p + "attention.sliding_window"));
   if (window && *window > static_cast<uint64_t>(detail::kMaxConfigDim))
     return m.error(p + "attention.sliding_window", "absurdly large");
   if (window && *window > 0 && (arch == "phi3" || arch == "gemma2")) {
@@ -863,9 +860,9 @@ Result<ModelConfig> configFromGguf(const Checkpoint &ckpt) {
           arch == "phi3" || i % 2 == 0;
   }
   if (arch == "gemma2") {
-    ETLLM_ASSIGN(f, m.optFloat(p + "attn_logit_softcapping"));
+    ETLLM_ASSIGN_OR_RETURN(f, m.optFloat(p + "attn_logit_softcapping"));
     c.attnLogitSoftcapping = f.value_or(50.0);
-    ETLLM_ASSIGN(f, m.optFloat(p + "final_logit_softcapping"));
+    ETLLM_ASSIGN_OR_RETURN(f, m.optFloat(p + "final_logit_softcapping"));
     c.finalLogitSoftcapping = f.value_or(30.0);
     if (c.attnLogitSoftcapping < 0 || c.finalLogitSoftcapping < 0)
       return m.error(p + "attn_logit_softcapping", "must not be negative");
@@ -892,7 +889,7 @@ Result<ModelConfig> configFromGguf(const Checkpoint &ckpt) {
     c.padTokenId = t->paddingTokenId < c.vocabSize ? t->paddingTokenId : -1;
   }
   std::optional<uint64_t> fileType;
-  ETLLM_ASSIGN(fileType, m.optUInt("general.file_type"));
+  ETLLM_ASSIGN_OR_RETURN(fileType, m.optUInt("general.file_type"));
   if (fileType)
     c.torchDtype = *fileType == 0    ? "float32"
                    : *fileType == 1  ? "float16"

@@ -156,14 +156,6 @@ private:
   std::string source_;
 };
 
-#define ETLLM_ASSIGN(lhs, expr)                                                \
-  do {                                                                         \
-    auto etllm_r_ = (expr);                                                    \
-    if (!etllm_r_.ok())                                                        \
-      return etllm_r_.error();                                                 \
-    lhs = std::move(etllm_r_.value());                                         \
-  } while (0)
-
 Status parseRopeScaling(const ConfigReader &r, const json &obj,
                         const std::string &key, ModelConfig &c) {
   if (!obj.is_object())
@@ -192,25 +184,25 @@ Status parseRopeScaling(const ConfigReader &r, const json &obj,
                             "' (supported: linear, llama3)");
   c.ropeScaling.type = type;
   std::optional<double> factor;
-  ETLLM_ASSIGN(factor, num("factor"));
+  ETLLM_ASSIGN_OR_RETURN(factor, num("factor"));
   if (!factor)
     return r.error(key + ".factor", "required for rope type '" + type + "'");
   c.ropeScaling.factor = *factor;
   if (type == "llama3") {
     std::optional<double> v;
-    ETLLM_ASSIGN(v, num("low_freq_factor"));
+    ETLLM_ASSIGN_OR_RETURN(v, num("low_freq_factor"));
     if (!v)
       return r.error(key + ".low_freq_factor", "required for llama3");
     c.ropeScaling.lowFreqFactor = *v;
-    ETLLM_ASSIGN(v, num("high_freq_factor"));
+    ETLLM_ASSIGN_OR_RETURN(v, num("high_freq_factor"));
     if (!v)
       return r.error(key + ".high_freq_factor", "required for llama3");
     c.ropeScaling.highFreqFactor = *v;
     auto it = obj.find("original_max_position_embeddings");
     std::optional<int64_t> orig;
     if (it != obj.end())
-      ETLLM_ASSIGN(orig,
-                   r.optInt(key + ".original_max_position_embeddings", &*it));
+      ETLLM_ASSIGN_OR_RETURN(
+          orig, r.optInt(key + ".original_max_position_embeddings", &*it));
     if (!orig)
       return r.error(key + ".original_max_position_embeddings",
                      "required for llama3");
@@ -289,7 +281,7 @@ Result<ModelConfig> parseHfConfigText(const std::string &text,
                          "' (supported: " + supportedArchitectures() + ")");
   }
   std::optional<std::string> modelType;
-  ETLLM_ASSIGN(modelType, r.optString("model_type"));
+  ETLLM_ASSIGN_OR_RETURN(modelType, r.optString("model_type"));
   c.architecture = architecture;
   c.modelType = modelType.value_or("");
   const ArchDefaults *arch = findArch(c.architecture, c.modelType);
@@ -307,11 +299,12 @@ Result<ModelConfig> parseHfConfigText(const std::string &text,
   const std::string mt = c.modelType;
 
   // Sizes.
-  ETLLM_ASSIGN(c.hiddenSize, r.requiredInt("hidden_size"));
-  ETLLM_ASSIGN(c.intermediateSize, r.requiredInt("intermediate_size"));
-  ETLLM_ASSIGN(c.numLayers, r.requiredInt("num_hidden_layers"));
-  ETLLM_ASSIGN(c.numHeads, r.requiredInt("num_attention_heads"));
-  ETLLM_ASSIGN(c.vocabSize, r.requiredInt("vocab_size"));
+  ETLLM_ASSIGN_OR_RETURN(c.hiddenSize, r.requiredInt("hidden_size"));
+  ETLLM_ASSIGN_OR_RETURN(c.intermediateSize,
+                         r.requiredInt("intermediate_size"));
+  ETLLM_ASSIGN_OR_RETURN(c.numLayers, r.requiredInt("num_hidden_layers"));
+  ETLLM_ASSIGN_OR_RETURN(c.numHeads, r.requiredInt("num_attention_heads"));
+  ETLLM_ASSIGN_OR_RETURN(c.vocabSize, r.requiredInt("vocab_size"));
   auto checkDim = [&](const char *key, int64_t v) -> Status {
     if (v <= 0)
       return r.error(key, "must be positive, got " + std::to_string(v));
@@ -326,7 +319,8 @@ Result<ModelConfig> parseHfConfigText(const std::string &text,
   ETLLM_RETURN_IF_ERROR(checkDim("num_hidden_layers", c.numLayers));
   ETLLM_RETURN_IF_ERROR(checkDim("num_attention_heads", c.numHeads));
   ETLLM_RETURN_IF_ERROR(checkDim("vocab_size", c.vocabSize));
-  ETLLM_ASSIGN(c.numKvHeads, r.intOr("num_key_value_heads", c.numHeads));
+  ETLLM_ASSIGN_OR_RETURN(c.numKvHeads,
+                         r.intOr("num_key_value_heads", c.numHeads));
   ETLLM_RETURN_IF_ERROR(checkDim("num_key_value_heads", c.numKvHeads));
   if (c.numHeads % c.numKvHeads != 0)
     return r.error("num_key_value_heads",
@@ -334,7 +328,7 @@ Result<ModelConfig> parseHfConfigText(const std::string &text,
                        " does not divide num_attention_heads " +
                        std::to_string(c.numHeads));
   std::optional<int64_t> headDim;
-  ETLLM_ASSIGN(headDim, r.optInt("head_dim"));
+  ETLLM_ASSIGN_OR_RETURN(headDim, r.optInt("head_dim"));
   if (!headDim && (mt == "gemma" || mt == "gemma2" || mt == "qwen3"))
     headDim = mt == "qwen3" ? 128 : 256; // Class defaults.
   if (headDim) {
@@ -348,11 +342,13 @@ Result<ModelConfig> parseHfConfigText(const std::string &text,
               std::to_string(c.hiddenSize) + " (and no head_dim is given)");
     c.headDim = c.hiddenSize / c.numHeads;
   }
-  ETLLM_ASSIGN(c.maxPositionEmbeddings,
-               r.intOr("max_position_embeddings", arch->maxPositionEmbeddings));
+  ETLLM_ASSIGN_OR_RETURN(
+      c.maxPositionEmbeddings,
+      r.intOr("max_position_embeddings", arch->maxPositionEmbeddings));
   ETLLM_RETURN_IF_ERROR(
       checkDim("max_position_embeddings", c.maxPositionEmbeddings));
-  ETLLM_ASSIGN(c.rmsNormEps, r.doubleOr("rms_norm_eps", arch->rmsNormEps));
+  ETLLM_ASSIGN_OR_RETURN(c.rmsNormEps,
+                         r.doubleOr("rms_norm_eps", arch->rmsNormEps));
   if (!(c.rmsNormEps > 0 && c.rmsNormEps < 1))
     return r.error("rms_norm_eps", "must be in (0, 1)");
 
@@ -363,19 +359,20 @@ Result<ModelConfig> parseHfConfigText(const std::string &text,
     auto it = rp->find("rope_theta");
     std::optional<double> theta;
     if (it != rp->end())
-      ETLLM_ASSIGN(theta, r.optDouble("rope_parameters.rope_theta", &*it));
+      ETLLM_ASSIGN_OR_RETURN(theta,
+                             r.optDouble("rope_parameters.rope_theta", &*it));
     c.ropeTheta = theta.value_or(10000.0);
     ETLLM_RETURN_IF_ERROR(parseRopeScaling(r, *rp, "rope_parameters", c));
     auto prf = rp->find("partial_rotary_factor");
     if (prf != rp->end()) {
       std::optional<double> f;
-      ETLLM_ASSIGN(f,
-                   r.optDouble("rope_parameters.partial_rotary_factor", &*prf));
+      ETLLM_ASSIGN_OR_RETURN(
+          f, r.optDouble("rope_parameters.partial_rotary_factor", &*prf));
       if (f)
         c.partialRotaryFactor = *f;
     }
   } else {
-    ETLLM_ASSIGN(c.ropeTheta, r.doubleOr("rope_theta", 10000.0));
+    ETLLM_ASSIGN_OR_RETURN(c.ropeTheta, r.doubleOr("rope_theta", 10000.0));
     if (const json *rs = r.get("rope_scaling"))
       ETLLM_RETURN_IF_ERROR(parseRopeScaling(r, *rs, "rope_scaling", c));
   }
@@ -391,12 +388,12 @@ Result<ModelConfig> parseHfConfigText(const std::string &text,
   if (!c.ropeScaling.type.empty() && !(c.ropeScaling.factor > 0))
     return r.error("rope_scaling.factor", "must be positive");
   if (r.get("partial_rotary_factor"))
-    ETLLM_ASSIGN(c.partialRotaryFactor,
-                 r.doubleOr("partial_rotary_factor", 1.0));
+    ETLLM_ASSIGN_OR_RETURN(c.partialRotaryFactor,
+                           r.doubleOr("partial_rotary_factor", 1.0));
   if (!(c.partialRotaryFactor > 0 && c.partialRotaryFactor <= 1))
     return r.error("partial_rotary_factor", "must be in (0, 1]");
   if (mt == "phi3") {
-    ETLLM_ASSIGN(
+    ETLLM_ASSIGN_OR_RETURN(
         c.originalMaxPositionEmbeddings,
         r.intOr("original_max_position_embeddings", c.maxPositionEmbeddings));
     ETLLM_RETURN_IF_ERROR(checkDim("original_max_position_embeddings",
@@ -404,10 +401,11 @@ Result<ModelConfig> parseHfConfigText(const std::string &text,
   }
 
   // Embeddings, biases, activation.
-  ETLLM_ASSIGN(c.tieWordEmbeddings,
-               r.boolOr("tie_word_embeddings", arch->tieWordEmbeddings));
+  ETLLM_ASSIGN_OR_RETURN(
+      c.tieWordEmbeddings,
+      r.boolOr("tie_word_embeddings", arch->tieWordEmbeddings));
   bool attentionBias;
-  ETLLM_ASSIGN(attentionBias, r.boolOr("attention_bias", false));
+  ETLLM_ASSIGN_OR_RETURN(attentionBias, r.boolOr("attention_bias", false));
   if (mt == "qwen2") {
     c.attentionBias = true;
     c.oProjBias = false;
@@ -417,12 +415,12 @@ Result<ModelConfig> parseHfConfigText(const std::string &text,
     c.attentionBias = c.oProjBias = attentionBias;
   }
   if (mt == "llama")
-    ETLLM_ASSIGN(c.mlpBias, r.boolOr("mlp_bias", false));
+    ETLLM_ASSIGN_OR_RETURN(c.mlpBias, r.boolOr("mlp_bias", false));
   std::optional<std::string> act;
   if (mt == "gemma" || mt == "gemma2")
-    ETLLM_ASSIGN(act, r.optString("hidden_activation"));
+    ETLLM_ASSIGN_OR_RETURN(act, r.optString("hidden_activation"));
   if (!act)
-    ETLLM_ASSIGN(act, r.optString("hidden_act"));
+    ETLLM_ASSIGN_OR_RETURN(act, r.optString("hidden_act"));
   c.hiddenAct = act.value_or(arch->hiddenAct);
   static const char *kActs[] = {
       "silu",  "gelu_pytorch_tanh", "gelu", "gelu_new", "relu",
@@ -440,7 +438,7 @@ Result<ModelConfig> parseHfConfigText(const std::string &text,
   // Sliding windows.
   c.layerUsesSlidingWindow.assign(static_cast<size_t>(c.numLayers), false);
   std::optional<int64_t> window;
-  ETLLM_ASSIGN(window, r.optInt("sliding_window"));
+  ETLLM_ASSIGN_OR_RETURN(window, r.optInt("sliding_window"));
   if (mt == "gemma2" && !window && !root.contains("sliding_window"))
     window = 4096;
   if (window && *window < 0)
@@ -452,9 +450,9 @@ Result<ModelConfig> parseHfConfigText(const std::string &text,
     }
   } else if (mt == "qwen2" || mt == "qwen3") {
     bool use;
-    ETLLM_ASSIGN(use, r.boolOr("use_sliding_window", false));
+    ETLLM_ASSIGN_OR_RETURN(use, r.boolOr("use_sliding_window", false));
     int64_t maxWindowLayers;
-    ETLLM_ASSIGN(maxWindowLayers, r.intOr("max_window_layers", 28));
+    ETLLM_ASSIGN_OR_RETURN(maxWindowLayers, r.intOr("max_window_layers", 28));
     if (use && window && *window > 0) {
       c.slidingWindow = *window;
       for (int64_t i = maxWindowLayers; i < c.numLayers; ++i)
@@ -502,15 +500,15 @@ Result<ModelConfig> parseHfConfigText(const std::string &text,
       if (!root.contains(key))
         return dflt;
       std::optional<double> v;
-      ETLLM_ASSIGN(v, r.optDouble(key));
+      ETLLM_ASSIGN_OR_RETURN(v, r.optDouble(key));
       return v.value_or(0.0);
     };
-    ETLLM_ASSIGN(c.attnLogitSoftcapping,
-                 optOrDefault("attn_logit_softcapping", 50.0));
-    ETLLM_ASSIGN(c.finalLogitSoftcapping,
-                 optOrDefault("final_logit_softcapping", 30.0));
-    ETLLM_ASSIGN(c.queryPreAttnScalar,
-                 optOrDefault("query_pre_attn_scalar", 256.0));
+    ETLLM_ASSIGN_OR_RETURN(c.attnLogitSoftcapping,
+                           optOrDefault("attn_logit_softcapping", 50.0));
+    ETLLM_ASSIGN_OR_RETURN(c.finalLogitSoftcapping,
+                           optOrDefault("final_logit_softcapping", 30.0));
+    ETLLM_ASSIGN_OR_RETURN(c.queryPreAttnScalar,
+                           optOrDefault("query_pre_attn_scalar", 256.0));
     if (c.attnLogitSoftcapping < 0 || c.finalLogitSoftcapping < 0)
       return r.error("attn_logit_softcapping",
                      "soft-capping values must not be negative");
@@ -523,19 +521,19 @@ Result<ModelConfig> parseHfConfigText(const std::string &text,
     if (!root.contains(key)) // Class defaults may not fit a small vocab.
       return dflt < c.vocabSize ? dflt : -1;
     std::optional<int64_t> v;
-    ETLLM_ASSIGN(v, r.optInt(key));
+    ETLLM_ASSIGN_OR_RETURN(v, r.optInt(key));
     if (v && (*v < 0 || *v >= c.vocabSize))
       return r.error(key, "token id " + std::to_string(*v) +
                               " outside the vocabulary [0, " +
                               std::to_string(c.vocabSize) + ")");
     return v.value_or(-1);
   };
-  ETLLM_ASSIGN(c.bosTokenId, tokenId("bos_token_id", arch->bos));
-  ETLLM_ASSIGN(c.padTokenId, tokenId("pad_token_id", arch->pad));
+  ETLLM_ASSIGN_OR_RETURN(c.bosTokenId, tokenId("bos_token_id", arch->bos));
+  ETLLM_ASSIGN_OR_RETURN(c.padTokenId, tokenId("pad_token_id", arch->pad));
   if (const json *eos = r.get("eos_token_id"); eos && eos->is_array()) {
     for (const json &e : *eos) {
       std::optional<int64_t> v;
-      ETLLM_ASSIGN(v, r.optInt("eos_token_id", &e));
+      ETLLM_ASSIGN_OR_RETURN(v, r.optInt("eos_token_id", &e));
       if (!v || *v < 0 || *v >= c.vocabSize)
         return r.error("eos_token_id",
                        "list entries must be token ids in [0, " +
@@ -544,15 +542,15 @@ Result<ModelConfig> parseHfConfigText(const std::string &text,
     }
   } else {
     int64_t eosId;
-    ETLLM_ASSIGN(eosId, tokenId("eos_token_id", arch->eos));
+    ETLLM_ASSIGN_OR_RETURN(eosId, tokenId("eos_token_id", arch->eos));
     if (eosId >= 0)
       c.eosTokenIds.push_back(eosId);
   }
 
   std::optional<std::string> dtype;
-  ETLLM_ASSIGN(dtype, r.optString("torch_dtype"));
+  ETLLM_ASSIGN_OR_RETURN(dtype, r.optString("torch_dtype"));
   if (!dtype)
-    ETLLM_ASSIGN(dtype, r.optString("dtype"));
+    ETLLM_ASSIGN_OR_RETURN(dtype, r.optString("dtype"));
   c.torchDtype = dtype.value_or("");
 
   Status s = validate(c);

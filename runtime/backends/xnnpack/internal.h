@@ -51,6 +51,10 @@ inline int64_t prodSizes(const int64_t *sizes, int begin, int end) {
 /// portable registry does on inputs), naming it `what`.
 Status checkStorage(const char *op, const char *what, const Tensor &t);
 
+/// Checks a linear-style call: inputs (x, weight[, bias]), all non-null,
+/// and one non-null output.
+Status checkLinearArgs(const char *op, const KernelArgs &a);
+
 /// Whether a tensor is present and its current shape fits its storage (the
 /// fast paths decline otherwise and the portable kernel reports the error).
 bool storageOk(const Tensor *t);

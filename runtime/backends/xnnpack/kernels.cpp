@@ -43,6 +43,16 @@ Status checkStorage(const char *op, const char *what, const Tensor &t) {
   return Status();
 }
 
+Status checkLinearArgs(const char *op, const KernelArgs &a) {
+  if (a.inputs.size < 2 || a.inputs.size > 3 || a.outputs.size != 1 ||
+      !a.outputs[0])
+    return kernelError(op, "expects 2 or 3 inputs and 1 output");
+  for (size_t i = 0; i < a.inputs.size; ++i)
+    if (!a.inputs[i])
+      return kernelError(op, "input " + std::to_string(i) + " is null");
+  return Status();
+}
+
 bool storageOk(const Tensor *t) {
   if (!t)
     return false;

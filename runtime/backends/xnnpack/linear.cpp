@@ -40,12 +40,7 @@ Status checkLinearOperands(const char *op, const Tensor &x, int64_t N,
 
 Status linearPacked(const KernelArgs &a, Isa isa) {
   const char *op = "linear";
-  if (a.inputs.size < 2 || a.inputs.size > 3 || a.outputs.size != 1 ||
-      !a.outputs[0])
-    return kernelError(op, "expects 2 or 3 inputs and 1 output");
-  for (size_t i = 0; i < a.inputs.size; ++i)
-    if (!a.inputs[i])
-      return kernelError(op, "input " + std::to_string(i) + " is null");
+  ETLLM_RETURN_IF_ERROR(checkLinearArgs(op, a));
   const Tensor &x = *a.inputs[0], &w = *a.inputs[1];
   const Tensor *bias = a.inputs.size > 2 ? a.inputs[2] : nullptr;
   Tensor &out = *a.outputs[0];

@@ -1,54 +1,27 @@
 //===- quantize.cpp - quantize_dynamic, per token -------------------------===//
 //
 // Bit-identical to the portable kernel: the same min/max (NaN ignored, 0
-// included), the same f32 scale and zero point (computed with the same
-// scalar code), a true division x / scale per element and round-to-nearest-
-// even. Two equivalences make the vector loops simple:
+// included), the same f32 scale and zero point (qactParamsFromRange, the
+// code portable calls), a true division x / scale per element and round-
+// to-nearest-even. Two equivalences make the vector loops simple:
 //  * clamping x / scale to [-1024, 1024] before rounding changes nothing:
 //    |zp| <= 128 and the result is clamped to [-128, 127] anyway;
 //  * on that range, (v + 1.5 * 2^23) - 1.5 * 2^23 is nearbyint(v) (the
 //    generic path's rounding; AVX2 uses vroundps).
-// NaN quantizes to 0 + zp, as in portable's roundClamp.
+// NaN quantizes to 0 + zp, as in roundClamp (qact_params.h).
 //
 // Per-tensor activations and non-f32 inputs decline to portable.
 //
 //===----------------------------------------------------------------------===//
 #include "internal.h"
 
+#include "etllm/runtime/qact_params.h"
 #include "etllm/runtime/tensor.h"
 
 #include <algorithm>
 
 namespace etllm::rt::xnnpack {
 namespace {
-
-/// portable's roundClamp.
-int32_t roundClamp(float v, int32_t lo, int32_t hi) {
-  float r = std::nearbyint(v);
-  if (std::isnan(r))
-    return 0;
-  if (r < float(lo))
-    return lo;
-  if (r > float(hi))
-    return hi;
-  return int32_t(r);
-}
-
-/// Scale and zero point from the row's range, exactly as portable.
-void paramsFromRange(bool sym, float mn, float mx, float amax, float &scale,
-                     int32_t &zp) {
-  if (sym) {
-    scale = amax / 127.0f;
-    if (scale == 0.0f)
-      scale = 1.0f;
-    zp = 0;
-    return;
-  }
-  scale = (mx - mn) / 255.0f;
-  if (scale == 0.0f)
-    scale = 1.0f;
-  zp = roundClamp(-128.0f - mn / scale, -128, 127);
-}
 
 void quantizeRowGeneric(const float *x, int64_t K, bool sym, int8_t *q,
                         float &scaleOut, int32_t &zpOut) {
@@ -63,7 +36,7 @@ void quantizeRowGeneric(const float *x, int64_t K, bool sym, int8_t *q,
   }
   float scale;
   int32_t zp;
-  paramsFromRange(sym, mn, mx, amax, scale, zp);
+  qactParamsFromRange(sym, mn, mx, amax, scale, zp);
   scaleOut = scale;
   zpOut = zp;
   const float lo = sym ? -127.0f : -128.0f;
@@ -144,7 +117,7 @@ ETLLM_XNN_AVX2 void quantizeRowAvx2(const float *x, int64_t K, bool sym,
   }
   float scale;
   int32_t zp;
-  paramsFromRange(sym, mn, mx, amax, scale, zp);
+  qactParamsFromRange(sym, mn, mx, amax, scale, zp);
   scaleOut = scale;
   zpOut = zp;
   const Quant8 qp = makeQuant8(scale, zp, sym);

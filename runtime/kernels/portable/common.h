@@ -341,6 +341,17 @@ template <typename T> void toF32Row(const T *src, float *dst, int64_t n) {
     dst[i] = toF32(src[i]);
 }
 
+/// Converts a float tensor (f32, f16 or bf16; checked by the caller) to f32.
+inline void loadFloats(const Tensor &t, float *dst) {
+  int64_t n = t.numel();
+  if (t.dtype == DType::F32)
+    toF32Row(t.ptr<float>(), dst, n);
+  else if (t.dtype == DType::F16)
+    toF32Row(t.ptr<F16>(), dst, n);
+  else
+    toF32Row(t.ptr<BF16>(), dst, n);
+}
+
 /// The shared core of linear and qlinear: y[m, n] = dot(x[m], w_n) + bias[n]
 /// for m < M, n < N (x: M rows of K f32; bias: N f32 or null). The weight
 /// row w_n (K floats) comes from rowFn(n, buffer), which may fill `buffer`

@@ -25,17 +25,6 @@ Status checkVector(const char *op, const char *what, const Tensor &t,
   return Status();
 }
 
-/// Converts a float vector to f32 (any float dtype).
-void loadVector(const Tensor &t, float *dst) {
-  int64_t n = t.numel();
-  if (t.dtype == DType::F32)
-    toF32Row(t.ptr<float>(), dst, n);
-  else if (t.dtype == DType::F16)
-    toF32Row(t.ptr<F16>(), dst, n);
-  else
-    toF32Row(t.ptr<BF16>(), dst, n);
-}
-
 } // namespace
 
 /// y = round_to_x_dtype(x * rsqrt(mean(x^2) + eps)) * (w + weight_offset).
@@ -58,7 +47,7 @@ Status kernelRmsNorm(const KernelArgs &a) {
       getScratch(op, a, size_t(w ? D : 0) * sizeof(float), scratch));
   float *wf = static_cast<float *>(scratch);
   if (w) {
-    loadVector(*w, wf);
+    loadFloats(*w, wf);
     for (int64_t i = 0; i < D; ++i)
       wf[i] += offset;
   }
@@ -118,9 +107,9 @@ Status kernelLayerNorm(const KernelArgs &a) {
     bf[i] = 0.0f;
   }
   if (w)
-    loadVector(*w, wf);
+    loadFloats(*w, wf);
   if (b)
-    loadVector(*b, bf);
+    loadFloats(*b, bf);
   ETLLM_RETURN_IF_ERROR(resizeTo(op, out, Shape::of(x)));
   return dispatchFloat(x.dtype, op, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
@@ -189,7 +178,7 @@ Status kernelRope(const KernelArgs &a) {
       getScratch(op, a, size_t(R + 2 * S * R) * sizeof(float), scratch));
   float *fr = static_cast<float *>(scratch);
   float *cosT = fr + R, *sinT = cosT + S * R;
-  loadVector(freq, fr);
+  loadFloats(freq, fr);
   for (int64_t s = 0; s < S; ++s) {
     const float p = float(loadIndex(pos, s));
     for (int64_t i = 0; i < R; ++i) {

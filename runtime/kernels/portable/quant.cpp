@@ -14,6 +14,8 @@
 #include "common.h"
 #include "kernels.h"
 
+#include "etllm/runtime/qact_params.h"
+
 #include <algorithm>
 
 namespace etllm::rt::portable {
@@ -91,29 +93,6 @@ Status makeQWeightView(const char *op, const Tensor &w, QWeightView &v) {
   return Status();
 }
 
-/// Converts a float tensor to f32 (any float dtype).
-void loadFloats(const Tensor &t, float *dst) {
-  int64_t n = t.numel();
-  if (t.dtype == DType::F32)
-    toF32Row(t.ptr<float>(), dst, n);
-  else if (t.dtype == DType::F16)
-    toF32Row(t.ptr<F16>(), dst, n);
-  else
-    toF32Row(t.ptr<BF16>(), dst, n);
-}
-
-/// Round to nearest even and clamp to [lo, hi]; NaN gives 0.
-int32_t roundClamp(float v, int32_t lo, int32_t hi) {
-  float r = std::nearbyint(v);
-  if (std::isnan(r))
-    return 0;
-  if (r < float(lo))
-    return lo;
-  if (r > float(hi))
-    return hi;
-  return int32_t(r);
-}
-
 Status checkQActBits(const char *op, const Tensor &t) {
   if (t.quant.bits != 0 && t.quant.bits != 8)
     return opError(op, "quantized activations are 8-bit, not " +
@@ -125,26 +104,14 @@ Status checkQActBits(const char *op, const Tensor &t) {
 template <typename T>
 void chooseQParams(const T *x, int64_t n, bool symmetric, float &scale,
                    int32_t &zp) {
-  if (symmetric) {
-    float amax = 0.0f;
-    for (int64_t i = 0; i < n; ++i)
-      amax = std::max(amax, std::fabs(toF32(x[i])));
-    scale = amax / 127.0f;
-    if (scale == 0.0f)
-      scale = 1.0f;
-    zp = 0;
-    return;
-  }
-  float mn = 0.0f, mx = 0.0f;
+  float mn = 0.0f, mx = 0.0f, amax = 0.0f;
   for (int64_t i = 0; i < n; ++i) {
     float v = toF32(x[i]);
     mn = std::min(mn, v);
     mx = std::max(mx, v);
+    amax = std::max(amax, std::fabs(v));
   }
-  scale = (mx - mn) / 255.0f;
-  if (scale == 0.0f)
-    scale = 1.0f;
-  zp = roundClamp(-128.0f - mn / scale, -128, 127);
+  qactParamsFromRange(symmetric, mn, mx, amax, scale, zp);
 }
 
 } // namespace

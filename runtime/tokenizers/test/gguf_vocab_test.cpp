@@ -1,5 +1,5 @@
 //===- gguf_vocab_test.cpp - GGUF-embedded vocabularies -------------------===//
-#include "test_util.h"
+#include "tokenizer_test_util.h"
 
 #include <nlohmann/json.hpp>
 

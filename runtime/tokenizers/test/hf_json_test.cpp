@@ -1,5 +1,5 @@
 //===- hf_json_test.cpp - Hugging Face tokenizer.json ---------------------===//
-#include "test_util.h"
+#include "tokenizer_test_util.h"
 
 #include <nlohmann/json.hpp>
 

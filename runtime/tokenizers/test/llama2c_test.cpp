@@ -1,5 +1,5 @@
 //===- llama2c_test.cpp - llama2.c tokenizer.bin --------------------------===//
-#include "test_util.h"
+#include "tokenizer_test_util.h"
 
 namespace etllm::rt::test {
 namespace {

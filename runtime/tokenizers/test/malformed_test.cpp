@@ -5,7 +5,7 @@
 // under testing::TempDir() and loaded by path, as a user would.
 //
 //===----------------------------------------------------------------------===//
-#include "test_util.h"
+#include "tokenizer_test_util.h"
 
 #include <cstdio>
 #include <cstring>

@@ -5,7 +5,7 @@
 // merge loop is O(n log n), not a rescan per merge). Timings are printed.
 //
 //===----------------------------------------------------------------------===//
-#include "test_util.h"
+#include "tokenizer_test_util.h"
 
 #include <chrono>
 

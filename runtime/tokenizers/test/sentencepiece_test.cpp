@@ -1,5 +1,5 @@
 //===- sentencepiece_test.cpp - SentencePiece models ----------------------===//
-#include "test_util.h"
+#include "tokenizer_test_util.h"
 
 namespace etllm::rt::test {
 namespace {

@@ -1,5 +1,5 @@
 //===- tiktoken_test.cpp - tiktoken ranks (Llama 3) -----------------------===//
-#include "test_util.h"
+#include "tokenizer_test_util.h"
 
 namespace etllm::rt::test {
 namespace {

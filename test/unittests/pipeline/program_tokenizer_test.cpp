@@ -11,6 +11,7 @@
 #include "etllm/Pipeline/Stage.h"
 #include "etllm/runtime/llm/runner.h"
 #include "etllm/runtime/program.h"
+#include "tokenizer_test_util.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -19,18 +20,12 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 namespace {
 
-std::string shared() { return ETLLM_SHARED_DIR; }
+using etllm::rt::test::readFile;
 
-std::string readFile(const std::string &path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+std::string shared() { return ETLLM_SHARED_DIR; }
 
 /// Exports `model` with the portable recipe into program bytes.
 std::string exportProgram(const std::string &model,
@@ -72,35 +67,11 @@ TEST(ProgramTokenizer, GgufLlamaVocabularyPassesTheTestVectors) {
 
   std::string base =
       shared() + "/tokenizers/test-vectors/ggml-vocab-llama-spm.gguf";
-  std::string inp = readFile(base + ".inp"), out = readFile(base + ".out");
-  const std::string sep = "\n__ggml_vocab_test__\n";
-  std::vector<std::string> texts;
-  for (size_t pos = 0; pos < inp.size();) {
-    size_t next = inp.find(sep, pos);
-    if (next == std::string::npos) {
-      texts.push_back(inp.substr(pos));
-      break;
-    }
-    texts.push_back(inp.substr(pos, next - pos));
-    pos = next + sep.size();
-  }
-  std::vector<std::vector<int32_t>> expected;
-  std::istringstream lines(out);
-  for (std::string line; std::getline(lines, line);) {
-    std::istringstream words(line);
-    std::vector<int32_t> ids;
-    for (long v; words >> v;)
-      ids.push_back(int32_t(v));
-    expected.push_back(ids);
-  }
-  ASSERT_EQ(texts.size(), expected.size());
-  ASSERT_EQ(texts.size(), 46u);
-  for (size_t i = 0; i < texts.size(); ++i) {
-    auto ids = (*tok)->encode(texts[i], /*addBos=*/false);
-    ASSERT_TRUE(ids.ok()) << ids.message();
-    EXPECT_EQ(*ids, expected[i]) << "case " << i << ": '" << texts[i] << "'";
-    EXPECT_EQ((*tok)->decode(expected[i]), texts[i]) << "case " << i;
-  }
+  std::vector<etllm::rt::test::VocabCase> cases =
+      etllm::rt::test::readVocabCases(base);
+  ASSERT_EQ(cases.size(), etllm::rt::test::kVocabCaseCount);
+  EXPECT_EQ(etllm::rt::test::checkEncodeCases(**tok, cases), cases.size());
+  EXPECT_EQ(etllm::rt::test::checkDecodeCases(**tok, cases), cases.size());
 }
 
 TEST(ProgramTokenizer, EmbeddedTokenizerFileComesBackIntact) {

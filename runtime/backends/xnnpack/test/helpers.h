@@ -3,6 +3,7 @@
 #define ETLLM_BACKENDS_XNNPACK_TEST_HELPERS_H
 
 #include "etllm/runtime/kernel.h"
+#include "etllm/runtime/status_matchers.h"
 #include "etllm/runtime/testing.h"
 #include "etllm/runtime/xnnpack/kernels.h"
 #include "etllm/runtime/xnnpack/packing.h"
@@ -18,24 +19,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#define EXPECT_OK(expr)                                                        \
-  do {                                                                         \
-    ::etllm::rt::Status s_ = (expr);                                           \
-    EXPECT_TRUE(s_.ok()) << s_.message();                                      \
-  } while (0)
-#define ASSERT_OK(expr)                                                        \
-  do {                                                                         \
-    ::etllm::rt::Status s_ = (expr);                                           \
-    ASSERT_TRUE(s_.ok()) << s_.message();                                      \
-  } while (0)
-/// Expects a failure whose message contains `substr`.
-#define EXPECT_ERROR(expr, substr)                                             \
-  do {                                                                         \
-    ::etllm::rt::Status s_ = (expr);                                           \
-    EXPECT_FALSE(s_.ok());                                                     \
-    EXPECT_NE(s_.message().find(substr), std::string::npos) << s_.message();   \
-  } while (0)
 
 namespace etllm::rt::xnnpack::test {
 

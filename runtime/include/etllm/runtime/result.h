@@ -83,4 +83,14 @@ private:
       return ::etllm::rt::Error(etllm_status_.message());                      \
   } while (0)
 
+/// Assigns a Result's value to `lhs`, or propagates its error from the
+/// enclosing function.
+#define ETLLM_ASSIGN_OR_RETURN(lhs, expr)                                      \
+  do {                                                                         \
+    auto etllm_result_ = (expr);                                               \
+    if (!etllm_result_.ok())                                                   \
+      return etllm_result_.error();                                            \
+    lhs = std::move(etllm_result_.value());                                    \
+  } while (0)
+
 #endif // ETLLM_RUNTIME_RESULT_H

@@ -3,6 +3,7 @@
 #define ETLLM_KERNELS_PORTABLE_TEST_HELPERS_H
 
 #include "etllm/runtime/kernel.h"
+#include "etllm/runtime/status_matchers.h"
 #include "etllm/runtime/testing.h"
 
 #include <gtest/gtest.h>
@@ -43,24 +44,6 @@ inline std::vector<double> randomValues(size_t n, unsigned seed,
 }
 
 } // namespace etllm::rt::testing
-
-#define EXPECT_OK(expr)                                                        \
-  do {                                                                         \
-    ::etllm::rt::Status s_ = (expr);                                           \
-    EXPECT_TRUE(s_.ok()) << s_.message();                                      \
-  } while (0)
-#define ASSERT_OK(expr)                                                        \
-  do {                                                                         \
-    ::etllm::rt::Status s_ = (expr);                                           \
-    ASSERT_TRUE(s_.ok()) << s_.message();                                      \
-  } while (0)
-/// Expects a failure whose message contains `substr`.
-#define EXPECT_ERROR(expr, substr)                                             \
-  do {                                                                         \
-    ::etllm::rt::Status s_ = (expr);                                           \
-    EXPECT_FALSE(s_.ok());                                                     \
-    EXPECT_NE(s_.message().find(substr), std::string::npos) << s_.message();   \
-  } while (0)
 
 /// Element-wise comparison of a tensor's values with an absolute tolerance.
 #define EXPECT_VALUES(tensor, expected, tol)                                   \

@@ -1,5 +1,5 @@
-//===- test_util.cpp - Helpers for the tokenizer tests --------------------===//
-#include "test_util.h"
+//===- tokenizer_test_util.cpp - Helpers for the tokenizer tests ----------===//
+#include "tokenizer_test_util.h"
 
 #include <algorithm>
 #include <climits>

@@ -1,6 +1,6 @@
-//===- test_util.h - Helpers for the tokenizer tests ------------*- C++ -*-===//
-#ifndef ETLLM_RUNTIME_TOKENIZERS_TEST_TEST_UTIL_H
-#define ETLLM_RUNTIME_TOKENIZERS_TEST_TEST_UTIL_H
+//===- tokenizer_test_util.h - Helpers for the tokenizer tests --*- C++ -*-===//
+#ifndef ETLLM_RUNTIME_TOKENIZERS_TEST_TOKENIZER_TEST_UTIL_H
+#define ETLLM_RUNTIME_TOKENIZERS_TEST_TOKENIZER_TEST_UTIL_H
 
 #include "etllm/runtime/tokenizer.h"
 
@@ -102,4 +102,4 @@ std::vector<std::string> utf8Chars(const std::string &s);
 
 } // namespace etllm::rt::test
 
-#endif // ETLLM_RUNTIME_TOKENIZERS_TEST_TEST_UTIL_H
+#endif // ETLLM_RUNTIME_TOKENIZERS_TEST_TOKENIZER_TEST_UTIL_H
