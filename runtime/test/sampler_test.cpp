@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 #include <vector>
 
 using etllm::rt::llm::Sampler;
@@ -107,3 +109,84 @@ TEST(Sampler, RepetitionPenaltyDiscouragesSeenTokens) {
 }
 
 } // namespace
+
+namespace {
+/// The sampler's semantics with a full sort of the vocabulary (what it did
+/// before sorting only the top-p nucleus): softmax, sort by probability
+/// then id, min-p, top-p, then one uniform draw over the kept mass.
+int32_t referenceSample(std::vector<float> logits, float temperature,
+                        float topP, float minP, std::mt19937_64 &rng) {
+  float mx = *std::max_element(logits.begin(), logits.end());
+  std::vector<std::pair<float, int32_t>> c;
+  double sum = 0;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    float p = std::exp((logits[i] - mx) / temperature);
+    c.push_back({p, int32_t(i)});
+    sum += p;
+  }
+  for (auto &x : c)
+    x.first = float(x.first / sum);
+  std::sort(c.begin(), c.end(), [](const auto &a, const auto &b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  });
+  size_t keep = c.size();
+  if (minP > 0) {
+    size_t k = 1;
+    while (k < keep && c[k].first >= minP * c[0].first)
+      ++k;
+    keep = k;
+  }
+  if (topP < 1.0f) {
+    double cum = 0;
+    size_t k = 0;
+    while (k < keep) {
+      cum += c[k].first;
+      ++k;
+      if (cum >= topP)
+        break;
+    }
+    keep = k;
+  }
+  double total = 0;
+  for (size_t i = 0; i < keep; ++i)
+    total += c[i].first;
+  double r = std::uniform_real_distribution<double>(0.0, total)(rng);
+  double cum = 0;
+  for (size_t i = 0; i < keep; ++i) {
+    cum += c[i].first;
+    if (r < cum)
+      return c[i].second;
+  }
+  return c[keep - 1].second;
+}
+} // namespace
+
+// Top-p sorts only the tokens that can be in the nucleus: the choice must be
+// the one a full sort gives, token for token, for flat and peaked logits,
+// with and without min-p, and with ties.
+TEST(Sampler, TopPMatchesAFullSort) {
+  std::mt19937 gen(3);
+  for (float topP : {0.05f, 0.5f, 0.9f, 0.999f})
+    for (float minP : {0.0f, 0.01f})
+      for (float spread : {0.01f, 1.0f, 8.0f}) {
+        const int32_t vocab = 5000;
+        std::normal_distribution<float> dist(0.0f, spread);
+        SamplingConfig cfg;
+        cfg.temperature = 0.8f;
+        cfg.topP = topP;
+        cfg.minP = minP;
+        cfg.seed = 11;
+        Sampler s(vocab, cfg);
+        std::mt19937_64 rng(cfg.seed);
+        for (int step = 0; step < 40; ++step) {
+          std::vector<float> logits(vocab);
+          for (float &l : logits)
+            l = step % 5 == 0 ? std::round(dist(gen)) : dist(gen); // ties
+          int32_t want =
+              referenceSample(logits, cfg.temperature, topP, minP, rng);
+          EXPECT_EQ(s.sample(logits.data(), {}), want)
+              << "topP " << topP << " minP " << minP << " spread " << spread
+              << " step " << step;
+        }
+      }
+}
