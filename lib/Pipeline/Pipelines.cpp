@@ -83,28 +83,22 @@ const std::vector<std::string> &recipeNames() {
   return names;
 }
 
-std::string recipeDescription(const std::string &recipe) {
-  const Recipe *r = findRecipe(recipe);
-  return r ? r->description : "";
-}
-
 std::vector<StageSpec> recipeStages(const std::string &recipe,
                                     const RecipeOptions &o) {
   const Recipe *r = findRecipe(recipe);
   if (!r)
     return {};
-  std::string linear = o.linear.empty() ? r->linear : o.linear.getValue();
+  // "" or "pipeline" (export_config.yaml's word for it): the recipe's.
+  auto orRecipe = [](const std::string &v, const char *recipeValue) {
+    return v.empty() || v == "pipeline" ? std::string(recipeValue) : v;
+  };
+  std::string linear = orRecipe(o.linear, r->linear);
+  std::string embedding = orRecipe(o.embedding, r->embedding);
+  std::string outputLayer = orRecipe(o.outputLayer, r->outputLayer);
   int64_t groupSize = o.groupSize == 0 ? r->groupSize : o.groupSize.getValue();
   std::vector<std::string> backends(o.backends.begin(), o.backends.end());
   if (backends.empty())
     backends = r->backends;
-  std::string embedding = o.embedding.empty() || o.embedding == "pipeline"
-                              ? r->embedding
-                              : o.embedding.getValue();
-  std::string outputLayer =
-      o.outputLayer.empty() || o.outputLayer == "pipeline"
-          ? r->outputLayer
-          : o.outputLayer.getValue();
   bool quantize = linear != "none" || embedding != "none" ||
                   (outputLayer != "same" && outputLayer != "none");
 

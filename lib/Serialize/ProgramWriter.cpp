@@ -574,8 +574,12 @@ LogicalResult ProgramBuilder::build(bool materializeDelegates) {
       InstrRec in;
       in.origin = &op;
       in.delegate = 0;
-      for (Value v : op.getOperands())
-        in.inputs.push_back(*lookup(v, &op));
+      for (Value v : op.getOperands()) {
+        FailureOr<uint32_t> id = lookup(v, &op);
+        if (failed(id))
+          return failure();
+        in.inputs.push_back(*id);
+      }
       for (Value v : op.getResults()) {
         FailureOr<uint32_t> id = addValue(v, &op);
         if (failed(id))

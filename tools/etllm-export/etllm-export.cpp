@@ -86,9 +86,7 @@ int fail(const llvm::Twine &message) {
 
 /// The recipe options the config asks for.
 void applyConfig(const etllm::ExportConfig &c, etllm::RecipeOptions &o) {
-  std::string linear = c.getString("quantization.linear");
-  if (linear != "pipeline")
-    o.linear = linear;
+  o.linear = c.getString("quantization.linear");
   o.groupSize = c.getInt("quantization.group_size");
   o.symmetric = c.getBool("quantization.symmetric");
   o.scaleType =

@@ -75,8 +75,6 @@ struct StageSpec {
 
 /// Names of the registered recipes, in documentation order.
 const std::vector<std::string> &recipeNames();
-/// One-line description of a recipe.
-std::string recipeDescription(const std::string &recipe);
 /// The stages of `recipe` with `options` applied; empty if unknown.
 std::vector<StageSpec> recipeStages(const std::string &recipe,
                                     const RecipeOptions &options);

@@ -1,9 +1,21 @@
 //===- config_test.cpp - export_config.yaml parsing -----------------------===//
 #include "etllm/Config/ExportConfig.h"
+#include "etllm/Pipeline/Pipelines.h"
 
 #include <gtest/gtest.h>
 
 using etllm::ExportConfig;
+
+// The config library does not link the pipelines (no MLIR in it), so the
+// allowed values of pipeline.name are a list of their own: it must name
+// exactly the registered recipes, in their order.
+TEST(ExportConfig, PipelineNamesAreTheRecipes) {
+  std::vector<std::string> allowed;
+  for (const etllm::ConfigKey &k : etllm::exportConfigSchema())
+    if (std::string(k.name) == "pipeline.name")
+      allowed.assign(k.allowed.begin(), k.allowed.end());
+  EXPECT_EQ(allowed, etllm::recipeNames());
+}
 
 TEST(ExportConfig, DefaultsForEveryKey) {
   ExportConfig c;
