@@ -9,6 +9,30 @@ using namespace mlir;
 using namespace mlir::etllm;
 
 namespace etllm {
+ArrayRef<int64_t> shapeOf(Type t) {
+  if (auto q = dyn_cast<QWeightType>(t))
+    return q.getShape();
+  if (auto q = dyn_cast<QActType>(t))
+    return q.getShape();
+  return cast<RankedTensorType>(t).getShape();
+}
+
+rt::QuantInfo quantInfoOf(Type t) {
+  rt::QuantInfo info;
+  if (auto q = dyn_cast<QWeightType>(t)) {
+    info.bits = q.getBits();
+    info.groupSize = q.getGroupSize();
+    info.symmetric = q.getSymmetric();
+    info.scaleType = q.getScaleType().isF16() ? rt::DType::F16 : rt::DType::F32;
+  } else if (auto q = dyn_cast<QActType>(t)) {
+    info.bits = q.getBits();
+    info.symmetric = q.getSymmetric();
+    info.perToken = q.getGranularity() == ActQuantGranularity::per_token;
+    info.scaleType = rt::DType::F32;
+  }
+  return info;
+}
+
 FailureOr<rt::DType> runtimeDType(Operation *op, Type t) {
   if (isa<QWeightType>(t))
     return rt::DType::QWeight;

@@ -87,14 +87,6 @@ struct DelegateRec {
   std::vector<std::pair<std::string, std::string>> specs;
 };
 
-ArrayRef<int64_t> shapeOf(Type t) {
-  if (auto q = dyn_cast<QWeightType>(t))
-    return q.getShape();
-  if (auto q = dyn_cast<QActType>(t))
-    return q.getShape();
-  return cast<RankedTensorType>(t).getShape();
-}
-
 /// Builds the program: value table, instructions, constants, plan.
 class ProgramBuilder {
 public:
@@ -165,18 +157,7 @@ FailureOr<uint32_t> ProgramBuilder::addValue(Value v, Operation *op) {
     r.sizes.push_back(bound);
     r.dynamic.push_back(dyn);
   }
-  if (auto q = dyn_cast<QWeightType>(v.getType())) {
-    r.quant.bits = q.getBits();
-    r.quant.groupSize = q.getGroupSize();
-    r.quant.symmetric = q.getSymmetric();
-    r.quant.scaleType =
-        q.getScaleType().isF16() ? rt::DType::F16 : rt::DType::F32;
-  } else if (auto q = dyn_cast<QActType>(v.getType())) {
-    r.quant.bits = q.getBits();
-    r.quant.symmetric = q.getSymmetric();
-    r.quant.perToken = q.getGranularity() == ActQuantGranularity::per_token;
-    r.quant.scaleType = rt::DType::F32;
-  }
+  r.quant = quantInfoOf(v.getType());
   auto bytes =
       rt::storageBytes(r.dtype, r.sizes.data(), r.sizes.size(), r.quant);
   if (!bytes.ok())

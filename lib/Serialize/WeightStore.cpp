@@ -2,6 +2,7 @@
 #include "etllm/Serialize/WeightStore.h"
 
 #include "etllm/Dialect/Etllm/EtllmOps.h"
+#include "etllm/Serialize/KernelCalls.h"
 #include "etllm/Serialize/Quantizer.h"
 #include "etllm/formats/checkpoint.h"
 #include "etllm/runtime/half.h"
@@ -38,21 +39,6 @@ const formats::Checkpoint *WeightStore::checkpoint(Operation *diagOp) {
   if (!ckpt)
     diagOp->emitError("the checkpoint could not be opened");
   return ckpt.get();
-}
-
-static ArrayRef<int64_t> shapeOf(Type t) {
-  if (auto q = dyn_cast<QWeightType>(t))
-    return q.getShape();
-  return cast<RankedTensorType>(t).getShape();
-}
-
-static rt::QuantInfo quantInfoOf(QWeightType q) {
-  rt::QuantInfo info;
-  info.bits = q.getBits();
-  info.groupSize = q.getGroupSize();
-  info.symmetric = q.getSymmetric();
-  info.scaleType = q.getScaleType().isF16() ? rt::DType::F16 : rt::DType::F32;
-  return info;
 }
 
 FailureOr<uint64_t> WeightStore::byteSize(ParameterOp param) {

@@ -10,6 +10,7 @@
 #define ETLLM_SERIALIZE_KERNELCALLS_H
 
 #include "etllm/runtime/dtype.h"
+#include "etllm/runtime/tensor.h"
 
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/SmallVector.h"
@@ -28,6 +29,13 @@ struct KernelCall {
 /// bf16, i64, i32, i8, i1; !etllm.qweight; !etllm.qact). Emits an error at
 /// `op` for anything else.
 mlir::FailureOr<rt::DType> runtimeDType(mlir::Operation *op, mlir::Type type);
+
+/// The logical shape of a ranked tensor, !etllm.qweight or !etllm.qact.
+llvm::ArrayRef<int64_t> shapeOf(mlir::Type type);
+
+/// The runtime quantization parameters of a !etllm.qweight or !etllm.qact
+/// (default QuantInfo for anything else).
+rt::QuantInfo quantInfoOf(mlir::Type type);
 
 /// Describes `op` as a kernel call (operands and results map one to one to
 /// the kernel's inputs and outputs). Fails for ops that are not kernel calls

@@ -115,22 +115,8 @@ LogicalResult XnnpackCompiler::serialize(
     Type t = v.getType();
     // Legality admitted only types the runtime has.
     rt::DType dtype = *runtimeDType(fn, t);
-    ArrayRef<int64_t> shape;
-    rt::QuantInfo q;
-    if (auto qw = dyn_cast<QWeightType>(t)) {
-      shape = qw.getShape();
-      q.bits = qw.getBits();
-      q.groupSize = qw.getGroupSize();
-      q.symmetric = qw.getSymmetric();
-      q.scaleType = qw.getScaleType().isF16() ? rt::DType::F16 : rt::DType::F32;
-    } else if (auto qa = dyn_cast<QActType>(t)) {
-      shape = qa.getShape();
-      q.bits = qa.getBits();
-      q.symmetric = qa.getSymmetric();
-      q.perToken = qa.getGranularity() == ActQuantGranularity::per_token;
-    } else {
-      shape = cast<RankedTensorType>(t).getShape();
-    }
+    ArrayRef<int64_t> shape = shapeOf(t);
+    rt::QuantInfo q = quantInfoOf(t);
     std::vector<int64_t> sizes;
     std::vector<uint8_t> dyn;
     for (int64_t d : shape) {
@@ -169,20 +155,11 @@ LogicalResult XnnpackCompiler::serialize(
       xfb::Packing pack = packing.lookup(get.getResult());
       WeightStore *weights = &ctx.weights();
       Type t = param.getType();
-      ArrayRef<int64_t> shape = isa<QWeightType>(t)
-                                    ? cast<QWeightType>(t).getShape()
-                                    : cast<RankedTensorType>(t).getShape();
+      ArrayRef<int64_t> shape = shapeOf(t);
       if (pack != xfb::Packing::DENSE && shape.size() != 2)
         return op.emitError("xnnpack: packed weights must be 2-D");
       int64_t rows = shape.size() == 2 ? shape[0] : 1, cols = shape.back();
-      rt::QuantInfo q;
-      if (auto qw = dyn_cast<QWeightType>(t)) {
-        q.bits = qw.getBits();
-        q.groupSize = qw.getGroupSize();
-        q.symmetric = qw.getSymmetric();
-        q.scaleType =
-            qw.getScaleType().isF16() ? rt::DType::F16 : rt::DType::F32;
-      }
+      rt::QuantInfo q = quantInfoOf(t);
       uint64_t size;
       if (pack == xfb::Packing::QWEIGHT_NR8) {
         auto l = rt::xnnpack::PackedQWeightLayout::compute(rows, cols, q);
