@@ -1,7 +1,7 @@
 //===- Quantize.cpp - Block-wise weight quantization ----------------------===//
 #include "etllm/Dialect/Etllm/EtllmOps.h"
 #include "etllm/Transforms/Passes.h"
-#include "etllm/formats/checkpoint.h"
+#include "etllm/Formats/Checkpoint.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"

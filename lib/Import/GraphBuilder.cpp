@@ -9,7 +9,7 @@
 #include "etllm/Import/GraphBuilder.h"
 
 #include "etllm/Dialect/Etllm/EtllmOps.h"
-#include "etllm/formats/checkpoint.h"
+#include "etllm/Formats/Checkpoint.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"

@@ -1,7 +1,7 @@
 //===- Stage.cpp - Stages, pipelines of stages ----------------------------===//
 #include "etllm/Pipeline/Stage.h"
 
-#include "etllm/formats/checkpoint.h"
+#include "etllm/Formats/Checkpoint.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"

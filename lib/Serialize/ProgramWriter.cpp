@@ -14,7 +14,7 @@
 #include "etllm/Serialize/KernelCalls.h"
 #include "etllm/Serialize/WeightStore.h"
 #include "etllm/Target/Backend.h"
-#include "etllm/formats/checkpoint.h"
+#include "etllm/Formats/Checkpoint.h"
 #include "etllm/runtime/program.h"
 #include "etllm/runtime/tensor.h"
 #include "etllm/runtime/tokenizer.h"

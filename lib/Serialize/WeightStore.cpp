@@ -4,7 +4,7 @@
 #include "etllm/Dialect/Etllm/EtllmOps.h"
 #include "etllm/Serialize/KernelCalls.h"
 #include "etllm/Serialize/Quantizer.h"
-#include "etllm/formats/checkpoint.h"
+#include "etllm/Formats/Checkpoint.h"
 #include "etllm/runtime/half.h"
 
 #include <cstring>

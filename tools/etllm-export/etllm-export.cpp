@@ -14,7 +14,7 @@
 #include "etllm/Config/ExportConfig.h"
 #include "etllm/InitAll.h"
 #include "etllm/Pipeline/Stage.h"
-#include "etllm/formats/checkpoint.h"
+#include "etllm/Formats/Checkpoint.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"

@@ -1,12 +1,12 @@
 //===- etllm-gen-checkpoint.cpp - Synthetic checkpoint generator ----------===//
 //
 // Writes a Hugging Face directory or a GGUF file with seeded random weights
-// for one of the supported architectures; see etllm/formats/generator.h.
+// for one of the supported architectures; see etllm/Formats/Generator.h.
 //
 //===----------------------------------------------------------------------===//
 
-#include "etllm/formats/checkpoint.h"
-#include "etllm/formats/generator.h"
+#include "etllm/Formats/Checkpoint.h"
+#include "etllm/Formats/Generator.h"
 
 #include <cerrno>
 #include <chrono>

@@ -8,7 +8,7 @@
 #ifndef ETLLM_SERIALIZE_QUANTIZER_H
 #define ETLLM_SERIALIZE_QUANTIZER_H
 
-#include "etllm/formats/checkpoint.h"
+#include "etllm/Formats/Checkpoint.h"
 #include "etllm/runtime/result.h"
 #include "etllm/runtime/tensor.h"
 

@@ -1,0 +1,64 @@
+//===- Generator.h - Synthetic checkpoints for tests and benchmarks -*- C++
+//-*-===//
+//
+// Writes a checkpoint of a supported architecture with seeded random weights,
+// either as a Hugging Face directory (config.json + model.safetensors) or as
+// the GGUF file llama.cpp's convert_hf_to_gguf.py would produce from that
+// directory (same tensor values: q/k rows permuted for llama/mistral, +1 on
+// Gemma norm weights, phi3's fused tensors, tied output omitted, a synthetic
+// tokenizer vocabulary in tokenizer.ggml.*). Weights are generated per element
+// from a counter-based hash, so the HF and GGUF files of one seed hold the
+// same values and a file of any size is written streaming.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ETLLM_FORMATS_GENERATOR_H
+#define ETLLM_FORMATS_GENERATOR_H
+
+#include "etllm/Formats/Checkpoint.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace etllm::formats {
+
+/// What to generate.
+struct GeneratorOptions {
+  /// llama, qwen2, qwen3, mistral, phi3, gemma, gemma2.
+  std::string arch = "llama";
+  /// "hf" (directory) or "gguf" (file).
+  std::string format = "hf";
+  /// "tiny" or "llama-3.2-1b".
+  std::string preset = "tiny";
+  std::optional<int64_t> hidden, layers, heads, kvHeads, headDim, ffn, vocab,
+      maxSeq;
+  /// Overrides the preset's tie_word_embeddings.
+  std::optional<bool> tied;
+  /// "" (preset's), "none", "llama3" (factor 32, low 1, high 4, original
+  /// 8192) or "linear:<factor>".
+  std::string ropeScaling;
+  /// Element type of the safetensors tensors (F32, F16, BF16).
+  DType dtype = DType::F32;
+  /// GGUF type of 2-D weights (F32, F16, BF16, Q8_0, Q4_0); 1-D tensors are
+  /// always F32, as llama.cpp's converter writes them. Unset: same as dtype.
+  std::optional<DType> ggufType;
+  uint64_t seed = 0;
+  /// Output directory (hf) or file (gguf).
+  std::string output;
+};
+
+/// The ModelConfig the options describe (validated).
+Result<ModelConfig> generatorConfig(const GeneratorOptions &options);
+
+/// Writes the checkpoint. Peak memory is a few MiB regardless of model size.
+Status generateCheckpoint(const GeneratorOptions &options);
+
+/// The value the generator assigns to element `index` (flat, HF row-major
+/// order) of the HF tensor `hfName` for `seed` (before dtype rounding and
+/// before any GGUF transform).
+float generatorValue(uint64_t seed, const std::string &hfName, bool isNorm,
+                     bool normAddsOne, uint64_t index);
+
+} // namespace etllm::formats
+
+#endif // ETLLM_FORMATS_GENERATOR_H

@@ -1,0 +1,182 @@
+//===- ModelConfig.h - Normalized decoder-only LLM config -------*- C++ -*-===//
+//
+// One struct that says everything a graph builder needs to emit the Hugging
+// Face modeling code of the supported architectures, whichever checkpoint
+// format it came from:
+//
+//   LlamaForCausalLM   (Llama 2/3/3.1/3.2; rope_scaling "linear"/"llama3")
+//   MistralForCausalLM (sliding_window on every layer)
+//   Qwen2ForCausalLM   (q/k/v bias; sliding window on layers >=
+//   max_window_layers) Qwen3ForCausalLM   (per-head q_norm/k_norm, explicit
+//   head_dim) Phi3ForCausalLM    (fused qkv_proj and gate_up_proj, partial
+//   rotary) GemmaForCausalLM   (gelu tanh, (1 + w) RMSNorm, embeddings *
+//   sqrt(hidden)) Gemma2ForCausalLM  (+ logit soft-capping,
+//   query_pre_attn_scalar,
+//                       sliding window on even layers, pre/post FFN norms)
+//
+//===----------------------------------------------------------------------===//
+#ifndef ETLLM_FORMATS_MODEL_CONFIG_H
+#define ETLLM_FORMATS_MODEL_CONFIG_H
+
+#include "etllm/runtime/result.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace etllm::formats {
+
+/// RoPE frequency scaling (HF `rope_scaling`).
+struct RopeScaling {
+  /// "" (none), "linear" or "llama3".
+  std::string type;
+  /// linear and llama3: frequencies are divided by `factor` (llama3: only the
+  /// low frequencies, smoothly).
+  double factor = 1.0;
+  /// llama3 only.
+  double lowFreqFactor = 1.0;
+  double highFreqFactor = 4.0;
+  int64_t originalMaxPositionEmbeddings = 0;
+  /// GGUF only: llama.cpp's per-frequency divisors (the rope_freqs.weight
+  /// tensor its converter writes for llama3 scaling), headDim*partial/2
+  /// values; empty otherwise. When non-empty it is authoritative:
+  /// inv_freq[i] = base^(-2i/d) / freqFactors[i].
+  std::vector<float> freqFactors;
+};
+
+/// The normalized configuration.
+struct ModelConfig {
+  /// HF class name, e.g. "LlamaForCausalLM".
+  std::string architecture;
+  /// HF model_type, e.g. "llama".
+  std::string modelType;
+
+  int64_t hiddenSize = 0;
+  int64_t intermediateSize = 0;
+  int64_t numLayers = 0;
+  int64_t numHeads = 0;
+  int64_t numKvHeads = 0;
+  /// Per-head dimension; may differ from hiddenSize / numHeads (Qwen3, Gemma).
+  int64_t headDim = 0;
+  int64_t vocabSize = 0;
+  int64_t maxPositionEmbeddings = 0;
+  double rmsNormEps = 1e-6;
+  double ropeTheta = 10000.0;
+  RopeScaling ropeScaling;
+  /// Fraction of each head that is rotated (Phi3 partial_rotary_factor).
+  double partialRotaryFactor = 1.0;
+  /// Phi3 original_max_position_embeddings (0 when not given).
+  int64_t originalMaxPositionEmbeddings = 0;
+
+  bool tieWordEmbeddings = false;
+  /// q/k/v projections have a bias (Qwen2 always; Llama/Qwen3/Gemma per
+  /// attention_bias).
+  bool attentionBias = false;
+  /// o_proj has a bias (Llama/Qwen3/Gemma: attention_bias; Qwen2: never).
+  bool oProjBias = false;
+  /// gate/up/down have biases (Llama mlp_bias).
+  bool mlpBias = false;
+  /// Activation of the gated MLP: "silu", "gelu_pytorch_tanh", "gelu", ...
+  std::string hiddenAct = "silu";
+
+  /// Sliding-window size in tokens; 0 = none.
+  int64_t slidingWindow = 0;
+  /// One entry per layer: true when that layer attends within slidingWindow.
+  std::vector<bool> layerUsesSlidingWindow;
+
+  /// Gemma2: tanh soft-capping of attention scores / final logits; 0 = off.
+  double attnLogitSoftcapping = 0.0;
+  double finalLogitSoftcapping = 0.0;
+  /// Gemma2: scores are scaled by queryPreAttnScalar^-0.5 instead of
+  /// headDim^-0.5. 0 = use headDim.
+  double queryPreAttnScalar = 0.0;
+
+  int64_t bosTokenId = -1;
+  /// eos_token_id may be a list in config.json.
+  std::vector<int64_t> eosTokenIds;
+  int64_t padTokenId = -1;
+  /// "float32", "float16", "bfloat16", or "" when unknown.
+  std::string torchDtype;
+
+  //===--- Architecture traits (set from `architecture`)
+  //-------------------===//
+
+  /// Phi3: one qkv_proj [(H + 2*KV) * D, hidden], split q, k, v.
+  bool fusedQkv = false;
+  /// Phi3: one gate_up_proj [2 * ffn, hidden], first half gate.
+  bool fusedGateUp = false;
+  /// Qwen3: RMSNorm over each head of q and k (weights [headDim]).
+  bool qkNorm = false;
+  /// Gemma/Gemma2: RMSNorm computes x * (1 + w).
+  bool normAddsOne = false;
+  /// Gemma/Gemma2: embeddings are multiplied by sqrt(hiddenSize) (in the
+  /// embedding dtype).
+  bool scaleEmbeddings = false;
+  /// Gemma2: post_attention_layernorm on the attention output, and
+  /// pre_/post_feedforward_layernorm around the MLP.
+  bool sandwichNorms = false;
+
+  /// Number of rotated dimensions per head: floor(headDim * partial) rounded
+  /// down to even.
+  int64_t rotaryDim() const;
+  /// The attention softmax scale HF uses.
+  double attentionScale() const;
+  /// Every eos id, first one the primary.
+  int64_t primaryEosTokenId() const {
+    return eosTokenIds.empty() ? -1 : eosTokenIds.front();
+  }
+};
+
+/// Supported HF architectures, for messages: "LlamaForCausalLM, ...".
+std::string supportedArchitectures();
+
+/// Sets the trait fields (fusedQkv, ...) for config.architecture and the
+/// matching modelType. Errors for unsupported architectures.
+rt::Status applyArchitectureTraits(ModelConfig &config);
+
+/// Parses a Hugging Face config.json. Unknown architecture, a missing required
+/// key, a wrong JSON type or a nonsensical value gives an error naming the
+/// file and the key. Accepts both the transformers 4.x keys (rope_theta,
+/// rope_scaling, torch_dtype) and 5.x (rope_parameters, dtype).
+rt::Result<ModelConfig> parseHfConfig(const std::string &configJsonPath);
+
+/// Same, from JSON text; `sourceName` is used in messages.
+rt::Result<ModelConfig> parseHfConfigText(const std::string &jsonText,
+                                          const std::string &sourceName);
+
+/// Checks internal consistency (positive sizes <= 1e7, heads divisible by kv
+/// heads, even rotary dimension, per-layer vectors sized numLayers, ...).
+rt::Status validate(const ModelConfig &config);
+
+/// The config.json transformers would write for this config (sorted keys,
+/// 2-space indent, the keys of that architecture's config class).
+rt::Result<std::string> toHfConfigJson(const ModelConfig &config);
+
+/// A tensor an architecture needs.
+struct ExpectedTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  /// An RMSNorm weight (initialized around 1, or 0 for (1 + w) norms).
+  bool isNorm = false;
+  /// A bias vector.
+  bool isBias = false;
+};
+
+/// Every tensor (HF name and shape) the HF modeling code of config's
+/// architecture loads, in HF order: embed_tokens, layers..., norm, lm_head
+/// (only when untied).
+rt::Result<std::vector<ExpectedTensor>>
+expectedTensors(const ModelConfig &config);
+
+/// The RoPE inverse frequencies (rotaryDim()/2 values) HF computes for this
+/// config, including linear/llama3 scaling or GGUF freqFactors.
+std::vector<double> ropeInverseFrequencies(const ModelConfig &config);
+
+/// llama.cpp's rope_freqs factors for llama3 scaling (what its converter
+/// writes), computed with `originalContext` as the old context length.
+std::vector<float> llama3RopeFreqFactors(const ModelConfig &config,
+                                         int64_t originalContext);
+
+} // namespace etllm::formats
+
+#endif // ETLLM_FORMATS_MODEL_CONFIG_H

@@ -1,0 +1,663 @@
+//===- Generator.cpp - Synthetic HF / GGUF checkpoints --------------------===//
+
+#include "etllm/Formats/Generator.h"
+#include "etllm/Formats/Gguf.h"
+#include "etllm/Formats/Safetensors.h"
+#include "etllm/runtime/half.h"
+#include "Internal.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <sys/stat.h>
+#include <unordered_set>
+
+namespace etllm::formats {
+
+namespace {
+
+uint64_t mix64(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+uint64_t fnv1a(const std::string &s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s)
+    h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+/// Approximately N(0, 1): the sum of four 16-bit uniforms (Irwin-Hall),
+/// centred and scaled to unit variance. One hash per element, no libm.
+inline float approxNormal(uint64_t h) {
+  constexpr float kScale = 1.7320508f / 65536.0f; // sqrt(3) / 2^16
+  float s = static_cast<float>((h & 0xffff) + ((h >> 16) & 0xffff) +
+                               ((h >> 32) & 0xffff) + (h >> 48));
+  return (s - 2.0f * 65535.0f) * kScale;
+}
+
+constexpr float kStd = 0.02f;
+
+struct ValueStream {
+  uint64_t seed;
+  float scale, offset;
+  float at(uint64_t i) const {
+    return offset +
+           scale * approxNormal(mix64(seed + i * 0x9e3779b97f4a7c15ull));
+  }
+};
+
+ValueStream streamFor(uint64_t seed, const std::string &name, bool isNorm,
+                      bool normAddsOne) {
+  ValueStream s;
+  s.seed = mix64(seed ^ fnv1a(name));
+  s.scale = kStd;
+  s.offset = isNorm && !normAddsOne ? 1.0f : 0.0f;
+  return s;
+}
+
+/// Rounds through a 16-bit type so that values match what a file of that
+/// dtype holds.
+inline float roundTo(DType dtype, float v) {
+  if (dtype == DType::F16)
+    return rt::halfToFloat(rt::floatToHalf(v));
+  if (dtype == DType::BF16)
+    return rt::bf16ToFloat(rt::floatToBf16(v));
+  return v;
+}
+
+const char *torchDtypeName(DType d) {
+  switch (d) {
+  case DType::F16:
+    return "float16";
+  case DType::BF16:
+    return "bfloat16";
+  default:
+    return "float32";
+  }
+}
+
+/// The synthetic tokenizer of a generated model.
+struct VocabLayout {
+  bool bpe = false;
+  std::string pre; // BPE pre-tokenizer name
+  int64_t bos = -1, eos = -1, unk = -1, pad = -1;
+  bool gemmaOrder = false; // <pad> <eos> <bos> <unk> first
+};
+
+VocabLayout vocabLayout(const std::string &arch, const std::string &preset,
+                        int64_t vocab) {
+  VocabLayout v;
+  if (arch == "qwen2" || arch == "qwen3") {
+    v.bpe = true;
+    v.pre = "qwen2";
+    v.bos = vocab - 3; // <|endoftext|>
+    v.eos = vocab - 1; // <|im_end|>
+    v.pad = vocab - 3;
+  } else if (arch == "llama" && preset == "llama-3.2-1b") {
+    v.bpe = true;
+    v.pre = "llama-bpe";
+    v.bos = vocab - 256; // <|begin_of_text|>
+    v.eos = vocab - 255; // <|end_of_text|>
+  } else if (arch == "gemma" || arch == "gemma2") {
+    v.gemmaOrder = true;
+    v.pad = 0;
+    v.eos = 1;
+    v.bos = 2;
+    v.unk = 3;
+  } else {
+    v.unk = 0;
+    v.bos = 1;
+    v.eos = 2;
+  }
+  return v;
+}
+
+int64_t minVocab(const VocabLayout &v) {
+  if (v.bpe)
+    return 256 + (v.pre == "qwen2" ? 3 : 256) + 1;
+  return 4 + 256 + 1;
+}
+
+/// GPT-2's byte-to-unicode map, as UTF-8 strings.
+std::vector<std::string> byteLevelChars() {
+  std::vector<int> bs, cs;
+  for (int b = 0; b < 256; ++b)
+    if ((b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE))
+      bs.push_back(b);
+  cs = bs;
+  int n = 0;
+  for (int b = 0; b < 256; ++b)
+    if (std::find(bs.begin(), bs.end(), b) == bs.end()) {
+      bs.push_back(b);
+      cs.push_back(256 + n++);
+    }
+  std::vector<std::string> out(256);
+  for (size_t i = 0; i < bs.size(); ++i) {
+    int cp = cs[i];
+    std::string s;
+    if (cp < 0x80) {
+      s += static_cast<char>(cp);
+    } else {
+      s += static_cast<char>(0xC0 | (cp >> 6));
+      s += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+    out[static_cast<size_t>(bs[i])] = s;
+  }
+  return out;
+}
+
+struct SyntheticVocab {
+  std::vector<std::string> tokens;
+  std::vector<float> scores;
+  std::vector<int32_t> types;
+  std::vector<std::string> merges;
+};
+
+SyntheticVocab makeVocab(const VocabLayout &layout, int64_t vocab) {
+  SyntheticVocab v;
+  auto add = [&](std::string s, int32_t type, float score = 0.0f) {
+    v.tokens.push_back(std::move(s));
+    v.types.push_back(type);
+    v.scores.push_back(score);
+  };
+  if (!layout.bpe) {
+    if (layout.gemmaOrder) {
+      add("<pad>", 3);
+      add("<eos>", 3);
+      add("<bos>", 3);
+      add("<unk>", 2);
+    } else {
+      add("<unk>", 2);
+      add("<s>", 3);
+      add("</s>", 3);
+    }
+    char buf[8];
+    for (int b = 0; b < 256; ++b) {
+      std::snprintf(buf, sizeof(buf), "<0x%02X>", b);
+      add(buf, 6);
+    }
+    // Bijective base-26 words, alternately with the SentencePiece space.
+    for (int64_t k = 1; static_cast<int64_t>(v.tokens.size()) < vocab; ++k) {
+      std::string w;
+      for (int64_t x = k; x > 0; x = (x - 1) / 26)
+        w.insert(w.begin(), static_cast<char>('a' + (x - 1) % 26));
+      add((k % 2 ? "\xE2\x96\x81" : "") + w, 1,
+          -static_cast<float>(v.tokens.size()));
+    }
+    return v;
+  }
+  // Byte-level BPE: 256 byte symbols, then merged tokens, then specials.
+  std::vector<std::string> specials;
+  if (layout.pre == "qwen2") {
+    specials = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
+  } else {
+    specials = {"<|begin_of_text|>", "<|end_of_text|>"};
+    for (int i = 2; i < 256; ++i)
+      specials.push_back("<|reserved_special_token_" + std::to_string(i - 2) +
+                         "|>");
+  }
+  std::vector<std::string> chars = byteLevelChars();
+  for (const std::string &c : chars)
+    add(c, 1);
+  int64_t normal = vocab - static_cast<int64_t>(specials.size());
+  // Level-wise merges over an alphabet of "Ġ" + a..z.
+  std::vector<std::string> alphabet = {chars[' ']};
+  for (char c = 'a'; c <= 'z'; ++c)
+    alphabet.push_back(std::string(1, c));
+  std::vector<std::string> level = alphabet;
+  std::unordered_set<std::string> seen(v.tokens.begin(), v.tokens.end());
+  while (static_cast<int64_t>(v.tokens.size()) < normal) {
+    std::vector<std::string> next;
+    for (const std::string &left : level) {
+      for (const std::string &right : alphabet) {
+        if (static_cast<int64_t>(v.tokens.size()) >= normal)
+          break;
+        std::string t = left + right;
+        if (!seen.insert(t).second)
+          continue;
+        v.merges.push_back(left + " " + right);
+        add(t, 1);
+        next.push_back(t);
+      }
+    }
+    level = std::move(next);
+  }
+  for (const std::string &s : specials)
+    add(s, 3);
+  v.scores.clear(); // BPE vocabularies carry no scores.
+  return v;
+}
+
+struct Preset {
+  int64_t hidden, layers, heads, kvHeads, headDim, ffn, vocab, maxSeq;
+  bool tied;
+  double ropeTheta, rmsEps;
+  int64_t slidingWindow;
+};
+
+Result<Preset> presetFor(const std::string &arch, const std::string &preset) {
+  if (preset == "llama-3.2-1b") {
+    if (arch != "llama")
+      return Error("preset llama-3.2-1b is only defined for --arch llama");
+    return Preset{2048,   16,     32,   8,        64,   8192,
+                  128256, 131072, true, 500000.0, 1e-5, 0};
+  }
+  if (preset != "tiny")
+    return Error("unknown preset '" + preset +
+                 "' (supported: tiny, llama-3.2-1b)");
+  Preset p{64, 2, 4, 2, 16, 128, 512, 128, false, 10000.0, 1e-5, 0};
+  if (arch == "mistral") {
+    p.slidingWindow = 64;
+  } else if (arch == "qwen2") {
+    p.tied = true;
+    p.ropeTheta = 1000000.0;
+    p.rmsEps = 1e-6;
+  } else if (arch == "qwen3") {
+    p.headDim = 32;
+    p.tied = true;
+    p.ropeTheta = 1000000.0;
+    p.rmsEps = 1e-6;
+  } else if (arch == "gemma" || arch == "gemma2") {
+    p.headDim = 32;
+    p.tied = true;
+    p.rmsEps = 1e-6;
+    if (arch == "gemma2")
+      p.slidingWindow = 64;
+  }
+  return p;
+}
+
+const char *kArchList = "llama, qwen2, qwen3, mistral, phi3, gemma, gemma2";
+
+Result<std::string> architectureOf(const std::string &arch) {
+  static const std::pair<const char *, const char *> kMap[] = {
+      {"llama", "LlamaForCausalLM"},   {"qwen2", "Qwen2ForCausalLM"},
+      {"qwen3", "Qwen3ForCausalLM"},   {"mistral", "MistralForCausalLM"},
+      {"phi3", "Phi3ForCausalLM"},     {"gemma", "GemmaForCausalLM"},
+      {"gemma2", "Gemma2ForCausalLM"},
+  };
+  for (const auto &m : kMap)
+    if (arch == m.first)
+      return std::string(m.second);
+  return Error("unknown --arch '" + arch + "' (supported: " + kArchList + ")");
+}
+
+/// Writes `count` elements of a tensor, generated row by row, through
+/// `sink(bytes, n)`. `rowSource(r)` is the HF row stored at row r;
+/// `transform` is applied after dtype rounding.
+template <typename Sink, typename RowSource, typename Transform>
+Status streamTensor(const ValueStream &values, int64_t rows, int64_t cols,
+                    DType sourceDType, DType fileDType, RowSource rowSource,
+                    Transform transform, Sink sink) {
+  int64_t block = dtypeBlockSize(fileDType);
+  int64_t blockBytes = dtypeBlockBytes(fileDType);
+  int64_t rowsPerChunk =
+      std::max<int64_t>(1, (1 << 20) / std::max<int64_t>(cols, 1));
+  std::vector<float> f;
+  std::vector<uint8_t> bytes;
+  for (int64_t r0 = 0; r0 < rows; r0 += rowsPerChunk) {
+    int64_t nr = std::min(rowsPerChunk, rows - r0);
+    int64_t n = nr * cols;
+    f.resize(static_cast<size_t>(n));
+    for (int64_t r = 0; r < nr; ++r) {
+      uint64_t base = static_cast<uint64_t>(rowSource(r0 + r)) *
+                      static_cast<uint64_t>(cols);
+      float *out = f.data() + r * cols;
+      if (sourceDType == fileDType || sourceDType == DType::F32) {
+        // encodeFloats rounds to the file dtype; no need to round twice.
+        for (int64_t c = 0; c < cols; ++c)
+          out[c] = transform(values.at(base + static_cast<uint64_t>(c)));
+      } else {
+        for (int64_t c = 0; c < cols; ++c)
+          out[c] = transform(
+              roundTo(sourceDType, values.at(base + static_cast<uint64_t>(c))));
+      }
+    }
+    bytes.resize(static_cast<size_t>(n / block * blockBytes));
+    ETLLM_RETURN_IF_ERROR(encodeFloats(fileDType, f.data(), n, bytes.data()));
+    ETLLM_RETURN_IF_ERROR(sink(bytes.data(), bytes.size()));
+  }
+  return Status();
+}
+
+Status makeDirectory(const std::string &dir) {
+  if (detail::isDirectory(dir))
+    return Status();
+  if (::mkdir(dir.c_str(), 0755) != 0)
+    return Error(dir + ": cannot create directory: " + std::strerror(errno));
+  return Status();
+}
+
+Status writeTextFile(const std::string &path, const std::string &text) {
+  std::FILE *f = std::fopen(path.c_str(), "wb");
+  if (!f)
+    return Error(path + ": cannot create: " + std::strerror(errno));
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  ok &= std::fclose(f) == 0;
+  if (!ok)
+    return Error(path + ": write failed");
+  return Status();
+}
+
+Status generateHf(const GeneratorOptions &o, const ModelConfig &c) {
+  ETLLM_RETURN_IF_ERROR(makeDirectory(o.output));
+  Result<std::string> json = toHfConfigJson(c);
+  if (!json)
+    return json.error();
+  ETLLM_RETURN_IF_ERROR(
+      writeTextFile(detail::joinPath(o.output, "config.json"), *json));
+  Result<std::vector<ExpectedTensor>> specs = expectedTensors(c);
+  if (!specs)
+    return specs.error();
+  SafetensorsWriter w;
+  w.setMetadata("format", "pt");
+  for (const ExpectedTensor &t : *specs)
+    ETLLM_RETURN_IF_ERROR(w.addTensor(t.name, o.dtype, t.shape));
+  std::string path = detail::joinPath(o.output, "model.safetensors");
+  ETLLM_RETURN_IF_ERROR(w.open(path));
+  for (const ExpectedTensor &t : *specs) {
+    int64_t rows = t.shape[0];
+    int64_t cols = t.shape.size() > 1 ? t.shape[1] : 1;
+    ValueStream vs = streamFor(o.seed, t.name, t.isNorm, c.normAddsOne);
+    ETLLM_RETURN_IF_ERROR(streamTensor(
+        vs, rows, cols, o.dtype, o.dtype, [](int64_t r) { return r; },
+        [](float v) { return v; },
+        [&](const uint8_t *p, size_t n) { return w.write(p, n); }));
+  }
+  return w.finish();
+}
+
+uint32_t ggufFileType(DType d) {
+  switch (d) {
+  case DType::F16:
+    return 1;
+  case DType::BF16:
+    return 32;
+  case DType::Q8_0:
+    return 7;
+  case DType::Q4_0:
+    return 2;
+  default:
+    return 0;
+  }
+}
+
+Status generateGguf(const GeneratorOptions &o, const ModelConfig &c) {
+  const std::string arch = ggufArchForModelType(c.modelType);
+  DType qtype = o.ggufType.value_or(o.dtype);
+  if (qtype != DType::F32 && qtype != DType::F16 && qtype != DType::BF16 &&
+      qtype != DType::Q8_0 && qtype != DType::Q4_0)
+    return Error(std::string("--gguf-type ") + dtypeName(qtype) +
+                 " is not supported (f32, f16, bf16, q8_0, q4_0)");
+  if (c.normAddsOne && !c.tieWordEmbeddings)
+    return Error("llama.cpp's Gemma converters drop lm_head, so an untied " +
+                 c.architecture + " cannot be written as GGUF");
+  GgufWriter w;
+  auto u32 = [](int64_t v) { return GgufValue::u32(static_cast<uint32_t>(v)); };
+  auto f32 = [](double v) { return GgufValue::f32(static_cast<float>(v)); };
+  const std::string p = arch + ".";
+  w.set("general.architecture", GgufValue::str(arch));
+  w.set("general.type", GgufValue::str("model"));
+  w.set("general.name", GgufValue::str("etllm synthetic " + o.arch));
+  bool hasHeadDimKey =
+      c.modelType != "phi3" &&
+      !((c.modelType == "qwen2") && c.headDim * c.numHeads == c.hiddenSize);
+  if (arch == "gemma" || arch == "gemma2") {
+    w.set(p + "context_length", u32(c.maxPositionEmbeddings));
+    w.set(p + "embedding_length", u32(c.hiddenSize));
+    w.set(p + "block_count", u32(c.numLayers));
+    w.set(p + "feed_forward_length", u32(c.intermediateSize));
+    w.set(p + "attention.head_count", u32(c.numHeads));
+    w.set(p + "attention.head_count_kv", u32(c.numKvHeads));
+    w.set(p + "attention.layer_norm_rms_epsilon", f32(c.rmsNormEps));
+    w.set(p + "attention.key_length", u32(c.headDim));
+    w.set(p + "attention.value_length", u32(c.headDim));
+    w.set("general.file_type", u32(ggufFileType(qtype)));
+    if (arch == "gemma2") {
+      w.set(p + "attn_logit_softcapping", f32(c.attnLogitSoftcapping));
+      w.set(p + "final_logit_softcapping", f32(c.finalLogitSoftcapping));
+      w.set(p + "attention.sliding_window", u32(c.slidingWindow));
+    }
+  } else if (arch == "phi3") {
+    w.set(p + "context_length", u32(c.maxPositionEmbeddings));
+    w.set(p + "rope.scaling.original_context_length",
+          u32(c.originalMaxPositionEmbeddings));
+    w.set(p + "embedding_length", u32(c.hiddenSize));
+    w.set(p + "feed_forward_length", u32(c.intermediateSize));
+    w.set(p + "block_count", u32(c.numLayers));
+    w.set(p + "attention.head_count", u32(c.numHeads));
+    w.set(p + "attention.head_count_kv", u32(c.numKvHeads));
+    w.set(p + "attention.layer_norm_rms_epsilon", f32(c.rmsNormEps));
+    w.set(p + "rope.dimension_count",
+          u32(static_cast<int64_t>(c.partialRotaryFactor * c.hiddenSize) /
+              c.numHeads));
+    w.set(p + "rope.freq_base", f32(c.ropeTheta));
+    w.set("general.file_type", u32(ggufFileType(qtype)));
+    w.set(p + "attention.sliding_window", u32(c.slidingWindow));
+  } else {
+    w.set(p + "block_count", u32(c.numLayers));
+    w.set(p + "context_length", u32(c.maxPositionEmbeddings));
+    w.set(p + "embedding_length", u32(c.hiddenSize));
+    w.set(p + "feed_forward_length", u32(c.intermediateSize));
+    w.set(p + "attention.head_count", u32(c.numHeads));
+    w.set(p + "attention.head_count_kv", u32(c.numKvHeads));
+    if (c.ropeScaling.type == "linear") {
+      w.set(p + "rope.scaling.type", GgufValue::str("linear"));
+      w.set(p + "rope.scaling.factor", f32(c.ropeScaling.factor));
+    }
+    w.set(p + "rope.freq_base", f32(c.ropeTheta));
+    w.set(p + "attention.layer_norm_rms_epsilon", f32(c.rmsNormEps));
+    if (hasHeadDimKey) {
+      w.set(p + "attention.key_length", u32(c.headDim));
+      w.set(p + "attention.value_length", u32(c.headDim));
+    }
+    w.set("general.file_type", u32(ggufFileType(qtype)));
+    if (arch == "llama") {
+      w.set(p + "vocab_size", u32(c.vocabSize));
+      w.set(p + "rope.dimension_count", u32(c.headDim));
+    }
+  }
+  w.set("general.quantization_version", GgufValue::u32(2));
+
+  VocabLayout layout = vocabLayout(o.arch, o.preset, c.vocabSize);
+  SyntheticVocab vocab = makeVocab(layout, c.vocabSize);
+  w.set("tokenizer.ggml.model", GgufValue::str(layout.bpe ? "gpt2" : "llama"));
+  w.set("tokenizer.ggml.pre",
+        GgufValue::str(layout.bpe ? layout.pre : "default"));
+  w.set("tokenizer.ggml.tokens", GgufValue::strings(vocab.tokens));
+  if (!layout.bpe)
+    w.set("tokenizer.ggml.scores", GgufValue::floats(vocab.scores));
+  w.set("tokenizer.ggml.token_type", GgufValue::int32s(vocab.types));
+  if (layout.bpe)
+    w.set("tokenizer.ggml.merges", GgufValue::strings(vocab.merges));
+  if (c.bosTokenId >= 0)
+    w.set("tokenizer.ggml.bos_token_id", u32(c.bosTokenId));
+  if (c.primaryEosTokenId() >= 0)
+    w.set("tokenizer.ggml.eos_token_id", u32(c.primaryEosTokenId()));
+  if (layout.unk >= 0)
+    w.set("tokenizer.ggml.unknown_token_id", u32(layout.unk));
+  if (c.padTokenId >= 0)
+    w.set("tokenizer.ggml.padding_token_id", u32(c.padTokenId));
+  w.set("tokenizer.ggml.add_bos_token",
+        GgufValue::boolean(!(layout.bpe && layout.pre == "qwen2")));
+  w.set("tokenizer.ggml.add_eos_token", GgufValue::boolean(false));
+  if (layout.gemmaOrder)
+    w.set("tokenizer.ggml.add_space_prefix", GgufValue::boolean(false));
+
+  // Tensors, in the converter's order: extra tensors first, then the model's.
+  std::vector<float> ropeFreqs;
+  if (c.ropeScaling.type == "llama3") {
+    ropeFreqs = llama3RopeFreqFactors(c, 8192);
+    ETLLM_RETURN_IF_ERROR(
+        w.addTensor("rope_freqs.weight", DType::F32,
+                    {static_cast<int64_t>(ropeFreqs.size())}));
+  }
+  Result<std::vector<ExpectedTensor>> specs = expectedTensors(c);
+  if (!specs)
+    return specs.error();
+  struct Planned {
+    const ExpectedTensor *spec;
+    std::string name;
+    DType dtype;
+    int64_t permuteHeads;
+  };
+  std::vector<Planned> plan;
+  for (const ExpectedTensor &t : *specs) {
+    std::string g = hfNameToGguf(arch, t.name);
+    if (g.empty())
+      return Error("no GGUF name for tensor '" + t.name + "'");
+    DType d = DType::F32;
+    if (t.shape.size() == 2) {
+      d = qtype;
+      if (t.shape[1] % dtypeBlockSize(d) != 0)
+        d = DType::F16; // As llama.cpp does for rows that do not fit blocks.
+    }
+    int64_t heads = 0;
+    if (arch == "llama") {
+      if (t.name.find("self_attn.q_proj.") != std::string::npos)
+        heads = c.numHeads;
+      else if (t.name.find("self_attn.k_proj.") != std::string::npos)
+        heads = c.numKvHeads;
+    }
+    plan.push_back({&t, g, d, heads});
+    ETLLM_RETURN_IF_ERROR(w.addTensor(g, d, t.shape));
+  }
+  ETLLM_RETURN_IF_ERROR(w.open(o.output));
+  if (!ropeFreqs.empty())
+    ETLLM_RETURN_IF_ERROR(w.write(ropeFreqs.data(), ropeFreqs.size() * 4));
+  for (const Planned &pl : plan) {
+    const ExpectedTensor &t = *pl.spec;
+    int64_t rows = t.shape[0];
+    int64_t cols = t.shape.size() > 1 ? t.shape[1] : 1;
+    int64_t perHead = pl.permuteHeads > 0 ? rows / pl.permuteHeads : 0;
+    // GGUF row r holds HF row rowSource(r): the converter's permute.
+    auto rowSource = [&](int64_t r) -> int64_t {
+      if (perHead == 0)
+        return r;
+      int64_t h = r / perHead, within = r % perHead;
+      return h * perHead + (within % 2) * (perHead / 2) + within / 2;
+    };
+    bool addOne = c.normAddsOne && t.isNorm;
+    ValueStream vs = streamFor(o.seed, t.name, t.isNorm, c.normAddsOne);
+    ETLLM_RETURN_IF_ERROR(streamTensor(
+        vs, rows, cols, o.dtype, pl.dtype, rowSource,
+        [addOne](float v) { return addOne ? v + 1.0f : v; },
+        [&](const uint8_t *p, size_t n) { return w.write(p, n); }));
+  }
+  return w.finish();
+}
+
+} // namespace
+
+float generatorValue(uint64_t seed, const std::string &hfName, bool isNorm,
+                     bool normAddsOne, uint64_t index) {
+  return streamFor(seed, hfName, isNorm, normAddsOne).at(index);
+}
+
+Result<ModelConfig> generatorConfig(const GeneratorOptions &o) {
+  Result<std::string> architecture = architectureOf(o.arch);
+  if (!architecture)
+    return architecture.error();
+  Result<Preset> pr = presetFor(o.arch, o.preset);
+  if (!pr)
+    return pr.error();
+  Preset p = *pr;
+  if (o.dtype != DType::F32 && o.dtype != DType::F16 && o.dtype != DType::BF16)
+    return Error(std::string("--dtype ") + dtypeName(o.dtype) +
+                 " is not supported (f32, f16, bf16)");
+  ModelConfig c;
+  c.architecture = *architecture;
+  ETLLM_RETURN_IF_ERROR(applyArchitectureTraits(c));
+  bool defaultHeadDim = p.headDim * p.heads == p.hidden;
+  c.hiddenSize = o.hidden.value_or(p.hidden);
+  c.numLayers = o.layers.value_or(p.layers);
+  c.numHeads = o.heads.value_or(p.heads);
+  c.numKvHeads = o.kvHeads.value_or(std::min(p.kvHeads, c.numHeads));
+  if (o.headDim)
+    c.headDim = *o.headDim;
+  else if (defaultHeadDim && c.numHeads > 0)
+    c.headDim = c.hiddenSize / c.numHeads;
+  else
+    c.headDim = p.headDim;
+  c.intermediateSize = o.ffn.value_or(p.ffn);
+  c.vocabSize = o.vocab.value_or(p.vocab);
+  c.maxPositionEmbeddings = o.maxSeq.value_or(p.maxSeq);
+  c.rmsNormEps = p.rmsEps;
+  c.ropeTheta = p.ropeTheta;
+  c.tieWordEmbeddings = o.tied.value_or(p.tied);
+  c.hiddenAct = c.normAddsOne ? "gelu_pytorch_tanh" : "silu";
+  c.attentionBias = c.modelType == "qwen2";
+  c.torchDtype = torchDtypeName(o.dtype);
+  if (c.modelType == "phi3")
+    c.originalMaxPositionEmbeddings = c.maxPositionEmbeddings;
+  if (c.numLayers <= 0 || c.numLayers > detail::kMaxConfigDim)
+    return Error("--layers must be positive");
+  c.layerUsesSlidingWindow.assign(static_cast<size_t>(c.numLayers), false);
+  if (p.slidingWindow > 0) {
+    c.slidingWindow = p.slidingWindow;
+    for (int64_t i = 0; i < c.numLayers; ++i)
+      c.layerUsesSlidingWindow[static_cast<size_t>(i)] =
+          c.modelType != "gemma2" || i % 2 == 0;
+  }
+  if (c.modelType == "gemma2") {
+    c.attnLogitSoftcapping = 50.0;
+    c.finalLogitSoftcapping = 30.0;
+    c.queryPreAttnScalar = static_cast<double>(c.headDim);
+  }
+  std::string rs = o.ropeScaling;
+  if (rs.empty() && o.preset == "llama-3.2-1b")
+    rs = "llama3";
+  if (rs == "llama3") {
+    c.ropeScaling.type = "llama3";
+    c.ropeScaling.factor = 32.0;
+    c.ropeScaling.lowFreqFactor = 1.0;
+    c.ropeScaling.highFreqFactor = 4.0;
+    c.ropeScaling.originalMaxPositionEmbeddings = 8192;
+    if (c.modelType != "llama")
+      return Error("--rope-scaling llama3 needs --arch llama");
+  } else if (rs.rfind("linear:", 0) == 0) {
+    char *end = nullptr;
+    double f = std::strtod(rs.c_str() + 7, &end);
+    if (!end || *end || !(f > 0))
+      return Error("--rope-scaling linear:<factor> needs a positive factor");
+    c.ropeScaling.type = "linear";
+    c.ropeScaling.factor = f;
+  } else if (!rs.empty() && rs != "none") {
+    return Error("unknown --rope-scaling '" + rs +
+                 "' (none, llama3, linear:<factor>)");
+  }
+  VocabLayout layout = vocabLayout(o.arch, o.preset, c.vocabSize);
+  if (c.vocabSize < minVocab(layout))
+    return Error("--vocab " + std::to_string(c.vocabSize) +
+                 " is too small for the synthetic tokenizer (minimum " +
+                 std::to_string(minVocab(layout)) + ")");
+  c.bosTokenId = layout.bos;
+  c.eosTokenIds = {layout.eos};
+  c.padTokenId = layout.pad;
+  Status s = validate(c);
+  if (!s.ok())
+    return Error("invalid generator configuration: " + s.message());
+  Result<std::string> json = toHfConfigJson(c);
+  if (!json)
+    return Error("invalid generator configuration: " + json.message());
+  return c;
+}
+
+Status generateCheckpoint(const GeneratorOptions &o) {
+  if (o.output.empty())
+    return Error("no output path given");
+  Result<ModelConfig> c = generatorConfig(o);
+  if (!c)
+    return c.error();
+  if (o.format == "hf")
+    return generateHf(o, *c);
+  if (o.format == "gguf")
+    return generateGguf(o, *c);
+  return Error("unknown --format '" + o.format + "' (hf, gguf)");
+}
+
+} // namespace etllm::formats

@@ -1,0 +1,479 @@
+//===- TensorData.cpp - Dequantization, conversion, row permutes ----------===//
+//
+// The block layouts and arithmetic follow ggml (ggml-common.h and
+// ggml-quants.c): blocks are little-endian structs of fp16 scales and packed
+// quants, running along the innermost dimension.
+//
+//===----------------------------------------------------------------------===//
+
+#include "etllm/Formats/Checkpoint.h"
+#include "etllm/Formats/Gguf.h"
+#include "etllm/runtime/half.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace etllm::formats {
+
+namespace {
+
+using rt::halfToFloat;
+
+float loadHalf(const uint8_t *p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return halfToFloat(h);
+}
+
+void storeHalf(uint8_t *p, float f) {
+  uint16_t h = rt::floatToHalf(f);
+  std::memcpy(p, &h, 2);
+}
+
+constexpr int kQK = 32;
+constexpr int kQKK = 256;
+
+// block_q8_0 { half d; int8 qs[32]; }
+void dequantQ8_0(const uint8_t *b, float *y) {
+  float d = loadHalf(b);
+  const int8_t *qs = reinterpret_cast<const int8_t *>(b + 2);
+  for (int j = 0; j < kQK; ++j)
+    y[j] = qs[j] * d;
+}
+
+// block_q4_0 { half d; uint8 qs[16]; }: low nibbles are elements 0..15, high
+// nibbles 16..31, both offset by 8.
+void dequantQ4_0(const uint8_t *b, float *y) {
+  float d = loadHalf(b);
+  const uint8_t *qs = b + 2;
+  for (int j = 0; j < kQK / 2; ++j) {
+    int x0 = (qs[j] & 0x0F) - 8;
+    int x1 = (qs[j] >> 4) - 8;
+    y[j] = x0 * d;
+    y[j + kQK / 2] = x1 * d;
+  }
+}
+
+// block_q4_1 { half d; half m; uint8 qs[16]; }
+void dequantQ4_1(const uint8_t *b, float *y) {
+  float d = loadHalf(b), m = loadHalf(b + 2);
+  const uint8_t *qs = b + 4;
+  for (int j = 0; j < kQK / 2; ++j) {
+    int x0 = qs[j] & 0x0F;
+    int x1 = qs[j] >> 4;
+    y[j] = x0 * d + m;
+    y[j + kQK / 2] = x1 * d + m;
+  }
+}
+
+// block_q5_0 { half d; uint8 qh[4]; uint8 qs[16]; }: qh bit j is the fifth
+// bit of element j.
+void dequantQ5_0(const uint8_t *b, float *y) {
+  float d = loadHalf(b);
+  uint32_t qh;
+  std::memcpy(&qh, b + 2, 4);
+  const uint8_t *qs = b + 6;
+  for (int j = 0; j < kQK / 2; ++j) {
+    uint8_t xh0 = ((qh >> (j + 0)) << 4) & 0x10;
+    uint8_t xh1 = ((qh >> (j + 12))) & 0x10;
+    int32_t x0 = ((qs[j] & 0x0F) | xh0) - 16;
+    int32_t x1 = ((qs[j] >> 4) | xh1) - 16;
+    y[j] = x0 * d;
+    y[j + kQK / 2] = x1 * d;
+  }
+}
+
+// block_q5_1 { half d; half m; uint8 qh[4]; uint8 qs[16]; }
+void dequantQ5_1(const uint8_t *b, float *y) {
+  float d = loadHalf(b), m = loadHalf(b + 2);
+  uint32_t qh;
+  std::memcpy(&qh, b + 4, 4);
+  const uint8_t *qs = b + 8;
+  for (int j = 0; j < kQK / 2; ++j) {
+    uint8_t xh0 = ((qh >> (j + 0)) << 4) & 0x10;
+    uint8_t xh1 = ((qh >> (j + 12))) & 0x10;
+    int x0 = (qs[j] & 0x0F) | xh0;
+    int x1 = (qs[j] >> 4) | xh1;
+    y[j] = x0 * d + m;
+    y[j + kQK / 2] = x1 * d + m;
+  }
+}
+
+// The 6-bit scale and min of sub-block j of a Q4_K/Q5_K super-block, packed
+// in 12 bytes.
+void scaleMinK4(int j, const uint8_t *q, uint8_t &d, uint8_t &m) {
+  if (j < 4) {
+    d = q[j] & 63;
+    m = q[j + 4] & 63;
+  } else {
+    d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    m = (q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4);
+  }
+}
+
+// block_q4_K { half d; half dmin; uint8 scales[12]; uint8 qs[128]; }
+void dequantQ4_K(const uint8_t *b, float *y) {
+  float d = loadHalf(b), min = loadHalf(b + 2);
+  const uint8_t *scales = b + 4;
+  const uint8_t *q = b + 16;
+  int is = 0;
+  for (int j = 0; j < kQKK; j += 64) {
+    uint8_t sc, m;
+    scaleMinK4(is + 0, scales, sc, m);
+    float d1 = d * sc, m1 = min * m;
+    scaleMinK4(is + 1, scales, sc, m);
+    float d2 = d * sc, m2 = min * m;
+    for (int l = 0; l < 32; ++l)
+      *y++ = d1 * (q[l] & 0xF) - m1;
+    for (int l = 0; l < 32; ++l)
+      *y++ = d2 * (q[l] >> 4) - m2;
+    q += 32;
+    is += 2;
+  }
+}
+
+// block_q5_K { half d; half dmin; uint8 scales[12]; uint8 qh[32];
+//              uint8 qs[128]; }
+void dequantQ5_K(const uint8_t *b, float *y) {
+  float d = loadHalf(b), min = loadHalf(b + 2);
+  const uint8_t *scales = b + 4;
+  const uint8_t *qh = b + 16;
+  const uint8_t *ql = b + 48;
+  int is = 0;
+  uint8_t u1 = 1, u2 = 2;
+  for (int j = 0; j < kQKK; j += 64) {
+    uint8_t sc, m;
+    scaleMinK4(is + 0, scales, sc, m);
+    float d1 = d * sc, m1 = min * m;
+    scaleMinK4(is + 1, scales, sc, m);
+    float d2 = d * sc, m2 = min * m;
+    for (int l = 0; l < 32; ++l)
+      *y++ = d1 * ((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - m1;
+    for (int l = 0; l < 32; ++l)
+      *y++ = d2 * ((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
+    ql += 32;
+    is += 2;
+    u1 <<= 2;
+    u2 <<= 2;
+  }
+}
+
+// block_q6_K { uint8 ql[128]; uint8 qh[64]; int8 scales[16]; half d; }
+void dequantQ6_K(const uint8_t *b, float *y) {
+  const uint8_t *ql = b;
+  const uint8_t *qh = b + 128;
+  const int8_t *sc = reinterpret_cast<const int8_t *>(b + 192);
+  float d = loadHalf(b + 208);
+  for (int n = 0; n < kQKK; n += 128) {
+    for (int l = 0; l < 32; ++l) {
+      int is = l / 16;
+      int8_t q1 =
+          static_cast<int8_t>((ql[l + 0] & 0xF) | (((qh[l] >> 0) & 3) << 4)) -
+          32;
+      int8_t q2 =
+          static_cast<int8_t>((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) -
+          32;
+      int8_t q3 =
+          static_cast<int8_t>((ql[l + 0] >> 4) | (((qh[l] >> 4) & 3) << 4)) -
+          32;
+      int8_t q4 =
+          static_cast<int8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) -
+          32;
+      y[l + 0] = d * sc[is + 0] * q1;
+      y[l + 32] = d * sc[is + 2] * q2;
+      y[l + 64] = d * sc[is + 4] * q3;
+      y[l + 96] = d * sc[is + 6] * q4;
+    }
+    y += 128;
+    ql += 64;
+    qh += 32;
+    sc += 8;
+  }
+}
+
+using BlockFn = void (*)(const uint8_t *, float *);
+
+BlockFn blockDequantizer(DType dtype) {
+  switch (dtype) {
+  case DType::Q8_0:
+    return dequantQ8_0;
+  case DType::Q4_0:
+    return dequantQ4_0;
+  case DType::Q4_1:
+    return dequantQ4_1;
+  case DType::Q5_0:
+    return dequantQ5_0;
+  case DType::Q5_1:
+    return dequantQ5_1;
+  case DType::Q4_K:
+    return dequantQ4_K;
+  case DType::Q5_K:
+    return dequantQ5_K;
+  case DType::Q6_K:
+    return dequantQ6_K;
+  default:
+    return nullptr;
+  }
+}
+
+template <typename T>
+void convertPlain(const uint8_t *src, uint64_t n, float *dst) {
+  for (uint64_t i = 0; i < n; ++i) {
+    T v;
+    std::memcpy(&v, src + i * sizeof(T), sizeof(T));
+    dst[i] = static_cast<float>(v);
+  }
+}
+
+enum class RowOrder { ToRotateHalf, ToInterleaved };
+
+Status permuteRows(DType dtype, const std::vector<int64_t> &shape,
+                   int64_t numHeads, const uint8_t *src, uint8_t *dst,
+                   RowOrder order) {
+  if (shape.empty())
+    return Error("cannot permute the rows of a scalar");
+  if (numHeads <= 0)
+    return Error("q/k row permutation needs a positive head count, got " +
+                 std::to_string(numHeads));
+  int64_t rows = shape[0];
+  if (rows <= 0 || rows % numHeads != 0)
+    return Error("q/k row permutation: " + std::to_string(rows) +
+                 " rows of shape " + shapeToString(shape) +
+                 " are not divisible into " + std::to_string(numHeads) +
+                 " heads");
+  int64_t perHead = rows / numHeads;
+  if (perHead % 2 != 0)
+    return Error("q/k row permutation: head size " + std::to_string(perHead) +
+                 " of shape " + shapeToString(shape) + " is odd");
+  std::vector<int64_t> rowShape(shape.begin() + 1, shape.end());
+  uint64_t rowBytes;
+  if (rowShape.empty()) {
+    if (isBlockQuantized(dtype))
+      return Error(std::string("q/k row permutation: a 1-D ") +
+                   dtypeName(dtype) + " tensor has no whole-block rows");
+    rowBytes = static_cast<uint64_t>(dtypeBlockBytes(dtype));
+  } else {
+    Result<uint64_t> rb = byteSize(dtype, rowShape);
+    if (!rb)
+      return Error("q/k row permutation: " + rb.message());
+    rowBytes = *rb;
+  }
+  int64_t half = perHead / 2;
+  for (int64_t h = 0; h < numHeads; ++h) {
+    for (int64_t part = 0; part < 2; ++part) {
+      for (int64_t i = 0; i < half; ++i) {
+        int64_t rotateHalfRow = h * perHead + part * half + i;
+        int64_t interleavedRow = h * perHead + 2 * i + part;
+        int64_t to =
+            order == RowOrder::ToRotateHalf ? rotateHalfRow : interleavedRow;
+        int64_t from =
+            order == RowOrder::ToRotateHalf ? interleavedRow : rotateHalfRow;
+        std::memcpy(dst + static_cast<uint64_t>(to) * rowBytes,
+                    src + static_cast<uint64_t>(from) * rowBytes, rowBytes);
+      }
+    }
+  }
+  return Status();
+}
+
+} // namespace
+
+Status dequantizeRows(DType dtype, const uint8_t *src, int64_t numElements,
+                      float *dst) {
+  BlockFn fn = blockDequantizer(dtype);
+  if (!fn)
+    return Error(std::string("dequantizeRows: ") + dtypeName(dtype) +
+                 " is not a ggml block type");
+  int64_t bs = dtypeBlockSize(dtype);
+  if (numElements < 0 || numElements % bs != 0)
+    return Error("dequantizeRows: element count " +
+                 std::to_string(numElements) + " is not a multiple of the " +
+                 dtypeName(dtype) + " block size " + std::to_string(bs));
+  int64_t bb = dtypeBlockBytes(dtype);
+  int64_t blocks = numElements / bs;
+  for (int64_t i = 0; i < blocks; ++i)
+    fn(src + i * bb, dst + i * bs);
+  return Status();
+}
+
+Result<std::vector<float>> toFloat32(const TensorRef &tensor) {
+  Result<uint64_t> n = numElements(tensor.shape);
+  if (!n)
+    return Error(tensor.file + ": tensor '" + tensor.name +
+                 "': " + n.message());
+  Result<uint64_t> bytes = byteSize(tensor.dtype, tensor.shape);
+  if (!bytes)
+    return Error(tensor.file + ": tensor '" + tensor.name +
+                 "': " + bytes.message());
+  if (*bytes != tensor.nbytes || (!tensor.data && tensor.nbytes))
+    return Error(tensor.file + ": tensor '" + tensor.name + "': holds " +
+                 std::to_string(tensor.nbytes) + " bytes, " +
+                 dtypeName(tensor.dtype) + " " + shapeToString(tensor.shape) +
+                 " needs " + std::to_string(*bytes));
+  std::vector<float> out(*n);
+  const uint8_t *p = tensor.data;
+  switch (tensor.dtype) {
+  case DType::F32:
+    if (*n)
+      std::memcpy(out.data(), p, *n * 4);
+    break;
+  case DType::F16:
+    for (uint64_t i = 0; i < *n; ++i)
+      out[i] = loadHalf(p + 2 * i);
+    break;
+  case DType::BF16:
+    for (uint64_t i = 0; i < *n; ++i) {
+      uint16_t b;
+      std::memcpy(&b, p + 2 * i, 2);
+      out[i] = rt::bf16ToFloat(b);
+    }
+    break;
+  case DType::F64:
+    convertPlain<double>(p, *n, out.data());
+    break;
+  case DType::I8:
+    convertPlain<int8_t>(p, *n, out.data());
+    break;
+  case DType::I16:
+    convertPlain<int16_t>(p, *n, out.data());
+    break;
+  case DType::I32:
+    convertPlain<int32_t>(p, *n, out.data());
+    break;
+  case DType::I64:
+    convertPlain<int64_t>(p, *n, out.data());
+    break;
+  case DType::U8:
+    convertPlain<uint8_t>(p, *n, out.data());
+    break;
+  case DType::BOOL:
+    for (uint64_t i = 0; i < *n; ++i)
+      out[i] = p[i] ? 1.0f : 0.0f;
+    break;
+  default: {
+    Status s =
+        dequantizeRows(tensor.dtype, p, static_cast<int64_t>(*n), out.data());
+    if (!s.ok())
+      return Error(tensor.file + ": tensor '" + tensor.name +
+                   "': " + s.message());
+  }
+  }
+  return out;
+}
+
+Status permuteQkRowsToRotateHalf(DType dtype, const std::vector<int64_t> &shape,
+                                 int64_t numHeads, const uint8_t *src,
+                                 uint8_t *dst) {
+  return permuteRows(dtype, shape, numHeads, src, dst, RowOrder::ToRotateHalf);
+}
+
+Status permuteQkRowsToInterleaved(DType dtype,
+                                  const std::vector<int64_t> &shape,
+                                  int64_t numHeads, const uint8_t *src,
+                                  uint8_t *dst) {
+  return permuteRows(dtype, shape, numHeads, src, dst, RowOrder::ToInterleaved);
+}
+
+Result<std::vector<uint8_t>> bytesInHfOrder(const TensorRef &tensor) {
+  std::vector<uint8_t> out(tensor.nbytes);
+  if (tensor.qkPermuteHeads <= 0) {
+    if (tensor.nbytes)
+      std::memcpy(out.data(), tensor.data, tensor.nbytes);
+    return out;
+  }
+  Result<uint64_t> bytes = byteSize(tensor.dtype, tensor.shape);
+  if (!bytes || *bytes != tensor.nbytes)
+    return Error(tensor.file + ": tensor '" + tensor.name +
+                 "': byte size does not match its dtype and shape");
+  Status s =
+      permuteQkRowsToRotateHalf(tensor.dtype, tensor.shape,
+                                tensor.qkPermuteHeads, tensor.data, out.data());
+  if (!s.ok())
+    return Error(tensor.file + ": tensor '" + tensor.name +
+                 "': " + s.message());
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Quantizers (ggml reference implementations)
+//===----------------------------------------------------------------------===//
+
+void quantizeRowQ8_0(const float *x, uint8_t *y, int64_t n) {
+  int64_t nb = n / kQK;
+  for (int64_t i = 0; i < nb; ++i) {
+    float amax = 0.0f;
+    for (int j = 0; j < kQK; ++j)
+      amax = std::max(amax, std::fabs(x[i * kQK + j]));
+    float d = amax / ((1 << 7) - 1);
+    float id = d != 0.0f ? 1.0f / d : 0.0f;
+    uint8_t *b = y + i * 34;
+    storeHalf(b, d);
+    int8_t *qs = reinterpret_cast<int8_t *>(b + 2);
+    for (int j = 0; j < kQK; ++j)
+      qs[j] = static_cast<int8_t>(std::roundf(x[i * kQK + j] * id));
+  }
+}
+
+void quantizeRowQ4_0(const float *x, uint8_t *y, int64_t n) {
+  int64_t nb = n / kQK;
+  for (int64_t i = 0; i < nb; ++i) {
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < kQK; ++j) {
+      float v = x[i * kQK + j];
+      if (amax < std::fabs(v)) {
+        amax = std::fabs(v);
+        max = v;
+      }
+    }
+    float d = max / -8;
+    float id = d != 0.0f ? 1.0f / d : 0.0f;
+    uint8_t *b = y + i * 18;
+    storeHalf(b, d);
+    uint8_t *qs = b + 2;
+    for (int j = 0; j < kQK / 2; ++j) {
+      float x0 = x[i * kQK + j] * id;
+      float x1 = x[i * kQK + kQK / 2 + j] * id;
+      uint8_t xi0 = static_cast<uint8_t>(
+          std::min<int>(15, static_cast<int8_t>(x0 + 8.5f)));
+      uint8_t xi1 = static_cast<uint8_t>(
+          std::min<int>(15, static_cast<int8_t>(x1 + 8.5f)));
+      qs[j] = static_cast<uint8_t>(xi0 | (xi1 << 4));
+    }
+  }
+}
+
+Status encodeFloats(DType dtype, const float *src, int64_t n, uint8_t *dst) {
+  if (n < 0)
+    return Error("encodeFloats: negative element count");
+  switch (dtype) {
+  case DType::F32:
+    std::memcpy(dst, src, static_cast<size_t>(n) * 4);
+    return Status();
+  case DType::F16:
+    for (int64_t i = 0; i < n; ++i)
+      storeHalf(dst + 2 * i, src[i]);
+    return Status();
+  case DType::BF16:
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t b = rt::floatToBf16(src[i]);
+      std::memcpy(dst + 2 * i, &b, 2);
+    }
+    return Status();
+  case DType::Q8_0:
+  case DType::Q4_0:
+    if (n % kQK != 0)
+      return Error("encodeFloats: " + std::to_string(n) +
+                   " elements are not a multiple of the block size 32");
+    if (dtype == DType::Q8_0)
+      quantizeRowQ8_0(src, dst, n);
+    else
+      quantizeRowQ4_0(src, dst, n);
+    return Status();
+  default:
+    return Error(std::string("encodeFloats: cannot encode ") +
+                 dtypeName(dtype));
+  }
+}
+
+} // namespace etllm::formats

@@ -1,0 +1,130 @@
+//===- ArchitecturesTest.cpp - Every architecture runs end to end ---------===//
+//
+// A random-weight model of every supported architecture, from a Hugging Face
+// directory and from a GGUF file, goes through the portable and the
+// xnnpack-fp32 recipes; every stage's program runs and agrees with the
+// exported graph (level A) on the portable reference kernels.
+//
+//===----------------------------------------------------------------------===//
+#include "etllm/Pipeline/Tester.h"
+#include "etllm/Formats/Generator.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <ostream>
+
+namespace {
+
+struct Case {
+  std::string arch, format;
+};
+
+// Names the case in gtest's output (instead of a dump of its bytes).
+[[maybe_unused]] void PrintTo(const Case &c, std::ostream *os) {
+  *os << c.arch << "/" << c.format;
+}
+
+/// Removes a generated checkpoint when the test ends.
+struct RemoveOnExit {
+  std::string path;
+  ~RemoveOnExit() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+class Architectures : public ::testing::TestWithParam<Case> {};
+
+std::string checkpointFor(const Case &c) {
+  std::string dir =
+      testing::TempDir() + "/etllm_arch_" + c.arch + "_" + c.format;
+  std::string out = c.format == "hf" ? dir : dir + ".gguf";
+  etllm::formats::GeneratorOptions o;
+  o.arch = c.arch;
+  o.format = c.format;
+  o.layers = 2;
+  o.seed = 11;
+  o.output = out;
+  std::filesystem::remove_all(out);
+  auto st = etllm::formats::generateCheckpoint(o);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return out;
+}
+
+TEST_P(Architectures, EveryStageAgreesWithTheExportedGraph) {
+  std::string ckpt = checkpointFor(GetParam());
+  RemoveOnExit cleanup{ckpt};
+  for (const char *recipe : {"portable", "xnnpack-fp32"}) {
+    etllm::ImportOptions io;
+    io.maxSeqLen = 32;
+    etllm::Tester t(ckpt, io);
+    t.import();
+    for (etllm::StageSpec &s : etllm::recipeStages(recipe, {})) {
+      t.runStage(s);
+      t.runAndCompare(1e-3, 1e-3, "import");
+    }
+    t.checkNot("etllm.softmax")
+        .check("etllm.sdpa")
+        .checkNot("etllm.buffer.write");
+    EXPECT_TRUE(t.ok()) << recipe << "\n" << t.report();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllArchitectures, Architectures,
+    ::testing::Values(Case{"llama", "hf"}, Case{"llama", "gguf"},
+                      Case{"qwen2", "hf"}, Case{"qwen2", "gguf"},
+                      Case{"qwen3", "hf"}, Case{"qwen3", "gguf"},
+                      Case{"mistral", "hf"}, Case{"mistral", "gguf"},
+                      Case{"phi3", "hf"}, Case{"phi3", "gguf"},
+                      Case{"gemma", "hf"}, Case{"gemma", "gguf"},
+                      Case{"gemma2", "hf"}, Case{"gemma2", "gguf"}),
+    [](const testing::TestParamInfo<Case> &info) {
+      return info.param.arch + "_" + info.param.format;
+    });
+
+} // namespace
+
+namespace {
+
+/// Weights that arrive quantized (GGUF Q4_0 / Q8_0) keep their exact
+/// values: the quantize stage changes no weight, so the quantized program
+/// must agree with the float one to fp32 precision (unlike quantizing float
+/// weights, which the Stories tests hold to a relative-error bound).
+class GgufBlocks : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(GgufBlocks, QuantizeStageKeepsExactValues) {
+  std::string type = GetParam();
+  std::string out = testing::TempDir() + "/etllm_blocks_" + type + ".gguf";
+  etllm::formats::GeneratorOptions o;
+  o.arch = "llama";
+  o.format = "gguf";
+  o.layers = 2;
+  o.seed = 5;
+  o.ggufType = type == "q4_0" ? etllm::formats::DType::Q4_0
+                              : etllm::formats::DType::Q8_0;
+  o.output = out;
+  RemoveOnExit cleanup{out};
+  auto st = etllm::formats::generateCheckpoint(o);
+  ASSERT_TRUE(st.ok()) << st.message();
+  for (const char *recipe : {"xnnpack-int4", "xnnpack-8da4w"}) {
+    etllm::ImportOptions io;
+    io.maxSeqLen = 32;
+    etllm::Tester t(out, io);
+    t.import();
+    for (etllm::StageSpec &s : etllm::recipeStages(recipe, {})) {
+      t.runStage(s);
+      if (std::string(recipe) == "xnnpack-int4")
+        t.runAndCompare(1e-4, 1e-4); // exact weights, f32 arithmetic
+      else if (s.name == "quantize")
+        // 8da4w also quantizes the activations: only they add error.
+        t.runAndCompareRelative(0.05, 0.5);
+    }
+    EXPECT_TRUE(t.ok()) << recipe << "\n" << t.report();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, GgufBlocks, ::testing::Values("q4_0", "q8_0"));
+
+} // namespace

@@ -1,0 +1,95 @@
+//===- ConfigTest.cpp - export_config.yaml parsing ------------------------===//
+#include "etllm/Config/ExportConfig.h"
+#include "etllm/Pipeline/Pipelines.h"
+
+#include <gtest/gtest.h>
+
+using etllm::ExportConfig;
+
+// The config library does not link the pipelines (no MLIR in it), so the
+// allowed values of pipeline.name are a list of their own: it must name
+// exactly the registered recipes, in their order.
+TEST(ExportConfig, PipelineNamesAreTheRecipes) {
+  std::vector<std::string> allowed;
+  for (const etllm::ConfigKey &k : etllm::exportConfigSchema())
+    if (std::string(k.name) == "pipeline.name")
+      allowed.assign(k.allowed.begin(), k.allowed.end());
+  EXPECT_EQ(allowed, etllm::recipeNames());
+}
+
+TEST(ExportConfig, DefaultsForEveryKey) {
+  ExportConfig c;
+  EXPECT_EQ(c.getString("pipeline.name"), "portable");
+  EXPECT_EQ(c.getInt("model.max_seq_len"), 0);
+  EXPECT_TRUE(c.getBool("model.last_logits_only"));
+  EXPECT_EQ(c.getString("quantization.linear"), "pipeline");
+  EXPECT_TRUE(c.getList("backends").empty());
+  for (const etllm::ConfigKey &k : etllm::exportConfigSchema())
+    EXPECT_FALSE(c.isExplicit(k.name)) << k.name;
+}
+
+TEST(ExportConfig, NestedYamlAndOverrides) {
+  auto c = ExportConfig::fromText(R"yaml(
+model:
+  max_seq_len: 256
+  dtype: float16
+pipeline:
+  name: xnnpack-8da4w
+quantization:
+  group_size: 64
+  exclude: ["model.layers.0.*", lm_head]
+backends: [xnnpack]
+)yaml",
+                                  "test.yaml");
+  ASSERT_TRUE(c.ok()) << c.message();
+  EXPECT_EQ(c->getInt("model.max_seq_len"), 256);
+  EXPECT_EQ(c->getString("model.dtype"), "float16");
+  EXPECT_EQ(c->getString("pipeline.name"), "xnnpack-8da4w");
+  EXPECT_EQ(c->getList("quantization.exclude"),
+            (std::vector<std::string>{"model.layers.0.*", "lm_head"}));
+  EXPECT_TRUE(c->isExplicit("quantization.group_size"));
+  ASSERT_TRUE(c->set("quantization.group_size=128").ok());
+  EXPECT_EQ(c->getInt("quantization.group_size"), 128);
+  ASSERT_TRUE(c->set("backends=[xnnpack, portable]").ok());
+  EXPECT_EQ(c->getList("backends").size(), 2u);
+}
+
+TEST(ExportConfig, ErrorsNameTheKey) {
+  struct Case {
+    const char *yaml, *expected;
+  } cases[] = {
+      {"model:\n  max_seq_lenn: 3\n", "unknown key 'model.max_seq_lenn'"},
+      {"modle:\n  dtype: float32\n", "unknown key 'modle'"},
+      {"model:\n  max_seq_len: many\n",
+       "key 'model.max_seq_len': 'many' is not an integer"},
+      {"model:\n  dtype: float64\n", "key 'model.dtype': 'float64' is not one "
+                                     "of: float32, float16, bfloat16"},
+      {"model: 3\n", "'model' is a section"},
+      {"model:\n  last_logits_only: maybe\n",
+       "key 'model.last_logits_only': 'maybe' is not true or false"},
+      {"backends: xnnpack\n", "key 'backends': expected a list of strings"},
+      {"quantization:\n  group_size: [1, 2]\n",
+       "key 'quantization.group_size': expected a single value"},
+      {"model: {dtype: float32\n", "invalid YAML"},
+      {"- a\n- b\n", "expected a mapping of keys"},
+  };
+  for (const Case &c : cases) {
+    auto r = ExportConfig::fromText(c.yaml, "cfg.yaml");
+    ASSERT_FALSE(r.ok()) << c.yaml;
+    EXPECT_NE(r.message().find(c.expected), std::string::npos)
+        << r.message() << "\nexpected: " << c.expected;
+    EXPECT_EQ(r.message().rfind("cfg.yaml", 0), 0u) << r.message();
+  }
+  ExportConfig d;
+  EXPECT_FALSE(d.set("nonsense").ok());
+  EXPECT_FALSE(d.set("quantization.linear=int3").ok());
+  EXPECT_FALSE(d.set("no.such.key=1").ok());
+}
+
+TEST(ExportConfig, ReferenceDocumentsEveryKey) {
+  std::string md = etllm::exportConfigReferenceMarkdown();
+  for (const etllm::ConfigKey &k : etllm::exportConfigSchema()) {
+    EXPECT_NE(md.find(std::string("## `") + k.name + "`"), std::string::npos)
+        << k.name;
+  }
+}

@@ -1,0 +1,122 @@
+//===- ProgramTokenizerTest.cpp - Vocabularies carried by programs --------===//
+//
+// A GGUF model's vocabulary travels through export into the program file
+// (TokenizerInfo), and the runtime rebuilds the tokenizer from it: the
+// Llama 2 vocabulary of tiny-random-llama2.gguf must pass all llama-spm test
+// vectors after that trip, encode and decode. An embedded tokenizer file
+// (tok512.bin) comes back byte-identical.
+//
+//===----------------------------------------------------------------------===//
+#include "etllm/InitAll.h"
+#include "etllm/Pipeline/Stage.h"
+#include "etllm/runtime/llm/runner.h"
+#include "etllm/runtime/program.h"
+#include "tokenizer_test_util.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace {
+
+using etllm::rt::test::readFile;
+
+std::string shared() { return ETLLM_SHARED_DIR; }
+
+/// Exports `model` with the portable recipe into program bytes.
+std::string exportProgram(const std::string &model,
+                          const std::string &tokenizer = "") {
+  mlir::DialectRegistry registry;
+  etllm::registerAllDialects(registry);
+  etllm::registerAllPasses();
+  mlir::MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  etllm::StagePipeline p;
+  etllm::ImportOptions io;
+  io.maxSeqLen = 32;
+  p.add(etllm::makeImportStage(io));
+  for (auto &s : etllm::recipeStages("portable", {}))
+    p.add(etllm::makePassStage(s));
+  etllm::SerializeOptions so;
+  so.hashInputs = false;
+  so.tokenizerPath = tokenizer;
+  p.add(etllm::makeSerializeStage(so));
+  auto out = p.run(etllm::Artifact::checkpoint(model), ctx);
+  EXPECT_TRUE(bool(out)) << (out ? "" : llvm::toString(out.takeError()));
+  return out ? out->program : std::string();
+}
+
+TEST(ProgramTokenizer, GgufLlamaVocabularyPassesTheTestVectors) {
+  std::string model =
+      shared() + "/models/tiny-random-llama2/llama-2-tiny-random.gguf";
+  if (!std::filesystem::exists(model))
+    GTEST_SKIP() << "../shared is absent";
+  std::string bytes = exportProgram(model);
+  ASSERT_FALSE(bytes.empty());
+  auto program = etllm::rt::Program::loadFromBuffer(
+      reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size(), "tiny");
+  ASSERT_TRUE(program.ok()) << program.message();
+  EXPECT_EQ((*program)->metadata().tokenizer.kind, "gguf-llama");
+  auto tok = etllm::rt::llm::tokenizerForProgram(**program);
+  ASSERT_TRUE(tok.ok()) << tok.message();
+  EXPECT_EQ((*tok)->vocabSize(), 32000);
+
+  std::string base =
+      shared() + "/tokenizers/test-vectors/ggml-vocab-llama-spm.gguf";
+  std::vector<etllm::rt::test::VocabCase> cases =
+      etllm::rt::test::readVocabCases(base);
+  ASSERT_EQ(cases.size(), etllm::rt::test::kVocabCaseCount);
+  EXPECT_EQ(etllm::rt::test::checkEncodeCases(**tok, cases), cases.size());
+  EXPECT_EQ(etllm::rt::test::checkDecodeCases(**tok, cases), cases.size());
+}
+
+TEST(ProgramTokenizer, EmbeddedTokenizerFileComesBackIntact) {
+  std::string model = shared() + "/models/stories260K/stories260K.bin";
+  std::string tokFile = shared() + "/models/stories260K/tok512.bin";
+  if (!std::filesystem::exists(model))
+    GTEST_SKIP() << "../shared is absent";
+  std::string bytes = exportProgram(model, tokFile);
+  auto program = etllm::rt::Program::loadFromBuffer(
+      reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size(), "stories");
+  ASSERT_TRUE(program.ok()) << program.message();
+  const auto &t = (*program)->metadata().tokenizer;
+  EXPECT_EQ(t.kind, "llama2c");
+  std::string original = readFile(tokFile);
+  ASSERT_EQ(t.fileSize, original.size());
+  EXPECT_EQ(std::string(reinterpret_cast<const char *>(t.fileData), t.fileSize),
+            original);
+  auto tok = etllm::rt::llm::tokenizerForProgram(**program);
+  ASSERT_TRUE(tok.ok()) << tok.message();
+  auto ids = (*tok)->encode("Once upon a time", true);
+  ASSERT_TRUE(ids.ok());
+  EXPECT_EQ(*ids, (std::vector<int32_t>{1, 403, 407, 261, 378}));
+}
+
+TEST(ProgramTokenizer, ExportRejectsAnUnreadableTokenizer) {
+  std::string model = shared() + "/models/stories260K/stories260K.bin";
+  if (!std::filesystem::exists(model))
+    GTEST_SKIP() << "../shared is absent";
+  std::string bad = testing::TempDir() + "/etllm_bad_tokenizer.bin";
+  std::ofstream(bad) << "not a tokenizer";
+  mlir::DialectRegistry registry;
+  etllm::registerAllDialects(registry);
+  mlir::MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  etllm::StagePipeline p;
+  p.add(etllm::makeImportStage({}));
+  etllm::SerializeOptions so;
+  so.tokenizerPath = bad;
+  so.hashInputs = false;
+  p.add(etllm::makeSerializeStage(so));
+  auto out = p.run(etllm::Artifact::checkpoint(model), ctx);
+  ASSERT_FALSE(bool(out));
+  std::string msg = llvm::toString(out.takeError());
+  std::filesystem::remove(bad);
+  EXPECT_NE(msg.find("etllm_bad_tokenizer.bin"), std::string::npos) << msg;
+}
+
+} // namespace

@@ -1,0 +1,146 @@
+//===- QuantizerTest.cpp - Quantization and exact GGUF repacking ----------===//
+#include "etllm/Serialize/Quantizer.h"
+
+#include "etllm/Formats/Checkpoint.h"
+#include "etllm/Formats/Gguf.h"
+#include "etllm/runtime/kernel.h"
+#include "etllm/runtime/testing.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+using namespace etllm;
+
+namespace {
+
+std::vector<float> randomRows(int64_t rows, int64_t cols, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> x(rows * cols);
+  for (float &v : x)
+    v = d(rng);
+  return x;
+}
+
+rt::QuantInfo info(unsigned bits, int64_t group, bool sym, rt::DType scale) {
+  rt::QuantInfo q;
+  q.bits = bits;
+  q.groupSize = group;
+  q.symmetric = sym;
+  q.scaleType = scale;
+  return q;
+}
+
+TEST(Quantizer, ErrorStaysWithinHalfAStep) {
+  const int64_t rows = 5, cols = 64;
+  std::vector<float> x = randomRows(rows, cols, 1);
+  for (unsigned bits : {4u, 8u})
+    for (bool sym : {true, false})
+      for (rt::DType st : {rt::DType::F32, rt::DType::F16}) {
+        rt::QuantInfo q = info(bits, 32, sym, st);
+        auto blob = quantizeRows(x.data(), rows, cols, q);
+        ASSERT_TRUE(blob.ok()) << blob.message();
+        auto back =
+            dequantizeQWeight(blob->data(), blob->size(), rows, cols, q);
+        ASSERT_TRUE(back.ok());
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t g = 0; g < 2; ++g) {
+            float mn = 1e30f, mx = -1e30f, amax = 0;
+            for (int64_t k = 0; k < 32; ++k) {
+              float v = x[r * cols + g * 32 + k];
+              mn = std::min(mn, v);
+              mx = std::max(mx, v);
+              amax = std::max(amax, std::fabs(v));
+            }
+            float levels = sym ? (1 << (bits - 1)) - 0.5f : (1 << bits) - 1;
+            float step = sym ? amax / levels : (mx - mn) / levels;
+            // Half a step, plus the f16 rounding of scale and offset.
+            float tol = 0.5f * step * 1.01f +
+                        (st == rt::DType::F16 ? 2e-3f : 1e-6f) * amax;
+            for (int64_t k = 0; k < 32; ++k) {
+              int64_t i = r * cols + g * 32 + k;
+              EXPECT_NEAR((*back)[i], x[i], tol)
+                  << "bits " << bits << " sym " << sym << " i " << i;
+            }
+          }
+      }
+}
+
+TEST(Quantizer, RuntimeDequantizeAgreesWithTheSerializerLayout) {
+  // The compiler writes the blob; the runtime's portable dequantize kernel
+  // must read exactly the same values.
+  const int64_t rows = 3, cols = 96;
+  std::vector<float> x = randomRows(rows, cols, 2);
+  for (unsigned bits : {4u, 8u})
+    for (bool sym : {true, false}) {
+      rt::QuantInfo q = info(bits, 32, sym, rt::DType::F16);
+      auto blob = quantizeRows(x.data(), rows, cols, q);
+      ASSERT_TRUE(blob.ok());
+      auto expect =
+          dequantizeQWeight(blob->data(), blob->size(), rows, cols, q);
+      rt::Tensor w;
+      w.dtype = rt::DType::QWeight;
+      w.rank = 2;
+      w.sizes[0] = rows;
+      w.sizes[1] = cols;
+      w.data = blob->data();
+      w.capacity = blob->size();
+      w.quant = q;
+      rt::testing::OwnedTensor out(rt::DType::F32, {rows, cols});
+      rt::Tensor *ins[] = {&w};
+      rt::Tensor *outs[] = {out.get()};
+      rt::ExecContext ctx;
+      rt::KernelArgs args;
+      args.inputs = {ins, 1};
+      args.outputs = {outs, 1};
+      args.ctx = &ctx;
+      ASSERT_TRUE(rt::portableKernels().get(rt::OpId::Dequantize)(args).ok());
+      for (int64_t i = 0; i < rows * cols; ++i)
+        ASSERT_EQ(out->ptr<float>()[i], (*expect)[i]) << i;
+    }
+}
+
+TEST(Quantizer, GgufBlocksRepackExactly) {
+  const int64_t rows = 4, cols = 64;
+  std::vector<float> x = randomRows(rows, cols, 3);
+  for (formats::DType t : {formats::DType::Q8_0, formats::DType::Q4_0}) {
+    // ggml's reference quantizer makes the blocks.
+    std::vector<uint8_t> blocks(rows * (cols / 32) *
+                                formats::dtypeBlockBytes(t));
+    for (int64_t r = 0; r < rows; ++r) {
+      uint8_t *dst =
+          blocks.data() + r * (cols / 32) * formats::dtypeBlockBytes(t);
+      if (t == formats::DType::Q8_0)
+        formats::quantizeRowQ8_0(x.data() + r * cols, dst, cols);
+      else
+        formats::quantizeRowQ4_0(x.data() + r * cols, dst, cols);
+    }
+    std::vector<float> ggml(rows * cols);
+    ASSERT_TRUE(
+        formats::dequantizeRows(t, blocks.data(), rows * cols, ggml.data())
+            .ok());
+    auto packed = repackGgufBlocks(t, blocks.data(), rows, cols);
+    ASSERT_TRUE(packed.ok()) << packed.message();
+    rt::QuantInfo q =
+        info(t == formats::DType::Q8_0 ? 8 : 4, 32, true, rt::DType::F16);
+    auto ours =
+        dequantizeQWeight(packed->data(), packed->size(), rows, cols, q);
+    ASSERT_TRUE(ours.ok());
+    for (int64_t i = 0; i < rows * cols; ++i)
+      ASSERT_EQ((*ours)[i], ggml[i])
+          << formats::dtypeName(t) << " element " << i;
+  }
+}
+
+TEST(Quantizer, RejectsBadParameters) {
+  std::vector<float> x(64, 1.0f);
+  EXPECT_FALSE(
+      quantizeRows(x.data(), 1, 64, info(3, 32, true, rt::DType::F32)).ok());
+  EXPECT_FALSE(
+      quantizeRows(x.data(), 1, 64, info(4, 48, true, rt::DType::F32)).ok());
+  EXPECT_FALSE(repackGgufBlocks(formats::DType::Q4_K, nullptr, 1, 256).ok());
+}
+
+} // namespace
