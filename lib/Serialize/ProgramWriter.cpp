@@ -27,6 +27,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -809,7 +810,8 @@ LogicalResult ProgramBuilder::write(const SerializeOptions &options,
     ckpt = weights.checkpoint(module);
   if (tokenizerFile) {
     auto kind = fb.CreateString(tokenizerKind);
-    auto name = fb.CreateString(options.tokenizerPath);
+    auto name = fb.CreateString(
+        llvm::sys::path::filename(options.tokenizerPath).str());
     fbs::TokenizerInfoBuilder tb(fb);
     tb.add_kind(kind);
     tb.add_file_segment(tokSeg);
@@ -843,16 +845,22 @@ LogicalResult ProgramBuilder::write(const SerializeOptions &options,
     tb.add_add_space_prefix(t.addSpacePrefix.value_or(true));
     tokInfo = tb.Finish();
   }
+  // Inputs are recorded by file name (never the directory they came from, so
+  // a program does not leak the exporter's paths and the same inputs give the
+  // same bytes wherever they are) and content hash.
+  auto inputName = [](const std::string &path) {
+    return llvm::sys::path::filename(path).str();
+  };
   std::vector<flatbuffers::Offset<fbs::KeyValue>> inputsKv;
   if (ckpt)
     for (const auto &f : ckpt->files())
       inputsKv.push_back(fbs::CreateKeyValue(
-          fb, fb.CreateString(f->path()),
+          fb, fb.CreateString(inputName(f->path())),
           fb.CreateString(options.hashInputs ? "sha256:" + sha256File(f->path())
                                              : std::string())));
   if (!options.tokenizerPath.empty())
     inputsKv.push_back(fbs::CreateKeyValue(
-        fb, fb.CreateString(options.tokenizerPath),
+        fb, fb.CreateString(inputName(options.tokenizerPath)),
         fb.CreateString(options.hashInputs
                             ? "sha256:" + sha256File(options.tokenizerPath)
                             : std::string())));
