@@ -8,6 +8,8 @@ PKGS=(
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools
   # build tools
   cmake ninja-build ccache g++ python3 pkg-config zlib1g-dev libzstd-dev
+  # the chat-template conformance test renders with Jinja itself
+  python3-jinja2
   # libraries
   libflatbuffers-dev flatbuffers-compiler libyaml-cpp-dev libfmt-dev
   libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev

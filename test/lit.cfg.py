@@ -14,13 +14,17 @@ config.test_exec_root = os.path.join(config.etllm_obj_root, "test")
 
 config.substitutions.append(("%shared", config.etllm_shared_dir))
 config.substitutions.append(("%etllm_src", config.etllm_src_root))
+# Debian's interpreter (it sees python3-jinja2, which scripts/setup.sh
+# installs); the first python3 on PATH may be another.
+config.substitutions.append(("%debian_python", config.etllm_debian_python))
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.etllm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tools = ["etllm-opt", "etllm-translate", "etllm-export", "etllm-run",
-         "etllm-gen-checkpoint", "etllm-bench", "etllm-example-opt"]
+         "etllm-gen-checkpoint", "etllm-bench", "etllm-example-opt",
+         "etllm-chat-template-render"]
 llvm_config.add_tool_substitutions(
     [t for t in tools if os.path.exists(os.path.join(config.etllm_tools_dir, t))],
     config.etllm_tools_dir)
