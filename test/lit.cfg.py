@@ -17,6 +17,7 @@ config.substitutions.append(("%etllm_src", config.etllm_src_root))
 # Debian's interpreter (it sees python3-jinja2, which scripts/setup.sh
 # installs); the first python3 on PATH may be another.
 config.substitutions.append(("%debian_python", config.etllm_debian_python))
+config.substitutions.append(("%etllm_bin", config.etllm_tools_dir))
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.etllm_tools_dir, append_path=True)

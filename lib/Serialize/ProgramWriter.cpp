@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "etllm/Serialize/ProgramWriter.h"
 
+#include "ChatTemplateInfo.h"
 #include "etllm/Dialect/Etllm/EtllmOps.h"
 #include "etllm/Serialize/KernelCalls.h"
 #include "etllm/Serialize/WeightStore.h"
@@ -660,6 +661,7 @@ LogicalResult ProgramBuilder::write(const SerializeOptions &options,
 
   // The embedded tokenizer: a file given by the user, or a GGUF vocabulary.
   std::unique_ptr<llvm::MemoryBuffer> tokenizerFile;
+  std::unique_ptr<rt::Tokenizer> embeddedTokenizer;
   std::string tokenizerKind;
   if (!options.tokenizerPath.empty()) {
     auto buf = llvm::MemoryBuffer::getFile(options.tokenizerPath, false, false);
@@ -673,6 +675,7 @@ LogicalResult ProgramBuilder::write(const SerializeOptions &options,
     if (!tok.ok())
       return module.emitError(tok.message());
     tokenizerKind = rt::tokenizerKindName((*tok)->kind());
+    embeddedTokenizer = std::move(tok.value());
   }
 
   // Segments: 0 = constants, then delegate blobs, then the tokenizer file.
@@ -868,9 +871,15 @@ LogicalResult ProgramBuilder::write(const SerializeOptions &options,
       fb, fb.CreateString(ETLLM_VERSION), fb.CreateString(options.pipeline),
       fb.CreateString(options.configYaml),
       fb.CreateVectorOfStrings(options.stages), fb.CreateVector(inputsKv));
-  auto meta =
-      fbs::CreateMetadata(fb, fb.CreateString(configJson(module)), vocab,
-                          maxSeq, bos, fb.CreateVector(eos), tokInfo, prov);
+  FailureOr<std::optional<ChatTemplateData>> chat =
+      findChatTemplate(module, ckpt, options, embeddedTokenizer.get());
+  if (failed(chat))
+    return failure();
+  flatbuffers::Offset<fbs::ChatTemplateInfo> chatInfo =
+      *chat ? writeChatTemplateInfo(fb, **chat) : 0;
+  auto meta = fbs::CreateMetadata(fb, fb.CreateString(configJson(module)),
+                                  vocab, maxSeq, bos, fb.CreateVector(eos),
+                                  tokInfo, prov, chatInfo);
   std::vector<flatbuffers::Offset<fbs::Method>> methods = {method};
   auto program = fbs::CreateProgram(
       fb, /*version=*/rt::kProgramFormatVersion, fb.CreateVector(methods),

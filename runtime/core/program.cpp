@@ -370,6 +370,14 @@ Result<std::shared_ptr<Program>> Program::verify(std::shared_ptr<Program> p) {
         for (const fbs::KeyValue *kv : *pv->inputs())
           md.inputs.push_back({str(kv->key()), str(kv->value())});
     }
+    if (const fbs::ChatTemplateInfo *c = m->chat()) {
+      md.chat.source = str(c->source());
+      md.chat.bosToken = str(c->bos_token());
+      md.chat.eosToken = str(c->eos_token());
+      if (c->stop_strings())
+        for (const flatbuffers::String *s : *c->stop_strings())
+          md.chat.stopStrings.push_back(str(s));
+    }
   }
   return p;
 }

@@ -165,6 +165,14 @@ std::string dumpProgram(const Program &program) {
   os << "]\n  inputs:\n";
   for (auto &[path, hash] : md.inputs)
     os << "    " << path << " " << hash << "\n";
+  if (!md.chat.source.empty()) {
+    os << "  chat_template: " << md.chat.source.size() << " bytes, bos_token "
+       << md.chat.bosToken << ", eos_token " << md.chat.eosToken
+       << ", stop_strings [";
+    for (size_t i = 0; i < md.chat.stopStrings.size(); ++i)
+      os << (i ? ", " : "") << md.chat.stopStrings[i];
+    os << "]\n";
+  }
   return os.str();
 }
 

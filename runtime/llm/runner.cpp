@@ -45,7 +45,8 @@ std::string Stats::toJson() const {
      << ",\"decode_tokens_per_second\":" << decodeTokensPerSecond()
      << ",\"peak_rss_bytes\":" << peakRssBytes
      << ",\"planned_bytes\":" << plannedBytes << ",\"stop_reason\":\""
-     << stopReason << "\"}";
+     << stopReason << "\",\"cached_tokens\":" << cachedTokens
+     << ",\"context_tokens\":" << contextTokens << "}";
   return os.str();
 }
 
@@ -156,41 +157,84 @@ Result<const float *> Runner::forward(const std::vector<int64_t> &tokens,
   return out.ptr<float>() + (out.numel() - vocab_);
 }
 
+void Runner::resetCache() {
+  cache_.clear();
+  module_->resetState();
+}
+
 Result<Stats>
 Runner::generate(const std::string &prompt, const GenerationConfig &config,
                  const std::function<void(const std::string &)> &onText) {
-  Stats stats;
-  stats.loadMs = loadMs_;
-  auto start = Clock::now();
   auto encoded = tokenizer_->encode(prompt, config.addBos);
   if (!encoded.ok())
     return encoded.error();
-  std::vector<int32_t> history = *encoded;
-  if (history.empty())
+  if (encoded->empty())
     return Error("the prompt encodes to no tokens (an empty prompt needs a "
                  "tokenizer with BOS)");
-  if (int64_t(history.size()) > maxSeqLen_)
-    return Error("the prompt has " + std::to_string(history.size()) +
+  if (int64_t(encoded->size()) > maxSeqLen_)
+    return Error("the prompt has " + std::to_string(encoded->size()) +
                  " tokens, more than the model's context of " +
                  std::to_string(maxSeqLen_));
-  stats.promptTokens = history.size();
-  module_->resetState();
+  cache_.clear(); // continueWith zeroes the state when it keeps nothing
+  return continueWith(*encoded, config, onText);
+}
+
+Result<Stats>
+Runner::continueWith(const std::vector<int32_t> &tokens,
+                     const GenerationConfig &config,
+                     const std::function<void(const std::string &)> &onText) {
+  Stats stats;
+  stats.loadMs = loadMs_;
+  auto start = Clock::now();
+  if (tokens.empty())
+    return Error("there are no tokens to generate from");
+  if (int64_t(tokens.size()) > maxSeqLen_)
+    return Error("the prompt has " + std::to_string(tokens.size()) +
+                 " tokens, more than the model's context of " +
+                 std::to_string(maxSeqLen_));
+  for (int32_t t : tokens)
+    if (t < 0 || t >= vocab_)
+      return Error("token id " + std::to_string(t) +
+                   " is outside the model's vocabulary");
+  // The cached prefix stays; at least one token is fed to get logits.
+  size_t keep = 0;
+  while (keep < cache_.size() && keep < tokens.size() &&
+         cache_[keep] == tokens[keep])
+    ++keep;
+  if (keep == tokens.size())
+    --keep;
+  if (keep == 0)
+    module_->resetState();
+  cache_.resize(keep);
+  stats.cachedTokens = int64_t(keep);
+  std::vector<int32_t> history = tokens;
+  stats.promptTokens = int64_t(tokens.size() - keep);
   Sampler sampler(int32_t(vocab_), config.sampling);
-  std::vector<int64_t> input(history.begin(), history.end());
+  std::vector<int64_t> input(tokens.begin() + keep, tokens.end());
+  std::vector<int32_t> stopIds = stopIds_;
+  stopIds.insert(stopIds.end(), config.stopIds.begin(), config.stopIds.end());
 
   std::string generated; // only kept when there are stop strings
   size_t emitted = 0;    // bytes of `generated` passed to onText
-  int64_t pos = 0;
+  int64_t pos = int64_t(keep);
   stats.stopReason = "max_new_tokens";
   for (int32_t step = 0; step < config.maxNewTokens; ++step) {
     if (pos + int64_t(input.size()) > maxSeqLen_) {
       stats.stopReason = "context";
       break;
     }
+    if (config.cancel && config.cancel->load()) {
+      stats.stopReason = "interrupted";
+      break;
+    }
     auto t0 = Clock::now();
     auto logits = forward(input, pos);
-    if (!logits.ok())
+    if (!logits.ok()) {
+      resetCache();
       return logits.error();
+    }
+    for (int64_t t : input)
+      cache_.push_back(int32_t(t));
     double ms = msSince(t0);
     if (step == 0)
       stats.prefillMs = ms;
@@ -203,7 +247,7 @@ Runner::generate(const std::string &prompt, const GenerationConfig &config,
     stats.samplingMs += msSince(s0);
     if (step == 0)
       stats.ttftMs = msSince(start);
-    if (std::find(stopIds_.begin(), stopIds_.end(), next) != stopIds_.end()) {
+    if (std::find(stopIds.begin(), stopIds.end(), next) != stopIds.end()) {
       stats.stopReason = "eos";
       break;
     }
@@ -249,6 +293,7 @@ Runner::generate(const std::string &prompt, const GenerationConfig &config,
     onText(generated.substr(emitted));
   stats.peakRssBytes = peakRssBytes();
   stats.plannedBytes = method_->plannedBytes() + module_->bufferBytes();
+  stats.contextTokens = int64_t(cache_.size());
   return stats;
 }
 

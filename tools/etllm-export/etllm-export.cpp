@@ -40,6 +40,17 @@ static cl::opt<std::string>
     tokenizerPath("tokenizer",
                   cl::desc("Tokenizer file to embed in the program"),
                   cl::value_desc("path"), cl::cat(category));
+static cl::opt<std::string> chatTemplatePath(
+    "chat-template",
+    cl::desc("Chat template to embed instead of the model's own (Jinja "
+             "text, or a tokenizer_config.json) (default: the model's: HF "
+             "chat_template.jinja / tokenizer_config.json, GGUF "
+             "tokenizer.chat_template)"),
+    cl::value_desc("file"), cl::cat(category));
+static cl::opt<bool>
+    noChatTemplate("no-chat-template",
+                   cl::desc("Embed no chat template (default: off)"),
+                   cl::cat(category));
 static cl::opt<std::string>
     configPath("config",
                cl::desc("export_config.yaml (docs/generated/ExportConfig.md)"),
@@ -176,6 +187,10 @@ int main(int argc, char **argv) {
   so.stages = stageNames;
   so.stages.push_back("serialize");
   so.tokenizerPath = tokenizerPath;
+  so.chatTemplatePath = chatTemplatePath;
+  so.noChatTemplate = noChatTemplate;
+  if (noChatTemplate && !chatTemplatePath.empty())
+    return fail("--chat-template and --no-chat-template contradict each other");
   double lastReported = -1;
   Clock::time_point writeStart;
   so.progress = [&](double f) {

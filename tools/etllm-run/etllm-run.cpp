@@ -1,23 +1,37 @@
 //===- etllm-run.cpp - Generate text with a program file ------------------===//
 //
-//   etllm-run MODEL.pte --prompt TEXT [--tokenizer PATH] [-n MAX_NEW_TOKENS]
-//             [--temperature T] [--top-k K] [--top-p P] [--min-p P]
-//             [--repetition-penalty R] [--seed S] [--stop STRING]
-//             [--threads N] [--stats-json]
+//   etllm-run MODEL.pte --prompt TEXT [options]     one completion
+//   etllm-run MODEL.pte --chat [--system TEXT]      an interactive chat
 //
-// stdout carries the prompt, the generated text and one final newline;
-// everything else goes to stderr. Part of the runtime: no LLVM/MLIR.
+// Completion: stdout carries the prompt, the generated text and one final
+// newline; everything else goes to stderr.
+//
+// Chat: each line read from stdin is a user message; the reply streams to
+// stdout, followed by a newline. The conversation is rendered with the
+// model's chat template and the KV cache is kept across turns, so a turn
+// prefills only its new tokens. Ctrl-C stops a reply (the chat goes on);
+// at the prompt, Ctrl-C clears the line and a second one on an empty line
+// leaves, as do Ctrl-D and /quit. /reset starts a new conversation.
+//
+// Part of the runtime: no LLVM/MLIR.
 //
 //===----------------------------------------------------------------------===//
 #include "etllm/runtime/backend.h"
+#include "etllm/runtime/llm/chat.h"
 #include "etllm/runtime/llm/runner.h"
 
+#include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
+#include <unistd.h>
 
 using namespace etllm::rt;
 
@@ -27,20 +41,41 @@ void usage() {
   std::fprintf(
       stderr,
       "usage: etllm-run MODEL.pte --prompt TEXT [options]\n"
+      "       etllm-run MODEL.pte --chat [--system TEXT] [options]\n"
+      "  --prompt TEXT           text to continue (required without --chat)\n"
+      "  --chat                  interactive chat with the model's chat "
+      "template\n"
+      "                          (default: off)\n"
+      "  --system TEXT           system message that starts the chat "
+      "(default: none)\n"
+      "  --chat-template FILE    chat template to use instead of the "
+      "program's\n"
+      "                          (default: the program's)\n"
+      "  --no-kv-reuse           prefill the whole conversation every turn "
+      "(default:\n"
+      "                          keep the KV cache, prefill only new tokens)\n"
       "  --tokenizer PATH        tokenizer file (default: the program's own)\n"
-      "  -n, --max-new-tokens N  tokens to generate at most (default 128)\n"
+      "  -n, --max-new-tokens N  tokens to generate at most (default 128; "
+      "1024 per\n"
+      "                          reply with --chat)\n"
       "  --temperature T         0 = greedy (default 0.8)\n"
-      "  --top-k K               keep the K most likely tokens (default off)\n"
+      "  --top-k K               keep the K most likely tokens (default 0 = "
+      "off)\n"
       "  --top-p P               nucleus sampling (default 0.9)\n"
-      "  --min-p P               drop tokens below P x the best (default off)\n"
+      "  --min-p P               drop tokens below P x the best (default 0 = "
+      "off)\n"
       "  --repetition-penalty R  > 1 discourages repeats (default 1)\n"
-      "  --seed S                random seed (default: time)\n"
+      "  --seed S                random seed (default: the time)\n"
       "  --stop STRING           stop when the text contains STRING "
-      "(repeatable)\n"
-      "  --no-bos                do not prepend BOS to the prompt\n"
+      "(repeatable;\n"
+      "                          default: none)\n"
+      "  --no-bos                do not prepend BOS to the prompt (default: "
+      "prepend)\n"
       "  --threads N             kernel threads (default: hardware threads)\n"
-      "  --stats-json            print statistics as one JSON line on "
-      "stderr\n");
+      "  --stats-json            print statistics as one JSON line on stderr "
+      "(per\n"
+      "                          reply with --chat) (default: off)\n"
+      "  -h, --help              this help\n");
 }
 
 int fail(const std::string &message) {
@@ -54,14 +89,130 @@ bool parseNumber(const char *s, double &out) {
   return end && *end == '\0' && end != s;
 }
 
+std::atomic<bool> interrupted{false};
+extern "C" void onSigint(int) { interrupted.store(true); }
+
+/// Reads one line from stdin (without the newline). False at end of input
+/// or when Ctrl-C interrupted the read (then `interrupted` is set).
+bool readLine(std::string &line) {
+  line.clear();
+  while (true) {
+    char c;
+    ssize_t n = ::read(0, &c, 1);
+    if (n == 1) {
+      if (c == '\n')
+        return true;
+      line += c;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) {
+      if (interrupted.load())
+        return false;
+      continue;
+    }
+    return !line.empty(); // EOF: a last line without newline still counts
+  }
+}
+
+void writeOut(const std::string &s) {
+  std::fwrite(s.data(), 1, s.size(), stdout);
+  std::fflush(stdout);
+}
+
+int chat(llm::Runner &runner, const llm::ChatOptions &options,
+         llm::GenerationConfig config, bool statsJson) {
+  auto session = llm::ChatSession::create(runner, options);
+  if (!session.ok())
+    return fail(session.message());
+  // Ctrl-C interrupts (no SA_RESTART, so a blocked read returns).
+  struct sigaction sa {};
+  sa.sa_handler = onSigint;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;
+  sigaction(SIGINT, &sa, nullptr);
+  config.cancel = &interrupted;
+  bool tty = isatty(0);
+  std::fprintf(stderr,
+               "etllm-run: chat (context %lld tokens). /reset starts over, "
+               "/quit or Ctrl-D leaves, Ctrl-C stops a reply.\n",
+               (long long)runner.maxSeqLen());
+  bool lastWasInterrupt = false;
+  uint64_t seed = config.sampling.seed;
+  while (true) {
+    if (tty)
+      writeOut("> ");
+    std::string line;
+    interrupted.store(false);
+    if (!readLine(line)) {
+      if (interrupted.load()) {
+        writeOut("\n");
+        if (lastWasInterrupt)
+          return 0;
+        std::fprintf(stderr, "etllm-run: (Ctrl-C again, Ctrl-D or /quit "
+                             "leaves)\n");
+        lastWasInterrupt = true;
+        continue;
+      }
+      if (tty)
+        writeOut("\n");
+      return 0; // end of input
+    }
+    lastWasInterrupt = false;
+    if (line == "/quit" || line == "/exit")
+      return 0;
+    if (line == "/reset") {
+      (*session)->reset();
+      std::fprintf(stderr, "etllm-run: new conversation\n");
+      continue;
+    }
+    if (line.empty())
+      continue;
+    config.sampling.seed = seed++;
+    auto turn = (*session)->send(line, config, writeOut);
+    if (!turn.ok()) {
+      std::fprintf(stderr, "etllm-run: %s\n", turn.message().c_str());
+      continue;
+    }
+    writeOut("\n");
+    const std::string &why = turn->stats.stopReason;
+    if (why == "interrupted")
+      std::fprintf(stderr, "etllm-run: reply interrupted\n");
+    else if (why == "context")
+      std::fprintf(stderr,
+                   "etllm-run: the context is full (%lld tokens, the "
+                   "program's max_seq_len): the reply was cut; /reset "
+                   "starts a new conversation\n",
+                   (long long)runner.maxSeqLen());
+    if (turn->reprefilled)
+      std::fprintf(stderr,
+                   "etllm-run: note: the template rendered earlier turns "
+                   "differently; %lld tokens were prefilled again\n",
+                   (long long)turn->stats.promptTokens);
+    if (statsJson)
+      std::fprintf(stderr, "%s\n", turn->toJson().c_str());
+  }
+}
+
+bool readFile(const std::string &path, std::string &out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return false;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  out = ss.str();
+  return true;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string model, prompt;
-  bool havePrompt = false, statsJson = false;
+  std::string model, prompt, templatePath;
+  bool havePrompt = false, statsJson = false, chatMode = false,
+       haveMaxNew = false;
   llm::RunnerOptions options;
   options.numThreads = std::max(1u, std::thread::hardware_concurrency());
   llm::GenerationConfig config;
+  llm::ChatOptions chatOptions;
   config.sampling.seed =
       uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
   for (int i = 1; i < argc; ++i) {
@@ -81,6 +232,14 @@ int main(int argc, char **argv) {
     } else if (a == "--prompt" && i + 1 < argc) {
       prompt = argv[++i];
       havePrompt = true;
+    } else if (a == "--chat") {
+      chatMode = true;
+    } else if (a == "--system" && i + 1 < argc) {
+      chatOptions.systemPrompt = argv[++i];
+    } else if (a == "--no-kv-reuse") {
+      chatOptions.reuseKvCache = false;
+    } else if (a == "--chat-template" && i + 1 < argc) {
+      templatePath = argv[++i];
     } else if (a == "--tokenizer" && i + 1 < argc) {
       options.tokenizerPath = argv[++i];
     } else if (a == "--stop" && i + 1 < argc) {
@@ -88,7 +247,8 @@ int main(int argc, char **argv) {
     } else if (a == "-n" || a == "--max-new-tokens") {
       if (!value(v) || v < 0)
         return fail("-n needs a non-negative number");
-      config.maxNewTokens = int32_t(v);
+      config.maxNewTokens = int32_t(std::min(v, 2e9));
+      haveMaxNew = true;
     } else if (a == "--temperature") {
       if (!value(v) || v < 0)
         return fail("--temperature needs a non-negative number");
@@ -96,7 +256,7 @@ int main(int argc, char **argv) {
     } else if (a == "--top-k") {
       if (!value(v) || v < 0)
         return fail("--top-k needs a non-negative number");
-      config.sampling.topK = int32_t(v);
+      config.sampling.topK = int32_t(std::min(v, 2e9));
     } else if (a == "--top-p") {
       if (!value(v) || v <= 0 || v > 1)
         return fail("--top-p needs a number in (0, 1]");
@@ -114,8 +274,8 @@ int main(int argc, char **argv) {
         return fail("--seed needs a non-negative number");
       config.sampling.seed = uint64_t(v);
     } else if (a == "--threads") {
-      if (!value(v) || v < 1)
-        return fail("--threads needs a positive number");
+      if (!value(v) || v < 1 || v > 4096)
+        return fail("--threads needs a number in [1, 4096]");
       options.numThreads = size_t(v);
     } else if (a == "--no-bos") {
       config.addBos = false;
@@ -130,15 +290,29 @@ int main(int argc, char **argv) {
       return fail("unexpected argument '" + a + "'");
     }
   }
-  if (model.empty() || !havePrompt) {
+  if (model.empty() || (!havePrompt && !chatMode)) {
     usage();
-    return fail(model.empty() ? "no model file given" : "--prompt is required");
+    return fail(model.empty() ? "no model file given"
+                              : "--prompt (or --chat) is required");
   }
+  if (chatMode && havePrompt)
+    return fail("--prompt and --chat exclude each other");
+  if (!chatMode && (!chatOptions.systemPrompt.empty() ||
+                    !templatePath.empty() || !chatOptions.reuseKvCache))
+    return fail("--system, --chat-template and --no-kv-reuse need --chat");
+  if (!templatePath.empty() &&
+      !readFile(templatePath, chatOptions.templateSource))
+    return fail("--chat-template: cannot read '" + templatePath + "'");
+  if (chatMode && !haveMaxNew)
+    config.maxNewTokens = 1024;
 
   registerBuiltinBackends();
   auto runner = llm::Runner::load(model, options);
   if (!runner.ok())
     return fail(runner.message());
+  if (chatMode)
+    return chat(**runner, chatOptions, config, statsJson);
+
   std::fwrite(prompt.data(), 1, prompt.size(), stdout);
   std::fflush(stdout);
   auto stats = (*runner)->generate(prompt, config, [](const std::string &s) {

@@ -35,6 +35,10 @@ struct SerializeOptions {
   bool hashInputs = true;
   /// Called with a fraction in [0, 1] while weights are written.
   std::function<void(double)> progress;
+  /// A chat template file to embed instead of the checkpoint's (Jinja text,
+  /// or a tokenizer_config.json), and whether to embed one at all.
+  std::string chatTemplatePath;
+  bool noChatTemplate = false;
 };
 
 /// What the memory planner decided (also reported by etllm-plan-memory).

@@ -60,6 +60,12 @@ struct TokenizerMetadata {
   int64_t bosId = -1, eosId = -1, unkId = -1, padId = -1, eotId = -1;
   bool addBos = true, addSpacePrefix = true;
 };
+/// The chat template a program carries (schema ChatTemplateInfo); empty
+/// `source` when it has none.
+struct ChatTemplateMetadata {
+  std::string source, bosToken, eosToken;
+  std::vector<std::string> stopStrings;
+};
 struct ProgramMetadata {
   std::string modelConfigJson;
   int64_t vocabSize = 0, maxSeqLen = 0, bosId = -1;
@@ -68,6 +74,7 @@ struct ProgramMetadata {
   std::string etllmVersion, pipeline, configYaml;
   std::vector<std::string> stages;
   std::vector<std::pair<std::string, std::string>> inputs;
+  ChatTemplateMetadata chat;
 };
 
 /// A loaded and verified program file.

@@ -13,6 +13,7 @@
 #include "etllm/runtime/program.h"
 #include "etllm/runtime/tokenizer.h"
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -30,6 +31,12 @@ struct GenerationConfig {
   std::vector<std::string> stopStrings;
   /// Prepend BOS to the prompt (when the tokenizer has one).
   bool addBos = true;
+  /// More ids that end generation (e.g. a chat template's <|im_end|>),
+  /// besides the tokenizer's and the program's EOS ids.
+  std::vector<int32_t> stopIds;
+  /// When set (from another thread or a signal handler), generation stops
+  /// before the next token with stop reason "interrupted".
+  const std::atomic<bool> *cancel = nullptr;
 };
 
 /// Timings and counts of one generate() call (milliseconds).
@@ -43,7 +50,12 @@ struct Stats {
   int64_t generatedTokens = 0;
   uint64_t peakRssBytes = 0;
   uint64_t plannedBytes = 0; // planned activations + mutable buffers
-  std::string stopReason; // "eos", "max_new_tokens", "stop_string", "context"
+  // "eos", "max_new_tokens", "stop_string", "context", "interrupted"
+  std::string stopReason;
+  /// Tokens whose KV state was reused from the previous call (not
+  /// prefilled again), and tokens in the KV cache after this call.
+  int64_t cachedTokens = 0;
+  int64_t contextTokens = 0;
   double prefillTokensPerSecond() const;
   double decodeTokensPerSecond() const;
   /// One line of JSON with every field.
@@ -67,7 +79,21 @@ public:
   Result<Stats>
   generate(const std::string &prompt, const GenerationConfig &config,
            const std::function<void(const std::string &)> &onText);
+  /// Generates after the token sequence `tokens`, reusing the KV cache for
+  /// its longest common prefix with the sequence already in the cache (a
+  /// chat's next turn prefills only its new tokens). Stats::promptTokens
+  /// counts the tokens prefilled, Stats::cachedTokens those reused.
+  Result<Stats>
+  continueWith(const std::vector<int32_t> &tokens,
+               const GenerationConfig &config,
+               const std::function<void(const std::string &)> &onText);
+  /// The token sequence whose KV state is in the cache (the prompt and the
+  /// generated tokens that were fed back; not the last sampled one).
+  const std::vector<int32_t> &cachedTokens() const { return cache_; }
+  /// Forgets the KV cache.
+  void resetCache();
   const Tokenizer &tokenizer() const { return *tokenizer_; }
+  const Program &program() const { return *program_; }
   int64_t maxSeqLen() const { return maxSeqLen_; }
 
 private:
@@ -83,6 +109,7 @@ private:
   double loadMs_ = 0;
   std::vector<int64_t> posScratch_;
   std::vector<float> logits_;
+  std::vector<int32_t> cache_;
 };
 
 /// Creates the tokenizer a program names (embedded file or vocabulary).
