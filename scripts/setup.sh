@@ -10,6 +10,8 @@ PKGS=(
   cmake ninja-build ccache g++ python3 pkg-config zlib1g-dev libzstd-dev
   # the chat-template conformance test renders with Jinja itself
   python3-jinja2
+  # scripts/fetch-model.py downloads the demo model over HTTPS
+  ca-certificates
   # libraries
   libflatbuffers-dev flatbuffers-compiler libyaml-cpp-dev libfmt-dev
   libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev
