@@ -914,6 +914,8 @@ LogicalResult ProgramBuilder::write(const SerializeOptions &options,
   padTo(h.segmentBase);
   // Constants, produced and written one at a time.
   uint64_t doneBytes = 0;
+  if (options.progressBytes)
+    options.progressBytes(0, constBytes);
   for (ConstRec &c : constants) {
     padTo(h.segmentBase + segs[constSeg].first + c.offset);
     FailureOr<std::vector<uint8_t>> bytes = constantBytes(c);
@@ -926,6 +928,8 @@ LogicalResult ProgramBuilder::write(const SerializeOptions &options,
     doneBytes += c.size;
     if (options.progress && constBytes)
       options.progress(double(doneBytes) / double(constBytes));
+    if (options.progressBytes)
+      options.progressBytes(doneBytes, constBytes);
   }
   for (size_t i = 0; i < delegates.size(); ++i) {
     padTo(h.segmentBase + segs[delegateSegs[i]].first);

@@ -12,9 +12,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "etllm/Config/ExportConfig.h"
+#include "etllm/Formats/Checkpoint.h"
 #include "etllm/InitAll.h"
 #include "etllm/Pipeline/Stage.h"
-#include "etllm/Formats/Checkpoint.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -28,6 +28,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <cmath>
+#include <unistd.h>
 
 namespace cl = llvm::cl;
 
@@ -76,8 +78,11 @@ static cl::opt<bool> printReference(
     "print-config-reference",
     cl::desc("Print the export_config.yaml reference (Markdown) and exit"),
     cl::cat(category));
-static cl::opt<bool> quiet("quiet", cl::desc("No progress on stderr"),
-                           cl::cat(category));
+static cl::opt<bool>
+    quiet("quiet",
+          cl::desc("No progress on stderr (default: progress: a bar on a "
+                   "terminal, plain lines otherwise)"),
+          cl::cat(category));
 
 namespace {
 using Clock = std::chrono::steady_clock;
@@ -94,6 +99,67 @@ int fail(const llvm::Twine &message) {
   llvm::errs() << "etllm-export: error: " << message << "\n";
   return 1;
 }
+
+/// Progress of the weight conversion: on a terminal, a bar redrawn in place
+/// (bytes done, rate, time left); otherwise a plain line per 10% for
+/// conversions of 16 MiB or more (logs stay short for small models).
+class WeightProgress {
+public:
+  WeightProgress(bool enabled, bool terminal)
+      : enabled_(enabled), terminal_(terminal) {}
+
+  void update(uint64_t done, uint64_t total) {
+    if (!enabled_ || total == 0)
+      return;
+    auto now = Clock::now();
+    if (done == 0 || !started_) {
+      start_ = now;
+      started_ = true;
+      lastDraw_ = now - std::chrono::seconds(1);
+    }
+    double elapsed = std::chrono::duration<double>(now - start_).count();
+    double rate = elapsed > 0 ? double(done) / elapsed : 0;
+    double left = rate > 0 ? double(total - done) / rate : 0;
+    double fraction = double(done) / double(total);
+    constexpr double MiB = 1024.0 * 1024.0;
+    if (terminal_) {
+      bool last = done >= total;
+      if (!last && now - lastDraw_ < std::chrono::milliseconds(100))
+        return;
+      lastDraw_ = now;
+      constexpr int width = 30;
+      int filled = int(fraction * width);
+      std::string bar(size_t(filled), '=');
+      if (filled < width)
+        bar += '>' + std::string(size_t(width - filled - 1), ' ');
+      llvm::errs() << llvm::format(
+          "\r[etllm-export] weights [%s] %3.0f%% %7.1f/%.1f MiB %7.1f MiB/s "
+          "%s\x1b[K",
+          bar.c_str(), fraction * 100, done / MiB, total / MiB, rate / MiB,
+          last        ? llvm::formatv("in {0:f1} s", elapsed).str().c_str()
+          : done == 0 ? "time left unknown"
+                      : llvm::formatv("{0:f1} s left", left).str().c_str());
+      if (last)
+        llvm::errs() << "\n";
+      return;
+    }
+    if (total < (16u << 20))
+      return;
+    int step = int(fraction * 10 + 1e-9);
+    if (step <= lastStep_)
+      return;
+    lastStep_ = step;
+    progress(llvm::formatv("writing weights: {0,3:f0}% ({1:f1} of {2:f1} MiB, "
+                           "{3:f1} MiB/s, {4:f1} s left)",
+                           std::floor(fraction * 100), done / MiB, total / MiB,
+                           rate / MiB, left));
+  }
+
+private:
+  bool enabled_, terminal_, started_ = false;
+  Clock::time_point start_, lastDraw_;
+  int lastStep_ = 0;
+};
 
 /// The recipe options the config asks for.
 void applyConfig(const etllm::ExportConfig &c, etllm::RecipeOptions &o) {
@@ -191,21 +257,9 @@ int main(int argc, char **argv) {
   so.noChatTemplate = noChatTemplate;
   if (noChatTemplate && !chatTemplatePath.empty())
     return fail("--chat-template and --no-chat-template contradict each other");
-  double lastReported = -1;
-  Clock::time_point writeStart;
-  so.progress = [&](double f) {
-    // Only long writes (big models) report progress.
-    if (lastReported < 0 && f < 1.0) {
-      writeStart = Clock::now();
-      lastReported = 0;
-      return;
-    }
-    if (std::chrono::duration<double>(Clock::now() - writeStart).count() < 1.0)
-      return;
-    if (f - lastReported >= 0.1 || f >= 1.0) {
-      lastReported = f;
-      progress(llvm::formatv("writing weights {0:P0}", f));
-    }
+  WeightProgress weightProgress(!quiet, isatty(2) != 0);
+  so.progressBytes = [&](uint64_t done, uint64_t total) {
+    weightProgress.update(done, total);
   };
   bool stopEarly = !stopAfter.empty() && stopAfter != stageNames.back();
   if (toProgram && !stopEarly)

@@ -35,6 +35,9 @@ struct SerializeOptions {
   bool hashInputs = true;
   /// Called with a fraction in [0, 1] while weights are written.
   std::function<void(double)> progress;
+  /// Called with the weight bytes written so far and their total: once
+  /// with 0 before the first, then after each tensor.
+  std::function<void(uint64_t done, uint64_t total)> progressBytes;
   /// A chat template file to embed instead of the checkpoint's (Jinja text,
   /// or a tokenizer_config.json), and whether to embed one at all.
   std::string chatTemplatePath;
