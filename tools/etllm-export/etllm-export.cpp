@@ -36,12 +36,15 @@ namespace cl = llvm::cl;
 static cl::OptionCategory category("etllm-export options");
 static cl::opt<std::string>
     modelPath("model",
-              cl::desc("Hugging Face directory, .gguf or llama2.c checkpoint"),
+              cl::desc("Hugging Face directory, .gguf or llama2.c checkpoint "
+                       "(required)"),
               cl::value_desc("path"), cl::cat(category));
-static cl::opt<std::string>
-    tokenizerPath("tokenizer",
-                  cl::desc("Tokenizer file to embed in the program"),
-                  cl::value_desc("path"), cl::cat(category));
+static cl::opt<std::string> tokenizerPath(
+    "tokenizer",
+    cl::desc("Tokenizer file to embed in the program (default: the "
+             "config's `tokenizer`, else none; a GGUF's "
+             "vocabulary is embedded anyway)"),
+    cl::value_desc("path"), cl::cat(category));
 static cl::opt<std::string> chatTemplatePath(
     "chat-template",
     cl::desc("Chat template to embed instead of the model's own (Jinja "
@@ -55,28 +58,33 @@ static cl::opt<bool>
                    cl::cat(category));
 static cl::opt<std::string>
     configPath("config",
-               cl::desc("export_config.yaml (docs/generated/ExportConfig.md)"),
+               cl::desc("export_config.yaml (docs/generated/ExportConfig.md) "
+                        "(default: none, the built-in defaults)"),
                cl::value_desc("path"), cl::cat(category));
 static cl::list<std::string>
-    overrides("set", cl::desc("Override one config key (repeatable)"),
+    overrides("set",
+              cl::desc("Override one config key (repeatable; default: none)"),
               cl::value_desc("key=value"), cl::cat(category));
 static cl::opt<std::string>
     pipelineName("pipeline", cl::desc("Shorthand for --set pipeline.name=NAME"),
                  cl::value_desc("name"), cl::cat(category));
 static cl::opt<std::string>
     dumpDir("dump-dir",
-            cl::desc("Write the IR after every stage as NN-<stage>.mlir"),
+            cl::desc("Write the IR after every stage as NN-<stage>.mlir "
+                     "(default: the config's output.dump_dir, else none)"),
             cl::value_desc("dir"), cl::cat(category));
 static cl::opt<std::string>
     stopAfter("stop-after-stage",
-              cl::desc("Stop after this stage (e.g. import)"),
+              cl::desc("Stop after this stage, e.g. import (default: run "
+                       "every stage)"),
               cl::value_desc("stage"), cl::cat(category));
-static cl::opt<std::string>
-    outputPath("o", cl::desc("Output: a program file (.pte) or IR (.mlir)"),
-               cl::value_desc("path"), cl::cat(category));
+static cl::opt<std::string> outputPath(
+    "o", cl::desc("Output: a program file (.pte) or IR (.mlir) (required)"),
+    cl::value_desc("path"), cl::cat(category));
 static cl::opt<bool> printReference(
     "print-config-reference",
-    cl::desc("Print the export_config.yaml reference (Markdown) and exit"),
+    cl::desc("Print the export_config.yaml reference (Markdown) and exit "
+             "(default: off)"),
     cl::cat(category));
 static cl::opt<bool>
     quiet("quiet",
@@ -180,6 +188,11 @@ void applyConfig(const etllm::ExportConfig &c, etllm::RecipeOptions &o) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // The recipe's default comes from the config's declaration.
+  static const std::string pipelineHelp =
+      "Shorthand for --set pipeline.name=NAME (default: " +
+      etllm::ExportConfig().getString("pipeline.name") + ")";
+  pipelineName.setDescription(pipelineHelp);
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv,

@@ -1,0 +1,90 @@
+/* The C API on the installed etllm runtime (compiled as C): load a
+ * program, generate with a callback, read the statistics, and check the
+ * errors a caller can make.
+ *   generate_c MODEL.pte "Once upon a time" */
+#include <etllm/runtime/c_api.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static int on_text(const char *text, size_t length, void *user_data) {
+  size_t *pieces = (size_t *)user_data;
+  fwrite(text, 1, length, stdout);
+  ++*pieces;
+  return 0; /* go on */
+}
+
+static int stop_after_three(const char *text, size_t length, void *user_data) {
+  (void)text;
+  (void)length;
+  return ++*(int *)user_data >= 3;
+}
+
+static int check(int ok, const char *what) {
+  if (!ok)
+    fprintf(stderr, "FAIL: %s (last error: %s)\n", what, etllm_last_error());
+  return ok ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+  etllm_runner_options options;
+  etllm_generation_config config;
+  etllm_stats stats;
+  etllm_runner *runner;
+  size_t pieces = 0;
+  int calls = 0, failures = 0;
+  if (argc != 3) {
+    fprintf(stderr, "usage: %s MODEL.pte PROMPT\n", argv[0]);
+    return 2;
+  }
+  /* Errors are values with a message, never crashes. */
+  failures += check(etllm_runner_create("/nonexistent.pte", NULL) == NULL &&
+                        strstr(etllm_last_error(), "/nonexistent.pte") != NULL,
+                    "a missing file is an error naming it");
+  failures += check(etllm_runner_create(NULL, NULL) == NULL &&
+                        strcmp(etllm_last_error(), "program_path is NULL") == 0,
+                    "NULL path");
+  failures += check(etllm_runner_stats(NULL, &stats) == ETLLM_INVALID_ARGUMENT,
+                    "NULL runner");
+  etllm_runner_destroy(NULL);
+
+  etllm_runner_options_init(&options);
+  options.num_threads = 2;
+  runner = etllm_runner_create(argv[1], &options);
+  if (check(runner != NULL, "create"))
+    return 1;
+  failures += check(etllm_runner_stats(runner, &stats) == ETLLM_ERROR,
+                    "no statistics before a generation");
+  etllm_generation_config_init(&config);
+  config.max_new_tokens = 48;
+  config.temperature = 0.0f; /* greedy */
+  printf("%s", argv[2]);
+  failures += check(etllm_runner_generate(runner, argv[2], &config, on_text,
+                                          &pieces) == ETLLM_OK,
+                    "generate");
+  printf("\n");
+  failures += check(etllm_runner_stats(runner, &stats) == ETLLM_OK &&
+                        stats.generated_tokens > 0 &&
+                        (size_t)stats.generated_tokens >= pieces,
+                    "statistics");
+  fprintf(stderr, "%lld prompt tokens, %lld generated (%s), %.0f tokens/s\n",
+          (long long)stats.prompt_tokens, (long long)stats.generated_tokens,
+          stats.stop_reason, stats.decode_tokens_per_second);
+  /* The callback stops generation. */
+  failures += check(etllm_runner_generate(runner, argv[2], &config,
+                                          stop_after_three, &calls) == ETLLM_OK,
+                    "generate with a stopping callback");
+  failures +=
+      check(etllm_runner_stats(runner, &stats) == ETLLM_OK &&
+                strcmp(stats.stop_reason, "interrupted") == 0 && calls == 3,
+            "the callback stopped generation");
+  config.top_p = 2.0f;
+  failures += check(etllm_runner_generate(runner, argv[2], &config, NULL,
+                                          NULL) == ETLLM_INVALID_ARGUMENT,
+                    "an out-of-range setting is refused");
+  failures += check(etllm_runner_context_length(runner) > 0, "context length");
+  etllm_runner_destroy(runner);
+  fprintf(stderr, "etllm %s C API: %s\n", etllm_version(),
+          failures ? "FAILED" : "all checks passed");
+  return failures ? 1 : 0;
+}

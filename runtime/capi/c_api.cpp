@@ -1,0 +1,189 @@
+//===- c_api.cpp - The etllm runtime's C API ------------------------------===//
+//
+// extern "C" wrappers over llm::Runner. Nothing thrown escapes: every entry
+// point catches and turns failures into a status and etllm_last_error().
+//
+//===----------------------------------------------------------------------===//
+#include "etllm/runtime/c_api.h"
+
+#include "etllm/runtime/backend.h"
+#include "etllm/runtime/llm/runner.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+#include <thread>
+
+using namespace etllm::rt;
+
+struct etllm_runner {
+  std::unique_ptr<llm::Runner> runner;
+  llm::Stats stats;
+  bool haveStats = false;
+};
+
+namespace {
+
+thread_local std::string lastError;
+
+etllm_status failWith(etllm_status status, std::string message) {
+  lastError = std::move(message);
+  return status;
+}
+
+template <typename F> etllm_status guarded(F &&f) {
+  try {
+    lastError.clear();
+    return f();
+  } catch (const std::bad_alloc &) {
+    return failWith(ETLLM_ERROR, "out of memory");
+  } catch (const std::exception &e) {
+    return failWith(ETLLM_ERROR, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return failWith(ETLLM_ERROR, "internal error");
+  }
+}
+
+} // namespace
+
+extern "C" {
+
+void etllm_runner_options_init(etllm_runner_options *options) {
+  if (!options)
+    return;
+  std::memset(options, 0, sizeof *options);
+  options->struct_size = sizeof *options;
+}
+
+void etllm_generation_config_init(etllm_generation_config *config) {
+  if (!config)
+    return;
+  std::memset(config, 0, sizeof *config);
+  config->struct_size = sizeof *config;
+  llm::GenerationConfig d;
+  config->max_new_tokens = d.maxNewTokens;
+  config->temperature = d.sampling.temperature;
+  config->top_k = d.sampling.topK;
+  config->top_p = d.sampling.topP;
+  config->min_p = d.sampling.minP;
+  config->repetition_penalty = d.sampling.repetitionPenalty;
+  config->seed = 0;
+  config->add_bos = d.addBos ? 1 : 0;
+}
+
+etllm_runner *etllm_runner_create(const char *program_path,
+                                  const etllm_runner_options *options) {
+  etllm_runner *out = nullptr;
+  guarded([&] {
+    if (!program_path)
+      return failWith(ETLLM_INVALID_ARGUMENT, "program_path is NULL");
+    if (options && options->struct_size < sizeof(etllm_runner_options))
+      return failWith(ETLLM_INVALID_ARGUMENT,
+                      "options->struct_size is too small (use "
+                      "etllm_runner_options_init)");
+    llm::RunnerOptions ro;
+    ro.numThreads = std::max(1u, std::thread::hardware_concurrency());
+    if (options) {
+      if (options->num_threads < 0 || options->num_threads > 4096)
+        return failWith(ETLLM_INVALID_ARGUMENT,
+                        "num_threads must be in [0, 4096]");
+      if (options->num_threads > 0)
+        ro.numThreads = size_t(options->num_threads);
+      if (options->tokenizer_path)
+        ro.tokenizerPath = options->tokenizer_path;
+    }
+    registerBuiltinBackends();
+    auto runner = llm::Runner::load(program_path, ro);
+    if (!runner.ok())
+      return failWith(ETLLM_ERROR, runner.message());
+    std::unique_ptr<etllm_runner> r(new etllm_runner());
+    r->runner = std::move(runner.value());
+    out = r.release();
+    return ETLLM_OK;
+  });
+  return out;
+}
+
+etllm_status etllm_runner_generate(etllm_runner *runner, const char *prompt,
+                                   const etllm_generation_config *config,
+                                   etllm_text_callback on_text,
+                                   void *user_data) {
+  return guarded([&] {
+    if (!runner || !prompt)
+      return failWith(ETLLM_INVALID_ARGUMENT, "runner or prompt is NULL");
+    llm::GenerationConfig gc;
+    if (config) {
+      if (config->struct_size < sizeof(etllm_generation_config))
+        return failWith(ETLLM_INVALID_ARGUMENT,
+                        "config->struct_size is too small (use "
+                        "etllm_generation_config_init)");
+      if (config->max_new_tokens < 0 || !(config->temperature >= 0) ||
+          config->top_k < 0 || !(config->top_p > 0 && config->top_p <= 1) ||
+          !(config->min_p >= 0 && config->min_p <= 1) ||
+          !(config->repetition_penalty > 0))
+        return failWith(ETLLM_INVALID_ARGUMENT,
+                        "a generation setting is out of range");
+      gc.maxNewTokens = config->max_new_tokens;
+      gc.sampling.temperature = config->temperature;
+      gc.sampling.topK = config->top_k;
+      gc.sampling.topP = config->top_p;
+      gc.sampling.minP = config->min_p;
+      gc.sampling.repetitionPenalty = config->repetition_penalty;
+      gc.sampling.seed = config->seed;
+      gc.addBos = config->add_bos != 0;
+    }
+    std::atomic<bool> stop{false};
+    gc.cancel = &stop;
+    auto stats =
+        runner->runner->generate(prompt, gc, [&](const std::string &s) {
+          if (on_text && !stop.load() && on_text(s.data(), s.size(), user_data))
+            stop.store(true);
+        });
+    if (!stats.ok())
+      return failWith(ETLLM_ERROR, stats.message());
+    runner->stats = *stats;
+    runner->haveStats = true;
+    return ETLLM_OK;
+  });
+}
+
+etllm_status etllm_runner_stats(const etllm_runner *runner,
+                                etllm_stats *stats) {
+  return guarded([&] {
+    if (!runner || !stats)
+      return failWith(ETLLM_INVALID_ARGUMENT, "runner or stats is NULL");
+    if (!runner->haveStats)
+      return failWith(ETLLM_ERROR, "no generation has run yet");
+    const llm::Stats &s = runner->stats;
+    std::memset(stats, 0, sizeof *stats);
+    stats->struct_size = sizeof *stats;
+    stats->load_ms = s.loadMs;
+    stats->ttft_ms = s.ttftMs;
+    stats->prefill_ms = s.prefillMs;
+    stats->decode_ms = s.decodeMs;
+    stats->sampling_ms = s.samplingMs;
+    stats->prompt_tokens = s.promptTokens;
+    stats->generated_tokens = s.generatedTokens;
+    stats->prefill_tokens_per_second = s.prefillTokensPerSecond();
+    stats->decode_tokens_per_second = s.decodeTokensPerSecond();
+    stats->peak_rss_bytes = s.peakRssBytes;
+    std::strncpy(stats->stop_reason, s.stopReason.c_str(),
+                 sizeof stats->stop_reason - 1);
+    return ETLLM_OK;
+  });
+}
+
+int64_t etllm_runner_context_length(const etllm_runner *runner) {
+  return runner ? runner->runner->maxSeqLen() : 0;
+}
+
+void etllm_runner_destroy(etllm_runner *runner) { delete runner; }
+
+const char *etllm_last_error(void) { return lastError.c_str(); }
+
+const char *etllm_version(void) { return ETLLM_VERSION; }
+
+} // extern "C"

@@ -1,0 +1,131 @@
+/*===- c_api.h - The etllm runtime's C API ------------------------*- C -*-===*
+ *
+ * For apps that cannot call C++ (JNI on Android, Swift on iOS/macOS, any
+ * FFI): plain C types only, no C++ type or exception crosses it. Load a
+ * program file, generate text with a callback per piece, read the
+ * statistics, destroy. Every function that can fail returns NULL or a
+ * non-zero status and leaves a message in etllm_last_error().
+ *
+ * Thread safety: one runner is used by one thread at a time; distinct
+ * runners may run on distinct threads. etllm_last_error() is per thread.
+ *
+ * Structs that carry options start with `struct_size`: fill them with the
+ * _init functions, so a later version can append fields.
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef ETLLM_RUNTIME_C_API_H
+#define ETLLM_RUNTIME_C_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define ETLLM_C_EXPORT __declspec(dllexport)
+#else
+#define ETLLM_C_EXPORT __attribute__((visibility("default")))
+#endif
+
+/** Version of this API (incremented when functions are added). */
+#define ETLLM_C_API_VERSION 1
+
+typedef enum etllm_status {
+  ETLLM_OK = 0,
+  /** A failure: see etllm_last_error(). */
+  ETLLM_ERROR = 1,
+  /** A NULL pointer or an out-of-range value was passed. */
+  ETLLM_INVALID_ARGUMENT = 2,
+} etllm_status;
+
+typedef struct etllm_runner etllm_runner;
+
+typedef struct etllm_runner_options {
+  size_t struct_size;
+  /** Kernel threads; 0 = one per hardware thread. */
+  int32_t num_threads;
+  /** A tokenizer file to use instead of the program's own; NULL = none. */
+  const char *tokenizer_path;
+} etllm_runner_options;
+
+typedef struct etllm_generation_config {
+  size_t struct_size;
+  /** Tokens to generate at most (default 128). */
+  int32_t max_new_tokens;
+  /** 0 = greedy (default 0.8). */
+  float temperature;
+  /** 0 = off (default 0). */
+  int32_t top_k;
+  /** Nucleus sampling (default 0.9). */
+  float top_p;
+  /** 0 = off (default 0). */
+  float min_p;
+  /** > 1 discourages repeats (default 1). */
+  float repetition_penalty;
+  /** Random seed (default 0). */
+  uint64_t seed;
+  /** Prepend BOS to the prompt (default 1). */
+  int32_t add_bos;
+} etllm_generation_config;
+
+/** Statistics of the last generation (times in milliseconds). */
+typedef struct etllm_stats {
+  size_t struct_size;
+  double load_ms, ttft_ms, prefill_ms, decode_ms, sampling_ms;
+  int64_t prompt_tokens, generated_tokens;
+  double prefill_tokens_per_second, decode_tokens_per_second;
+  uint64_t peak_rss_bytes;
+  /** "eos", "max_new_tokens", "stop_string", "context", "interrupted". */
+  char stop_reason[32];
+} etllm_stats;
+
+/**
+ * Receives the generated text as it is produced (`length` bytes, not
+ * NUL-terminated; a multi-byte character may be split across calls).
+ * Return 0 to go on, non-zero to stop generating (stop reason
+ * "interrupted").
+ */
+typedef int (*etllm_text_callback)(const char *text, size_t length,
+                                   void *user_data);
+
+ETLLM_C_EXPORT void etllm_runner_options_init(etllm_runner_options *options);
+ETLLM_C_EXPORT void
+etllm_generation_config_init(etllm_generation_config *config);
+
+/** Loads and verifies a program file. NULL on failure. `options` may be
+ * NULL (defaults). */
+ETLLM_C_EXPORT etllm_runner *
+etllm_runner_create(const char *program_path,
+                    const etllm_runner_options *options);
+
+/** Generates a continuation of `prompt` (UTF-8, NUL-terminated). `config`
+ * may be NULL (defaults). */
+ETLLM_C_EXPORT etllm_status
+etllm_runner_generate(etllm_runner *runner, const char *prompt,
+                      const etllm_generation_config *config,
+                      etllm_text_callback on_text, void *user_data);
+
+/** The statistics of the last successful etllm_runner_generate. */
+ETLLM_C_EXPORT etllm_status etllm_runner_stats(const etllm_runner *runner,
+                                               etllm_stats *stats);
+
+/** The model's context length (max_seq_len, in tokens); 0 for NULL. */
+ETLLM_C_EXPORT int64_t etllm_runner_context_length(const etllm_runner *runner);
+
+/** Frees a runner (NULL is fine). */
+ETLLM_C_EXPORT void etllm_runner_destroy(etllm_runner *runner);
+
+/** The message of this thread's last failure ("" when none); valid until
+ * the next call into this API from the same thread. */
+ETLLM_C_EXPORT const char *etllm_last_error(void);
+
+/** "0.1.0". */
+ETLLM_C_EXPORT const char *etllm_version(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* ETLLM_RUNTIME_C_API_H */
