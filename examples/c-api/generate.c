@@ -1,7 +1,7 @@
 /* The C API on the installed etllm runtime (compiled as C): load a
- * program, generate with a callback, read the statistics, and check the
- * errors a caller can make.
- *   generate_c MODEL.pte "Once upon a time" */
+ * program, generate with a callback, read the statistics, chat, and check
+ * the errors a caller can make.
+ *   generate_c MODEL.pte "Once upon a time" [CHAT_MODEL.pte] */
 #include <etllm/runtime/c_api.h>
 
 #include <stdio.h>
@@ -33,8 +33,8 @@ int main(int argc, char **argv) {
   etllm_runner *runner;
   size_t pieces = 0;
   int calls = 0, failures = 0;
-  if (argc != 3) {
-    fprintf(stderr, "usage: %s MODEL.pte PROMPT\n", argv[0]);
+  if (argc != 3 && argc != 4) {
+    fprintf(stderr, "usage: %s MODEL.pte PROMPT [CHAT_MODEL.pte]\n", argv[0]);
     return 2;
   }
   /* Errors are values with a message, never crashes. */
@@ -83,7 +83,44 @@ int main(int argc, char **argv) {
                                           NULL) == ETLLM_INVALID_ARGUMENT,
                     "an out-of-range setting is refused");
   failures += check(etllm_runner_context_length(runner) > 0, "context length");
+  failures += check(etllm_chat_create(runner, NULL) == NULL &&
+                        strstr(etllm_last_error(), "no chat template") != NULL,
+                    "a program without a chat template cannot chat");
   etllm_runner_destroy(runner);
+
+  if (argc == 4) {
+    /* Two turns: the second reuses the KV cache of the first. */
+    etllm_chat *chat;
+    runner = etllm_runner_create(argv[3], &options);
+    if (check(runner != NULL, "create the chat runner"))
+      return 1;
+    chat = etllm_chat_create(runner, "You tell short stories.");
+    if (check(chat != NULL, "chat create"))
+      return 1;
+    etllm_generation_config_init(&config);
+    config.temperature = 0.0f;
+    config.max_new_tokens = 24;
+    pieces = 0;
+    failures += check(etllm_chat_send(chat, "Tell me a story.", &config,
+                                      on_text, &pieces) == ETLLM_OK &&
+                          pieces > 0,
+                      "first chat turn");
+    printf("\n");
+    failures += check(etllm_chat_send(chat, "And then?", &config, on_text,
+                                      &pieces) == ETLLM_OK,
+                      "second chat turn");
+    printf("\n");
+    failures += check(etllm_runner_stats(runner, &stats) == ETLLM_OK &&
+                          stats.cached_tokens > 0 &&
+                          stats.context_tokens > stats.cached_tokens,
+                      "the second turn reused the KV cache");
+    fprintf(stderr, "chat: second turn reused %lld tokens, prefilled %lld\n",
+            (long long)stats.cached_tokens, (long long)stats.prompt_tokens);
+    etllm_chat_reset(chat);
+    etllm_chat_destroy(chat);
+    etllm_chat_destroy(NULL);
+    etllm_runner_destroy(runner);
+  }
   fprintf(stderr, "etllm %s C API: %s\n", etllm_version(),
           failures ? "FAILED" : "all checks passed");
   return failures ? 1 : 0;

@@ -7,11 +7,13 @@
 #include "etllm/runtime/c_api.h"
 
 #include "etllm/runtime/backend.h"
+#include "etllm/runtime/llm/chat.h"
 #include "etllm/runtime/llm/runner.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <new>
 #include <string>
@@ -23,6 +25,11 @@ struct etllm_runner {
   std::unique_ptr<llm::Runner> runner;
   llm::Stats stats;
   bool haveStats = false;
+};
+
+struct etllm_chat {
+  etllm_runner *runner = nullptr;
+  std::unique_ptr<llm::ChatSession> session;
 };
 
 namespace {
@@ -45,6 +52,40 @@ template <typename F> etllm_status guarded(F &&f) {
   } catch (...) {
     return failWith(ETLLM_ERROR, "internal error");
   }
+}
+
+etllm_status toConfig(const etllm_generation_config *config,
+                      llm::GenerationConfig &gc) {
+  if (!config)
+    return ETLLM_OK;
+  if (config->struct_size < sizeof(etllm_generation_config))
+    return failWith(ETLLM_INVALID_ARGUMENT,
+                    "config->struct_size is too small (use "
+                    "etllm_generation_config_init)");
+  if (config->max_new_tokens < 0 || !(config->temperature >= 0) ||
+      config->top_k < 0 || !(config->top_p > 0 && config->top_p <= 1) ||
+      !(config->min_p >= 0 && config->min_p <= 1) ||
+      !(config->repetition_penalty > 0))
+    return failWith(ETLLM_INVALID_ARGUMENT,
+                    "a generation setting is out of range");
+  gc.maxNewTokens = config->max_new_tokens;
+  gc.sampling.temperature = config->temperature;
+  gc.sampling.topK = config->top_k;
+  gc.sampling.topP = config->top_p;
+  gc.sampling.minP = config->min_p;
+  gc.sampling.repetitionPenalty = config->repetition_penalty;
+  gc.sampling.seed = config->seed;
+  gc.addBos = config->add_bos != 0;
+  return ETLLM_OK;
+}
+
+/// Streams to a C callback; a non-zero return sets `stop`.
+std::function<void(const std::string &)>
+textSink(etllm_text_callback onText, void *userData, std::atomic<bool> &stop) {
+  return [=, &stop](const std::string &s) {
+    if (onText && !stop.load() && onText(s.data(), s.size(), userData))
+      stop.store(true);
+  };
 }
 
 } // namespace
@@ -115,26 +156,8 @@ etllm_status etllm_runner_generate(etllm_runner *runner, const char *prompt,
     if (!runner || !prompt)
       return failWith(ETLLM_INVALID_ARGUMENT, "runner or prompt is NULL");
     llm::GenerationConfig gc;
-    if (config) {
-      if (config->struct_size < sizeof(etllm_generation_config))
-        return failWith(ETLLM_INVALID_ARGUMENT,
-                        "config->struct_size is too small (use "
-                        "etllm_generation_config_init)");
-      if (config->max_new_tokens < 0 || !(config->temperature >= 0) ||
-          config->top_k < 0 || !(config->top_p > 0 && config->top_p <= 1) ||
-          !(config->min_p >= 0 && config->min_p <= 1) ||
-          !(config->repetition_penalty > 0))
-        return failWith(ETLLM_INVALID_ARGUMENT,
-                        "a generation setting is out of range");
-      gc.maxNewTokens = config->max_new_tokens;
-      gc.sampling.temperature = config->temperature;
-      gc.sampling.topK = config->top_k;
-      gc.sampling.topP = config->top_p;
-      gc.sampling.minP = config->min_p;
-      gc.sampling.repetitionPenalty = config->repetition_penalty;
-      gc.sampling.seed = config->seed;
-      gc.addBos = config->add_bos != 0;
-    }
+    if (etllm_status st = toConfig(config, gc); st != ETLLM_OK)
+      return st;
     std::atomic<bool> stop{false};
     gc.cancel = &stop;
     auto stats =
@@ -172,6 +195,8 @@ etllm_status etllm_runner_stats(const etllm_runner *runner,
     stats->peak_rss_bytes = s.peakRssBytes;
     std::strncpy(stats->stop_reason, s.stopReason.c_str(),
                  sizeof stats->stop_reason - 1);
+    stats->cached_tokens = s.cachedTokens;
+    stats->context_tokens = s.contextTokens;
     return ETLLM_OK;
   });
 }
@@ -181,6 +206,58 @@ int64_t etllm_runner_context_length(const etllm_runner *runner) {
 }
 
 void etllm_runner_destroy(etllm_runner *runner) { delete runner; }
+
+etllm_chat *etllm_chat_create(etllm_runner *runner, const char *system_prompt) {
+  etllm_chat *out = nullptr;
+  guarded([&] {
+    if (!runner)
+      return failWith(ETLLM_INVALID_ARGUMENT, "runner is NULL");
+    llm::ChatOptions options;
+    if (system_prompt)
+      options.systemPrompt = system_prompt;
+    auto session = llm::ChatSession::create(*runner->runner, options);
+    if (!session.ok())
+      return failWith(ETLLM_ERROR, session.message());
+    std::unique_ptr<etllm_chat> c(new etllm_chat());
+    c->runner = runner;
+    c->session = std::move(session.value());
+    out = c.release();
+    return ETLLM_OK;
+  });
+  return out;
+}
+
+etllm_status etllm_chat_send(etllm_chat *chat, const char *user_message,
+                             const etllm_generation_config *config,
+                             etllm_text_callback on_text, void *user_data) {
+  return guarded([&] {
+    if (!chat || !user_message)
+      return failWith(ETLLM_INVALID_ARGUMENT, "chat or user_message is NULL");
+    llm::GenerationConfig gc;
+    gc.maxNewTokens = 1024;
+    if (etllm_status st = toConfig(config, gc); st != ETLLM_OK)
+      return st;
+    std::atomic<bool> stop{false};
+    gc.cancel = &stop;
+    auto turn = chat->session->send(user_message, gc,
+                                    textSink(on_text, user_data, stop));
+    if (!turn.ok())
+      return failWith(ETLLM_ERROR, turn.message());
+    chat->runner->stats = turn->stats;
+    chat->runner->haveStats = true;
+    return ETLLM_OK;
+  });
+}
+
+void etllm_chat_reset(etllm_chat *chat) {
+  if (chat)
+    guarded([&] {
+      chat->session->reset();
+      return ETLLM_OK;
+    });
+}
+
+void etllm_chat_destroy(etllm_chat *chat) { delete chat; }
 
 const char *etllm_last_error(void) { return lastError.c_str(); }
 

@@ -29,14 +29,21 @@ echo "built the examples with find_package(etllm_runtime) and pkg-config"
 
 "$etllm_export" --quiet --model "$shared/models/stories260K/stories260K.bin" \
   --tokenizer "$shared/models/stories260K/tok512.bin" -o "$work/stories260K.pte"
+"$etllm_export" --quiet --model "$shared/models/stories260K/stories260K.bin" \
+  --tokenizer "$shared/models/stories260K/tok512.bin" \
+  --chat-template "$src/test/ChatTemplate/Inputs/meta-llama-Llama-2-7b-chat-hf.jinja" \
+  -o "$work/chat.pte"
 # The llama2.c reference's greedy text (portable recipe, exact).
 expected="Once upon a time, there was a little girl named Lily. She loved to play outside in the park."
 for app in "$work/generate/generate" "$work/generate-pc" "$work/c-api/generate_c"; do
-  "$app" "$work/stories260K.pte" "Once upon a time" > "$work/out.txt" 2> "$work/err.txt"
+  chat=
+  case $app in *generate_c) chat=$work/chat.pte ;; esac
+  "$app" "$work/stories260K.pte" "Once upon a time" $chat > "$work/out.txt" 2> "$work/err.txt"
   if ! grep -qF "$expected" "$work/out.txt"; then
     echo "FAIL: $app printed:"; cat "$work/out.txt" "$work/err.txt"; exit 1
   fi
   echo "$(basename "$app"): $(head -c 100 "$work/out.txt")"
 done
 grep -q "all checks passed" "$work/err.txt" || { cat "$work/err.txt"; exit 1; }
+grep "chat: second turn reused" "$work/err.txt"
 echo "install-and-build: PASS"

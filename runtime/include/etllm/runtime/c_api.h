@@ -41,6 +41,7 @@ typedef enum etllm_status {
 } etllm_status;
 
 typedef struct etllm_runner etllm_runner;
+typedef struct etllm_chat etllm_chat;
 
 typedef struct etllm_runner_options {
   size_t struct_size;
@@ -79,6 +80,9 @@ typedef struct etllm_stats {
   uint64_t peak_rss_bytes;
   /** "eos", "max_new_tokens", "stop_string", "context", "interrupted". */
   char stop_reason[32];
+  /** Tokens whose KV state was reused (a chat's earlier turns), and the
+   * tokens in the KV cache afterwards. */
+  int64_t cached_tokens, context_tokens;
 } etllm_stats;
 
 /**
@@ -113,6 +117,27 @@ ETLLM_C_EXPORT etllm_status etllm_runner_stats(const etllm_runner *runner,
 
 /** The model's context length (max_seq_len, in tokens); 0 for NULL. */
 ETLLM_C_EXPORT int64_t etllm_runner_context_length(const etllm_runner *runner);
+
+/** A conversation with the program's chat template (see
+ * etllm/runtime/llm/chat.h): the KV cache is kept across turns, so a turn
+ * prefills only its new tokens. `system_prompt` may be NULL. The runner
+ * must outlive the chat; one chat per runner at a time. NULL on failure
+ * (e.g. the program carries no chat template). */
+ETLLM_C_EXPORT etllm_chat *etllm_chat_create(etllm_runner *runner,
+                                             const char *system_prompt);
+
+/** Adds the user's message and streams the reply (which ends at the
+ * template's end of turn). Statistics: etllm_runner_stats on its runner. */
+ETLLM_C_EXPORT etllm_status
+etllm_chat_send(etllm_chat *chat, const char *user_message,
+                const etllm_generation_config *config,
+                etllm_text_callback on_text, void *user_data);
+
+/** Back to the start of the conversation (the system message only). */
+ETLLM_C_EXPORT void etllm_chat_reset(etllm_chat *chat);
+
+/** Frees a chat (NULL is fine). */
+ETLLM_C_EXPORT void etllm_chat_destroy(etllm_chat *chat);
 
 /** Frees a runner (NULL is fine). */
 ETLLM_C_EXPORT void etllm_runner_destroy(etllm_runner *runner);
