@@ -468,6 +468,21 @@ public:
     return elementType((*a)["dtype"], std::string("argument '") + name + "'");
   }
 
+  /// A dimension argument normalized for `rank` (`dflt` when it is absent
+  /// or None).
+  FailureOr<int64_t> dimArg(const char *name, int64_t rank,
+                            std::optional<int64_t> dflt = std::nullopt) {
+    if (isNone(name)) {
+      if (!dflt)
+        return fail(std::string("argument '") + name + "' is missing");
+      return normDim(*dflt, rank);
+    }
+    FailureOr<int64_t> d = intArg(name);
+    if (failed(d))
+      return failure();
+    return normDim(*d, rank);
+  }
+
   FailureOr<int64_t> normDim(int64_t d, int64_t rank) {
     int64_t r = std::max<int64_t>(rank, 1);
     if (d < -r || d >= r)
@@ -601,6 +616,42 @@ public:
                   " has more than one size that depends on the sequence "
                   "length S");
     return out;
+  }
+
+  /// `v` broadcast (etllm.expand) to `want`. A size that follows S must
+  /// already be `v`'s: expand cannot make a dynamic size out of a static
+  /// one.
+  Value broadcastTo(Value v, ArrayRef<SymDim> want, const std::string &what) {
+    SymShape in = symShapeOf(v);
+    if (ArrayRef<SymDim>(in) == want)
+      return v;
+    int64_t lead = int64_t(want.size()) - int64_t(in.size());
+    if (lead < 0) {
+      fail(what + ": broadcasting to fewer dimensions");
+      return Value();
+    }
+    SmallVector<int64_t> target;
+    for (auto [i, d] : llvm::enumerate(want)) {
+      int64_t j = int64_t(i) - lead;
+      if (d.isStatic()) {
+        target.push_back(d.off);
+      } else if (j >= 0 && in[j] == d) {
+        target.push_back(-1);
+      } else {
+        fail(what + ": broadcasting to the size " + d.str() +
+             ", which depends on the sequence length S, from a dimension of "
+             "size " +
+             (j >= 0 ? in[j].str() : std::string("(new)")) +
+             ": broadcast a tensor that already has that size (e.g. "
+             "expand_as)");
+        return Value();
+      }
+    }
+    Value e = emit<ExpandOp>(tensorType(want, typeOf(v).getElementType()), v,
+                             b.getDenseI64ArrayAttr(target));
+    if (e)
+      symShapes[e] = SymShape(want.begin(), want.end());
+    return e;
   }
 
   /// A reshape of `v` to the current node's result shape.
@@ -803,28 +854,16 @@ LogicalResult expandOp(Importer &I, const json &) {
   FailureOr<SmallVector<SymDim>> size = I.symListArg("size");
   if (failed(size))
     return failure();
-  SymShape in = I.symShapeOf(*x);
-  int64_t lead = int64_t(size->size()) - int64_t(in.size());
-  if (lead < 0)
-    return I.fail("expand to fewer dimensions than the input has");
-  SmallVector<int64_t> target;
-  for (auto [i, d] : llvm::enumerate(*size)) {
-    int64_t j = int64_t(i) - lead;
-    if (d.isStatic()) {
-      target.push_back(d.off);
-    } else if (j >= 0 && in[j] == d) {
-      target.push_back(-1);
-    } else {
-      return I.fail("expand to the size " + d.str() +
-                    ", which depends on the sequence length S, from a "
-                    "dimension of size " +
-                    (j >= 0 ? in[j].str() : std::string("(new)")) +
-                    ": expand a tensor that already has that size (e.g. "
-                    "expand_as)");
+  // -1 keeps the input's size.
+  SymShape in = I.symShapeOf(*x), want(size->begin(), size->end());
+  int64_t lead = int64_t(want.size()) - int64_t(in.size());
+  for (auto [i, d] : llvm::enumerate(want))
+    if (d.isStatic() && d.off == -1) {
+      if (int64_t(i) < lead)
+        return I.fail("expand with -1 for a new dimension");
+      d = in[i - lead];
     }
-  }
-  return I.setResult(
-      I.emit<ExpandOp>(*rt, *x, I.b.getDenseI64ArrayAttr(target)));
+  return I.setResult(I.broadcastTo(*x, want, "expand"));
 }
 
 LogicalResult sliceOp(Importer &I, const json &) {
@@ -834,12 +873,7 @@ LogicalResult sliceOp(Importer &I, const json &) {
   FailureOr<Value> x = I.tensorArg("self");
   if (failed(x))
     return failure();
-  int64_t rank = typeOf(*x).getRank();
-  FailureOr<int64_t> dimRaw =
-      I.isNone("dim") ? FailureOr<int64_t>(0) : I.intArg("dim");
-  if (failed(dimRaw))
-    return failure();
-  FailureOr<int64_t> dim = I.normDim(*dimRaw, rank);
+  FailureOr<int64_t> dim = I.dimArg("dim", typeOf(*x).getRank(), 0);
   if (failed(dim))
     return failure();
   int64_t start = 0, end = kEnd, step = 1;
@@ -879,10 +913,7 @@ LogicalResult selectOp(Importer &I, const json &) {
   FailureOr<Value> x = I.tensorArg("self");
   if (failed(x))
     return failure();
-  FailureOr<int64_t> dimRaw = I.intArg("dim");
-  if (failed(dimRaw))
-    return failure();
-  FailureOr<int64_t> dim = I.normDim(*dimRaw, typeOf(*x).getRank());
+  FailureOr<int64_t> dim = I.dimArg("dim", typeOf(*x).getRank());
   if (failed(dim))
     return failure();
   FailureOr<int64_t> index = I.intArg("index");
@@ -947,10 +978,7 @@ LogicalResult unsqueezeOp(Importer &I, const json &) {
   FailureOr<Value> x = I.tensorArg("self");
   if (failed(x))
     return failure();
-  FailureOr<int64_t> d = I.intArg("dim");
-  if (failed(d))
-    return failure();
-  FailureOr<int64_t> nd = I.normDim(*d, typeOf(*x).getRank() + 1);
+  FailureOr<int64_t> nd = I.dimArg("dim", typeOf(*x).getRank() + 1);
   if (failed(nd))
     return failure();
   return I.setResult(I.emit<UnsqueezeOp>(*rt, *x, I.b.getI64IntegerAttr(*nd)));
@@ -1002,11 +1030,7 @@ LogicalResult catOp(Importer &I, const json &) {
     return failure();
   if (xs->empty())
     return I.fail("cat of no tensors");
-  FailureOr<int64_t> d =
-      I.isNone("dim") ? FailureOr<int64_t>(0) : I.intArg("dim");
-  if (failed(d))
-    return failure();
-  FailureOr<int64_t> nd = I.normDim(*d, rt->getRank());
+  FailureOr<int64_t> nd = I.dimArg("dim", rt->getRank(), 0);
   if (failed(nd))
     return failure();
   SmallVector<Value> ins;
@@ -1029,11 +1053,7 @@ LogicalResult stackOp(Importer &I, const json &) {
     return failure();
   if (xs->empty())
     return I.fail("stack of no tensors");
-  FailureOr<int64_t> d =
-      I.isNone("dim") ? FailureOr<int64_t>(0) : I.intArg("dim");
-  if (failed(d))
-    return failure();
-  FailureOr<int64_t> nd = I.normDim(*d, rt->getRank());
+  FailureOr<int64_t> nd = I.dimArg("dim", rt->getRank(), 0);
   if (failed(nd))
     return failure();
   SmallVector<Value> ins;
@@ -1060,11 +1080,7 @@ LogicalResult splitOp(Importer &I, const json &) {
   if (failed(x))
     return failure();
   auto xt = typeOf(*x);
-  FailureOr<int64_t> d =
-      I.isNone("dim") ? FailureOr<int64_t>(0) : I.intArg("dim");
-  if (failed(d))
-    return failure();
-  FailureOr<int64_t> nd = I.normDim(*d, xt.getRank());
+  FailureOr<int64_t> nd = I.dimArg("dim", xt.getRank(), 0);
   if (failed(nd))
     return failure();
   int64_t size = xt.getDimSize(*nd);
@@ -1192,23 +1208,7 @@ LogicalResult copyOp(Importer &I, const json &) {
   Value v = I.convert(*src, rt->getElementType());
   if (!v)
     return failure();
-  if (I.symShapeOf(v) != outShape) {
-    SymShape in = I.symShapeOf(v);
-    int64_t lead = int64_t(outShape.size()) - int64_t(in.size());
-    if (lead < 0)
-      return I.fail("copy from a tensor of higher rank");
-    SmallVector<int64_t> target;
-    for (auto [i, d] : llvm::enumerate(outShape)) {
-      int64_t j = int64_t(i) - lead;
-      if (d.isStatic())
-        target.push_back(d.off);
-      else if (j >= 0 && in[j] == d)
-        target.push_back(-1);
-      else
-        return I.fail("copy broadcasts to a size that depends on S");
-    }
-    v = I.emit<ExpandOp>(*rt, v, I.b.getDenseI64ArrayAttr(target));
-  }
+  v = I.broadcastTo(v, outShape, "copy");
   I.lastResultShape = outShape;
   return I.setResult(v);
 }
@@ -1511,10 +1511,9 @@ LogicalResult indexSelectOp(Importer &I, const json &) {
     return failure();
   FailureOr<Value> x = I.tensorArg("self");
   FailureOr<Value> idx = I.tensorArg("index");
-  FailureOr<int64_t> d = I.intArg("dim");
-  if (failed(x) || failed(idx) || failed(d))
+  if (failed(x) || failed(idx))
     return failure();
-  FailureOr<int64_t> nd = I.normDim(*d, typeOf(*x).getRank());
+  FailureOr<int64_t> nd = I.dimArg("dim", typeOf(*x).getRank());
   if (failed(nd))
     return failure();
   return I.setResult(
@@ -1612,33 +1611,11 @@ LogicalResult indexPutOp(Importer &I, const json &) {
   if (failed(vals))
     return failure();
   // values broadcast to the input's shape with `dim` replaced by the index.
-  Value v = *vals;
   SymShape want = I.symShapeOf(*x);
   want[dim] = I.symShapeOf(idx)[0];
-  if (I.symShapeOf(v) != want) {
-    SymShape in = I.symShapeOf(v);
-    int64_t lead = int64_t(want.size()) - int64_t(in.size());
-    if (lead < 0)
-      return I.fail("index_put values have a higher rank than the input");
-    SmallVector<int64_t> target, shape;
-    for (auto [i, d] : llvm::enumerate(want)) {
-      int64_t j = int64_t(i) - lead;
-      if (d.isStatic()) {
-        target.push_back(d.off);
-        shape.push_back(d.off);
-      } else if (j >= 0 && in[j] == d) {
-        target.push_back(-1);
-        shape.push_back(ShapedType::kDynamic);
-      } else {
-        return I.fail("index_put values broadcast to a size that depends "
-                      "on S");
-      }
-    }
-    v = I.emit<ExpandOp>(RankedTensorType::get(shape, rt->getElementType()), v,
-                         I.b.getDenseI64ArrayAttr(target));
-    if (!v)
-      return failure();
-  }
+  Value v = I.broadcastTo(*vals, want, "index_put values");
+  if (!v)
+    return failure();
   I.lastResultShape = outShape;
   return I.setResult(I.emit<IndexPutOp>(
       *rt, *x, I.b.getI64IntegerAttr(dim), idx, v,
@@ -1651,13 +1628,12 @@ LogicalResult indexCopyOp(Importer &I, const json &) {
     return failure();
   FailureOr<Value> x = I.tensorArg("self");
   FailureOr<Value> idx = I.tensorArg("index");
-  FailureOr<int64_t> d = I.intArg("dim");
-  if (failed(x) || failed(idx) || failed(d))
+  if (failed(x) || failed(idx))
     return failure();
   FailureOr<Value> src = I.operand("source", rt->getElementType());
   if (failed(src))
     return failure();
-  FailureOr<int64_t> nd = I.normDim(*d, typeOf(*x).getRank());
+  FailureOr<int64_t> nd = I.dimArg("dim", typeOf(*x).getRank());
   if (failed(nd))
     return failure();
   return I.setResult(
@@ -1670,10 +1646,9 @@ LogicalResult gatherOp(Importer &I, const json &) {
     return failure();
   FailureOr<Value> x = I.tensorArg("self");
   FailureOr<Value> idx = I.tensorArg("index");
-  FailureOr<int64_t> d = I.intArg("dim");
-  if (failed(x) || failed(idx) || failed(d))
+  if (failed(x) || failed(idx))
     return failure();
-  FailureOr<int64_t> nd = I.normDim(*d, typeOf(*x).getRank());
+  FailureOr<int64_t> nd = I.dimArg("dim", typeOf(*x).getRank());
   if (failed(nd))
     return failure();
   return I.setResult(
