@@ -16,6 +16,9 @@ PKGS=(
   libflatbuffers-dev flatbuffers-compiler libyaml-cpp-dev libfmt-dev
   libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev
   libsentencepiece-dev libpcre2-dev nlohmann-json3-dev libpthreadpool-dev
+  # the Python package (python/, docs/Python.md) and its tests, for
+  # Debian's /usr/bin/python3
+  python3-dev pybind11-dev python3-torch python3-numpy python3-pytest
   # zlib/zstd/libedit etc. are pulled in by llvm-19-dev
 )
 

@@ -1,20 +1,22 @@
 //===- etllm-export.cpp - Model to program file ---------------------------===//
 //
-//   etllm-export --model PATH [--tokenizer PATH] [--config export_config.yaml]
-//                [--set key=value ...] [--pipeline NAME] [--dump-dir DIR]
+//   etllm-export (--model PATH | --hf-id ORG/NAME[@REV]) [--tokenizer PATH]
+//                [--config export_config.yaml] [--set key=value ...]
+//                [--pipeline NAME] [--dump-dir DIR]
 //                [--stop-after-stage STAGE] -o OUT(.pte|.mlir)
 //
 // PATH is a Hugging Face directory, a .gguf or a llama2.c .bin, detected
-// from the content. The stages are: import, the recipe's stages
-// (docs/Pipelines.md), then serialize when OUT ends in .pte. OUT ending in
-// .mlir receives the IR after the last stage run (`--stop-after-stage import`
-// gives the exported graph itself).
+// from the content; ORG/NAME a model in the local Hugging Face cache. The
+// stages (lib/Pipeline/Export.cpp, shared with the Python package) are:
+// import, the recipe's stages (docs/Pipelines.md), then serialize when OUT
+// ends in .pte. OUT ending in .mlir receives the IR after the last stage run
+// (`--stop-after-stage import` gives the exported graph itself).
 //
 //===----------------------------------------------------------------------===//
 #include "etllm/Config/ExportConfig.h"
-#include "etllm/Formats/Checkpoint.h"
+#include "etllm/Formats/HubCache.h"
 #include "etllm/InitAll.h"
-#include "etllm/Pipeline/Stage.h"
+#include "etllm/Pipeline/Export.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -37,8 +39,15 @@ static cl::OptionCategory category("etllm-export options");
 static cl::opt<std::string>
     modelPath("model",
               cl::desc("Hugging Face directory, .gguf or llama2.c checkpoint "
-                       "(required)"),
+                       "(required unless --hf-id is given)"),
               cl::value_desc("path"), cl::cat(category));
+static cl::opt<std::string> hfId(
+    "hf-id",
+    cl::desc("A Hugging Face hub id (org/name[@revision]) resolved in the "
+             "local cache (HF_HUB_CACHE, HF_HOME, ~/.cache/huggingface/hub); "
+             "never downloads (default: none; one of --model or --hf-id is "
+             "required)"),
+    cl::value_desc("id"), cl::cat(category));
 static cl::opt<std::string> tokenizerPath(
     "tokenizer",
     cl::desc("Tokenizer file to embed in the program (default: the "
@@ -169,21 +178,6 @@ private:
   int lastStep_ = 0;
 };
 
-/// The recipe options the config asks for.
-void applyConfig(const etllm::ExportConfig &c, etllm::RecipeOptions &o) {
-  o.linear = c.getString("quantization.linear");
-  o.groupSize = c.getInt("quantization.group_size");
-  o.symmetric = c.getBool("quantization.symmetric");
-  o.scaleType =
-      c.getString("quantization.scale_dtype") == "float16" ? "f16" : "f32";
-  o.embedding = c.getString("quantization.embedding");
-  o.embeddingGroupSize = c.getInt("quantization.embedding_group_size");
-  o.outputLayer = c.getString("quantization.output_layer");
-  for (const std::string &e : c.getList("quantization.exclude"))
-    o.exclude.push_back(e);
-  for (const std::string &b : c.getList("backends"))
-    o.backends.push_back(b);
-}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -204,14 +198,17 @@ int main(int argc, char **argv) {
     llvm::outs() << etllm::exportConfigReferenceMarkdown();
     return 0;
   }
-  if (modelPath.empty())
-    return fail("--model is required");
+  if (modelPath.empty() == hfId.empty())
+    return fail("give one of --model or --hf-id");
   if (outputPath.empty())
     return fail("-o is required");
-  llvm::StringRef out(outputPath);
-  bool toProgram = out.ends_with(".pte");
-  if (!toProgram && !out.ends_with(".mlir"))
-    return fail("output '" + outputPath + "' must end in .pte or .mlir");
+  std::string model = modelPath;
+  if (!hfId.empty()) {
+    auto resolved = etllm::formats::resolveHfHubId(hfId);
+    if (!resolved.ok())
+      return fail("--hf-id: " + resolved.message());
+    model = *resolved;
+  }
 
   etllm::ExportConfig config;
   if (!configPath.empty()) {
@@ -225,10 +222,6 @@ int main(int argc, char **argv) {
   for (const std::string &o : overrides)
     if (etllm::rt::Status st = config.set(o); !st.ok())
       return fail(st.message());
-  if (tokenizerPath.empty())
-    tokenizerPath = config.getString("tokenizer");
-  if (dumpDir.empty())
-    dumpDir = config.getString("output.dump_dir");
 
   etllm::registerAllPasses();
   mlir::DialectRegistry registry;
@@ -236,107 +229,24 @@ int main(int argc, char **argv) {
   mlir::MLIRContext context(registry);
   context.loadAllAvailableDialects();
 
-  // The stages.
-  etllm::ImportOptions importOptions;
-  importOptions.maxSeqLen = config.getInt("model.max_seq_len");
-  importOptions.dtype = config.getString("model.dtype");
-  importOptions.lastLogitsOnly = config.getBool("model.last_logits_only");
-  std::string recipe = config.getString("pipeline.name");
-  etllm::RecipeOptions recipeOptions;
-  applyConfig(config, recipeOptions);
-  etllm::StagePipeline pipeline;
-  pipeline.add(etllm::makeImportStage(importOptions));
-  std::vector<std::string> stageNames = {"import"};
-  for (etllm::StageSpec &s : etllm::recipeStages(recipe, recipeOptions)) {
-    stageNames.push_back(s.name);
-    pipeline.add(etllm::makePassStage(std::move(s)));
-  }
-  if (!stopAfter.empty() &&
-      std::find(stageNames.begin(), stageNames.end(), stopAfter.getValue()) ==
-          stageNames.end()) {
-    std::string known;
-    for (auto &n : stageNames)
-      known += (known.empty() ? "" : ", ") + n;
-    return fail("--stop-after-stage: pipeline '" + recipe + "' has no stage '" +
-                stopAfter + "' (it has: " + known + ")");
-  }
-  etllm::SerializeOptions so;
-  so.pipeline = recipe;
-  so.configYaml = config.toYaml();
-  so.stages = stageNames;
-  so.stages.push_back("serialize");
-  so.tokenizerPath = tokenizerPath;
-  so.chatTemplatePath = chatTemplatePath;
-  so.noChatTemplate = noChatTemplate;
+  etllm::ExportRequest request;
+  request.outputPath = outputPath;
+  request.tokenizerPath = tokenizerPath;
+  request.dumpDir = dumpDir;
+  request.stopAfterStage = stopAfter;
+  request.chatTemplatePath = chatTemplatePath;
+  request.noChatTemplate = noChatTemplate;
   if (noChatTemplate && !chatTemplatePath.empty())
     return fail("--chat-template and --no-chat-template contradict each other");
+  request.progress = [](const std::string &line) { progress(line); };
   WeightProgress weightProgress(!quiet, isatty(2) != 0);
-  so.progressBytes = [&](uint64_t done, uint64_t total) {
+  request.progressBytes = [&](uint64_t done, uint64_t total) {
     weightProgress.update(done, total);
   };
-  bool stopEarly = !stopAfter.empty() && stopAfter != stageNames.back();
-  if (toProgram && !stopEarly)
-    pipeline.add(etllm::makeSerializeStage(so, outputPath));
-  else if (toProgram)
-    return fail("--stop-after-stage " + stopAfter +
-                " leaves no program to write: use an .mlir output");
-
-  if (!dumpDir.empty())
-    if (std::error_code ec =
-            llvm::sys::fs::create_directories(dumpDir.getValue()))
-      return fail("--dump-dir " + dumpDir + ": " + ec.message());
-
-  progress("exporting " + modelPath + " with pipeline '" + recipe + "'");
-  bool stopped = false;
-  etllm::Artifact kept;
-  auto result = pipeline.run(
-      etllm::Artifact::checkpoint(modelPath), context,
-      [&](size_t i, const etllm::Stage &stage,
-          const etllm::Artifact &a) -> llvm::Error {
-        progress("stage " + stage.name() + " done");
-        if (!dumpDir.empty() && a.kind == etllm::Artifact::Kind::IR) {
-          llvm::SmallString<256> path(dumpDir.getValue());
-          llvm::sys::path::append(
-              path, llvm::formatv("{0:2}-{1}.mlir", i, stage.name()).str());
-          std::string err;
-          auto file = mlir::openOutputFile(path, &err);
-          if (!file)
-            return llvm::make_error<llvm::StringError>(
-                err, llvm::inconvertibleErrorCode());
-          (*a.module)->print(file->os());
-          file->keep();
-        }
-        if (!stopAfter.empty() && stage.name() == stopAfter) {
-          kept = a.clone();
-          stopped = true;
-          return llvm::make_error<llvm::StringError>(
-              "stop", llvm::inconvertibleErrorCode());
-        }
-        return llvm::Error::success();
-      });
-  etllm::Artifact final;
-  if (!result) {
-    std::string msg = llvm::toString(result.takeError());
-    if (!stopped)
-      return fail(msg);
-    final = std::move(kept);
-  } else {
-    final = std::move(*result);
-  }
-
-  if (final.kind == etllm::Artifact::Kind::Program) {
-    // The serialize stage streamed the file itself.
-  } else {
-    std::string err;
-    auto file = mlir::openOutputFile(outputPath, &err);
-    if (!file)
-      return fail(err);
-    (*final.module)->print(file->os());
-    file->os().flush();
-    if (file->os().has_error())
-      return fail("cannot write '" + outputPath + "'");
-    file->keep();
-  }
-  progress("wrote " + outputPath);
+  progress("exporting " + model + " with pipeline '" +
+           config.getString("pipeline.name") + "'");
+  if (llvm::Error e = etllm::runExport(etllm::Artifact::checkpoint(model),
+                                       config, request, context))
+    return fail(llvm::toString(std::move(e)));
   return 0;
 }

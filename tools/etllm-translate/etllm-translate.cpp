@@ -2,8 +2,10 @@
 //
 //   etllm-translate --mlir-to-pte in.mlir -o out.pte
 //   etllm-translate --pte-to-text in.pte
+//   etllm-translate --aten-graph-to-mlir graph.json  (docs/Python.md)
 //
 //===----------------------------------------------------------------------===//
+#include "etllm/Import/AtenImporter.h"
 #include "etllm/InitAll.h"
 #include "etllm/Serialize/ProgramWriter.h"
 #include "etllm/runtime/program.h"
@@ -45,5 +47,23 @@ int main(int argc, char **argv) {
         os << etllm::rt::dumpProgram(**program);
         return success();
       });
+  TranslateToMLIRRegistration fromAten(
+      "aten-graph-to-mlir",
+      "Import an ATen graph description (the JSON etllm.export_llm writes "
+      "for a traced torch.nn.Module) as the exported graph",
+      [](const std::shared_ptr<llvm::SourceMgr> &sourceMgr,
+         MLIRContext *context) -> OwningOpRef<Operation *> {
+        const llvm::MemoryBuffer *buf =
+            sourceMgr->getMemoryBuffer(sourceMgr->getMainFileID());
+        auto module = etllm::importAtenGraph(context, buf->getBuffer(),
+                                             buf->getBufferIdentifier());
+        if (!module) {
+          llvm::errs() << "etllm-translate: error: "
+                       << llvm::toString(module.takeError()) << "\n";
+          return nullptr;
+        }
+        return OwningOpRef<Operation *>(module->release());
+      },
+      [](DialectRegistry &registry) { etllm::registerAllDialects(registry); });
   return failed(mlirTranslateMain(argc, argv, "etllm translation driver"));
 }

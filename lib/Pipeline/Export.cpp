@@ -1,0 +1,191 @@
+//===- Export.cpp - The export flow of etllm-export -----------------------===//
+#include "etllm/Pipeline/Export.h"
+
+#include "etllm/Config/ExportConfig.h"
+#include "etllm/InitAll.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace etllm {
+
+namespace {
+llvm::Error makeError(const llvm::Twine &message) {
+  return llvm::make_error<llvm::StringError>(message,
+                                             llvm::inconvertibleErrorCode());
+}
+
+/// Writes `module` as text to `path` (via a temporary file: no partial
+/// output on failure).
+llvm::Error writeIR(mlir::ModuleOp module, const std::string &path) {
+  std::string err;
+  auto file = mlir::openOutputFile(path, &err);
+  if (!file)
+    return makeError(err);
+  module->print(file->os());
+  file->os().flush();
+  if (file->os().has_error())
+    return makeError("cannot write '" + path + "'");
+  file->keep();
+  return llvm::Error::success();
+}
+} // namespace
+
+ImportOptions importOptionsFromConfig(const ExportConfig &c) {
+  ImportOptions o;
+  o.maxSeqLen = c.getInt("model.max_seq_len");
+  o.dtype = c.getString("model.dtype");
+  o.lastLogitsOnly = c.getBool("model.last_logits_only");
+  return o;
+}
+
+void applyConfigToRecipeOptions(const ExportConfig &c, RecipeOptions &o) {
+  o.linear = c.getString("quantization.linear");
+  o.groupSize = c.getInt("quantization.group_size");
+  o.symmetric = c.getBool("quantization.symmetric");
+  o.scaleType =
+      c.getString("quantization.scale_dtype") == "float16" ? "f16" : "f32";
+  o.embedding = c.getString("quantization.embedding");
+  o.embeddingGroupSize = c.getInt("quantization.embedding_group_size");
+  o.outputLayer = c.getString("quantization.output_layer");
+  for (const std::string &e : c.getList("quantization.exclude"))
+    o.exclude.push_back(e);
+  for (const std::string &b : c.getList("backends"))
+    o.backends.push_back(b);
+}
+
+llvm::Error runExport(Artifact input, const ExportConfig &config,
+                      const ExportRequest &request,
+                      mlir::MLIRContext &context) {
+  registerAllPasses();
+  auto progress = [&](const std::string &line) {
+    if (request.progress)
+      request.progress(line);
+  };
+  const std::string &outputPath = request.outputPath;
+  if (outputPath.empty())
+    return makeError("no output path");
+  llvm::StringRef out(outputPath);
+  bool toProgram = out.ends_with(".pte");
+  if (!toProgram && !out.ends_with(".mlir"))
+    return makeError("output '" + outputPath + "' must end in .pte or .mlir");
+  std::string tokenizerPath = request.tokenizerPath.empty()
+                                  ? config.getString("tokenizer")
+                                  : request.tokenizerPath;
+  std::string dumpDir = request.dumpDir.empty()
+                            ? config.getString("output.dump_dir")
+                            : request.dumpDir;
+
+  // The stages.
+  std::string recipe = config.getString("pipeline.name");
+  RecipeOptions recipeOptions;
+  applyConfigToRecipeOptions(config, recipeOptions);
+  StagePipeline pipeline;
+  std::vector<std::string> stageNames;
+  bool fromCheckpoint = input.kind == Artifact::Kind::Checkpoint;
+  if (fromCheckpoint) {
+    pipeline.add(makeImportStage(importOptionsFromConfig(config)));
+    stageNames.push_back("import");
+  } else if (input.kind != Artifact::Kind::IR || !input.module) {
+    return makeError("the export input must be a checkpoint or IR");
+  }
+  for (StageSpec &s : recipeStages(recipe, recipeOptions)) {
+    stageNames.push_back(s.name);
+    pipeline.add(makePassStage(std::move(s)));
+  }
+  const std::string &stopAfter = request.stopAfterStage;
+  if (!stopAfter.empty() && std::find(stageNames.begin(), stageNames.end(),
+                                      stopAfter) == stageNames.end()) {
+    std::string known;
+    for (auto &n : stageNames)
+      known += (known.empty() ? "" : ", ") + n;
+    return makeError("--stop-after-stage: pipeline '" + recipe +
+                     "' has no stage '" + stopAfter + "' (it has: " + known +
+                     ")");
+  }
+  SerializeOptions so;
+  so.pipeline = recipe;
+  so.configYaml = config.toYaml();
+  so.stages = stageNames;
+  so.stages.push_back("serialize");
+  so.tokenizerPath = tokenizerPath;
+  so.chatTemplatePath = request.chatTemplatePath;
+  so.noChatTemplate = request.noChatTemplate;
+  so.progressBytes = request.progressBytes;
+  // Only long writes (big models) report progress: every 10% after the
+  // first second.
+  using Clock = std::chrono::steady_clock;
+  double lastReported = -1;
+  Clock::time_point writeStart;
+  if (!request.progressBytes)
+    so.progress = [&, lastReported, writeStart](double f) mutable {
+      if (lastReported < 0 && f < 1.0) {
+        writeStart = Clock::now();
+        lastReported = 0;
+        return;
+      }
+      if (std::chrono::duration<double>(Clock::now() - writeStart).count() <
+          1.0)
+        return;
+      if (f - lastReported >= 0.1 || f >= 1.0) {
+        lastReported = f;
+        progress(llvm::formatv("writing weights {0:P0}", f).str());
+      }
+    };
+  bool stopEarly = !stopAfter.empty() && stopAfter != stageNames.back();
+  if (toProgram && !stopEarly)
+    pipeline.add(makeSerializeStage(so, outputPath));
+  else if (toProgram)
+    return makeError("--stop-after-stage " + stopAfter +
+                     " leaves no program to write: use an .mlir output");
+
+  if (!dumpDir.empty())
+    if (std::error_code ec = llvm::sys::fs::create_directories(dumpDir))
+      return makeError("--dump-dir " + dumpDir + ": " + ec.message());
+
+  bool stopped = false;
+  Artifact kept;
+  auto result = pipeline.run(
+      std::move(input), context,
+      [&](size_t i, const Stage &stage, const Artifact &a) -> llvm::Error {
+        progress("stage " + stage.name() + " done");
+        if (!dumpDir.empty() && a.kind == Artifact::Kind::IR) {
+          llvm::SmallString<256> path(dumpDir);
+          llvm::sys::path::append(
+              path, llvm::formatv("{0:2}-{1}.mlir", i, stage.name()).str());
+          if (llvm::Error e = writeIR(*a.module, path.str().str()))
+            return e;
+        }
+        if (!stopAfter.empty() && stage.name() == stopAfter) {
+          kept = a.clone();
+          stopped = true;
+          return makeError("stop");
+        }
+        return llvm::Error::success();
+      });
+  Artifact final;
+  if (!result) {
+    std::string msg = llvm::toString(result.takeError());
+    if (!stopped)
+      return makeError(msg);
+    final = std::move(kept);
+  } else {
+    final = std::move(*result);
+  }
+  // A program was streamed to its file by the serialize stage.
+  if (final.kind != Artifact::Kind::Program)
+    if (llvm::Error e = writeIR(*final.module, outputPath))
+      return e;
+  progress("wrote " + outputPath);
+  return llvm::Error::success();
+}
+
+} // namespace etllm

@@ -1,0 +1,391 @@
+//===- Runtime.cpp - Bindings of the runtime ------------------------------===//
+//
+// Program: a loaded, verified .pte and one Module instance of it (its own
+// planned memory and KV caches). Outputs are NumPy arrays over the
+// program's own output memory, without a copy: each keeps the Program alive
+// (its `base`) and stays valid until the next call of that Program (the
+// planned memory is reused), so copy what you keep (np.array(out)).
+//
+// Runner: the runtime's LLM runner (runtime/llm): the program's tokenizer,
+// the sampler and the generation loop of etllm-run, with its statistics.
+//
+//===----------------------------------------------------------------------===//
+#include "Bindings.h"
+
+#include "etllm/runtime/backend.h"
+#include "etllm/runtime/half.h"
+#include "etllm/runtime/llm/runner.h"
+#include "etllm/runtime/program.h"
+
+#include <pybind11/functional.h>
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
+
+#include <filesystem>
+
+#include <mutex>
+
+namespace py = pybind11;
+
+namespace etllm::python {
+
+namespace {
+
+[[noreturn]] void raise(const std::string &message) { throw Error(message); }
+
+void check(const rt::Status &st) {
+  if (!st.ok())
+    raise(st.message());
+}
+
+/// The NumPy dtype of a runtime element type (null for types NumPy has no
+/// equivalent of: bf16, quantized).
+py::object numpyDtype(rt::DType t) {
+  switch (t) {
+  case rt::DType::F32:
+    return py::dtype::of<float>();
+  case rt::DType::F16:
+    return py::dtype("float16");
+  case rt::DType::I64:
+    return py::dtype::of<int64_t>();
+  case rt::DType::I32:
+    return py::dtype::of<int32_t>();
+  case rt::DType::I8:
+    return py::dtype::of<int8_t>();
+  case rt::DType::U8:
+    return py::dtype::of<uint8_t>();
+  case rt::DType::Bool:
+    return py::dtype("bool");
+  default:
+    return py::none();
+  }
+}
+
+std::once_flag backendsOnce;
+void registerBackends() {
+  std::call_once(backendsOnce, [] { rt::registerBuiltinBackends(); });
+}
+
+class PyProgram {
+public:
+  PyProgram(const std::string &path, size_t threads, const std::string &name)
+      : path_(path) {
+    registerBackends();
+    if (threads == 0)
+      raise("threads must be at least 1");
+    auto program = rt::Program::load(path);
+    if (!program.ok())
+      raise(program.message());
+    program_ = *program;
+    rt::ModuleOptions mo;
+    mo.numThreads = threads;
+    auto module = rt::Module::create(program_, mo);
+    if (!module.ok())
+      raise(module.message());
+    module_ = std::move(module.value());
+    auto method = module_->method(name);
+    if (!method.ok())
+      raise(method.message());
+    method_ = *method;
+  }
+
+  /// Copies `arrays` into the inputs, runs the method, returns the outputs
+  /// as views.
+  py::list run(py::object self, const std::vector<py::object> &arrays) {
+    if (arrays.size() != method_->numInputs())
+      raise("'" + method_->name() + "' takes " +
+            std::to_string(method_->numInputs()) + " inputs, got " +
+            std::to_string(arrays.size()));
+    std::vector<py::array> keep;
+    for (size_t i = 0; i < arrays.size(); ++i) {
+      const rt::Tensor &in = method_->input(i);
+      py::object dt = numpyDtype(in.dtype);
+      if (dt.is_none())
+        raise("input " + std::to_string(i) + " has element type " +
+              rt::dtypeName(in.dtype) + ", which NumPy cannot hold");
+      py::array a = py::array::ensure(arrays[i], py::array::c_style |
+                                                     py::array::forcecast);
+      if (!a)
+        raise("input " + std::to_string(i) + " is not array-like");
+      a = a.attr("astype")(dt, py::arg("copy") = false);
+      a = py::array::ensure(a, py::array::c_style);
+      if (a.ndim() != in.rank)
+        raise("input " + std::to_string(i) + " has rank " +
+              std::to_string(a.ndim()) + ", the program expects " +
+              in.shapeString() + " (" + rt::dtypeName(in.dtype) + ")");
+      std::vector<int64_t> sizes(a.shape(), a.shape() + a.ndim());
+      check(method_->setInput(i, in.dtype, sizes.data(), int(sizes.size()),
+                              a.data()));
+      keep.push_back(a);
+    }
+    {
+      py::gil_scoped_release release;
+      check(method_->execute());
+    }
+    py::list out;
+    for (size_t i = 0; i < method_->numOutputs(); ++i)
+      out.append(view(self, method_->output(i)));
+    return out;
+  }
+
+  /// forward(tokens [S] or [1, S], positions start_pos .. start_pos+S-1).
+  py::object forward(py::object self, py::object tokens, int64_t startPos) {
+    if (method_->numInputs() != 2 ||
+        method_->input(0).dtype != rt::DType::I64 ||
+        method_->input(1).dtype != rt::DType::I64 ||
+        method_->input(1).rank != 1)
+      raise("'" + method_->name() +
+            "' is not forward(tokens: i64 [1, S], positions: i64 [S]); use "
+            "run()");
+    auto t =
+        py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(
+            tokens);
+    if (!t)
+      raise("tokens must be a sequence of integers");
+    if (!(t.ndim() == 1 || (t.ndim() == 2 && t.shape(0) == 1)))
+      raise("tokens must have shape [S] or [1, S]");
+    int64_t n = t.ndim() == 1 ? t.shape(0) : t.shape(1);
+    if (n == 0)
+      raise("tokens is empty");
+    if (startPos < 0)
+      raise("start_pos must be non-negative");
+    positions_.resize(n);
+    for (int64_t i = 0; i < n; ++i)
+      positions_[i] = startPos + i;
+    int64_t tsizes[2] = {1, n};
+    int tokenRank = method_->input(0).rank;
+    if (tokenRank != 1 && tokenRank != 2)
+      raise("the program's token input has rank " + std::to_string(tokenRank));
+    check(method_->setInput(0, rt::DType::I64,
+                            tokenRank == 2 ? tsizes : tsizes + 1, tokenRank,
+                            t.data()));
+    check(method_->setInput(1, rt::DType::I64, &n, 1, positions_.data()));
+    {
+      py::gil_scoped_release release;
+      check(method_->execute());
+    }
+    return view(self, method_->output(0));
+  }
+
+  void reset() { module_->resetState(); }
+
+  py::dict metadata() const {
+    const rt::ProgramMetadata &md = program_->metadata();
+    py::dict d;
+    py::object json = py::module_::import("json");
+    d["model_config"] = md.modelConfigJson.empty()
+                            ? py::object(py::dict())
+                            : json.attr("loads")(md.modelConfigJson);
+    d["vocab_size"] = md.vocabSize;
+    d["max_seq_len"] = md.maxSeqLen;
+    d["bos_id"] = md.bosId;
+    d["eos_ids"] = md.eosIds;
+    d["etllm_version"] = md.etllmVersion;
+    d["pipeline"] = md.pipeline;
+    d["config_yaml"] = md.configYaml;
+    d["stages"] = md.stages;
+    d["inputs"] = md.inputs;
+    d["tokenizer"] = md.tokenizer.kind;
+    return d;
+  }
+
+  std::vector<std::pair<std::string, std::vector<int64_t>>>
+  specs(bool outputs) const {
+    std::vector<std::pair<std::string, std::vector<int64_t>>> out;
+    size_t n = outputs ? method_->numOutputs() : method_->numInputs();
+    for (size_t i = 0; i < n; ++i) {
+      const rt::Tensor &t = outputs ? method_->output(i) : method_->input(i);
+      out.push_back({rt::dtypeName(t.dtype),
+                     std::vector<int64_t>(t.sizes, t.sizes + t.rank)});
+    }
+    return out;
+  }
+
+  const std::string &path() const { return path_; }
+  std::vector<std::string> methodNames() const {
+    return program_->methodNames();
+  }
+
+private:
+  /// A read-only array over `t` (its current shape) whose base is `self`.
+  py::array view(py::object self, const rt::Tensor &t) {
+    std::vector<py::ssize_t> shape(t.sizes, t.sizes + t.rank);
+    if (t.dtype == rt::DType::BF16) {
+      // NumPy has no bfloat16: a float32 copy.
+      py::array_t<float> out(shape);
+      const uint16_t *src = t.ptr<uint16_t>();
+      float *dst = out.mutable_data();
+      for (int64_t i = 0, n = t.numel(); i < n; ++i)
+        dst[i] = rt::bf16ToFloat(src[i]);
+      return out;
+    }
+    py::object dt = numpyDtype(t.dtype);
+    if (dt.is_none())
+      raise(std::string("an output of element type ") + rt::dtypeName(t.dtype) +
+            " cannot be returned to NumPy");
+    py::array a(py::dtype::from_args(dt), shape, {}, t.data, self);
+    a.attr("setflags")(py::arg("write") = false);
+    return a;
+  }
+
+  std::string path_;
+  std::shared_ptr<rt::Program> program_;
+  std::unique_ptr<rt::Module> module_;
+  rt::Method *method_ = nullptr;
+  std::vector<int64_t> positions_;
+};
+
+class PyRunner {
+public:
+  PyRunner(const std::string &path, const std::string &tokenizer,
+           size_t threads) {
+    registerBackends();
+    if (threads == 0)
+      raise("threads must be at least 1");
+    rt::llm::RunnerOptions o;
+    o.tokenizerPath = tokenizer;
+    o.numThreads = threads;
+    auto r = rt::llm::Runner::load(path, o);
+    if (!r.ok())
+      raise(r.message());
+    runner_ = std::move(r.value());
+  }
+
+  /// Generates; `onText` (if given) receives each piece of text as bytes.
+  /// Returns the statistics (the runtime's JSON, parsed).
+  py::dict generate(const std::string &prompt, int32_t maxNewTokens,
+                    float temperature, float topP, int32_t topK, float minP,
+                    float repetitionPenalty, uint64_t seed,
+                    const std::vector<std::string> &stop, bool addBos,
+                    py::object onText) {
+    rt::llm::GenerationConfig c;
+    if (maxNewTokens < 0)
+      raise("max_new_tokens must be non-negative");
+    if (temperature < 0)
+      raise("temperature must be non-negative");
+    if (!(topP > 0 && topP <= 1))
+      raise("top_p must be in (0, 1]");
+    if (topK < 0)
+      raise("top_k must be non-negative");
+    if (!(minP >= 0 && minP <= 1))
+      raise("min_p must be in [0, 1]");
+    if (!(repetitionPenalty > 0))
+      raise("repetition_penalty must be positive");
+    c.maxNewTokens = maxNewTokens;
+    c.sampling.temperature = temperature;
+    c.sampling.topP = topP;
+    c.sampling.topK = topK;
+    c.sampling.minP = minP;
+    c.sampling.repetitionPenalty = repetitionPenalty;
+    c.sampling.seed = seed;
+    c.stopStrings = stop;
+    c.addBos = addBos;
+    std::unique_lock<std::mutex> lock(busy_, std::try_to_lock);
+    if (!lock.owns_lock())
+      raise("this Runner is already generating (one generation at a time)");
+    // The callback runs on this thread; it reacquires the GIL. A Python
+    // exception in it stops the generation at the next token.
+    std::string pending;
+    std::unique_ptr<py::error_already_set> callbackError;
+    auto callback = [&](const std::string &piece) {
+      if (callbackError || onText.is_none())
+        return;
+      py::gil_scoped_acquire gil;
+      try {
+        onText(py::bytes(piece));
+      } catch (py::error_already_set &e) {
+        callbackError = std::make_unique<py::error_already_set>(std::move(e));
+      }
+    };
+    rt::Result<rt::llm::Stats> stats = [&] {
+      py::gil_scoped_release release;
+      return runner_->generate(prompt, c, callback);
+    }();
+    if (callbackError)
+      throw std::move(*callbackError);
+    if (!stats.ok())
+      raise(stats.message());
+    return py::module_::import("json").attr("loads")(stats->toJson());
+  }
+
+  int64_t maxSeqLen() const { return runner_->maxSeqLen(); }
+
+  std::vector<int32_t> encode(const std::string &text, bool addBos) const {
+    auto ids = runner_->tokenizer().encode(text, addBos);
+    if (!ids.ok())
+      raise(ids.message());
+    return *ids;
+  }
+
+private:
+  std::unique_ptr<rt::llm::Runner> runner_;
+  std::mutex busy_;
+};
+
+} // namespace
+
+void bindRuntime(py::module_ &m) {
+  py::class_<PyProgram>(m, "Program", R"doc(
+A program file (.pte), loaded and verified, with one instance of its state
+(planned memory, KV caches). Outputs are read-only NumPy views of the
+program's memory: valid until the next call on this Program.)doc")
+      .def(py::init([](const std::filesystem::path &path, size_t threads,
+                       const std::string &method) {
+             return std::make_unique<PyProgram>(path.string(), threads, method);
+           }),
+           py::arg("path"), py::arg("threads") = 1,
+           py::arg("method") = "forward")
+      .def(
+          "forward",
+          [](py::object self, py::object tokens, int64_t startPos) {
+            return self.cast<PyProgram &>().forward(self, tokens, startPos);
+          },
+          py::arg("tokens"), py::arg("start_pos") = 0,
+          "Logits of `tokens` at positions start_pos.. (the KV cache keeps "
+          "earlier positions): a view, valid until the next call.")
+      .def(
+          "run",
+          [](py::object self, py::args args) {
+            std::vector<py::object> arrays;
+            for (py::handle a : args)
+              arrays.push_back(py::reinterpret_borrow<py::object>(a));
+            return self.cast<PyProgram &>().run(self, arrays);
+          },
+          "Runs the method on its inputs (array-likes, converted to the "
+          "program's element types); returns every output as a view, valid "
+          "until the next call.")
+      .def("reset", &PyProgram::reset,
+           "Zeroes the mutable buffers (KV caches): a new sequence.")
+      .def_property_readonly("metadata", &PyProgram::metadata)
+      .def_property_readonly(
+          "inputs", [](const PyProgram &p) { return p.specs(false); },
+          "(dtype, capacity shape) of each input.")
+      .def_property_readonly(
+          "outputs", [](const PyProgram &p) { return p.specs(true); },
+          "(dtype, current shape) of each output.")
+      .def_property_readonly("method_names", &PyProgram::methodNames)
+      .def_property_readonly("path", &PyProgram::path);
+
+  py::class_<PyRunner>(m, "Runner", R"doc(
+The runtime's text generation (runtime/llm Runner, as etllm-run): the
+program's tokenizer (or `tokenizer`), one prefill call, then one decode call
+per token with the sampler.)doc")
+      .def(py::init([](const std::filesystem::path &path,
+                       const std::string &tokenizer, size_t threads) {
+             return std::make_unique<PyRunner>(path.string(), tokenizer,
+                                               threads);
+           }),
+           py::arg("path"), py::arg("tokenizer") = "", py::arg("threads") = 1)
+      .def("generate", &PyRunner::generate, py::arg("prompt"),
+           py::arg("max_new_tokens") = 128, py::arg("temperature") = 0.8f,
+           py::arg("top_p") = 0.9f, py::arg("top_k") = 0,
+           py::arg("min_p") = 0.0f, py::arg("repetition_penalty") = 1.0f,
+           py::arg("seed") = 0, py::arg("stop") = std::vector<std::string>(),
+           py::arg("add_bos") = true, py::arg("on_text") = py::none())
+      .def("encode", &PyRunner::encode, py::arg("text"),
+           py::arg("add_bos") = true)
+      .def_property_readonly("max_seq_len", &PyRunner::maxSeqLen);
+}
+
+} // namespace etllm::python

@@ -1,0 +1,110 @@
+"""etllm.Program and etllm.Runner over the runtime: logits as NumPy views of
+the program's memory (no copy), generation through the runtime's tokenizer
+and sampler with the statistics etllm-run reports."""
+
+import gc
+import json
+import subprocess
+
+import numpy as np
+import pytest
+
+import etllm
+
+
+@pytest.fixture(scope="module")
+def stories(tmp_path_factory, shared):
+    out = tmp_path_factory.mktemp("stories") / "stories.pte"
+    etllm.export(shared / "models" / "stories260K" / "stories260K.bin", out,
+                 {"model": {"last_logits_only": False}},
+                 tokenizer=shared / "models" / "stories260K" / "tok512.bin")
+    return out
+
+
+def test_forward_returns_views_of_the_program_memory(stories):
+    prog = etllm.Program(stories)
+    a = prog.forward([1, 403, 407], start_pos=0)
+    assert a.shape == (1, 3, 512) and a.dtype == np.float32
+    assert not a.flags.writeable and not a.flags.owndata
+    assert a.base is prog  # keeps the program alive
+    first = np.array(a)  # a copy survives the next call
+    b = prog.forward([9, 10], start_pos=0)
+    # The same planned memory: the first view now shows the new call's data
+    # (views are valid until the next call).
+    assert a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+    assert np.array_equal(a[0, :2], b[0])
+    assert not np.array_equal(a[0, :2], first[0, :2])
+    # The view outlives the Python name of the program.
+    del prog, b
+    gc.collect()
+    assert np.isfinite(a).all()
+
+
+def test_forward_continues_from_the_cache(stories):
+    prog = etllm.Program(stories)
+    whole = np.array(prog.forward([1, 403, 407, 261], 0))
+    prog.reset()
+    prog.forward([1, 403], 0)
+    tail = np.array(prog.forward([407, 261], 2))
+    assert np.abs(whole[0, 2:] - tail[0]).max() <= 1e-4
+    with pytest.raises(etllm.Error, match="tokens is empty"):
+        prog.forward([], 0)
+    with pytest.raises(etllm.Error, match="start_pos"):
+        prog.forward([1], -1)
+    with pytest.raises(etllm.Error):
+        prog.forward([1] * 600, 0)  # beyond max_seq_len
+
+
+def test_metadata_and_signature(stories):
+    prog = etllm.Program(stories)
+    md = prog.metadata
+    assert md["vocab_size"] == 512 and md["max_seq_len"] == 512
+    assert md["model_config"]["architecture"] == "LlamaForCausalLM"
+    assert md["pipeline"] == "portable"
+    assert md["stages"][0] == "import" and md["stages"][-1] == "serialize"
+    assert [i[0] for i in prog.inputs] == ["i64", "i64"]
+    assert prog.method_names == ["forward"]
+    with pytest.raises(etllm.Error, match="no_such"):
+        etllm.Program(stories, method="no_such")
+
+
+def test_generate_matches_etllm_run(stories, shared, tool):
+    r = etllm.Runner(stories)
+    g = r.generate("Once upon a time", max_new_tokens=60, temperature=0)
+    pieces = list(g)
+    assert "".join(pieces) == g.text
+    assert len(pieces) > 1  # streamed
+    ref = (shared / "models" / "stories260K" /
+           "greedy_once_upon_a_time_n64.txt").read_text()
+    assert "Once upon a time" + g.text + "\n" == ref
+    stats = g.stats
+    assert stats is r.stats
+    assert stats["prompt_tokens"] == 5 and stats["generated_tokens"] == 60
+    assert stats["stop_reason"] == "max_new_tokens"
+    run = subprocess.run([tool("etllm-run"), str(stories), "--prompt",
+                          "Once upon a time", "-n", "60", "--temperature", "0",
+                          "--stats-json"], capture_output=True, text=True,
+                         check=True)
+    assert run.stdout == ref
+    assert set(json.loads(run.stderr.strip().splitlines()[-1])) == set(stats)
+
+
+def test_sampling_callbacks_and_stop_strings(stories):
+    r = etllm.Runner(stories)
+    kw = dict(max_new_tokens=40, temperature=0.9, top_p=0.9, top_k=40,
+              min_p=0.05, seed=7)
+    got = []
+    g = r.generate("Once upon a time", callback=got.append, **kw)
+    assert "".join(got) == g.text
+    assert r.generate("Once upon a time", **kw).text == g.text  # seeded
+    assert r.generate("Once upon a time", **dict(kw, seed=8)).text != g.text
+    g = r.generate("Once upon a time", max_new_tokens=60, temperature=0,
+                   stop=["Lily"])
+    assert g.stats["stop_reason"] == "stop_string"
+    assert g.text == ", there was a little girl named "
+    with pytest.raises(etllm.Error, match="top_p"):
+        r.generate("x", top_p=0).text
+    with pytest.raises(ZeroDivisionError):
+        r.generate("Once", max_new_tokens=5, callback=lambda s: 1 / 0)
+    assert r.encode("Once", add_bos=True)[0] == 1
+    assert r.max_seq_len == 512
