@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "etllm/Import/GraphBuilder.h"
 
+#include "etllm/Dialect/Etllm/EtllmModelConfig.h"
 #include "etllm/Dialect/Etllm/EtllmOps.h"
 #include "etllm/Formats/Checkpoint.h"
 
@@ -438,51 +439,20 @@ LogicalResult GraphEmitter::build(const ::etllm::ImportOptions &options,
   return success(error.empty());
 }
 
-/// The configuration as a dictionary attribute (`etllm.model_config`), read
-/// back by passes (source swap) and copied into the program file.
-DictionaryAttr configAttr(Builder &b, const ModelConfig &c, int64_t maxSeq,
-                          const std::string &dtype) {
-  SmallVector<NamedAttribute> a;
-  auto str = [&](StringRef k, StringRef v) {
-    a.push_back(b.getNamedAttr(k, b.getStringAttr(v)));
-  };
-  auto i = [&](StringRef k, int64_t v) {
-    a.push_back(b.getNamedAttr(k, b.getI64IntegerAttr(v)));
-  };
-  auto f = [&](StringRef k, double v) {
-    a.push_back(b.getNamedAttr(k, b.getF64FloatAttr(v)));
-  };
-  auto flag = [&](StringRef k, bool v) {
-    a.push_back(b.getNamedAttr(k, b.getBoolAttr(v)));
-  };
-  str("architecture", c.architecture);
-  str("model_type", c.modelType);
-  str("dtype", dtype);
-  i("hidden_size", c.hiddenSize);
-  i("intermediate_size", c.intermediateSize);
-  i("num_hidden_layers", c.numLayers);
-  i("num_attention_heads", c.numHeads);
-  i("num_key_value_heads", c.numKvHeads);
-  i("head_dim", c.headDim);
-  i("vocab_size", c.vocabSize);
-  i("max_seq_len", maxSeq);
-  i("rotary_dim", c.rotaryDim());
-  f("rms_norm_eps", c.rmsNormEps);
-  f("rope_theta", c.ropeTheta);
-  f("attention_scale", c.attentionScale());
-  i("sliding_window", c.slidingWindow);
-  f("attn_logit_softcapping", c.attnLogitSoftcapping);
-  f("final_logit_softcapping", c.finalLogitSoftcapping);
-  flag("tie_word_embeddings", c.tieWordEmbeddings);
-  i("bos_token_id", c.bosTokenId);
-  a.push_back(b.getNamedAttr("eos_token_ids",
-                             b.getI64ArrayAttr(SmallVector<int64_t>(
-                                 c.eosTokenIds.begin(), c.eosTokenIds.end()))));
-  SmallVector<bool> sliding(c.layerUsesSlidingWindow.begin(),
-                            c.layerUsesSlidingWindow.end());
-  a.push_back(
-      b.getNamedAttr("layer_sliding_window", b.getDenseBoolArrayAttr(sliding)));
-  return b.getDictionaryAttr(a);
+/// The configuration as the typed `#etllm.model_config`, read back by passes
+/// (source swap) and copied into the program file.
+ModelConfigAttr configAttr(MLIRContext *ctx, const ModelConfig &c,
+                           int64_t maxSeq, const std::string &dtype) {
+  return ModelConfigAttr::get(
+      ctx, c.architecture, c.modelType, dtype, c.hiddenSize, c.intermediateSize,
+      c.numLayers, c.numHeads, c.numKvHeads, c.headDim, c.vocabSize, maxSeq,
+      c.rotaryDim(), llvm::APFloat(c.rmsNormEps), llvm::APFloat(c.ropeTheta),
+      llvm::APFloat(c.attentionScale()), c.slidingWindow,
+      llvm::APFloat(c.attnLogitSoftcapping),
+      llvm::APFloat(c.finalLogitSoftcapping), c.tieWordEmbeddings, c.bosTokenId,
+      c.eosTokenIds,
+      SmallVector<bool>(c.layerUsesSlidingWindow.begin(),
+                        c.layerUsesSlidingWindow.end()));
 }
 
 } // namespace
@@ -537,8 +507,7 @@ buildExportedGraph(MLIRContext *context, const Checkpoint &checkpoint,
         entry.getKey(), builder.getStringAttr(entry.getValue())));
   (*module)->setAttr(EtllmDialect::kCheckpointAttrName,
                      builder.getStringAttr(ec ? checkpoint.path() : absPath));
-  (*module)->setAttr(EtllmDialect::kModelConfigAttrName,
-                     configAttr(builder, c, maxSeq, options.dtype));
+  setModelConfig(*module, configAttr(context, c, maxSeq, options.dtype));
   (*module)->setAttr(EtllmDialect::kModuleClassesAttrName,
                      builder.getDictionaryAttr(classes));
   if (failed(verify(*module)))
