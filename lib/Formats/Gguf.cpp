@@ -13,6 +13,7 @@
 
 #include "etllm/Formats/Gguf.h"
 #include "Internal.h"
+#include "etllm/Models/Registry.h"
 
 #include <cerrno>
 #include <cmath>
@@ -176,63 +177,7 @@ Result<uint32_t> ggmlTypeFromDType(DType dtype) {
 
 namespace {
 
-struct NamePair {
-  const char *gguf;
-  const char *hf;
-};
-
-// Per-layer tensors (without ".weight"/".bias"), as in llama.cpp's
-// gguf-py/gguf/constants.py and tensor_mapping.py.
-constexpr NamePair kLayerNames[] = {
-    {"attn_norm", "input_layernorm"},    {"attn_q", "self_attn.q_proj"},
-    {"attn_k", "self_attn.k_proj"},      {"attn_v", "self_attn.v_proj"},
-    {"attn_output", "self_attn.o_proj"}, {"attn_qkv", "self_attn.qkv_proj"},
-    {"attn_q_norm", "self_attn.q_norm"}, {"attn_k_norm", "self_attn.k_norm"},
-    {"ffn_gate", "mlp.gate_proj"},       {"ffn_down", "mlp.down_proj"},
-};
-
-constexpr NamePair kGlobalNames[] = {
-    {"token_embd.weight", "model.embed_tokens.weight"},
-    {"output_norm.weight", "model.norm.weight"},
-    {"output.weight", "lm_head.weight"},
-};
-
-/// Layer names whose HF equivalent depends on the architecture.
-std::string archLayerName(const std::string &arch, const std::string &base,
-                          bool toHf) {
-  struct ArchPair {
-    const char *gguf, *hf;
-    bool gemma2, phi3;
-  };
-  static const ArchPair kPairs[] = {
-      {"ffn_up", "mlp.gate_up_proj", false, true},
-      {"ffn_up", "mlp.up_proj", false, false},
-      {"ffn_norm", "pre_feedforward_layernorm", true, false},
-      {"ffn_norm", "post_attention_layernorm", false, false},
-      {"post_attention_norm", "post_attention_layernorm", true, false},
-      {"post_ffw_norm", "post_feedforward_layernorm", true, false},
-  };
-  bool isGemma2 = arch == "gemma2", isPhi3 = arch == "phi3";
-  for (const ArchPair &p : kPairs) {
-    bool applies = (p.gemma2 && isGemma2) || (p.phi3 && isPhi3) ||
-                   (!p.gemma2 && !p.phi3 &&
-                    !(isGemma2 && std::string(p.gguf) == "ffn_norm") &&
-                    !(isPhi3 && std::string(p.gguf) == "ffn_up"));
-    if (!applies)
-      continue;
-    if (toHf && base == p.gguf)
-      return p.hf;
-    if (!toHf && base == p.hf)
-      return p.gguf;
-  }
-  for (const NamePair &p : kLayerNames) {
-    if (toHf && base == p.gguf)
-      return p.hf;
-    if (!toHf && base == p.hf)
-      return p.gguf;
-  }
-  return "";
-}
+using models::FamilySpec;
 
 /// Splits "x.weight"/"x.bias".
 bool splitKind(const std::string &name, std::string &base, std::string &kind) {
@@ -249,70 +194,64 @@ bool splitKind(const std::string &name, std::string &base, std::string &kind) {
 
 } // namespace
 
-std::string ggufNameToHf(const std::string &arch, const std::string &name) {
-  for (const NamePair &p : kGlobalNames)
-    if (name == p.gguf)
-      return p.hf;
-  int64_t layer;
-  std::string suffix, base, kind;
-  if (!detail::splitLayerName(name, "blk.", layer, suffix) ||
-      !splitKind(suffix, base, kind))
+std::string detail::ggufNameToHf(const models::FamilySpec &family,
+                                 const std::string &name) {
+  const FamilySpec *f = &family;
+  std::string base, kind, suffix;
+  int64_t layer = -1;
+  bool isLayer = detail::splitLayerName(name, "blk.", layer, suffix);
+  if (!splitKind(isLayer ? suffix : name, base, kind))
     return "";
-  std::string hf = archLayerName(arch, base, /*toHf=*/true);
-  if (hf.empty())
-    return "";
-  return "model.layers." + std::to_string(layer) + "." + hf + kind;
-}
-
-std::string hfNameToGguf(const std::string &arch, const std::string &name) {
-  for (const NamePair &p : kGlobalNames)
-    if (name == p.hf)
-      return p.gguf;
-  int64_t layer;
-  std::string suffix, base, kind;
-  if (!detail::splitLayerName(name, "model.layers.", layer, suffix) ||
-      !splitKind(suffix, base, kind))
-    return "";
-  std::string g = archLayerName(arch, base, /*toHf=*/false);
-  if (g.empty())
-    return "";
-  return "blk." + std::to_string(layer) + "." + g + kind;
-}
-
-std::string ggufArchForModelType(const std::string &modelType) {
-  if (modelType == "llama" || modelType == "mistral")
-    return "llama";
-  for (const char *a : {"qwen2", "qwen3", "phi3", "gemma", "gemma2"})
-    if (modelType == a)
-      return a;
+  for (const models::GgufTensorName &row : f->gguf.tensors) {
+    if (isLayer != models::isLayerModule(row.hf) ||
+        base != models::ggufTensorName(row.gguf))
+      continue;
+    if (!isLayer && kind != ".weight")
+      return ""; // Model-level tensors have no bias.
+    return models::hfPath(*f, row.hf, layer) + kind;
+  }
   return "";
 }
 
+std::string detail::hfNameToGguf(const models::FamilySpec &family,
+                                 const std::string &name) {
+  const FamilySpec *f = &family;
+  std::string layers =
+      f->hfNames[static_cast<size_t>(models::HfModule::Layers)] +
+      std::string(".");
+  std::string base, kind, suffix;
+  int64_t layer = -1;
+  bool isLayer = detail::splitLayerName(name, layers, layer, suffix);
+  if (!splitKind(isLayer ? suffix : name, base, kind))
+    return "";
+  for (const models::GgufTensorName &row : f->gguf.tensors) {
+    if (isLayer != models::isLayerModule(row.hf) ||
+        base != f->hfNames[static_cast<size_t>(row.hf)])
+      continue;
+    if (!isLayer && kind != ".weight")
+      return "";
+    std::string g = models::ggufTensorName(row.gguf) + kind;
+    return isLayer ? "blk." + std::to_string(layer) + "." + g : g;
+  }
+  return "";
+}
+
+std::string ggufNameToHf(const std::string &arch, const std::string &name) {
+  const FamilySpec *f = models::findByGgufArch(arch);
+  return f ? detail::ggufNameToHf(*f, name) : "";
+}
+
+std::string hfNameToGguf(const std::string &arch, const std::string &name) {
+  const FamilySpec *f = models::findByGgufArch(arch);
+  return f ? detail::hfNameToGguf(*f, name) : "";
+}
+
+std::string ggufArchForModelType(const std::string &modelType) {
+  const FamilySpec *f = models::findByModelType(modelType);
+  return f && f->gguf.arch ? f->gguf.arch : "";
+}
+
 namespace {
-
-struct GgufArchInfo {
-  const char *arch;
-  const char *architecture;
-};
-constexpr GgufArchInfo kGgufArchs[] = {
-    {"llama", "LlamaForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"},
-    {"qwen3", "Qwen3ForCausalLM"}, {"phi3", "Phi3ForCausalLM"},
-    {"gemma", "GemmaForCausalLM"}, {"gemma2", "Gemma2ForCausalLM"},
-};
-
-const char *hfArchitectureForGguf(const std::string &arch) {
-  for (const GgufArchInfo &a : kGgufArchs)
-    if (arch == a.arch)
-      return a.architecture;
-  return nullptr;
-}
-
-std::string supportedGgufArchs() {
-  std::string s;
-  for (const GgufArchInfo &a : kGgufArchs)
-    s += (s.empty() ? "" : ", ") + std::string(a.arch);
-  return s;
-}
 
 //===----------------------------------------------------------------------===//
 // Reader
@@ -717,83 +656,94 @@ Result<ModelConfig> configFromGguf(const Checkpoint &ckpt) {
   if (!archOpt)
     return m.error("general.architecture", "required key is missing");
   const std::string arch = *archOpt;
-  const char *hfArch = hfArchitectureForGguf(arch);
-  if (!hfArch)
+  const FamilySpec *family = models::findByGgufArch(arch);
+  if (!family)
     return m.error("general.architecture",
                    "unsupported architecture '" + arch +
-                       "' (supported: " + supportedGgufArchs() + ")");
+                       "' (supported: " + models::supportedGgufArchs() + ")");
+  const FamilySpec &f = *family;
   ModelConfig c;
-  c.architecture = hfArch;
+  c.architecture = f.hfArchitecture;
   ETLLM_RETURN_IF_ERROR(applyArchitectureTraits(c));
-  const std::string p = arch + ".";
+  auto key = [&](models::GgufKey k) {
+    return models::ggufKeyHasArchPrefix(k)
+               ? arch + "." + models::ggufKeyName(k)
+               : std::string(models::ggufKeyName(k));
+  };
+  using models::GgufKey;
 
   ETLLM_ASSIGN_OR_RETURN(c.hiddenSize,
-                         m.dim(p + "embedding_length", std::nullopt));
+                         m.dim(key(GgufKey::EmbeddingLength), std::nullopt));
   ETLLM_ASSIGN_OR_RETURN(c.intermediateSize,
-                         m.dim(p + "feed_forward_length", std::nullopt));
-  ETLLM_ASSIGN_OR_RETURN(c.numLayers, m.dim(p + "block_count", std::nullopt));
+                         m.dim(key(GgufKey::FeedForwardLength), std::nullopt));
+  ETLLM_ASSIGN_OR_RETURN(c.numLayers,
+                         m.dim(key(GgufKey::BlockCount), std::nullopt));
   ETLLM_ASSIGN_OR_RETURN(c.numHeads,
-                         m.dim(p + "attention.head_count", std::nullopt));
+                         m.dim(key(GgufKey::HeadCount), std::nullopt));
   ETLLM_ASSIGN_OR_RETURN(c.numKvHeads,
-                         m.dim(p + "attention.head_count_kv", c.numHeads));
+                         m.dim(key(GgufKey::HeadCountKv), c.numHeads));
   if (c.numHeads % c.numKvHeads != 0)
-    return m.error(p + "attention.head_count_kv",
+    return m.error(key(GgufKey::HeadCountKv),
                    std::to_string(c.numKvHeads) +
                        " does not divide the head count " +
                        std::to_string(c.numHeads));
   std::optional<uint64_t> keyLength, valueLength;
-  ETLLM_ASSIGN_OR_RETURN(keyLength, m.optUInt(p + "attention.key_length"));
-  ETLLM_ASSIGN_OR_RETURN(valueLength, m.optUInt(p + "attention.value_length"));
+  ETLLM_ASSIGN_OR_RETURN(keyLength, m.optUInt(key(GgufKey::KeyLength)));
+  ETLLM_ASSIGN_OR_RETURN(valueLength, m.optUInt(key(GgufKey::ValueLength)));
   if (keyLength) {
     ETLLM_ASSIGN_OR_RETURN(c.headDim,
-                           m.dim(p + "attention.key_length", std::nullopt));
+                           m.dim(key(GgufKey::KeyLength), std::nullopt));
   } else {
     if (c.hiddenSize % c.numHeads != 0)
-      return m.error(p + "attention.head_count",
+      return m.error(key(GgufKey::HeadCount),
                      std::to_string(c.numHeads) +
                          " does not divide the embedding length " +
                          std::to_string(c.hiddenSize));
     c.headDim = c.hiddenSize / c.numHeads;
   }
   if (valueLength && static_cast<int64_t>(*valueLength) != c.headDim)
-    return m.error(p + "attention.value_length",
+    return m.error(key(GgufKey::ValueLength),
                    "value head size " + std::to_string(*valueLength) +
                        " differs from the key head size " +
                        std::to_string(c.headDim) + " (unsupported)");
 
-  const TensorRef *embed = ckpt.find("model.embed_tokens.weight");
+  std::string embedName =
+      models::hfPath(f, models::HfModule::Embed) + ".weight";
+  const TensorRef *embed = ckpt.find(embedName);
   std::optional<uint64_t> vocabKey;
-  ETLLM_ASSIGN_OR_RETURN(vocabKey, m.optUInt(p + "vocab_size"));
+  ETLLM_ASSIGN_OR_RETURN(vocabKey, m.optUInt(key(GgufKey::VocabSize)));
   if (vocabKey) {
-    ETLLM_ASSIGN_OR_RETURN(c.vocabSize, m.dim(p + "vocab_size", std::nullopt));
+    ETLLM_ASSIGN_OR_RETURN(c.vocabSize,
+                           m.dim(key(GgufKey::VocabSize), std::nullopt));
   } else if (embed && embed->shape.size() == 2) {
     c.vocabSize = embed->shape[0];
   } else if (ckpt.ggufTokenizer() && !ckpt.ggufTokenizer()->tokens.empty()) {
     c.vocabSize = static_cast<int64_t>(ckpt.ggufTokenizer()->tokens.size());
   } else {
     return Error(ckpt.path() + ": cannot determine the vocabulary size (no " +
-                 p + "vocab_size, token_embd.weight or tokenizer tokens)");
+                 key(GgufKey::VocabSize) + ", " +
+                 models::ggufTensorName(models::GgufTensor::TokenEmbd) +
+                 ".weight or tokenizer tokens)");
   }
   ETLLM_ASSIGN_OR_RETURN(c.maxPositionEmbeddings,
-                         m.dim(p + "context_length", std::nullopt));
-  std::optional<double> f;
-  ETLLM_ASSIGN_OR_RETURN(f, m.optFloat(p + "attention.layer_norm_rms_epsilon"));
-  if (!f)
-    return m.error(p + "attention.layer_norm_rms_epsilon",
-                   "required key is missing");
-  if (!(*f > 0 && *f < 1))
-    return m.error(p + "attention.layer_norm_rms_epsilon", "must be in (0, 1)");
-  c.rmsNormEps = *f;
-  ETLLM_ASSIGN_OR_RETURN(f, m.optFloat(p + "rope.freq_base"));
-  c.ropeTheta = f.value_or(10000.0);
+                         m.dim(key(GgufKey::ContextLength), std::nullopt));
+  std::optional<double> fv;
+  ETLLM_ASSIGN_OR_RETURN(fv, m.optFloat(key(GgufKey::RmsEpsilon)));
+  if (!fv)
+    return m.error(key(GgufKey::RmsEpsilon), "required key is missing");
+  if (!(*fv > 0 && *fv < 1))
+    return m.error(key(GgufKey::RmsEpsilon), "must be in (0, 1)");
+  c.rmsNormEps = *fv;
+  ETLLM_ASSIGN_OR_RETURN(fv, m.optFloat(key(GgufKey::RopeFreqBase)));
+  c.ropeTheta = fv.value_or(10000.0);
   if (!(c.ropeTheta > 0))
-    return m.error(p + "rope.freq_base", "must be positive");
+    return m.error(key(GgufKey::RopeFreqBase), "must be positive");
   std::optional<uint64_t> ropeDims;
-  ETLLM_ASSIGN_OR_RETURN(ropeDims, m.optUInt(p + "rope.dimension_count"));
+  ETLLM_ASSIGN_OR_RETURN(ropeDims, m.optUInt(key(GgufKey::RopeDimensionCount)));
   if (ropeDims) {
     if (*ropeDims < 2 || static_cast<int64_t>(*ropeDims) > c.headDim ||
         *ropeDims % 2 != 0)
-      return m.error(p + "rope.dimension_count",
+      return m.error(key(GgufKey::RopeDimensionCount),
                      std::to_string(*ropeDims) +
                          " must be even and within the head size " +
                          std::to_string(c.headDim));
@@ -801,86 +751,107 @@ Result<ModelConfig> configFromGguf(const Checkpoint &ckpt) {
         static_cast<double>(*ropeDims) / static_cast<double>(c.headDim);
   }
   std::optional<std::string> scalingType;
-  ETLLM_ASSIGN_OR_RETURN(scalingType, m.optString(p + "rope.scaling.type"));
+  ETLLM_ASSIGN_OR_RETURN(scalingType,
+                         m.optString(key(GgufKey::RopeScalingLinear)));
   if (scalingType && *scalingType != "none") {
     if (*scalingType != "linear")
-      return m.error(p + "rope.scaling.type",
+      return m.error(key(GgufKey::RopeScalingLinear),
                      "unsupported rope scaling '" + *scalingType +
                          "' (supported: none, linear)");
-    ETLLM_ASSIGN_OR_RETURN(f, m.optFloat(p + "rope.scaling.factor"));
-    if (!f || !(*f > 0))
-      return m.error(p + "rope.scaling.factor",
+    ETLLM_ASSIGN_OR_RETURN(fv, m.optFloat(key(GgufKey::RopeScalingFactor)));
+    if (!fv || !(*fv > 0))
+      return m.error(key(GgufKey::RopeScalingFactor),
                      "missing or not positive for linear scaling");
     c.ropeScaling.type = "linear";
-    c.ropeScaling.factor = *f;
+    c.ropeScaling.factor = *fv;
   } else if (!scalingType) {
-    ETLLM_ASSIGN_OR_RETURN(f, m.optFloat(p + "rope.scale_linear"));
-    if (f && *f != 1.0) {
-      if (!(*f > 0))
-        return m.error(p + "rope.scale_linear", "must be positive");
+    ETLLM_ASSIGN_OR_RETURN(fv, m.optFloat(key(GgufKey::RopeScaleLinear)));
+    if (fv && *fv != 1.0) {
+      if (!(*fv > 0))
+        return m.error(key(GgufKey::RopeScaleLinear), "must be positive");
       c.ropeScaling.type = "linear";
-      c.ropeScaling.factor = *f;
+      c.ropeScaling.factor = *fv;
     }
   }
-  if (const TensorRef *rf = ckpt.find("rope_freqs.weight")) {
+  std::string ropeFreqsName =
+      std::string(models::ggufTensorName(models::GgufTensor::RopeFreqs)) +
+      ".weight";
+  if (const TensorRef *rf = ckpt.find(ropeFreqsName)) {
     if (rf->dtype != DType::F32 || rf->shape.size() != 1 ||
         rf->shape[0] != c.rotaryDim() / 2)
-      return Error(rf->file + ": tensor 'rope_freqs.weight' must be F32 [" +
+      return Error(rf->file + ": tensor '" + ropeFreqsName + "' must be F32 [" +
                    std::to_string(c.rotaryDim() / 2) + "], got " +
                    dtypeName(rf->dtype) + " " + shapeToString(rf->shape));
     std::vector<float> ff(static_cast<size_t>(rf->shape[0]));
     std::memcpy(ff.data(), rf->data, ff.size() * 4);
     for (float v : ff)
       if (!(v > 0) || !std::isfinite(v))
-        return Error(rf->file + ": tensor 'rope_freqs.weight' has a "
-                                "non-positive factor");
+        return Error(rf->file + ": tensor '" + ropeFreqsName +
+                     "' has a non-positive factor");
     if (!c.ropeScaling.type.empty())
-      return Error(ckpt.path() + ": both rope_freqs.weight and " + p +
-                   "rope.scaling.type are present");
+      return Error(ckpt.path() + ": both " + ropeFreqsName + " and " +
+                   key(GgufKey::RopeScalingLinear) + " are present");
     fitLlama3(c, ff);
     c.ropeScaling.freqFactors = std::move(ff);
-  }
-  if (arch == "phi3") {
-    std::optional<uint64_t> orig;
-    ETLLM_ASSIGN_OR_RETURN(
-        orig, m.optUInt(p + "rope.scaling.original_context_length"));
-    c.originalMaxPositionEmbeddings =
-        orig ? static_cast<int64_t>(*orig) : c.maxPositionEmbeddings;
   }
 
   c.layerUsesSlidingWindow.assign(static_cast<size_t>(c.numLayers), false);
   std::optional<uint64_t> window;
-  ETLLM_ASSIGN_OR_RETURN(window, m.optUInt(p + "attention.sliding_window"));
+  ETLLM_ASSIGN_OR_RETURN(window, m.optUInt(key(GgufKey::SlidingWindow)));
   if (window && *window > static_cast<uint64_t>(detail::kMaxConfigDim))
-    return m.error(p + "attention.sliding_window", "absurdly large");
-  if (window && *window > 0 && (arch == "phi3" || arch == "gemma2")) {
+    return m.error(key(GgufKey::SlidingWindow), "absurdly large");
+  auto declares = [&](GgufKey k) {
+    for (GgufKey d : f.gguf.metadata)
+      if (d == k)
+        return true;
+    return false;
+  };
+  if (window && *window > 0 && declares(GgufKey::SlidingWindow)) {
     c.slidingWindow = static_cast<int64_t>(*window);
-    for (int64_t i = 0; i < c.numLayers; ++i)
-      c.layerUsesSlidingWindow[static_cast<size_t>(i)] =
-          arch == "phi3" || i % 2 == 0;
+    detail::applySlidingPattern(c, f.hf.slidingWindow ==
+                                           models::SlidingWindowRule::EvenLayers
+                                       ? models::SlidingWindowRule::EvenLayers
+                                       : models::SlidingWindowRule::AllLayers);
   }
-  if (arch == "gemma2") {
-    ETLLM_ASSIGN_OR_RETURN(f, m.optFloat(p + "attn_logit_softcapping"));
-    c.attnLogitSoftcapping = f.value_or(50.0);
-    ETLLM_ASSIGN_OR_RETURN(f, m.optFloat(p + "final_logit_softcapping"));
-    c.finalLogitSoftcapping = f.value_or(30.0);
-    if (c.attnLogitSoftcapping < 0 || c.finalLogitSoftcapping < 0)
-      return m.error(p + "attn_logit_softcapping", "must not be negative");
-    c.queryPreAttnScalar = static_cast<double>(c.headDim);
+  // The family's own keys: from their GGUF key, else what GGUF implies.
+  for (const models::ConfigKey &k : f.hf.keys) {
+    double v = 0;
+    if (k.gguf != GgufKey::None) {
+      std::string name = key(k.gguf);
+      std::optional<double> got;
+      if (k.range == models::KeyRange::Dim) {
+        std::optional<uint64_t> u;
+        ETLLM_ASSIGN_OR_RETURN(u, m.optUInt(name));
+        if (u)
+          got = static_cast<double>(*u);
+      } else {
+        ETLLM_ASSIGN_OR_RETURN(got, m.optFloat(name));
+      }
+      v = got.value_or(k.ggufDefault);
+      if (!got && v == 0)
+        v = detail::fallbackValue(c, k.fallback);
+      ETLLM_RETURN_IF_ERROR(detail::checkKeyRange(
+          k, v, [&](const std::string &what) { return m.error(name, what); }));
+    } else {
+      v = detail::fallbackValue(c, k.fallback);
+    }
+    detail::setField(c, k.field, v);
   }
-  c.hiddenAct =
-      (arch == "gemma" || arch == "gemma2") ? "gelu_pytorch_tanh" : "silu";
-  c.tieWordEmbeddings = ckpt.find("lm_head.weight") == nullptr;
-  if (arch == "qwen2") {
+  c.hiddenAct = f.hf.hiddenAct;
+  c.tieWordEmbeddings = ckpt.find(models::hfPath(f, models::HfModule::LmHead) +
+                                  ".weight") == nullptr;
+  auto has = [&](models::HfModule module, const char *kind) {
+    return ckpt.find(models::hfPath(f, module, 0) + kind) != nullptr;
+  };
+  if (f.hf.bias == models::BiasRule::QkvOnly) {
     c.attentionBias = true;
   } else {
     c.attentionBias =
-        ckpt.find(c.fusedQkv
-                      ? "model.layers.0.self_attn.qkv_proj.bias"
-                      : "model.layers.0.self_attn.q_proj.bias") != nullptr;
-    c.oProjBias = ckpt.find("model.layers.0.self_attn.o_proj.bias") != nullptr;
+        has(c.fusedQkv ? models::HfModule::QkvProj : models::HfModule::QProj,
+            ".bias");
+    c.oProjBias = has(models::HfModule::OProj, ".bias");
   }
-  c.mlpBias = ckpt.find("model.layers.0.mlp.up_proj.bias") != nullptr;
+  c.mlpBias = has(models::HfModule::UpProj, ".bias");
 
   if (const GgufTokenizerInfo *t = ckpt.ggufTokenizer()) {
     c.bosTokenId = t->bosTokenId < c.vocabSize ? t->bosTokenId : -1;
@@ -889,7 +860,7 @@ Result<ModelConfig> configFromGguf(const Checkpoint &ckpt) {
     c.padTokenId = t->paddingTokenId < c.vocabSize ? t->paddingTokenId : -1;
   }
   std::optional<uint64_t> fileType;
-  ETLLM_ASSIGN_OR_RETURN(fileType, m.optUInt("general.file_type"));
+  ETLLM_ASSIGN_OR_RETURN(fileType, m.optUInt(key(GgufKey::FileType)));
   if (fileType)
     c.torchDtype = *fileType == 0    ? "float32"
                    : *fileType == 1  ? "float16"
@@ -981,11 +952,12 @@ Result<std::unique_ptr<Checkpoint>> openGguf(const std::string &path) {
     return Error(path + ": metadata key 'general.architecture': required key "
                         "is missing");
   }
-  if (!hfArchitectureForGguf(*arch))
+  const FamilySpec *family = models::findByGgufArch(*arch);
+  if (!family)
     return Error(path +
                  ": metadata key 'general.architecture': unsupported "
                  "architecture '" +
-                 *arch + "' (supported: " + supportedGgufArchs() + ")");
+                 *arch + "' (supported: " + models::supportedGgufArchs() + ")");
 
   struct Info {
     std::string name;
@@ -1051,13 +1023,21 @@ Result<std::unique_ptr<Checkpoint>> openGguf(const std::string &path) {
   }
   uint64_t dataSize = file->size() - dataStart;
 
-  // Head counts for the q/k permutation of llama-arch files.
+  // Head counts for the q/k permutation of families whose converter
+  // permutes (LlamaModel.permute).
+  const std::string headCountKey =
+      *arch + "." + models::ggufKeyName(models::GgufKey::HeadCount);
   int64_t numHeads = 0, numKvHeads = 0;
-  if (const GgufValue *v = b.get().metadata(*arch + ".attention.head_count"))
+  if (const GgufValue *v = b.get().metadata(headCountKey))
     numHeads = v->toInt().value_or(0);
   numKvHeads = numHeads;
-  if (const GgufValue *v = b.get().metadata(*arch + ".attention.head_count_kv"))
+  if (const GgufValue *v = b.get().metadata(
+          *arch + "." + models::ggufKeyName(models::GgufKey::HeadCountKv)))
     numKvHeads = v->toInt().value_or(0);
+  const std::string qName =
+      family->hfNames[static_cast<size_t>(models::HfModule::QProj)];
+  const std::string kName =
+      family->hfNames[static_cast<size_t>(models::HfModule::KProj)];
 
   for (Info &info : infos) {
     std::string where = path + ": tensor '" + info.name + "'";
@@ -1067,7 +1047,7 @@ Result<std::unique_ptr<Checkpoint>> openGguf(const std::string &path) {
                    std::to_string(dataSize) + "-byte data section");
     TensorRef t;
     t.sourceName = info.name;
-    t.name = ggufNameToHf(*arch, info.name);
+    t.name = detail::ggufNameToHf(*family, info.name);
     if (t.name.empty())
       t.name = info.name;
     t.file = path;
@@ -1076,17 +1056,14 @@ Result<std::unique_ptr<Checkpoint>> openGguf(const std::string &path) {
     t.fileOffset = dataStart + info.offset;
     t.data = file->data() + t.fileOffset;
     t.nbytes = info.nbytes;
-    if (*arch == "llama") {
-      auto endsWith = [&](const char *s) {
-        size_t n = std::strlen(s);
-        return t.name.size() >= n &&
-               t.name.compare(t.name.size() - n, n, s) == 0;
+    if (family->gguf.permutesQk) {
+      auto endsWith = [&](const std::string &s) {
+        return t.name.size() >= s.size() &&
+               t.name.compare(t.name.size() - s.size(), s.size(), s) == 0;
       };
-      if (endsWith("self_attn.q_proj.weight") ||
-          endsWith("self_attn.q_proj.bias"))
+      if (endsWith(qName + ".weight") || endsWith(qName + ".bias"))
         t.qkPermuteHeads = numHeads;
-      else if (endsWith("self_attn.k_proj.weight") ||
-               endsWith("self_attn.k_proj.bias"))
+      else if (endsWith(kName + ".weight") || endsWith(kName + ".bias"))
         t.qkPermuteHeads = numKvHeads;
       if (t.qkPermuteHeads > 0) {
         if (t.shape[0] % t.qkPermuteHeads != 0 ||
@@ -1095,11 +1072,9 @@ Result<std::unique_ptr<Checkpoint>> openGguf(const std::string &path) {
                        " rows cannot be split into " +
                        std::to_string(t.qkPermuteHeads) +
                        " heads of even size");
-      } else if (endsWith("self_attn.q_proj.weight") ||
-                 endsWith("self_attn.k_proj.weight")) {
-        return Error(path + ": metadata key '" + *arch +
-                     ".attention.head_count': missing or invalid (needed "
-                     "for the q/k row order)");
+      } else if (endsWith(qName + ".weight") || endsWith(kName + ".weight")) {
+        return Error(path + ": metadata key '" + headCountKey +
+                     "': missing or invalid (needed for the q/k row order)");
       }
     }
     ETLLM_RETURN_IF_ERROR(b.addTensor(std::move(t)));
@@ -1112,7 +1087,7 @@ Result<std::unique_ptr<Checkpoint>> openGguf(const std::string &path) {
   if (!tok)
     return tok.error();
   b.setTokenizer(std::move(*tok));
-  b.setNormWeightsIncludeOne(*arch == "gemma" || *arch == "gemma2");
+  b.setNormWeightsIncludeOne(family->gguf.normWeightsIncludeOne);
   Result<ModelConfig> config = configFromGguf(b.get());
   if (!config)
     return config.error();

@@ -2,6 +2,7 @@
 
 #include "etllm/Formats/ModelConfig.h"
 #include "Internal.h"
+#include "etllm/Models/Registry.h"
 
 #include <nlohmann/json.hpp>
 
@@ -17,40 +18,7 @@ using rt::Status;
 
 namespace {
 
-/// Class defaults of a transformers config, for keys config.json may omit.
-struct ArchDefaults {
-  const char *architecture;
-  const char *modelType;
-  int64_t maxPositionEmbeddings;
-  double rmsNormEps;
-  bool tieWordEmbeddings;
-  const char *hiddenAct;
-  int64_t bos, eos, pad; // -1: None
-};
-
-constexpr ArchDefaults kArchs[] = {
-    {"LlamaForCausalLM", "llama", 2048, 1e-6, false, "silu", 1, 2, -1},
-    {"MistralForCausalLM", "mistral", 4096 * 32, 1e-6, false, "silu", 1, 2, -1},
-    {"Qwen2ForCausalLM", "qwen2", 32768, 1e-6, false, "silu", -1, -1, -1},
-    {"Qwen3ForCausalLM", "qwen3", 32768, 1e-6, false, "silu", -1, -1, -1},
-    {"Phi3ForCausalLM", "phi3", 4096, 1e-5, false, "silu", 1, 32000, 32000},
-    {"GemmaForCausalLM", "gemma", 8192, 1e-6, true, "gelu_pytorch_tanh", 2, 1,
-     0},
-    {"Gemma2ForCausalLM", "gemma2", 8192, 1e-6, true, "gelu_pytorch_tanh", 2, 1,
-     0},
-};
-
-const ArchDefaults *findArch(const std::string &architecture,
-                             const std::string &modelType) {
-  for (const ArchDefaults &a : kArchs)
-    if (architecture == a.architecture)
-      return &a;
-  if (architecture.empty())
-    for (const ArchDefaults &a : kArchs)
-      if (modelType == a.modelType)
-        return &a;
-  return nullptr;
-}
+using models::FamilySpec;
 
 const char *jsonTypeName(const json &j) { return j.type_name(); }
 
@@ -214,27 +182,31 @@ Status parseRopeScaling(const ConfigReader &r, const json &obj,
 } // namespace
 
 std::string supportedArchitectures() {
-  std::string s;
-  for (const ArchDefaults &a : kArchs) {
-    if (!s.empty())
-      s += ", ";
-    s += a.architecture;
-  }
-  return s;
+  return models::supportedArchitectures();
+}
+
+const FamilySpec *familyOf(const ModelConfig &c) {
+  if (const FamilySpec *f = models::findByArchitecture(c.architecture))
+    return f;
+  if (c.architecture.empty())
+    return models::findByModelType(c.modelType);
+  return nullptr;
 }
 
 Status applyArchitectureTraits(ModelConfig &c) {
-  const ArchDefaults *a = findArch(c.architecture, c.modelType);
-  if (!a)
+  const FamilySpec *f = familyOf(c);
+  if (!f)
     return Error("unsupported architecture '" + c.architecture +
                  "' (supported: " + supportedArchitectures() + ")");
-  c.architecture = a->architecture;
-  c.modelType = a->modelType;
-  std::string mt = c.modelType;
-  c.fusedQkv = c.fusedGateUp = mt == "phi3";
-  c.qkNorm = mt == "qwen3";
-  c.normAddsOne = c.scaleEmbeddings = mt == "gemma" || mt == "gemma2";
-  c.sandwichNorms = mt == "gemma2";
+  c.architecture = f->hfArchitecture;
+  c.modelType = f->hfModelType;
+  c.fusedQkv = f->blocks.attention == models::AttentionBlock::FusedQkv;
+  c.fusedGateUp = f->blocks.mlp == models::MlpBlock::FusedGateUp;
+  c.qkNorm = f->traits.qkNorm;
+  c.normAddsOne = f->traits.normAddsOne;
+  c.scaleEmbeddings = f->traits.scaleEmbeddings;
+  c.sandwichNorms =
+      f->blocks.decoderLayer == models::DecoderLayerBlock::Sandwich;
   return Status();
 }
 
@@ -271,7 +243,8 @@ Result<ModelConfig> parseHfConfigText(const std::string &text,
     for (const json &a : *archs) {
       if (!a.is_string())
         return r.error("architectures", "expected an array of strings");
-      if (architecture.empty() && findArch(a.get<std::string>(), std::string()))
+      if (architecture.empty() &&
+          models::findByArchitecture(a.get<std::string>()))
         architecture = a.get<std::string>();
     }
     if (architecture.empty() && !archs->empty())
@@ -284,19 +257,19 @@ Result<ModelConfig> parseHfConfigText(const std::string &text,
   ETLLM_ASSIGN_OR_RETURN(modelType, r.optString("model_type"));
   c.architecture = architecture;
   c.modelType = modelType.value_or("");
-  const ArchDefaults *arch = findArch(c.architecture, c.modelType);
-  if (!arch)
+  const FamilySpec *family = familyOf(c);
+  if (!family)
     return Error(source + ": unsupported or missing architecture (" +
                  (c.modelType.empty() ? std::string("no 'architectures'")
                                       : "model_type '" + c.modelType + "'") +
                  "; supported: " + supportedArchitectures() + ")");
-  c.architecture = arch->architecture;
-  if (!c.modelType.empty() && c.modelType != arch->modelType)
+  c.architecture = family->hfArchitecture;
+  if (!c.modelType.empty() && c.modelType != family->hfModelType)
     return r.error("model_type", "'" + c.modelType + "' does not match " +
                                      c.architecture + " (expected '" +
-                                     arch->modelType + "')");
+                                     family->hfModelType + "')");
   ETLLM_RETURN_IF_ERROR(applyArchitectureTraits(c));
-  const std::string mt = c.modelType;
+  const models::HfConfigSpec &hf = family->hf;
 
   // Sizes.
   ETLLM_ASSIGN_OR_RETURN(c.hiddenSize, r.requiredInt("hidden_size"));
@@ -329,8 +302,8 @@ Result<ModelConfig> parseHfConfigText(const std::string &text,
                        std::to_string(c.numHeads));
   std::optional<int64_t> headDim;
   ETLLM_ASSIGN_OR_RETURN(headDim, r.optInt("head_dim"));
-  if (!headDim && (mt == "gemma" || mt == "gemma2" || mt == "qwen3"))
-    headDim = mt == "qwen3" ? 128 : 256; // Class defaults.
+  if (!headDim && hf.headDim > 0)
+    headDim = hf.headDim; // The class default.
   if (headDim) {
     c.headDim = *headDim;
     ETLLM_RETURN_IF_ERROR(checkDim("head_dim", c.headDim));
@@ -344,11 +317,11 @@ Result<ModelConfig> parseHfConfigText(const std::string &text,
   }
   ETLLM_ASSIGN_OR_RETURN(
       c.maxPositionEmbeddings,
-      r.intOr("max_position_embeddings", arch->maxPositionEmbeddings));
+      r.intOr("max_position_embeddings", hf.maxPositionEmbeddings));
   ETLLM_RETURN_IF_ERROR(
       checkDim("max_position_embeddings", c.maxPositionEmbeddings));
   ETLLM_ASSIGN_OR_RETURN(c.rmsNormEps,
-                         r.doubleOr("rms_norm_eps", arch->rmsNormEps));
+                         r.doubleOr("rms_norm_eps", hf.rmsNormEps));
   if (!(c.rmsNormEps > 0 && c.rmsNormEps < 1))
     return r.error("rms_norm_eps", "must be in (0, 1)");
 
@@ -392,36 +365,58 @@ Result<ModelConfig> parseHfConfigText(const std::string &text,
                            r.doubleOr("partial_rotary_factor", 1.0));
   if (!(c.partialRotaryFactor > 0 && c.partialRotaryFactor <= 1))
     return r.error("partial_rotary_factor", "must be in (0, 1]");
-  if (mt == "phi3") {
-    ETLLM_ASSIGN_OR_RETURN(
-        c.originalMaxPositionEmbeddings,
-        r.intOr("original_max_position_embeddings", c.maxPositionEmbeddings));
-    ETLLM_RETURN_IF_ERROR(checkDim("original_max_position_embeddings",
-                                   c.originalMaxPositionEmbeddings));
+
+  // The family's own keys.
+  for (const models::ConfigKey &key : hf.keys) {
+    double v = key.hfDefault;
+    if (v == 0)
+      v = detail::fallbackValue(c, key.fallback);
+    if (root.contains(key.hf)) {
+      if (key.range == models::KeyRange::Dim) {
+        std::optional<int64_t> i;
+        ETLLM_ASSIGN_OR_RETURN(i, r.optInt(key.hf));
+        if (i)
+          v = static_cast<double>(*i);
+      } else {
+        std::optional<double> d;
+        ETLLM_ASSIGN_OR_RETURN(d, r.optDouble(key.hf));
+        if (d)
+          v = *d;
+        else if (key.nullIsZero)
+          v = 0;
+      }
+    }
+    ETLLM_RETURN_IF_ERROR(
+        detail::checkKeyRange(key, v, [&](const std::string &what) {
+          return r.error(key.hf, what);
+        }));
+    detail::setField(c, key.field, v);
   }
 
   // Embeddings, biases, activation.
-  ETLLM_ASSIGN_OR_RETURN(
-      c.tieWordEmbeddings,
-      r.boolOr("tie_word_embeddings", arch->tieWordEmbeddings));
+  ETLLM_ASSIGN_OR_RETURN(c.tieWordEmbeddings,
+                         r.boolOr("tie_word_embeddings", hf.tieWordEmbeddings));
   bool attentionBias;
   ETLLM_ASSIGN_OR_RETURN(attentionBias, r.boolOr("attention_bias", false));
-  if (mt == "qwen2") {
+  switch (hf.bias) {
+  case models::BiasRule::QkvOnly:
     c.attentionBias = true;
     c.oProjBias = false;
-  } else if (mt == "mistral" || mt == "phi3") {
+    break;
+  case models::BiasRule::None:
     c.attentionBias = c.oProjBias = false;
-  } else {
+    break;
+  case models::BiasRule::AttentionBiasKey:
     c.attentionBias = c.oProjBias = attentionBias;
+    break;
   }
-  if (mt == "llama")
+  if (hf.mlpBiasKey)
     ETLLM_ASSIGN_OR_RETURN(c.mlpBias, r.boolOr("mlp_bias", false));
   std::optional<std::string> act;
-  if (mt == "gemma" || mt == "gemma2")
-    ETLLM_ASSIGN_OR_RETURN(act, r.optString("hidden_activation"));
-  if (!act)
-    ETLLM_ASSIGN_OR_RETURN(act, r.optString("hidden_act"));
-  c.hiddenAct = act.value_or(arch->hiddenAct);
+  for (const char *key : hf.activationKeys)
+    if (!act)
+      ETLLM_ASSIGN_OR_RETURN(act, r.optString(key));
+  c.hiddenAct = act.value_or(hf.hiddenAct);
   static const char *kActs[] = {
       "silu",  "gelu_pytorch_tanh", "gelu", "gelu_new", "relu",
       "swish", "gelu_fast"};
@@ -429,8 +424,7 @@ Result<ModelConfig> parseHfConfigText(const std::string &text,
   for (const char *a : kActs)
     knownAct |= c.hiddenAct == a;
   if (!knownAct)
-    return r.error(mt.rfind("gemma", 0) == 0 ? "hidden_activation"
-                                             : "hidden_act",
+    return r.error(hf.activationKeys.front(),
                    "unsupported activation '" + c.hiddenAct + "'");
   if (c.hiddenAct == "swish")
     c.hiddenAct = "silu";
@@ -439,16 +433,22 @@ Result<ModelConfig> parseHfConfigText(const std::string &text,
   c.layerUsesSlidingWindow.assign(static_cast<size_t>(c.numLayers), false);
   std::optional<int64_t> window;
   ETLLM_ASSIGN_OR_RETURN(window, r.optInt("sliding_window"));
-  if (mt == "gemma2" && !window && !root.contains("sliding_window"))
-    window = 4096;
+  if (hf.defaultSlidingWindow > 0 && !window &&
+      !root.contains("sliding_window"))
+    window = hf.defaultSlidingWindow;
   if (window && *window < 0)
     return r.error("sliding_window", "must not be negative");
-  if (mt == "mistral" || mt == "phi3") {
+  switch (hf.slidingWindow) {
+  case models::SlidingWindowRule::None:
+    break;
+  case models::SlidingWindowRule::AllLayers:
+  case models::SlidingWindowRule::EvenLayers:
     if (window && *window > 0) {
       c.slidingWindow = *window;
-      c.layerUsesSlidingWindow.assign(static_cast<size_t>(c.numLayers), true);
+      detail::applySlidingPattern(c, hf.slidingWindow);
     }
-  } else if (mt == "qwen2" || mt == "qwen3") {
+    break;
+  case models::SlidingWindowRule::FromMaxWindowLayers: {
     bool use;
     ETLLM_ASSIGN_OR_RETURN(use, r.boolOr("use_sliding_window", false));
     int64_t maxWindowLayers;
@@ -459,12 +459,8 @@ Result<ModelConfig> parseHfConfigText(const std::string &text,
         if (i >= 0)
           c.layerUsesSlidingWindow[static_cast<size_t>(i)] = true;
     }
-  } else if (mt == "gemma2") {
-    if (window && *window > 0) {
-      c.slidingWindow = *window;
-      for (int64_t i = 0; i < c.numLayers; i += 2)
-        c.layerUsesSlidingWindow[static_cast<size_t>(i)] = true;
-    }
+    break;
+  }
   }
   if (const json *lt = r.get("layer_types")) {
     if (!lt->is_array() || lt->size() != static_cast<size_t>(c.numLayers))
@@ -494,28 +490,6 @@ Result<ModelConfig> parseHfConfigText(const std::string &text,
     }
   }
 
-  // Gemma2 extras.
-  if (mt == "gemma2") {
-    auto optOrDefault = [&](const char *key, double dflt) -> Result<double> {
-      if (!root.contains(key))
-        return dflt;
-      std::optional<double> v;
-      ETLLM_ASSIGN_OR_RETURN(v, r.optDouble(key));
-      return v.value_or(0.0);
-    };
-    ETLLM_ASSIGN_OR_RETURN(c.attnLogitSoftcapping,
-                           optOrDefault("attn_logit_softcapping", 50.0));
-    ETLLM_ASSIGN_OR_RETURN(c.finalLogitSoftcapping,
-                           optOrDefault("final_logit_softcapping", 30.0));
-    ETLLM_ASSIGN_OR_RETURN(c.queryPreAttnScalar,
-                           optOrDefault("query_pre_attn_scalar", 256.0));
-    if (c.attnLogitSoftcapping < 0 || c.finalLogitSoftcapping < 0)
-      return r.error("attn_logit_softcapping",
-                     "soft-capping values must not be negative");
-    if (!(c.queryPreAttnScalar > 0))
-      return r.error("query_pre_attn_scalar", "must be positive");
-  }
-
   // Special tokens.
   auto tokenId = [&](const char *key, int64_t dflt) -> Result<int64_t> {
     if (!root.contains(key)) // Class defaults may not fit a small vocab.
@@ -528,8 +502,8 @@ Result<ModelConfig> parseHfConfigText(const std::string &text,
                               std::to_string(c.vocabSize) + ")");
     return v.value_or(-1);
   };
-  ETLLM_ASSIGN_OR_RETURN(c.bosTokenId, tokenId("bos_token_id", arch->bos));
-  ETLLM_ASSIGN_OR_RETURN(c.padTokenId, tokenId("pad_token_id", arch->pad));
+  ETLLM_ASSIGN_OR_RETURN(c.bosTokenId, tokenId("bos_token_id", hf.bosTokenId));
+  ETLLM_ASSIGN_OR_RETURN(c.padTokenId, tokenId("pad_token_id", hf.padTokenId));
   if (const json *eos = r.get("eos_token_id"); eos && eos->is_array()) {
     for (const json &e : *eos) {
       std::optional<int64_t> v;
@@ -542,7 +516,7 @@ Result<ModelConfig> parseHfConfigText(const std::string &text,
     }
   } else {
     int64_t eosId;
-    ETLLM_ASSIGN_OR_RETURN(eosId, tokenId("eos_token_id", arch->eos));
+    ETLLM_ASSIGN_OR_RETURN(eosId, tokenId("eos_token_id", hf.eosTokenId));
     if (eosId >= 0)
       c.eosTokenIds.push_back(eosId);
   }
@@ -653,63 +627,59 @@ Status validate(const ModelConfig &c) {
 
 Result<std::vector<ExpectedTensor>> expectedTensors(const ModelConfig &c) {
   ETLLM_RETURN_IF_ERROR(validate(c));
+  const FamilySpec &f = *familyOf(c);
   ModelConfig t = c;
   ETLLM_RETURN_IF_ERROR(applyArchitectureTraits(t));
   std::vector<ExpectedTensor> out;
-  auto add = [&](std::string name, std::vector<int64_t> shape,
-                 bool isNorm = false, bool isBias = false) {
-    out.push_back({std::move(name), std::move(shape), isNorm, isBias});
+  using models::HfModule;
+  int64_t layer = -1;
+  auto add = [&](HfModule m, std::vector<int64_t> shape, bool isNorm = false,
+                 bool bias = false) {
+    std::string base = models::hfPath(f, m, layer);
+    out.push_back({base + ".weight", shape, isNorm, false});
+    if (bias)
+      out.push_back({base + ".bias", {shape[0]}, false, true});
   };
   const int64_t h = t.hiddenSize, q = t.numHeads * t.headDim,
                 kv = t.numKvHeads * t.headDim, ffn = t.intermediateSize;
-  add("model.embed_tokens.weight", {t.vocabSize, h});
-  for (int64_t l = 0; l < t.numLayers; ++l) {
-    std::string p = "model.layers." + std::to_string(l) + ".";
-    add(p + "input_layernorm.weight", {h}, true);
-    if (t.fusedQkv) {
-      add(p + "self_attn.qkv_proj.weight", {q + 2 * kv, h});
-      if (t.attentionBias)
-        add(p + "self_attn.qkv_proj.bias", {q + 2 * kv}, false, true);
-    } else {
-      add(p + "self_attn.q_proj.weight", {q, h});
-      if (t.attentionBias)
-        add(p + "self_attn.q_proj.bias", {q}, false, true);
-      add(p + "self_attn.k_proj.weight", {kv, h});
-      if (t.attentionBias)
-        add(p + "self_attn.k_proj.bias", {kv}, false, true);
-      add(p + "self_attn.v_proj.weight", {kv, h});
-      if (t.attentionBias)
-        add(p + "self_attn.v_proj.bias", {kv}, false, true);
+  add(HfModule::Embed, {t.vocabSize, h});
+  for (layer = 0; layer < t.numLayers; ++layer) {
+    add(HfModule::InputNorm, {h}, true);
+    switch (f.blocks.attention) {
+    case models::AttentionBlock::FusedQkv:
+      add(HfModule::QkvProj, {q + 2 * kv, h}, false, t.attentionBias);
+      break;
+    case models::AttentionBlock::Separate:
+      add(HfModule::QProj, {q, h}, false, t.attentionBias);
+      add(HfModule::KProj, {kv, h}, false, t.attentionBias);
+      add(HfModule::VProj, {kv, h}, false, t.attentionBias);
+      break;
     }
-    add(p + "self_attn.o_proj.weight", {h, q});
-    if (t.oProjBias)
-      add(p + "self_attn.o_proj.bias", {h}, false, true);
-    if (t.qkNorm) {
-      add(p + "self_attn.q_norm.weight", {t.headDim}, true);
-      add(p + "self_attn.k_norm.weight", {t.headDim}, true);
+    add(HfModule::OProj, {h, q}, false, t.oProjBias);
+    if (f.traits.qkNorm) {
+      add(HfModule::QNorm, {t.headDim}, true);
+      add(HfModule::KNorm, {t.headDim}, true);
     }
-    add(p + "post_attention_layernorm.weight", {h}, true);
-    if (t.sandwichNorms) {
-      add(p + "pre_feedforward_layernorm.weight", {h}, true);
-      add(p + "post_feedforward_layernorm.weight", {h}, true);
+    add(HfModule::PostAttentionNorm, {h}, true);
+    if (f.blocks.decoderLayer == models::DecoderLayerBlock::Sandwich) {
+      add(HfModule::PreFeedforwardNorm, {h}, true);
+      add(HfModule::PostFeedforwardNorm, {h}, true);
     }
-    if (t.fusedGateUp) {
-      add(p + "mlp.gate_up_proj.weight", {2 * ffn, h});
-    } else {
-      add(p + "mlp.gate_proj.weight", {ffn, h});
-      if (t.mlpBias)
-        add(p + "mlp.gate_proj.bias", {ffn}, false, true);
-      add(p + "mlp.up_proj.weight", {ffn, h});
-      if (t.mlpBias)
-        add(p + "mlp.up_proj.bias", {ffn}, false, true);
+    switch (f.blocks.mlp) {
+    case models::MlpBlock::FusedGateUp:
+      add(HfModule::GateUpProj, {2 * ffn, h});
+      break;
+    case models::MlpBlock::Gated:
+      add(HfModule::GateProj, {ffn, h}, false, t.mlpBias);
+      add(HfModule::UpProj, {ffn, h}, false, t.mlpBias);
+      break;
     }
-    add(p + "mlp.down_proj.weight", {h, ffn});
-    if (t.mlpBias)
-      add(p + "mlp.down_proj.bias", {h}, false, true);
+    add(HfModule::DownProj, {h, ffn}, false, t.mlpBias);
   }
-  add("model.norm.weight", {h}, true);
+  layer = -1;
+  add(HfModule::FinalNorm, {h}, true);
   if (!t.tieWordEmbeddings)
-    add("lm_head.weight", {t.vocabSize, h});
+    add(HfModule::LmHead, {t.vocabSize, h});
   return out;
 }
 
@@ -787,11 +757,11 @@ Result<std::string> toHfConfigJson(const ModelConfig &config) {
   ModelConfig c = config;
   ETLLM_RETURN_IF_ERROR(applyArchitectureTraits(c));
   ETLLM_RETURN_IF_ERROR(validate(c));
-  const ArchDefaults *arch = findArch(c.architecture, c.modelType);
-  const std::string mt = c.modelType;
+  const FamilySpec &f = *familyOf(c);
+  const models::HfConfigSpec &hf = f.hf;
   json j;
   j["architectures"] = json::array({c.architecture});
-  j["model_type"] = mt;
+  j["model_type"] = c.modelType;
   j["vocab_size"] = c.vocabSize;
   j["hidden_size"] = c.hiddenSize;
   j["intermediate_size"] = c.intermediateSize;
@@ -806,23 +776,23 @@ Result<std::string> toHfConfigJson(const ModelConfig &config) {
   j["attention_dropout"] = 0.0;
   j["transformers_version"] = "4.51.3";
   j["torch_dtype"] = c.torchDtype.empty() ? json() : json(c.torchDtype);
-  if (c.bosTokenId >= 0 || arch->bos >= 0)
+  if (c.bosTokenId >= 0 || hf.bosTokenId >= 0)
     j["bos_token_id"] = c.bosTokenId >= 0 ? json(c.bosTokenId) : json();
   if (c.eosTokenIds.size() == 1)
     j["eos_token_id"] = c.eosTokenIds[0];
   else if (c.eosTokenIds.size() > 1)
     j["eos_token_id"] = c.eosTokenIds;
-  else if (arch->eos >= 0)
+  else if (hf.eosTokenId >= 0)
     j["eos_token_id"] = json();
   if (c.padTokenId >= 0)
     j["pad_token_id"] = c.padTokenId;
-  else if (arch->pad >= 0)
+  else if (hf.padTokenId >= 0)
     j["pad_token_id"] = json();
   // to_diff_dict writes tie_word_embeddings unless it equals both the base
   // default (true) and the class default.
-  if (!(c.tieWordEmbeddings && arch->tieWordEmbeddings))
+  if (!(c.tieWordEmbeddings && hf.tieWordEmbeddings))
     j["tie_word_embeddings"] = c.tieWordEmbeddings;
-  j["hidden_act"] = c.hiddenAct;
+  j[hf.activationWriteKey] = c.hiddenAct;
 
   bool defaultHeadDim = c.headDim * c.numHeads == c.hiddenSize;
   json ropeScaling;
@@ -836,43 +806,39 @@ Result<std::string> toHfConfigJson(const ModelConfig &config) {
                    {"original_max_position_embeddings",
                     c.ropeScaling.originalMaxPositionEmbeddings}};
   }
-  auto requireNoSlidingWindow = [&]() -> Status {
-    if (c.slidingWindow != 0)
-      return Error(c.architecture + " has no sliding window");
-    return Status();
-  };
-  auto requireDefaultHeadDim = [&]() -> Status {
-    if (!defaultHeadDim)
-      return Error(c.architecture + " requires head_dim * heads == hidden");
-    return Status();
-  };
-  auto requireUniformWindow = [&](bool expectAll) -> Status {
+  auto requireUniformWindow = [&]() -> Status {
     for (bool b : c.layerUsesSlidingWindow)
-      if (b != (expectAll && c.slidingWindow > 0))
+      if (b != (c.slidingWindow > 0))
         return Error(c.architecture +
                      ": per-layer sliding windows cannot be expressed");
     return Status();
   };
-  if (c.partialRotaryFactor != 1.0 && mt != "phi3")
+  if (c.partialRotaryFactor != 1.0 && !hf.partialRotaryFactorKey)
     return Error(c.architecture + " has no partial_rotary_factor");
-  if (!c.ropeScaling.type.empty() && mt != "llama" && mt != "qwen2" &&
-      mt != "qwen3" && mt != "phi3" && mt != "mistral")
+  if (!c.ropeScaling.type.empty() &&
+      hf.ropeScaling == models::RopeScalingKey::Unsupported)
     return Error(c.architecture + ": rope scaling cannot be expressed");
 
-  if (mt == "llama") {
-    ETLLM_RETURN_IF_ERROR(requireNoSlidingWindow());
-    j["attention_bias"] = c.attentionBias;
-    j["mlp_bias"] = c.mlpBias;
-    j["head_dim"] = c.headDim;
-    j["pretraining_tp"] = 1;
-    j["rope_scaling"] = ropeScaling;
-  } else if (mt == "mistral") {
-    ETLLM_RETURN_IF_ERROR(requireUniformWindow(true));
-    j["head_dim"] = c.headDim;
-    j["sliding_window"] = c.slidingWindow > 0 ? json(c.slidingWindow) : json();
-    if (!ropeScaling.is_null())
-      j["rope_scaling"] = ropeScaling;
-  } else if (mt == "qwen2" || mt == "qwen3") {
+  // Sliding windows.
+  json window = c.slidingWindow > 0 ? json(c.slidingWindow) : json();
+  switch (hf.slidingWindow) {
+  case models::SlidingWindowRule::None:
+    if (c.slidingWindow != 0)
+      return Error(c.architecture + " has no sliding window");
+    break;
+  case models::SlidingWindowRule::AllLayers:
+    ETLLM_RETURN_IF_ERROR(requireUniformWindow());
+    j["sliding_window"] = window;
+    break;
+  case models::SlidingWindowRule::EvenLayers:
+    for (int64_t i = 0; i < c.numLayers; ++i)
+      if (c.layerUsesSlidingWindow[static_cast<size_t>(i)] !=
+          (c.slidingWindow > 0 && i % 2 == 0))
+        return Error(c.architecture +
+                     ": only even layers can use the sliding window");
+    j["sliding_window"] = window;
+    break;
+  case models::SlidingWindowRule::FromMaxWindowLayers: {
     int64_t firstSliding = c.numLayers;
     for (int64_t i = 0; i < c.numLayers; ++i)
       if (c.layerUsesSlidingWindow[static_cast<size_t>(i)]) {
@@ -887,56 +853,66 @@ Result<std::string> toHfConfigJson(const ModelConfig &config) {
     j["use_sliding_window"] = use;
     j["sliding_window"] = use ? json(c.slidingWindow) : json();
     j["max_window_layers"] = use ? firstSliding : c.numLayers;
-    j["rope_scaling"] = ropeScaling;
-    if (mt == "qwen3") {
-      j["head_dim"] = c.headDim;
-      j["attention_bias"] = c.attentionBias;
-    } else {
-      if (!defaultHeadDim)
-        j["head_dim"] = c.headDim;
-    }
-  } else if (mt == "phi3") {
-    ETLLM_RETURN_IF_ERROR(requireUniformWindow(true));
-    ETLLM_RETURN_IF_ERROR(requireDefaultHeadDim());
-    j["embd_pdrop"] = 0.0;
-    j["resid_pdrop"] = 0.0;
-    j["original_max_position_embeddings"] =
-        c.originalMaxPositionEmbeddings > 0 ? c.originalMaxPositionEmbeddings
-                                            : c.maxPositionEmbeddings;
-    j["partial_rotary_factor"] = c.partialRotaryFactor;
-    j["rope_scaling"] = ropeScaling;
-    j["sliding_window"] = c.slidingWindow > 0 ? json(c.slidingWindow) : json();
-  } else if (mt == "gemma") {
-    ETLLM_RETURN_IF_ERROR(requireNoSlidingWindow());
-    j["head_dim"] = c.headDim;
-    j["attention_bias"] = c.attentionBias;
-    j["hidden_activation"] = json();
-  } else if (mt == "gemma2") {
-    for (int64_t i = 0; i < c.numLayers; ++i)
-      if (c.layerUsesSlidingWindow[static_cast<size_t>(i)] !=
-          (c.slidingWindow > 0 && i % 2 == 0))
-        return Error("Gemma2ForCausalLM: only even layers can use the "
-                     "sliding window");
-    j["head_dim"] = c.headDim;
-    j["attention_bias"] = c.attentionBias;
-    j["hidden_activation"] = c.hiddenAct;
-    j["hidden_act"] = "gelu_pytorch_tanh";
-    j["attn_logit_softcapping"] =
-        c.attnLogitSoftcapping > 0 ? json(c.attnLogitSoftcapping) : json();
-    j["final_logit_softcapping"] =
-        c.finalLogitSoftcapping > 0 ? json(c.finalLogitSoftcapping) : json();
-    double scalar = c.queryPreAttnScalar > 0 ? c.queryPreAttnScalar
-                                             : static_cast<double>(c.headDim);
-    if (scalar == std::floor(scalar) && scalar < 1e15)
-      j["query_pre_attn_scalar"] = static_cast<int64_t>(scalar);
-    else
-      j["query_pre_attn_scalar"] = scalar;
-    j["sliding_window"] = c.slidingWindow > 0 ? json(c.slidingWindow) : json();
-    j["cache_implementation"] = "hybrid";
+    break;
   }
-  if ((c.attentionBias || c.oProjBias) && (mt == "mistral" || mt == "phi3"))
+  }
+
+  switch (hf.headDimKey) {
+  case models::HeadDimKey::Always:
+    j["head_dim"] = c.headDim;
+    break;
+  case models::HeadDimKey::IfNotDefault:
+    if (!defaultHeadDim)
+      j["head_dim"] = c.headDim;
+    break;
+  case models::HeadDimKey::Never:
+    if (!defaultHeadDim)
+      return Error(c.architecture + " requires head_dim * heads == hidden");
+    break;
+  }
+  if (hf.ropeScaling == models::RopeScalingKey::Always ||
+      (hf.ropeScaling == models::RopeScalingKey::IfSet &&
+       !ropeScaling.is_null()))
+    j["rope_scaling"] = ropeScaling;
+  if (hf.partialRotaryFactorKey)
+    j["partial_rotary_factor"] = c.partialRotaryFactor;
+  if (hf.bias == models::BiasRule::AttentionBiasKey)
+    j["attention_bias"] = c.attentionBias;
+  if (hf.mlpBiasKey)
+    j["mlp_bias"] = c.mlpBias;
+
+  for (const models::ConfigKey &key : hf.keys) {
+    double v = detail::getField(c, key.field);
+    if (v == 0)
+      v = detail::fallbackValue(c, key.fallback);
+    if (key.writeZeroAsNull && v == 0)
+      j[key.hf] = json();
+    else if (key.range == models::KeyRange::Dim ||
+             (key.writeIntegral && v == std::floor(v) && std::fabs(v) < 1e15))
+      j[key.hf] = static_cast<int64_t>(v);
+    else
+      j[key.hf] = v;
+  }
+  for (const models::ConstantKey &k : hf.constants) {
+    switch (k.kind) {
+    case models::ConstantKey::Kind::Null:
+      j[k.key] = json();
+      break;
+    case models::ConstantKey::Kind::Int:
+      j[k.key] = k.intValue;
+      break;
+    case models::ConstantKey::Kind::Double:
+      j[k.key] = k.doubleValue;
+      break;
+    case models::ConstantKey::Kind::String:
+      j[k.key] = k.stringValue;
+      break;
+    }
+  }
+
+  if ((c.attentionBias || c.oProjBias) && hf.bias == models::BiasRule::None)
     return Error(c.architecture + " has no attention bias");
-  if (c.mlpBias && mt != "llama")
+  if (c.mlpBias && !hf.mlpBiasKey)
     return Error(c.architecture + " has no mlp bias");
   return j.dump(2) + "\n";
 }

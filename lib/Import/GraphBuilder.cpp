@@ -11,6 +11,7 @@
 #include "etllm/Dialect/Etllm/EtllmModelConfig.h"
 #include "etllm/Dialect/Etllm/EtllmOps.h"
 #include "etllm/Formats/Checkpoint.h"
+#include "etllm/Models/Family.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -27,6 +28,7 @@ using namespace mlir;
 using namespace mlir::etllm;
 using ::etllm::formats::Checkpoint;
 using ::etllm::formats::ModelConfig;
+using ::etllm::models::FamilySpec;
 
 namespace {
 
@@ -40,16 +42,16 @@ llvm::Error makeError(const llvm::Twine &message) {
 class GraphEmitter {
 public:
   GraphEmitter(MLIRContext *ctx, ModuleOp module, const Checkpoint &ckpt,
-               const ModelConfig &config, Type dtype)
-      : ctx(ctx), module(module), ckpt(ckpt), config(config), dtype(dtype),
-        b(ctx), loc(UnknownLoc::get(ctx)),
-        prefix(config.architecture.substr(
-            0, config.architecture.find("ForCausalLM"))) {}
+               const ModelConfig &config, const FamilySpec &family, Type dtype)
+      : ctx(ctx), module(module), ckpt(ckpt), config(config), family(family),
+        dtype(dtype), b(ctx), loc(UnknownLoc::get(ctx)),
+        prefix(family.classPrefix) {}
 
   MLIRContext *ctx;
   ModuleOp module;
   const Checkpoint &ckpt;
   const ModelConfig &config;
+  const FamilySpec &family;
   Type dtype;
   OpBuilder b;
   Location loc;
@@ -413,7 +415,7 @@ LogicalResult GraphEmitter::build(const ::etllm::ImportOptions &options,
     h = val<AddOp>(residual, mlpOut);
   }
   h = rmsNorm("model.norm", cls("RMSNorm"), h, D, addOne);
-  pathStack.pop_back(); // back at the root (…ForCausalLM)
+  pathStack.pop_back(); // back at the root (the *ForCausalLM module)
 
   if (options.lastLogitsOnly)
     h = slice(h, 1, -1, kEnd);
@@ -494,7 +496,8 @@ buildExportedGraph(MLIRContext *context, const Checkpoint &checkpoint,
                      " is out of range (1 .. 16777216)");
 
   OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(context));
-  GraphEmitter emitter(context, *module, checkpoint, c, dtype);
+  GraphEmitter emitter(context, *module, checkpoint, c,
+                       *::etllm::formats::familyOf(c), dtype);
   if (failed(emitter.build(options, maxSeq)))
     return makeError(emitter.error);
 
