@@ -667,7 +667,7 @@ Result<std::vector<ExpectedTensor>> expectedTensors(const ModelConfig &c) {
     }
     switch (f.blocks.mlp) {
     case models::MlpBlock::FusedGateUp:
-      add(HfModule::GateUpProj, {2 * ffn, h});
+      add(HfModule::GateUpProj, {2 * ffn, h}, false, t.mlpBias);
       break;
     case models::MlpBlock::Gated:
       add(HfModule::GateProj, {ffn, h}, false, t.mlpBias);
