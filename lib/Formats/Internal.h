@@ -1,7 +1,7 @@
 //===- Internal.h - Helpers shared by the checkpoint readers -----*- C++
 //-*-===//
 //
-// Private to lib/formats: the builder that fills a Checkpoint, checked
+// Private to lib/Formats: the builder that fills a Checkpoint, checked
 // arithmetic, little-endian loads and a bounds-checked byte cursor.
 //
 //===----------------------------------------------------------------------===//
@@ -233,10 +233,10 @@ inline void applySlidingPattern(ModelConfig &c,
         (rule == models::SlidingWindowRule::EvenLayers && i % 2 == 0);
 }
 
-/// The HF name of a llama.cpp tensor name, or "" (Gguf.cpp).
+/// The HF name of a llama.cpp tensor name, or "" (GgufNames.cpp).
 std::string ggufNameToHf(const models::FamilySpec &family,
                          const std::string &ggufName);
-/// The llama.cpp name of an HF tensor name, or "" (Gguf.cpp).
+/// The llama.cpp name of an HF tensor name, or "" (GgufNames.cpp).
 std::string hfNameToGguf(const models::FamilySpec &family,
                          const std::string &hfName);
 

@@ -1,4 +1,4 @@
-//===- GgufNames.cpp - llama.cpp's spelling of keys and tensors -----------===//
+//===- LlamaCppNames.cpp - llama.cpp's spelling of keys and tensors -------===//
 //
 // One table each, as gguf-py/gguf/constants.py spells them (Keys.LLM,
 // Keys.Attention, Keys.Rope and TENSOR_NAMES).
