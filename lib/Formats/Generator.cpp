@@ -478,6 +478,10 @@ Status generateGguf(const GeneratorOptions &o, const ModelConfig &c,
     case GgufKey::RopeOriginalContext:
     case GgufKey::AttnLogitSoftcapping:
     case GgufKey::FinalLogitSoftcapping:
+    case GgufKey::AttentionScale:
+    case GgufKey::EmbeddingScale:
+    case GgufKey::ResidualScale:
+    case GgufKey::LogitScale:
       // Written with their family key above, or never by the converter.
       break;
     }

@@ -163,6 +163,14 @@ inline double getField(const ModelConfig &c, models::ConfigField field) {
     return c.queryPreAttnScalar;
   case models::ConfigField::OriginalMaxPositionEmbeddings:
     return static_cast<double>(c.originalMaxPositionEmbeddings);
+  case models::ConfigField::EmbeddingMultiplier:
+    return c.embeddingMultiplier;
+  case models::ConfigField::ResidualMultiplier:
+    return c.residualMultiplier;
+  case models::ConfigField::AttentionMultiplier:
+    return c.attentionMultiplier;
+  case models::ConfigField::LogitsScaling:
+    return c.logitsScaling;
   }
   return 0;
 }
@@ -181,6 +189,18 @@ inline void setField(ModelConfig &c, models::ConfigField field, double v) {
     return;
   case models::ConfigField::OriginalMaxPositionEmbeddings:
     c.originalMaxPositionEmbeddings = static_cast<int64_t>(v);
+    return;
+  case models::ConfigField::EmbeddingMultiplier:
+    c.embeddingMultiplier = v;
+    return;
+  case models::ConfigField::ResidualMultiplier:
+    c.residualMultiplier = v;
+    return;
+  case models::ConfigField::AttentionMultiplier:
+    c.attentionMultiplier = v;
+    return;
+  case models::ConfigField::LogitsScaling:
+    c.logitsScaling = v;
     return;
   }
 }

@@ -51,6 +51,8 @@ int64_t ModelConfig::rotaryDim() const {
 }
 
 double ModelConfig::attentionScale() const {
+  if (attentionMultiplier > 0)
+    return attentionMultiplier;
   double s = queryPreAttnScalar > 0 ? queryPreAttnScalar
                                     : static_cast<double>(headDim);
   return s > 0 ? 1.0 / std::sqrt(s) : 0.0;

@@ -76,6 +76,13 @@ Status validate(const ModelConfig &c) {
       c.queryPreAttnScalar < 0)
     return Error("soft-capping and query_pre_attn_scalar must not be "
                  "negative");
+  for (double m :
+       {c.embeddingMultiplier, c.residualMultiplier, c.logitsScaling})
+    if (!(m > 0) || !std::isfinite(m))
+      return Error("embedding, residual and logits multipliers must be "
+                   "positive");
+  if (!(c.attentionMultiplier >= 0) || !std::isfinite(c.attentionMultiplier))
+    return Error("the attention multiplier must not be negative");
   auto tok = [&](const char *name, int64_t id) -> Status {
     if (id < -1 || id >= c.vocabSize)
       return Error(std::string(name) + " " + std::to_string(id) +

@@ -50,6 +50,14 @@ const char *ggufKeyName(GgufKey key) {
     return "attn_logit_softcapping";
   case GgufKey::FinalLogitSoftcapping:
     return "final_logit_softcapping";
+  case GgufKey::AttentionScale:
+    return "attention.scale";
+  case GgufKey::EmbeddingScale:
+    return "embedding_scale";
+  case GgufKey::ResidualScale:
+    return "residual_scale";
+  case GgufKey::LogitScale:
+    return "logit_scale";
   case GgufKey::FileType:
     return "general.file_type";
   }

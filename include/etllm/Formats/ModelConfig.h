@@ -86,6 +86,17 @@ struct ModelConfig {
   /// headDim^-0.5. 0 = use headDim.
   double queryPreAttnScalar = 0.0;
 
+  /// Scalar multipliers some families apply (Granite; 1 = none): the
+  /// embeddings are multiplied by embeddingMultiplier, each residual branch
+  /// (attention and MLP output) by residualMultiplier before it is added, and
+  /// the logits are divided by logitsScaling.
+  double embeddingMultiplier = 1.0;
+  double residualMultiplier = 1.0;
+  double logitsScaling = 1.0;
+  /// When positive, the attention scale itself (Granite's
+  /// attention_multiplier), instead of the head-size rule. 0 = none.
+  double attentionMultiplier = 0.0;
+
   int64_t bosTokenId = -1;
   /// eos_token_id may be a list in config.json.
   std::vector<int64_t> eosTokenIds;

@@ -171,6 +171,10 @@ enum class GgufKey : uint8_t {
   VocabSize,             // {arch}.vocab_size
   AttnLogitSoftcapping,  // {arch}.attn_logit_softcapping
   FinalLogitSoftcapping, // {arch}.final_logit_softcapping
+  AttentionScale,        // {arch}.attention.scale
+  EmbeddingScale,        // {arch}.embedding_scale
+  ResidualScale,         // {arch}.residual_scale
+  LogitScale,            // {arch}.logit_scale
   FileType,              // general.file_type
 };
 
@@ -214,6 +218,10 @@ enum class ConfigField : uint8_t {
   FinalLogitSoftcapping,
   QueryPreAttnScalar,
   OriginalMaxPositionEmbeddings,
+  EmbeddingMultiplier,
+  ResidualMultiplier,
+  AttentionMultiplier,
+  LogitsScaling,
 };
 
 /// The values a key accepts.

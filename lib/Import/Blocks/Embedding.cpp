@@ -1,7 +1,8 @@
 //===- Embedding.cpp - The token embedding --------------------------------===//
 //
 // embed_tokens(input_ids); Gemma multiplies by sqrt(hidden_size) in the
-// hidden dtype (the `normalizer` of GemmaModel).
+// hidden dtype (the `normalizer` of GemmaModel), a config's
+// embedding_multiplier scales it too (GraniteModel).
 //
 //===----------------------------------------------------------------------===//
 #include "Blocks.h"
@@ -25,6 +26,9 @@ Value buildEmbedding(GraphEmitter &e, Value tokens) {
   if (e.family.traits.scaleEmbeddings)
     // Gemma: hidden * normalizer, the normalizer in the hidden dtype.
     h = e.val<MulOp>(h, e.scalar(std::sqrt(double(D)), e.dtype));
+  else if (c.embeddingMultiplier != 1.0)
+    // Granite: inputs_embeds * embedding_multiplier.
+    h = e.val<MulOp>(h, e.scalar(c.embeddingMultiplier, e.dtype));
   return h;
 }
 

@@ -1,7 +1,8 @@
 //===- Head.cpp - Final norm, lm_head and the logits ----------------------===//
 //
 // The model's final norm, then (at the *ForCausalLM level) lm_head — the
-// embedding when tied — final soft-capping (Gemma2), and the float32 cast.
+// embedding when tied — the logits scaling (Granite), final soft-capping
+// (Gemma2), and the float32 cast.
 //
 //===----------------------------------------------------------------------===//
 #include "Blocks.h"
@@ -31,6 +32,9 @@ Value buildLmHead(GraphEmitter &e, Value h, bool lastOnly) {
     logits = e.val<LinearOp>(h, e.param(wName, {c.vocabSize, c.hiddenSize}),
                              Value());
   }
+  if (c.logitsScaling != 1.0)
+    // Granite: logits / logits_scaling.
+    logits = e.val<DivOp>(logits, e.scalar(c.logitsScaling, e.dtype));
   if (c.finalLogitSoftcapping > 0) {
     Value cap = e.scalar(c.finalLogitSoftcapping, e.dtype);
     logits = e.val<MulOp>(e.val<TanhOp>(e.val<DivOp>(logits, cap)), cap);
