@@ -1,4 +1,5 @@
 //===- SwapSource.cpp - Module-level replacements by class ----------------===//
+#include "etllm/Dialect/Etllm/EtllmModelConfig.h"
 #include "etllm/Dialect/Etllm/EtllmOps.h"
 #include "etllm/Transforms/Passes.h"
 #include "etllm/Transforms/SourceSwap.h"
@@ -120,19 +121,6 @@ void eraseDead(ModuleInstance &inst, RewriterBase &rewriter,
   inst.ops.assign(alive.rbegin(), alive.rend());
 }
 
-int64_t cfgInt(DictionaryAttr cfg, StringRef key, int64_t dflt) {
-  if (cfg)
-    if (auto a = cfg.getAs<IntegerAttr>(key))
-      return a.getInt();
-  return dflt;
-}
-double cfgFloat(DictionaryAttr cfg, StringRef key, double dflt) {
-  if (cfg)
-    if (auto a = cfg.getAs<FloatAttr>(key))
-      return a.getValueAsDouble();
-  return dflt;
-}
-
 /// RMSNorm: x * rsqrt(mean(x^2) + eps) * (w [+ 1]) -> rms_norm.
 LogicalResult swapRmsNorm(ModuleInstance &inst, RewriterBase &rewriter,
                           std::string &reason) {
@@ -176,7 +164,8 @@ LogicalResult swapRmsNorm(ModuleInstance &inst, RewriterBase &rewriter,
   }
   // Prefer the configuration's exact eps when the graph's constant is its
   // rounding (the kernel adds eps in f32 either way).
-  double cfgEps = cfgFloat(inst.config, "rms_norm_eps", -1);
+  double cfgEps =
+      inst.config ? inst.config.getRmsNormEps().convertToDouble() : 0.0;
   if (cfgEps > 0 && float(cfgEps) == float(eps))
     eps = cfgEps;
   Value x = ins.front();
@@ -206,21 +195,22 @@ LogicalResult swapRmsNorm(ModuleInstance &inst, RewriterBase &rewriter,
 /// Attention with a static cache -> rope + kv_cache.update + sdpa.
 LogicalResult swapAttention(ModuleInstance &inst, RewriterBase &rewriter,
                             std::string &reason) {
-  DictionaryAttr cfg = inst.config;
+  ModelConfigAttr cfg = inst.config;
   if (!cfg) {
     reason = "the module has no etllm.model_config";
     return failure();
   }
-  int64_t H = cfgInt(cfg, "num_attention_heads", 0),
-          Hkv = cfgInt(cfg, "num_key_value_heads", 0),
-          D = cfgInt(cfg, "head_dim", 0);
+  int64_t H = cfg.getNumAttentionHeads(), Hkv = cfg.getNumKeyValueHeads(),
+          D = cfg.getHeadDim();
   if (H <= 0 || Hkv <= 0 || D <= 0) {
     reason = "the model config lacks head counts";
     return failure();
   }
-  double scale = cfgFloat(cfg, "attention_scale", 1.0 / std::sqrt(double(D)));
-  double softcap = cfgFloat(cfg, "attn_logit_softcapping", 0.0);
-  double eps = cfgFloat(cfg, "rms_norm_eps", 1e-6);
+  double scale = cfg.getAttentionScaleOrDefault();
+  double softcap = cfg.getAttnLogitSoftcapping().convertToDouble();
+  double eps = cfg.getRmsNormEps().convertToDouble();
+  if (eps <= 0)
+    eps = 1e-6;
   int64_t window = 0;
   {
     // Layer index from "....layers.N.self_attn".
@@ -229,10 +219,7 @@ LogicalResult swapAttention(ModuleInstance &inst, RewriterBase &rewriter,
     int64_t layer = -1;
     if (at != StringRef::npos)
       p.substr(at + 7).split('.').first.getAsInteger(10, layer);
-    auto sliding = cfg.getAs<DenseBoolArrayAttr>("layer_sliding_window");
-    if (sliding && layer >= 0 && layer < int64_t(sliding.size()) &&
-        sliding[layer])
-      window = cfgInt(cfg, "sliding_window", 0);
+    window = cfg.getLayerWindow(layer);
   }
 
   // Projections (kept), caches, positions.
@@ -419,8 +406,7 @@ struct SwapSourcePass
         EtllmDialect::kModuleClassesAttrName);
     if (!classTable)
       return; // no module information: nothing to swap (fuse-sdpa's job)
-    auto config = module->getAttrOfType<DictionaryAttr>(
-        EtllmDialect::kModelConfigAttrName);
+    ModelConfigAttr config = getModelConfig(module);
     // Instances to swap, grouped by matched suffix in registry order so that
     // norms inside attention go first.
     std::map<std::string, std::vector<std::pair<std::string, std::string>>>
@@ -446,7 +432,7 @@ struct SwapSourcePass
         runInstances(module, config, suffix, list, rewriter);
   }
 
-  void runInstances(ModuleOp module, DictionaryAttr config,
+  void runInstances(ModuleOp module, ModelConfigAttr config,
                     const std::string &suffix,
                     std::vector<std::pair<std::string, std::string>> &list,
                     IRRewriter &rewriter) {

@@ -1,10 +1,11 @@
 //===- Generator.cpp - Synthetic HF / GGUF checkpoints --------------------===//
 
 #include "etllm/Formats/Generator.h"
+#include "Internal.h"
 #include "etllm/Formats/Gguf.h"
 #include "etllm/Formats/Safetensors.h"
+#include "etllm/Models/Registry.h"
 #include "etllm/runtime/half.h"
-#include "Internal.h"
 
 #include <cerrno>
 #include <cmath>
@@ -82,43 +83,50 @@ const char *torchDtypeName(DType d) {
 
 /// The synthetic tokenizer of a generated model.
 struct VocabLayout {
+  models::SyntheticVocab kind = models::SyntheticVocab::SentencePiece;
   bool bpe = false;
   std::string pre; // BPE pre-tokenizer name
   int64_t bos = -1, eos = -1, unk = -1, pad = -1;
   bool gemmaOrder = false; // <pad> <eos> <bos> <unk> first
 };
 
-VocabLayout vocabLayout(const std::string &arch, const std::string &preset,
-                        int64_t vocab) {
+VocabLayout vocabLayout(models::SyntheticVocab kind, int64_t vocab) {
   VocabLayout v;
-  if (arch == "qwen2" || arch == "qwen3") {
+  v.kind = kind;
+  switch (kind) {
+  case models::SyntheticVocab::Qwen2Bpe:
     v.bpe = true;
     v.pre = "qwen2";
     v.bos = vocab - 3; // <|endoftext|>
     v.eos = vocab - 1; // <|im_end|>
     v.pad = vocab - 3;
-  } else if (arch == "llama" && preset == "llama-3.2-1b") {
+    break;
+  case models::SyntheticVocab::Llama3Bpe:
     v.bpe = true;
     v.pre = "llama-bpe";
     v.bos = vocab - 256; // <|begin_of_text|>
     v.eos = vocab - 255; // <|end_of_text|>
-  } else if (arch == "gemma" || arch == "gemma2") {
+    break;
+  case models::SyntheticVocab::GemmaSentencePiece:
     v.gemmaOrder = true;
     v.pad = 0;
     v.eos = 1;
     v.bos = 2;
     v.unk = 3;
-  } else {
+    break;
+  case models::SyntheticVocab::FamilyDefault:
+  case models::SyntheticVocab::SentencePiece:
     v.unk = 0;
     v.bos = 1;
     v.eos = 2;
+    break;
   }
   return v;
 }
 
 int64_t minVocab(const VocabLayout &v) {
   if (v.bpe)
-    return 256 + (v.pre == "qwen2" ? 3 : 256) + 1;
+    return 256 + (v.kind == models::SyntheticVocab::Qwen2Bpe ? 3 : 256) + 1;
   return 4 + 256 + 1;
 }
 
@@ -192,7 +200,7 @@ SyntheticVocab makeVocab(const VocabLayout &layout, int64_t vocab) {
   }
   // Byte-level BPE: 256 byte symbols, then merged tokens, then specials.
   std::vector<std::string> specials;
-  if (layout.pre == "qwen2") {
+  if (layout.kind == models::SyntheticVocab::Qwen2Bpe) {
     specials = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
   } else {
     specials = {"<|begin_of_text|>", "<|end_of_text|>"};
@@ -232,58 +240,44 @@ SyntheticVocab makeVocab(const VocabLayout &layout, int64_t vocab) {
   return v;
 }
 
-struct Preset {
-  int64_t hidden, layers, heads, kvHeads, headDim, ffn, vocab, maxSeq;
-  bool tied;
-  double ropeTheta, rmsEps;
-  int64_t slidingWindow;
+/// The family of --arch and its preset.
+struct Choice {
+  const models::FamilySpec *family;
+  models::GeneratorPreset preset;
+  models::SyntheticVocab vocab;
 };
 
-Result<Preset> presetFor(const std::string &arch, const std::string &preset) {
-  if (preset == "llama-3.2-1b") {
-    if (arch != "llama")
-      return Error("preset llama-3.2-1b is only defined for --arch llama");
-    return Preset{2048,   16,     32,   8,        64,   8192,
-                  128256, 131072, true, 500000.0, 1e-5, 0};
+Result<Choice> choose(const std::string &arch, const std::string &preset) {
+  const models::FamilySpec *f = models::findById(arch);
+  if (!f)
+    return Error("unknown --arch '" + arch +
+                 "' (supported: " + models::supportedIds() + ")");
+  Choice c{f, f->generator.tiny, f->generator.vocab};
+  if (preset != c.preset.name) {
+    const models::GeneratorPreset *found = nullptr;
+    for (const models::GeneratorPreset &p : f->generator.presets)
+      if (preset == p.name)
+        found = &p;
+    if (!found) {
+      // Named for messages: which families define it, or every preset.
+      std::string owners, names = "tiny";
+      for (const models::FamilySpec *other : models::families())
+        for (const models::GeneratorPreset &p : other->generator.presets) {
+          names += std::string(", ") + p.name;
+          if (preset == p.name)
+            owners += std::string(owners.empty() ? "" : ", ") + other->id;
+        }
+      if (!owners.empty())
+        return Error("preset " + preset + " is only defined for --arch " +
+                     owners);
+      return Error("unknown preset '" + preset + "' (supported: " + names +
+                   ")");
+    }
+    c.preset = *found;
   }
-  if (preset != "tiny")
-    return Error("unknown preset '" + preset +
-                 "' (supported: tiny, llama-3.2-1b)");
-  Preset p{64, 2, 4, 2, 16, 128, 512, 128, false, 10000.0, 1e-5, 0};
-  if (arch == "mistral") {
-    p.slidingWindow = 64;
-  } else if (arch == "qwen2") {
-    p.tied = true;
-    p.ropeTheta = 1000000.0;
-    p.rmsEps = 1e-6;
-  } else if (arch == "qwen3") {
-    p.headDim = 32;
-    p.tied = true;
-    p.ropeTheta = 1000000.0;
-    p.rmsEps = 1e-6;
-  } else if (arch == "gemma" || arch == "gemma2") {
-    p.headDim = 32;
-    p.tied = true;
-    p.rmsEps = 1e-6;
-    if (arch == "gemma2")
-      p.slidingWindow = 64;
-  }
-  return p;
-}
-
-const char *kArchList = "llama, qwen2, qwen3, mistral, phi3, gemma, gemma2";
-
-Result<std::string> architectureOf(const std::string &arch) {
-  static const std::pair<const char *, const char *> kMap[] = {
-      {"llama", "LlamaForCausalLM"},   {"qwen2", "Qwen2ForCausalLM"},
-      {"qwen3", "Qwen3ForCausalLM"},   {"mistral", "MistralForCausalLM"},
-      {"phi3", "Phi3ForCausalLM"},     {"gemma", "GemmaForCausalLM"},
-      {"gemma2", "Gemma2ForCausalLM"},
-  };
-  for (const auto &m : kMap)
-    if (arch == m.first)
-      return std::string(m.second);
-  return Error("unknown --arch '" + arch + "' (supported: " + kArchList + ")");
+  if (c.preset.vocab != models::SyntheticVocab::FamilyDefault)
+    c.vocab = c.preset.vocab;
+  return c;
 }
 
 /// Writes `count` elements of a tensor, generated row by row, through
@@ -386,84 +380,115 @@ uint32_t ggufFileType(DType d) {
   }
 }
 
-Status generateGguf(const GeneratorOptions &o, const ModelConfig &c) {
-  const std::string arch = ggufArchForModelType(c.modelType);
+Status generateGguf(const GeneratorOptions &o, const ModelConfig &c,
+                    const Choice &choice) {
+  const models::FamilySpec &f = *choice.family;
+  if (!f.gguf.arch)
+    return Error(c.architecture + " has no GGUF form");
+  const std::string arch = f.gguf.arch;
   DType qtype = o.ggufType.value_or(o.dtype);
   if (qtype != DType::F32 && qtype != DType::F16 && qtype != DType::BF16 &&
       qtype != DType::Q8_0 && qtype != DType::Q4_0)
     return Error(std::string("--gguf-type ") + dtypeName(qtype) +
                  " is not supported (f32, f16, bf16, q8_0, q4_0)");
-  if (c.normAddsOne && !c.tieWordEmbeddings)
-    return Error("llama.cpp's Gemma converters drop lm_head, so an untied " +
-                 c.architecture + " cannot be written as GGUF");
+  if (f.gguf.dropsLmHead && !c.tieWordEmbeddings)
+    return Error("llama.cpp's converter of " + c.architecture +
+                 " drops lm_head, so an untied one cannot be written as GGUF");
   GgufWriter w;
   auto u32 = [](int64_t v) { return GgufValue::u32(static_cast<uint32_t>(v)); };
   auto f32 = [](double v) { return GgufValue::f32(static_cast<float>(v)); };
-  const std::string p = arch + ".";
   w.set("general.architecture", GgufValue::str(arch));
   w.set("general.type", GgufValue::str("model"));
   w.set("general.name", GgufValue::str("etllm synthetic " + o.arch));
+  // The converter writes head_dim's keys when config.json has head_dim.
+  bool defaultHeadDim = c.headDim * c.numHeads == c.hiddenSize;
   bool hasHeadDimKey =
-      c.modelType != "phi3" &&
-      !((c.modelType == "qwen2") && c.headDim * c.numHeads == c.hiddenSize);
-  if (arch == "gemma" || arch == "gemma2") {
-    w.set(p + "context_length", u32(c.maxPositionEmbeddings));
-    w.set(p + "embedding_length", u32(c.hiddenSize));
-    w.set(p + "block_count", u32(c.numLayers));
-    w.set(p + "feed_forward_length", u32(c.intermediateSize));
-    w.set(p + "attention.head_count", u32(c.numHeads));
-    w.set(p + "attention.head_count_kv", u32(c.numKvHeads));
-    w.set(p + "attention.layer_norm_rms_epsilon", f32(c.rmsNormEps));
-    w.set(p + "attention.key_length", u32(c.headDim));
-    w.set(p + "attention.value_length", u32(c.headDim));
-    w.set("general.file_type", u32(ggufFileType(qtype)));
-    if (arch == "gemma2") {
-      w.set(p + "attn_logit_softcapping", f32(c.attnLogitSoftcapping));
-      w.set(p + "final_logit_softcapping", f32(c.finalLogitSoftcapping));
-      w.set(p + "attention.sliding_window", u32(c.slidingWindow));
+      f.hf.headDimKey == models::HeadDimKey::Always ||
+      (f.hf.headDimKey == models::HeadDimKey::IfNotDefault && !defaultHeadDim);
+  for (models::GgufKey key : f.gguf.metadata) {
+    using models::GgufKey;
+    std::string name = models::ggufKeyHasArchPrefix(key)
+                           ? arch + "." + models::ggufKeyName(key)
+                           : std::string(models::ggufKeyName(key));
+    const models::ConfigKey *familyKey = nullptr;
+    for (const models::ConfigKey &k : f.hf.keys)
+      if (k.gguf == key)
+        familyKey = &k;
+    if (familyKey) {
+      double v = detail::getField(c, familyKey->field);
+      if (v == 0)
+        v = detail::fallbackValue(c, familyKey->fallback);
+      w.set(name, familyKey->range == models::KeyRange::Dim
+                      ? u32(static_cast<int64_t>(v))
+                      : f32(v));
+      continue;
     }
-  } else if (arch == "phi3") {
-    w.set(p + "context_length", u32(c.maxPositionEmbeddings));
-    w.set(p + "rope.scaling.original_context_length",
-          u32(c.originalMaxPositionEmbeddings));
-    w.set(p + "embedding_length", u32(c.hiddenSize));
-    w.set(p + "feed_forward_length", u32(c.intermediateSize));
-    w.set(p + "block_count", u32(c.numLayers));
-    w.set(p + "attention.head_count", u32(c.numHeads));
-    w.set(p + "attention.head_count_kv", u32(c.numKvHeads));
-    w.set(p + "attention.layer_norm_rms_epsilon", f32(c.rmsNormEps));
-    w.set(p + "rope.dimension_count",
-          u32(static_cast<int64_t>(c.partialRotaryFactor * c.hiddenSize) /
-              c.numHeads));
-    w.set(p + "rope.freq_base", f32(c.ropeTheta));
-    w.set("general.file_type", u32(ggufFileType(qtype)));
-    w.set(p + "attention.sliding_window", u32(c.slidingWindow));
-  } else {
-    w.set(p + "block_count", u32(c.numLayers));
-    w.set(p + "context_length", u32(c.maxPositionEmbeddings));
-    w.set(p + "embedding_length", u32(c.hiddenSize));
-    w.set(p + "feed_forward_length", u32(c.intermediateSize));
-    w.set(p + "attention.head_count", u32(c.numHeads));
-    w.set(p + "attention.head_count_kv", u32(c.numKvHeads));
-    if (c.ropeScaling.type == "linear") {
-      w.set(p + "rope.scaling.type", GgufValue::str("linear"));
-      w.set(p + "rope.scaling.factor", f32(c.ropeScaling.factor));
-    }
-    w.set(p + "rope.freq_base", f32(c.ropeTheta));
-    w.set(p + "attention.layer_norm_rms_epsilon", f32(c.rmsNormEps));
-    if (hasHeadDimKey) {
-      w.set(p + "attention.key_length", u32(c.headDim));
-      w.set(p + "attention.value_length", u32(c.headDim));
-    }
-    w.set("general.file_type", u32(ggufFileType(qtype)));
-    if (arch == "llama") {
-      w.set(p + "vocab_size", u32(c.vocabSize));
-      w.set(p + "rope.dimension_count", u32(c.headDim));
+    switch (key) {
+    case GgufKey::ContextLength:
+      w.set(name, u32(c.maxPositionEmbeddings));
+      break;
+    case GgufKey::EmbeddingLength:
+      w.set(name, u32(c.hiddenSize));
+      break;
+    case GgufKey::BlockCount:
+      w.set(name, u32(c.numLayers));
+      break;
+    case GgufKey::FeedForwardLength:
+      w.set(name, u32(c.intermediateSize));
+      break;
+    case GgufKey::HeadCount:
+      w.set(name, u32(c.numHeads));
+      break;
+    case GgufKey::HeadCountKv:
+      w.set(name, u32(c.numKvHeads));
+      break;
+    case GgufKey::RmsEpsilon:
+      w.set(name, f32(c.rmsNormEps));
+      break;
+    case GgufKey::KeyLength:
+    case GgufKey::ValueLength:
+      if (hasHeadDimKey)
+        w.set(name, u32(c.headDim));
+      break;
+    case GgufKey::SlidingWindow:
+      w.set(name, u32(c.slidingWindow));
+      break;
+    case GgufKey::RopeFreqBase:
+      w.set(name, f32(c.ropeTheta));
+      break;
+    case GgufKey::RopeDimensionCount:
+      w.set(name, u32(c.rotaryDim()));
+      break;
+    case GgufKey::RopeScalingLinear:
+      if (c.ropeScaling.type == "linear") {
+        w.set(name, GgufValue::str("linear"));
+        w.set(arch + "." + models::ggufKeyName(GgufKey::RopeScalingFactor),
+              f32(c.ropeScaling.factor));
+      }
+      break;
+    case GgufKey::VocabSize:
+      w.set(name, u32(c.vocabSize));
+      break;
+    case GgufKey::FileType:
+      w.set(name, u32(ggufFileType(qtype)));
+      break;
+    case GgufKey::None:
+    case GgufKey::RopeScalingFactor:
+    case GgufKey::RopeScaleLinear:
+    case GgufKey::RopeOriginalContext:
+    case GgufKey::AttnLogitSoftcapping:
+    case GgufKey::FinalLogitSoftcapping:
+    case GgufKey::AttentionScale:
+    case GgufKey::EmbeddingScale:
+    case GgufKey::ResidualScale:
+    case GgufKey::LogitScale:
+      // Written with their family key above, or never by the converter.
+      break;
     }
   }
   w.set("general.quantization_version", GgufValue::u32(2));
 
-  VocabLayout layout = vocabLayout(o.arch, o.preset, c.vocabSize);
+  VocabLayout layout = vocabLayout(choice.vocab, c.vocabSize);
   SyntheticVocab vocab = makeVocab(layout, c.vocabSize);
   w.set("tokenizer.ggml.model", GgufValue::str(layout.bpe ? "gpt2" : "llama"));
   w.set("tokenizer.ggml.pre",
@@ -483,7 +508,7 @@ Status generateGguf(const GeneratorOptions &o, const ModelConfig &c) {
   if (c.padTokenId >= 0)
     w.set("tokenizer.ggml.padding_token_id", u32(c.padTokenId));
   w.set("tokenizer.ggml.add_bos_token",
-        GgufValue::boolean(!(layout.bpe && layout.pre == "qwen2")));
+        GgufValue::boolean(layout.kind != models::SyntheticVocab::Qwen2Bpe));
   w.set("tokenizer.ggml.add_eos_token", GgufValue::boolean(false));
   if (layout.gemmaOrder)
     w.set("tokenizer.ggml.add_space_prefix", GgufValue::boolean(false));
@@ -492,9 +517,10 @@ Status generateGguf(const GeneratorOptions &o, const ModelConfig &c) {
   std::vector<float> ropeFreqs;
   if (c.ropeScaling.type == "llama3") {
     ropeFreqs = llama3RopeFreqFactors(c, 8192);
-    ETLLM_RETURN_IF_ERROR(
-        w.addTensor("rope_freqs.weight", DType::F32,
-                    {static_cast<int64_t>(ropeFreqs.size())}));
+    ETLLM_RETURN_IF_ERROR(w.addTensor(
+        std::string(models::ggufTensorName(models::GgufTensor::RopeFreqs)) +
+            ".weight",
+        DType::F32, {static_cast<int64_t>(ropeFreqs.size())}));
   }
   Result<std::vector<ExpectedTensor>> specs = expectedTensors(c);
   if (!specs)
@@ -507,7 +533,7 @@ Status generateGguf(const GeneratorOptions &o, const ModelConfig &c) {
   };
   std::vector<Planned> plan;
   for (const ExpectedTensor &t : *specs) {
-    std::string g = hfNameToGguf(arch, t.name);
+    std::string g = detail::hfNameToGguf(f, t.name);
     if (g.empty())
       return Error("no GGUF name for tensor '" + t.name + "'");
     DType d = DType::F32;
@@ -517,10 +543,14 @@ Status generateGguf(const GeneratorOptions &o, const ModelConfig &c) {
         d = DType::F16; // As llama.cpp does for rows that do not fit blocks.
     }
     int64_t heads = 0;
-    if (arch == "llama") {
-      if (t.name.find("self_attn.q_proj.") != std::string::npos)
+    if (f.gguf.permutesQk) {
+      auto is = [&](models::HfModule m) {
+        return t.name.find(f.hfNames[static_cast<size_t>(m)] +
+                           std::string(".")) != std::string::npos;
+      };
+      if (is(models::HfModule::QProj))
         heads = c.numHeads;
-      else if (t.name.find("self_attn.k_proj.") != std::string::npos)
+      else if (is(models::HfModule::KProj))
         heads = c.numKvHeads;
     }
     plan.push_back({&t, g, d, heads});
@@ -559,18 +589,16 @@ float generatorValue(uint64_t seed, const std::string &hfName, bool isNorm,
 }
 
 Result<ModelConfig> generatorConfig(const GeneratorOptions &o) {
-  Result<std::string> architecture = architectureOf(o.arch);
-  if (!architecture)
-    return architecture.error();
-  Result<Preset> pr = presetFor(o.arch, o.preset);
-  if (!pr)
-    return pr.error();
-  Preset p = *pr;
+  Result<Choice> choice = choose(o.arch, o.preset);
+  if (!choice)
+    return choice.error();
+  const models::FamilySpec &f = *choice->family;
+  const models::GeneratorPreset &p = choice->preset;
   if (o.dtype != DType::F32 && o.dtype != DType::F16 && o.dtype != DType::BF16)
     return Error(std::string("--dtype ") + dtypeName(o.dtype) +
                  " is not supported (f32, f16, bf16)");
   ModelConfig c;
-  c.architecture = *architecture;
+  c.architecture = f.hfArchitecture;
   ETLLM_RETURN_IF_ERROR(applyArchitectureTraits(c));
   bool defaultHeadDim = p.headDim * p.heads == p.hidden;
   c.hiddenSize = o.hidden.value_or(p.hidden);
@@ -584,41 +612,49 @@ Result<ModelConfig> generatorConfig(const GeneratorOptions &o) {
   else
     c.headDim = p.headDim;
   c.intermediateSize = o.ffn.value_or(p.ffn);
-  c.vocabSize = o.vocab.value_or(p.vocab);
+  c.vocabSize = o.vocab.value_or(p.vocabSize);
   c.maxPositionEmbeddings = o.maxSeq.value_or(p.maxSeq);
   c.rmsNormEps = p.rmsEps;
   c.ropeTheta = p.ropeTheta;
   c.tieWordEmbeddings = o.tied.value_or(p.tied);
-  c.hiddenAct = c.normAddsOne ? "gelu_pytorch_tanh" : "silu";
-  c.attentionBias = c.modelType == "qwen2";
+  c.hiddenAct = f.hf.hiddenAct;
+  c.attentionBias = f.hf.bias == models::BiasRule::QkvOnly;
   c.torchDtype = torchDtypeName(o.dtype);
-  if (c.modelType == "phi3")
-    c.originalMaxPositionEmbeddings = c.maxPositionEmbeddings;
   if (c.numLayers <= 0 || c.numLayers > detail::kMaxConfigDim)
     return Error("--layers must be positive");
   c.layerUsesSlidingWindow.assign(static_cast<size_t>(c.numLayers), false);
   if (p.slidingWindow > 0) {
     c.slidingWindow = p.slidingWindow;
-    for (int64_t i = 0; i < c.numLayers; ++i)
-      c.layerUsesSlidingWindow[static_cast<size_t>(i)] =
-          c.modelType != "gemma2" || i % 2 == 0;
+    detail::applySlidingPattern(c, f.hf.slidingWindow ==
+                                           models::SlidingWindowRule::EvenLayers
+                                       ? models::SlidingWindowRule::EvenLayers
+                                       : models::SlidingWindowRule::AllLayers);
   }
-  if (c.modelType == "gemma2") {
-    c.attnLogitSoftcapping = 50.0;
-    c.finalLogitSoftcapping = 30.0;
-    c.queryPreAttnScalar = static_cast<double>(c.headDim);
+  // The family's own keys: the value both formats agree on.
+  for (const models::ConfigKey &key : f.hf.keys) {
+    double v = key.gguf != models::GgufKey::None ? key.hfDefault : 0;
+    if (v == 0)
+      v = detail::fallbackValue(c, key.fallback);
+    detail::setField(c, key.field, v);
   }
+  if (f.generator.configure)
+    f.generator.configure(c);
   std::string rs = o.ropeScaling;
-  if (rs.empty() && o.preset == "llama-3.2-1b")
-    rs = "llama3";
+  if (rs.empty())
+    rs = p.ropeScaling;
   if (rs == "llama3") {
     c.ropeScaling.type = "llama3";
     c.ropeScaling.factor = 32.0;
     c.ropeScaling.lowFreqFactor = 1.0;
     c.ropeScaling.highFreqFactor = 4.0;
     c.ropeScaling.originalMaxPositionEmbeddings = 8192;
-    if (c.modelType != "llama")
-      return Error("--rope-scaling llama3 needs --arch llama");
+    if (!f.generator.llama3RopeScaling) {
+      std::string ids;
+      for (const models::FamilySpec *other : models::families())
+        if (other->generator.llama3RopeScaling)
+          ids += std::string(ids.empty() ? "" : ", ") + other->id;
+      return Error("--rope-scaling llama3 needs --arch " + ids);
+    }
   } else if (rs.rfind("linear:", 0) == 0) {
     char *end = nullptr;
     double f = std::strtod(rs.c_str() + 7, &end);
@@ -630,7 +666,7 @@ Result<ModelConfig> generatorConfig(const GeneratorOptions &o) {
     return Error("unknown --rope-scaling '" + rs +
                  "' (none, llama3, linear:<factor>)");
   }
-  VocabLayout layout = vocabLayout(o.arch, o.preset, c.vocabSize);
+  VocabLayout layout = vocabLayout(choice->vocab, c.vocabSize);
   if (c.vocabSize < minVocab(layout))
     return Error("--vocab " + std::to_string(c.vocabSize) +
                  " is too small for the synthetic tokenizer (minimum " +
@@ -655,8 +691,12 @@ Status generateCheckpoint(const GeneratorOptions &o) {
     return c.error();
   if (o.format == "hf")
     return generateHf(o, *c);
-  if (o.format == "gguf")
-    return generateGguf(o, *c);
+  if (o.format == "gguf") {
+    Result<Choice> choice = choose(o.arch, o.preset);
+    if (!choice)
+      return choice.error();
+    return generateGguf(o, *c, *choice);
+  }
   return Error("unknown --format '" + o.format + "' (hf, gguf)");
 }
 

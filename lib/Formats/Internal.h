@@ -1,7 +1,7 @@
 //===- Internal.h - Helpers shared by the checkpoint readers -----*- C++
 //-*-===//
 //
-// Private to lib/formats: the builder that fills a Checkpoint, checked
+// Private to lib/Formats: the builder that fills a Checkpoint, checked
 // arithmetic, little-endian loads and a bounds-checked byte cursor.
 //
 //===----------------------------------------------------------------------===//
@@ -9,6 +9,7 @@
 #define ETLLM_LIB_FORMATS_INTERNAL_H
 
 #include "etllm/Formats/Checkpoint.h"
+#include "etllm/Models/Family.h"
 
 #include <algorithm>
 #include <cstring>
@@ -148,6 +149,116 @@ std::string joinPath(const std::string &dir, const std::string &name);
 /// Reads a whole (small) file into a string; error names the path.
 Result<std::string> readTextFile(const std::string &path,
                                  uint64_t maxBytes = 64u << 20);
+
+//===--- Family keys (etllm/Models/Family.h) -----------------------------===//
+
+/// The value of a family key's field.
+inline double getField(const ModelConfig &c, models::ConfigField field) {
+  switch (field) {
+  case models::ConfigField::AttnLogitSoftcapping:
+    return c.attnLogitSoftcapping;
+  case models::ConfigField::FinalLogitSoftcapping:
+    return c.finalLogitSoftcapping;
+  case models::ConfigField::QueryPreAttnScalar:
+    return c.queryPreAttnScalar;
+  case models::ConfigField::OriginalMaxPositionEmbeddings:
+    return static_cast<double>(c.originalMaxPositionEmbeddings);
+  case models::ConfigField::EmbeddingMultiplier:
+    return c.embeddingMultiplier;
+  case models::ConfigField::ResidualMultiplier:
+    return c.residualMultiplier;
+  case models::ConfigField::AttentionMultiplier:
+    return c.attentionMultiplier;
+  case models::ConfigField::LogitsScaling:
+    return c.logitsScaling;
+  }
+  return 0;
+}
+
+/// Sets a family key's field.
+inline void setField(ModelConfig &c, models::ConfigField field, double v) {
+  switch (field) {
+  case models::ConfigField::AttnLogitSoftcapping:
+    c.attnLogitSoftcapping = v;
+    return;
+  case models::ConfigField::FinalLogitSoftcapping:
+    c.finalLogitSoftcapping = v;
+    return;
+  case models::ConfigField::QueryPreAttnScalar:
+    c.queryPreAttnScalar = v;
+    return;
+  case models::ConfigField::OriginalMaxPositionEmbeddings:
+    c.originalMaxPositionEmbeddings = static_cast<int64_t>(v);
+    return;
+  case models::ConfigField::EmbeddingMultiplier:
+    c.embeddingMultiplier = v;
+    return;
+  case models::ConfigField::ResidualMultiplier:
+    c.residualMultiplier = v;
+    return;
+  case models::ConfigField::AttentionMultiplier:
+    c.attentionMultiplier = v;
+    return;
+  case models::ConfigField::LogitsScaling:
+    c.logitsScaling = v;
+    return;
+  }
+}
+
+/// What an unset (zero) family field stands for.
+inline double fallbackValue(const ModelConfig &c, models::KeyFallback f) {
+  switch (f) {
+  case models::KeyFallback::Zero:
+    return 0;
+  case models::KeyFallback::HeadDim:
+    return static_cast<double>(c.headDim);
+  case models::KeyFallback::MaxPositionEmbeddings:
+    return static_cast<double>(c.maxPositionEmbeddings);
+  }
+  return 0;
+}
+
+/// Checks `v` against the key's range; `error(what)` makes the error (it
+/// names the file and the key).
+template <typename MakeError>
+Status checkKeyRange(const models::ConfigKey &key, double v, MakeError error) {
+  switch (key.range) {
+  case models::KeyRange::NonNegative:
+    if (!(v >= 0))
+      return error("must not be negative");
+    break;
+  case models::KeyRange::Positive:
+    if (!(v > 0))
+      return error("must be positive");
+    break;
+  case models::KeyRange::Dim:
+    if (!(v > 0) || v != static_cast<double>(static_cast<int64_t>(v)))
+      return error("must be a positive integer, got " + std::to_string(v));
+    if (v > static_cast<double>(kMaxConfigDim))
+      return error("absurdly large value " +
+                   std::to_string(static_cast<int64_t>(v)) + " (limit " +
+                   std::to_string(kMaxConfigDim) + ")");
+    break;
+  }
+  return Status();
+}
+
+/// Marks the sliding layers of `rule` (every layer, or the even ones) for a
+/// window already set in c.slidingWindow.
+inline void applySlidingPattern(ModelConfig &c,
+                                models::SlidingWindowRule rule) {
+  for (int64_t i = 0; i < c.numLayers; ++i)
+    c.layerUsesSlidingWindow[static_cast<size_t>(i)] =
+        rule == models::SlidingWindowRule::AllLayers ||
+        (rule == models::SlidingWindowRule::EvenLayers && i % 2 == 0);
+}
+
+/// The HF name of a llama.cpp tensor name, or "" (GgufNames.cpp).
+std::string ggufNameToHf(const models::FamilySpec &family,
+                         const std::string &ggufName);
+/// The llama.cpp name of an HF tensor name, or "" (GgufNames.cpp).
+std::string hfNameToGguf(const models::FamilySpec &family,
+                         const std::string &hfName);
 
 /// Splits "model.layers.12.self_attn.q_proj.weight" into layer 12 and suffix
 /// "self_attn.q_proj.weight"; false if not a layer tensor.

@@ -2,6 +2,7 @@
 
 #include "etllm/Formats/Llama2c.h"
 #include "Internal.h"
+#include "etllm/Models/Registry.h"
 
 #include <cstring>
 
@@ -99,7 +100,7 @@ Result<ModelConfig> configFromLlama2c(const Llama2cHeader &h) {
   if (!lr)
     return lr.error();
   ModelConfig c;
-  c.architecture = "LlamaForCausalLM";
+  c.architecture = models::llama2cFamily().hfArchitecture;
   ETLLM_RETURN_IF_ERROR(applyArchitectureTraits(c));
   c.hiddenSize = h.dim;
   c.intermediateSize = h.hiddenDim;
@@ -180,46 +181,47 @@ Result<std::unique_ptr<Checkpoint>> openLlama2c(const std::string &path) {
   const int64_t dim = h.dim, hidden = h.hiddenDim,
                 kvDim = static_cast<int64_t>(l.kvDim),
                 vocab = static_cast<int64_t>(l.vocab);
-  auto layer = [](uint64_t i) {
-    return "model.layers." + std::to_string(i) + ".";
+  // run.c's layout: each weight for all layers in turn, HF names of the
+  // llama2.c family.
+  using models::HfModule;
+  const models::FamilySpec &family = models::llama2cFamily();
+  auto hf = [&](HfModule m, int64_t i = -1) {
+    return models::hfPath(family, m, i) + ".weight";
   };
   auto src = [](const char *name, uint64_t i) {
     return std::string(name) + "[" + std::to_string(i) + "]";
   };
-  ETLLM_RETURN_IF_ERROR(take("model.embed_tokens.weight",
-                             "token_embedding_table", {vocab, dim}, 0));
-  for (uint64_t i = 0; i < l.layers; ++i)
-    ETLLM_RETURN_IF_ERROR(take(layer(i) + "input_layernorm.weight",
-                               src("rms_att_weight", i), {dim}, 0));
-  for (uint64_t i = 0; i < l.layers; ++i)
-    ETLLM_RETURN_IF_ERROR(take(layer(i) + "self_attn.q_proj.weight",
-                               src("wq", i), {dim, dim}, h.numHeads));
-  for (uint64_t i = 0; i < l.layers; ++i)
-    ETLLM_RETURN_IF_ERROR(take(layer(i) + "self_attn.k_proj.weight",
-                               src("wk", i), {kvDim, dim}, h.numKvHeads));
-  for (uint64_t i = 0; i < l.layers; ++i)
-    ETLLM_RETURN_IF_ERROR(take(layer(i) + "self_attn.v_proj.weight",
-                               src("wv", i), {kvDim, dim}, 0));
-  for (uint64_t i = 0; i < l.layers; ++i)
-    ETLLM_RETURN_IF_ERROR(take(layer(i) + "self_attn.o_proj.weight",
-                               src("wo", i), {dim, dim}, 0));
-  for (uint64_t i = 0; i < l.layers; ++i)
-    ETLLM_RETURN_IF_ERROR(take(layer(i) + "post_attention_layernorm.weight",
-                               src("rms_ffn_weight", i), {dim}, 0));
-  for (uint64_t i = 0; i < l.layers; ++i)
-    ETLLM_RETURN_IF_ERROR(take(layer(i) + "mlp.gate_proj.weight", src("w1", i),
-                               {hidden, dim}, 0));
-  for (uint64_t i = 0; i < l.layers; ++i)
-    ETLLM_RETURN_IF_ERROR(take(layer(i) + "mlp.down_proj.weight", src("w2", i),
-                               {dim, hidden}, 0));
-  for (uint64_t i = 0; i < l.layers; ++i)
-    ETLLM_RETURN_IF_ERROR(
-        take(layer(i) + "mlp.up_proj.weight", src("w3", i), {hidden, dim}, 0));
+  struct PerLayer {
+    HfModule module;
+    const char *source;
+    int64_t rows, cols, permuteHeads;
+  };
+  const PerLayer perLayer[] = {
+      {HfModule::InputNorm, "rms_att_weight", dim, 0, 0},
+      {HfModule::QProj, "wq", dim, dim, h.numHeads},
+      {HfModule::KProj, "wk", kvDim, dim, h.numKvHeads},
+      {HfModule::VProj, "wv", kvDim, dim, 0},
+      {HfModule::OProj, "wo", dim, dim, 0},
+      {HfModule::PostAttentionNorm, "rms_ffn_weight", dim, 0, 0},
+      {HfModule::GateProj, "w1", hidden, dim, 0},
+      {HfModule::DownProj, "w2", dim, hidden, 0},
+      {HfModule::UpProj, "w3", hidden, dim, 0},
+  };
   ETLLM_RETURN_IF_ERROR(
-      take("model.norm.weight", "rms_final_weight", {dim}, 0));
+      take(hf(HfModule::Embed), "token_embedding_table", {vocab, dim}, 0));
+  for (const PerLayer &w : perLayer)
+    for (uint64_t i = 0; i < l.layers; ++i) {
+      std::vector<int64_t> shape = {w.rows};
+      if (w.cols)
+        shape.push_back(w.cols);
+      ETLLM_RETURN_IF_ERROR(take(hf(w.module, static_cast<int64_t>(i)),
+                                 src(w.source, i), shape, w.permuteHeads));
+    }
+  ETLLM_RETURN_IF_ERROR(
+      take(hf(HfModule::FinalNorm), "rms_final_weight", {dim}, 0));
   offset += l.seqLen * l.headSize * 4; // freq_cis_real + freq_cis_imag
   if (!l.shared)
-    ETLLM_RETURN_IF_ERROR(take("lm_head.weight", "wcls", {vocab, dim}, 0));
+    ETLLM_RETURN_IF_ERROR(take(hf(HfModule::LmHead), "wcls", {vocab, dim}, 0));
   if (offset != file->size())
     return Error(path + ": internal size mismatch reading llama2.c weights");
   return b.finish();

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "etllm/Import/AtenImporter.h"
 
+#include "etllm/Dialect/Etllm/EtllmModelConfig.h"
 #include "etllm/Dialect/Etllm/EtllmOps.h"
 #include "etllm/Formats/Checkpoint.h"
 
@@ -1969,43 +1970,118 @@ namespace {
 /// it. Strings, booleans, integers, floats, integer lists (eos_token_ids)
 /// and boolean lists (layer_sliding_window) are kept; anything else is an
 /// error naming the key.
-FailureOr<DictionaryAttr> modelConfigAttr(Builder &b, const json &cfg,
-                                          std::string &error) {
-  SmallVector<NamedAttribute> attrs;
+/// The typed `#etllm.model_config` of a traced module from the keys the
+/// caller gave (the attribute's parameter names; absent keys keep their
+/// defaults). An unknown key or a value of the wrong JSON type is an error
+/// naming the key.
+FailureOr<ModelConfigAttr> modelConfigAttr(Builder &b, const json &cfg,
+                                           std::string &error) {
+  if (!cfg.is_object()) {
+    error = "model_config must be an object";
+    return failure();
+  }
+  std::string architecture, modelType, dtype;
+  int64_t hidden = 0, intermediate = 0, layers = 0, heads = 0, kvHeads = 0,
+          headDim = 0, vocab = 0, maxSeq = 0, rotary = 0, window = 0, bos = -1;
+  double eps = 0, theta = 0, scale = 0, attnCap = 0, finalCap = 0;
+  bool tied = false;
+  SmallVector<int64_t> eos;
+  SmallVector<bool> layerWindow;
+  auto wrong = [&](const std::string &k, const char *what) {
+    error = "model_config key '" + k + "' must be " + what;
+    return failure();
+  };
   for (auto it = cfg.begin(); it != cfg.end(); ++it) {
-    const json &v = it.value();
     const std::string &k = it.key();
-    Attribute a;
-    if (v.is_string())
-      a = b.getStringAttr(v.get<std::string>());
-    else if (v.is_boolean())
-      a = b.getBoolAttr(v.get<bool>());
-    else if (v.is_number_integer())
-      a = b.getI64IntegerAttr(v.get<int64_t>());
-    else if (v.is_number_float())
-      a = b.getF64FloatAttr(v.get<double>());
-    else if (v.is_array() && !v.empty() &&
-             llvm::all_of(v, [](const json &e) { return e.is_boolean(); })) {
-      SmallVector<bool> bs;
+    const json &v = it.value();
+    auto str = [&](std::string &out) -> LogicalResult {
+      if (!v.is_string())
+        return wrong(k, "a string");
+      out = v.get<std::string>();
+      return success();
+    };
+    auto integer = [&](int64_t &out) -> LogicalResult {
+      if (!v.is_number_integer())
+        return wrong(k, "an integer");
+      out = v.get<int64_t>();
+      return success();
+    };
+    auto number = [&](double &out) -> LogicalResult {
+      if (!v.is_number())
+        return wrong(k, "a number");
+      out = v.get<double>();
+      return success();
+    };
+    LogicalResult ok = success();
+    if (k == "architecture")
+      ok = str(architecture);
+    else if (k == "model_type")
+      ok = str(modelType);
+    else if (k == "dtype")
+      ok = str(dtype);
+    else if (k == "hidden_size")
+      ok = integer(hidden);
+    else if (k == "intermediate_size")
+      ok = integer(intermediate);
+    else if (k == "num_hidden_layers")
+      ok = integer(layers);
+    else if (k == "num_attention_heads")
+      ok = integer(heads);
+    else if (k == "num_key_value_heads")
+      ok = integer(kvHeads);
+    else if (k == "head_dim")
+      ok = integer(headDim);
+    else if (k == "vocab_size")
+      ok = integer(vocab);
+    else if (k == "max_seq_len")
+      ok = integer(maxSeq);
+    else if (k == "rotary_dim")
+      ok = integer(rotary);
+    else if (k == "sliding_window")
+      ok = integer(window);
+    else if (k == "bos_token_id")
+      ok = integer(bos);
+    else if (k == "rms_norm_eps")
+      ok = number(eps);
+    else if (k == "rope_theta")
+      ok = number(theta);
+    else if (k == "attention_scale")
+      ok = number(scale);
+    else if (k == "attn_logit_softcapping")
+      ok = number(attnCap);
+    else if (k == "final_logit_softcapping")
+      ok = number(finalCap);
+    else if (k == "tie_word_embeddings") {
+      if (!v.is_boolean())
+        return wrong(k, "a boolean");
+      tied = v.get<bool>();
+    } else if (k == "eos_token_ids") {
+      if (!v.is_array() ||
+          !llvm::all_of(v, [](const json &e) { return e.is_number_integer(); }))
+        return wrong(k, "a list of integers");
       for (const json &e : v)
-        bs.push_back(e.get<bool>());
-      a = b.getDenseBoolArrayAttr(bs);
-    } else if (v.is_array() && llvm::all_of(v, [](const json &e) {
-                 return e.is_number_integer();
-               })) {
-      SmallVector<int64_t> is;
+        eos.push_back(e.get<int64_t>());
+    } else if (k == "layer_sliding_window") {
+      if (!v.is_array() ||
+          !llvm::all_of(v, [](const json &e) { return e.is_boolean(); }))
+        return wrong(k, "a list of booleans");
       for (const json &e : v)
-        is.push_back(e.get<int64_t>());
-      a = b.getI64ArrayAttr(is);
+        layerWindow.push_back(e.get<bool>());
     } else {
-      error = "model_config key '" + k +
-              "' is not a string, boolean, number or list of integers or "
-              "booleans";
+      error = "model_config has no key '" + k +
+              "' (the keys are the parameters of #etllm.model_config: see "
+              "docs/generated/EtllmDialect.md)";
       return failure();
     }
-    attrs.push_back(b.getNamedAttr(k, a));
+    if (failed(ok))
+      return failure();
   }
-  return b.getDictionaryAttr(attrs);
+  return ModelConfigAttr::get(
+      b.getContext(), architecture, modelType, dtype, hidden, intermediate,
+      layers, heads, kvHeads, headDim, vocab, maxSeq, rotary,
+      llvm::APFloat(eps), llvm::APFloat(theta), llvm::APFloat(scale), window,
+      llvm::APFloat(attnCap), llvm::APFloat(finalCap), tied, bos, eos,
+      layerWindow);
 }
 
 } // namespace
@@ -2304,11 +2380,11 @@ llvm::Expected<OwningOpRef<ModuleOp>> Importer::run(const json &root) {
     if (!root["model_config"].is_object())
       return makeError(source + ": 'model_config' must be an object");
     std::string err;
-    FailureOr<DictionaryAttr> cfg =
+    FailureOr<ModelConfigAttr> cfg =
         modelConfigAttr(b, root["model_config"], err);
     if (failed(cfg))
       return makeError(source + ": " + err);
-    (*module)->setAttr(EtllmDialect::kModelConfigAttrName, *cfg);
+    setModelConfig(*module, *cfg);
   }
   std::string diag;
   ScopedDiagnosticHandler h(ctx, [&](Diagnostic &d) {

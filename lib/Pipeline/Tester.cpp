@@ -1,6 +1,7 @@
 //===- Tester.cpp - Chain stages in tests and check after any -------------===//
 #include "etllm/Pipeline/Tester.h"
 
+#include "etllm/Dialect/Etllm/EtllmModelConfig.h"
 #include "etllm/InitAll.h"
 #include "etllm/runtime/backend.h"
 #include "etllm/runtime/program.h"
@@ -231,10 +232,9 @@ bool Tester::runBoth(const std::string &against, std::vector<int64_t> tokens,
     // A fixed prompt (ids spread over the vocabulary), then decode steps.
     int64_t vocab = 32;
     if (mlir::ModuleOp m = currentIR())
-      if (auto cfg =
-              m->getAttrOfType<mlir::DictionaryAttr>("etllm.model_config"))
-        if (auto v = cfg.getAs<mlir::IntegerAttr>("vocab_size"))
-          vocab = v.getInt();
+      if (auto cfg = mlir::etllm::getModelConfig(m))
+        if (cfg.getVocabSize() > 0)
+          vocab = cfg.getVocabSize();
     for (int64_t i = 0; i < 10; ++i)
       tokens.push_back((1 + 37 * i) % vocab);
     prefill = 6;

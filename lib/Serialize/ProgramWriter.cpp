@@ -11,6 +11,7 @@
 #include "etllm/Serialize/ProgramWriter.h"
 
 #include "ChatTemplateInfo.h"
+#include "etllm/Dialect/Etllm/EtllmModelConfig.h"
 #include "etllm/Dialect/Etllm/EtllmOps.h"
 #include "etllm/Serialize/KernelCalls.h"
 #include "etllm/Serialize/WeightStore.h"
@@ -26,7 +27,6 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
-#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SHA256.h"
@@ -520,10 +520,8 @@ LogicalResult ProgramBuilder::build(bool materializeDelegates) {
   if (!forward.getBody().hasOneBlock())
     return forward.emitError("`forward` must have a single block");
   seqBound = 0;
-  if (auto cfg = module->getAttrOfType<DictionaryAttr>(
-          EtllmDialect::kModelConfigAttrName))
-    if (auto m = cfg.getAs<IntegerAttr>("max_seq_len"))
-      seqBound = m.getInt();
+  if (ModelConfigAttr cfg = getModelConfig(module))
+    seqBound = cfg.getMaxSeqLen();
   for (auto b : module.getOps<BufferOp>()) {
     bufferIndex[b.getSymName()] = buffers.size();
     buffers.push_back(b);
@@ -606,37 +604,8 @@ MemoryReport ProgramBuilder::report() const {
 
 /// The model configuration attribute as JSON.
 std::string configJson(ModuleOp module) {
-  auto cfg =
-      module->getAttrOfType<DictionaryAttr>(EtllmDialect::kModelConfigAttrName);
-  llvm::json::Object obj;
-  if (cfg)
-    for (NamedAttribute a : cfg) {
-      Attribute v = a.getValue();
-      if (auto s = dyn_cast<StringAttr>(v))
-        obj[a.getName().str()] = s.str();
-      else if (auto b = dyn_cast<BoolAttr>(v))
-        obj[a.getName().str()] = b.getValue();
-      else if (auto i = dyn_cast<IntegerAttr>(v))
-        obj[a.getName().str()] = i.getInt();
-      else if (auto f = dyn_cast<FloatAttr>(v))
-        obj[a.getName().str()] = f.getValueAsDouble();
-      else if (auto arr = dyn_cast<ArrayAttr>(v)) {
-        llvm::json::Array out;
-        for (Attribute e : arr)
-          if (auto i = dyn_cast<IntegerAttr>(e))
-            out.push_back(i.getInt());
-        obj[a.getName().str()] = std::move(out);
-      } else if (auto arr = dyn_cast<DenseBoolArrayAttr>(v)) {
-        llvm::json::Array out;
-        for (bool e : arr.asArrayRef())
-          out.push_back(e);
-        obj[a.getName().str()] = std::move(out);
-      }
-    }
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << llvm::json::Value(std::move(obj));
-  return s;
+  ModelConfigAttr cfg = getModelConfig(module);
+  return cfg ? cfg.toJson() : "{}";
 }
 
 std::string sha256File(const std::string &path) {
@@ -794,18 +763,13 @@ LogicalResult ProgramBuilder::write(const SerializeOptions &options,
   }
 
   // Metadata.
-  auto cfg =
-      module->getAttrOfType<DictionaryAttr>(EtllmDialect::kModelConfigAttrName);
+  ModelConfigAttr cfg = getModelConfig(module);
   int64_t vocab = 0, maxSeq = seqBound, bos = -1;
   std::vector<int64_t> eos;
   if (cfg) {
-    if (auto v = cfg.getAs<IntegerAttr>("vocab_size"))
-      vocab = v.getInt();
-    if (auto v = cfg.getAs<IntegerAttr>("bos_token_id"))
-      bos = v.getInt();
-    if (auto v = cfg.getAs<ArrayAttr>("eos_token_ids"))
-      for (Attribute e : v)
-        eos.push_back(cast<IntegerAttr>(e).getInt());
+    vocab = cfg.getVocabSize();
+    bos = cfg.getBosTokenId();
+    eos.assign(cfg.getEosTokenIds().begin(), cfg.getEosTokenIds().end());
   }
   flatbuffers::Offset<fbs::TokenizerInfo> tokInfo = 0;
   const formats::Checkpoint *ckpt = nullptr;

@@ -17,7 +17,7 @@
 // CHECK: 1: reshape(%2) ints [8] -> %3
 // CHECK: 2: copy(%2) -> %4
 // NOTPTE: invalid program file: bad magic
-module attributes {etllm.model_config = {max_seq_len = 4 : i64}} {
+module attributes {etllm.model_config = #etllm.model_config<max_seq_len = 4>} {
   etllm.parameter @w : tensor<2x4xf32> = dense<1.0> : tensor<2x4xf32>
   etllm.buffer @state : tensor<2x4xf32>
   func.func @forward(%x: tensor<2x4xf32>) -> tensor<8xf32> {

@@ -32,7 +32,7 @@ func.func @forward(%pos: tensor<1xi64>, %new: tensor<1x1x1x4xf32>) -> tensor<2x1
 // Dynamic dimensions are planned at their bound (max_seq_len = 8).
 // CHECK-LABEL: func.func @forward
 // CHECK-SAME: arena_bytes = 256 : i64
-module attributes {etllm.model_config = {max_seq_len = 8 : i64}} {
+module attributes {etllm.model_config = #etllm.model_config<max_seq_len = 8>} {
   func.func @forward(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
     %a = etllm.exp %x : tensor<?x4xf32>
     return %a : tensor<?x4xf32>

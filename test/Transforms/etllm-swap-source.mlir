@@ -8,7 +8,7 @@
 // CHECK-NOT: etllm.rsqrt
 // CHECK: return %[[Y]]
 module attributes {etllm.module_classes = {norm = "LlamaRMSNorm"},
-                   etllm.model_config = {rms_norm_eps = 1.0e-05 : f64}} {
+                   etllm.model_config = #etllm.model_config<rms_norm_eps = 1.0e-05>} {
   etllm.parameter @norm.weight : tensor<8xf32>
   func.func @llama_rms_norm(%x: tensor<1x?x8xf32>) -> tensor<1x?x8xf32> {
     %w = etllm.parameter.get @norm.weight {etllm.module = "norm"} : tensor<8xf32>
@@ -87,7 +87,7 @@ module attributes {etllm.module_classes = {norm = "LlamaRMSNorm"}} {
 // CHECK: etllm.softmax
 // CHECK-NOT: etllm.sdpa
 module attributes {etllm.module_classes = {attn = "LlamaAttention", "attn.q_proj" = "Linear", "attn.o_proj" = "Linear"},
-                   etllm.model_config = {num_attention_heads = 1 : i64, num_key_value_heads = 1 : i64, head_dim = 8 : i64}} {
+                   etllm.model_config = #etllm.model_config<num_attention_heads = 1, num_key_value_heads = 1, head_dim = 8>} {
   func.func @attention_without_cache(%x: tensor<1x8x8xf32>, %w: tensor<8x8xf32>) -> tensor<1x8x8xf32> {
     // expected-remark @+1 {{left LlamaAttention instance 'attn' alone: projections not found}}
     %q = etllm.linear %x, %w {etllm.module = "attn.q_proj"} : (tensor<1x8x8xf32>, tensor<8x8xf32>) -> tensor<1x8x8xf32>

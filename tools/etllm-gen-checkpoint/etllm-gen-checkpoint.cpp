@@ -7,6 +7,7 @@
 
 #include "etllm/Formats/Checkpoint.h"
 #include "etllm/Formats/Generator.h"
+#include "etllm/Models/Registry.h"
 
 #include <cerrno>
 #include <chrono>
@@ -20,10 +21,7 @@ using namespace etllm::formats;
 
 namespace {
 
-const char *kUsage =
-    "usage: etllm-gen-checkpoint --arch {llama,qwen2,qwen3,mistral,phi3,gemma,"
-    "gemma2}\n"
-    "         --format {hf,gguf} [--preset tiny|llama-3.2-1b]\n"
+const char *kOptions =
     "         [--hidden N --layers N --heads N --kv-heads N --head-dim N\n"
     "          --ffn N --vocab N --max-seq N]\n"
     "         [--dtype f32|f16|bf16] [--gguf-type f32|f16|bf16|q8_0|q4_0]\n"
@@ -33,6 +31,17 @@ const char *kUsage =
     "Writes an HF directory (config.json + model.safetensors) or the GGUF\n"
     "file llama.cpp's converter would make of it. --verify reopens the\n"
     "result and checks its config and tensors.\n";
+
+std::string usage() {
+  std::string archs, presets = "tiny";
+  for (const etllm::models::FamilySpec *f : etllm::models::families()) {
+    archs += std::string(archs.empty() ? "" : ",") + f->id;
+    for (const etllm::models::GeneratorPreset &p : f->generator.presets)
+      presets += std::string("|") + p.name;
+  }
+  return "usage: etllm-gen-checkpoint --arch {" + archs + "}\n" +
+         "         --format {hf,gguf} [--preset " + presets + "]\n" + kOptions;
+}
 
 bool parseInt(const char *s, int64_t &out) {
   if (!s || !*s)
@@ -74,7 +83,7 @@ int main(int argc, char **argv) {
       return 0;
     };
     if (a == "-h" || a == "--help") {
-      std::fputs(kUsage, stdout);
+      std::fputs(usage().c_str(), stdout);
       return 0;
     } else if (a == "--arch") {
       if (!value(v))

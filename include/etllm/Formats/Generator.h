@@ -1,12 +1,14 @@
 //===- Generator.h - Synthetic checkpoints for tests and benchmarks -*- C++
 //-*-===//
 //
-// Writes a checkpoint of a supported architecture with seeded random weights,
-// either as a Hugging Face directory (config.json + model.safetensors) or as
-// the GGUF file llama.cpp's convert_hf_to_gguf.py would produce from that
-// directory (same tensor values: q/k rows permuted for llama/mistral, +1 on
-// Gemma norm weights, phi3's fused tensors, tied output omitted, a synthetic
-// tokenizer vocabulary in tokenizer.ggml.*). Weights are generated per element
+// Writes a checkpoint of a family of the registry with seeded random
+// weights, either as a Hugging Face directory (config.json +
+// model.safetensors) or as the GGUF file llama.cpp's convert_hf_to_gguf.py
+// would produce from that directory (same tensor values, transformed as the
+// family's GgufSpec says: q/k rows permuted, +1 on Gemma's norm weights,
+// fused tensors kept, lm_head dropped; a synthetic tokenizer vocabulary in
+// tokenizer.ggml.*). Sizes come from the family's presets
+// (GeneratorSpec). Weights are generated per element
 // from a counter-based hash, so the HF and GGUF files of one seed hold the
 // same values and a file of any size is written streaming.
 //
@@ -24,11 +26,11 @@ namespace etllm::formats {
 
 /// What to generate.
 struct GeneratorOptions {
-  /// llama, qwen2, qwen3, mistral, phi3, gemma, gemma2.
+  /// A family id (models::FamilySpec::id): llama, qwen2, gemma2, ...
   std::string arch = "llama";
   /// "hf" (directory) or "gguf" (file).
   std::string format = "hf";
-  /// "tiny" or "llama-3.2-1b".
+  /// "tiny" or one of the family's GeneratorSpec::presets.
   std::string preset = "tiny";
   std::optional<int64_t> hidden, layers, heads, kvHeads, headDim, ffn, vocab,
       maxSeq;

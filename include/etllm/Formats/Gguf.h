@@ -6,9 +6,9 @@
 //
 // The reader validates every count, string length, array size, dimension,
 // type, offset and alignment against the file, maps llama.cpp tensor names to
-// Hugging Face names for the supported architectures (llama, qwen2, qwen3,
-// phi3, gemma, gemma2; Mistral converts to "llama"), reverses ggml's ne order
-// into PyTorch order, and builds the ModelConfig from `<arch>.*` metadata.
+// Hugging Face names with the tables of the family specs (etllm/Models),
+// reverses ggml's ne order into PyTorch order, and builds the ModelConfig
+// from `<arch>.*` metadata.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ETLLM_FORMATS_GGUF_H
@@ -62,13 +62,14 @@ Result<std::unique_ptr<Checkpoint>> openGguf(const std::string &path);
 
 /// Derives the ModelConfig of an opened GGUF checkpoint from its metadata and
 /// tensors (openGguf already did this; exposed for importers and tests).
-/// Notes on what GGUF cannot express: Mistral is converted to arch "llama"
-/// (so it reads back as LlamaForCausalLM without its sliding window); Gemma2's
-/// query_pre_attn_scalar is not stored (headDim is assumed, which is right for
-/// Gemma2 2B/9B, not 27B); llama3 rope scaling is stored only as the
-/// rope_freqs tensor (kept in RopeScaling::freqFactors; the llama3 parameters
-/// are recovered when the factors match llama.cpp's formula with the standard
-/// low=1, high=4, original=8192).
+/// What GGUF cannot express is what the family spec says: a family llama.cpp
+/// converts to another architecture reads back as that one (GgufSpec::
+/// readsBack); a family key without a GGUF key takes its fallback (Gemma2's
+/// query_pre_attn_scalar becomes head_dim, right for 2B/9B, not 27B). llama3
+/// rope scaling is stored only as the rope_freqs tensor (kept in
+/// RopeScaling::freqFactors; the llama3 parameters are recovered when the
+/// factors match llama.cpp's formula with the standard low=1, high=4,
+/// original=8192).
 Result<ModelConfig> configFromGguf(const Checkpoint &checkpoint);
 
 /// The HF name of a llama.cpp tensor name for a GGUF architecture, or "" when
@@ -80,7 +81,7 @@ std::string ggufNameToHf(const std::string &arch, const std::string &ggufName);
 std::string hfNameToGguf(const std::string &arch, const std::string &hfName);
 
 /// The GGUF general.architecture llama.cpp's converter uses for an HF model
-/// type ("mistral" -> "llama"), or "" if unsupported.
+/// type (a family's GgufSpec::arch), or "" if unsupported.
 std::string ggufArchForModelType(const std::string &modelType);
 
 //===----------------------------------------------------------------------===//

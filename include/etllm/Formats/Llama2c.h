@@ -44,7 +44,8 @@ Result<uint64_t> llama2cExpectedFileSize(const Llama2cHeader &header,
 /// Opens a llama2.c v0 checkpoint.
 Result<std::unique_ptr<Checkpoint>> openLlama2c(const std::string &path);
 
-/// The ModelConfig of a llama2.c header: LlamaForCausalLM, rms eps 1e-5,
+/// The ModelConfig of a llama2.c header: the llama2c family of the registry
+/// (LlamaForCausalLM), rms eps 1e-5,
 /// rope theta 10000, silu, bos 1, eos 2, float32 (run.c's constants).
 Result<ModelConfig> configFromLlama2c(const Llama2cHeader &header);
 

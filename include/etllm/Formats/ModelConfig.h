@@ -1,18 +1,9 @@
 //===- ModelConfig.h - Normalized decoder-only LLM config -------*- C++ -*-===//
 //
 // One struct that says everything a graph builder needs to emit the Hugging
-// Face modeling code of the supported architectures, whichever checkpoint
-// format it came from:
-//
-//   LlamaForCausalLM   (Llama 2/3/3.1/3.2; rope_scaling "linear"/"llama3")
-//   MistralForCausalLM (sliding_window on every layer)
-//   Qwen2ForCausalLM   (q/k/v bias; sliding window on layers >=
-//   max_window_layers) Qwen3ForCausalLM   (per-head q_norm/k_norm, explicit
-//   head_dim) Phi3ForCausalLM    (fused qkv_proj and gate_up_proj, partial
-//   rotary) GemmaForCausalLM   (gelu tanh, (1 + w) RMSNorm, embeddings *
-//   sqrt(hidden)) Gemma2ForCausalLM  (+ logit soft-capping,
-//   query_pre_attn_scalar,
-//                       sliding window on even layers, pre/post FFN norms)
+// Face modeling code of a supported family, whichever checkpoint format it
+// came from. The families, and how each one's config.json and GGUF metadata
+// map onto these fields, are the specs of etllm/Models/Registry.h.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ETLLM_FORMATS_MODEL_CONFIG_H
@@ -23,6 +14,10 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+
+namespace etllm::models {
+struct FamilySpec;
+} // namespace etllm::models
 
 namespace etllm::formats {
 
@@ -91,6 +86,17 @@ struct ModelConfig {
   /// headDim^-0.5. 0 = use headDim.
   double queryPreAttnScalar = 0.0;
 
+  /// Scalar multipliers some families apply (Granite; 1 = none): the
+  /// embeddings are multiplied by embeddingMultiplier, each residual branch
+  /// (attention and MLP output) by residualMultiplier before it is added, and
+  /// the logits are divided by logitsScaling.
+  double embeddingMultiplier = 1.0;
+  double residualMultiplier = 1.0;
+  double logitsScaling = 1.0;
+  /// When positive, the attention scale itself (Granite's
+  /// attention_multiplier), instead of the head-size rule. 0 = none.
+  double attentionMultiplier = 0.0;
+
   int64_t bosTokenId = -1;
   /// eos_token_id may be a list in config.json.
   std::vector<int64_t> eosTokenIds;
@@ -98,8 +104,7 @@ struct ModelConfig {
   /// "float32", "float16", "bfloat16", or "" when unknown.
   std::string torchDtype;
 
-  //===--- Architecture traits (set from `architecture`)
-  //-------------------===//
+  //===--- Traits of the family (set from `architecture`) ---------------===//
 
   /// Phi3: one qkv_proj [(H + 2*KV) * D, hidden], split q, k, v.
   bool fusedQkv = false;
@@ -130,8 +135,13 @@ struct ModelConfig {
 /// Supported HF architectures, for messages: "LlamaForCausalLM, ...".
 std::string supportedArchitectures();
 
-/// Sets the trait fields (fusedQkv, ...) for config.architecture and the
-/// matching modelType. Errors for unsupported architectures.
+/// The family of config.architecture (or, when empty, of config.modelType),
+/// or null when no family has it (etllm/Models/Registry.h).
+const models::FamilySpec *familyOf(const ModelConfig &config);
+
+/// Sets the trait fields (fusedQkv, ...) from the family of
+/// config.architecture and the matching modelType. Errors for unsupported
+/// architectures.
 rt::Status applyArchitectureTraits(ModelConfig &config);
 
 /// Parses a Hugging Face config.json. Unknown architecture, a missing required

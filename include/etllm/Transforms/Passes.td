@@ -17,7 +17,7 @@ def SwapSourcePass : Pass<"etllm-swap-source", "mlir::ModuleOp"> {
 
     * `*RMSNorm` -> `etllm.rms_norm` (the `(1 + w)` form of Gemma becomes
       `offset 1.0`, found from the instance's ops);
-    * `*Attention` (Llama, Qwen2, Qwen3, Mistral, Phi3, Gemma, Gemma2) ->
+    * `*Attention` (every family's: LlamaAttention, Gemma2Attention, ...) ->
       `etllm.rope` on q and k, `etllm.kv_cache.update` on the caches and one
       `etllm.sdpa` (causal over the input positions, GQA, sliding window,
       soft-capping kept), with the projections untouched.

@@ -9,6 +9,8 @@
 #ifndef ETLLM_TRANSFORMS_SOURCESWAP_H
 #define ETLLM_TRANSFORMS_SOURCESWAP_H
 
+#include "etllm/Dialect/Etllm/EtllmTypes.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -25,7 +27,7 @@ struct ModuleInstance {
   /// Ops whose module path is `path` or lies under it, in block order.
   std::vector<mlir::Operation *> ops;
   /// The module's model configuration (etllm.model_config), may be null.
-  mlir::DictionaryAttr config;
+  mlir::etllm::ModelConfigAttr config;
   mlir::ModuleOp module;
   /// True when `op` belongs to the instance (path equal or nested).
   bool contains(mlir::Operation *op) const;

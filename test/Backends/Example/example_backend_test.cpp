@@ -17,7 +17,7 @@ namespace {
 // An LLM-shaped toy: forward(tokens, positions) -> logits, with a SwiGLU-like
 // gate the example backend takes (silu, mul) and a linear it does not.
 const char *kModel = R"mlir(
-module attributes {etllm.model_config = {max_seq_len = 16 : i64, vocab_size = 8 : i64}} {
+module attributes {etllm.model_config = #etllm.model_config<max_seq_len = 16, vocab_size = 8>} {
   etllm.parameter @embed : tensor<8x4xf32> = dense<[[0.1, -0.2, 0.3, 0.5], [1.0, 0.5, -0.5, 0.25], [0.0, 0.7, 0.2, -0.9], [0.4, 0.4, -0.1, 0.3], [-1.2, 0.6, 0.8, 0.1], [0.9, -0.3, 0.05, 0.6], [0.2, 0.2, 0.2, 0.2], [-0.5, 1.5, -0.7, 0.0]]> : tensor<8x4xf32>
   func.func @forward(%tokens: tensor<1x?xi64>, %pos: tensor<?xi64>) -> tensor<1x?x8xf32> {
     %e = etllm.parameter.get @embed : tensor<8x4xf32>

@@ -118,6 +118,10 @@ void expectConfigsEqual(const ModelConfig &a, const ModelConfig &b,
   EXPECT_TRUE(close(a.attnLogitSoftcapping, b.attnLogitSoftcapping));
   EXPECT_TRUE(close(a.finalLogitSoftcapping, b.finalLogitSoftcapping));
   EXPECT_TRUE(close(a.queryPreAttnScalar, b.queryPreAttnScalar));
+  EXPECT_TRUE(close(a.embeddingMultiplier, b.embeddingMultiplier));
+  EXPECT_TRUE(close(a.residualMultiplier, b.residualMultiplier));
+  EXPECT_TRUE(close(a.logitsScaling, b.logitsScaling));
+  EXPECT_TRUE(close(a.attentionMultiplier, b.attentionMultiplier));
   EXPECT_EQ(a.bosTokenId, b.bosTokenId);
   EXPECT_EQ(a.eosTokenIds, b.eosTokenIds);
   EXPECT_EQ(a.padTokenId, b.padTokenId);

@@ -172,7 +172,7 @@ TEST(Tester, CatchesAStageThatChangesTheResult) {
   // A "stage" that rewrites exp into sigmoid changes every logit: the
   // comparison must fail.
   auto t = etllm::Tester::fromIR(R"mlir(
-    module attributes {etllm.model_config = {max_seq_len = 16 : i64, vocab_size = 4 : i64}} {
+    module attributes {etllm.model_config = #etllm.model_config<max_seq_len = 16, vocab_size = 4>} {
       etllm.parameter @e : tensor<4x4xf32> = dense<[[0.1, 0.2, 0.3, 0.4], [0.5, -0.6, 0.7, 0.8], [0.9, 1.0, -1.1, 1.2], [1.3, 1.4, 1.5, -1.6]]> : tensor<4x4xf32>
       func.func @forward(%t: tensor<1x?xi64>, %p: tensor<?xi64>) -> tensor<1x?x4xf32> {
         %e = etllm.parameter.get @e : tensor<4x4xf32>

@@ -41,4 +41,6 @@ def Etllm_ActQuantGranularity : I32EnumAttr<"ActQuantGranularity",
   let genSpecializedAttr = 0;
 }
 
+include "etllm/Dialect/Etllm/EtllmModelConfig.td"
+
 #endif // ETLLM_DIALECT_ETLLM_ATTRS_TD

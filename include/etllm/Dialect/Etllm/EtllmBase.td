@@ -43,6 +43,7 @@ def Etllm_Dialect : Dialect {
   let useDefaultTypePrinterParser = 1;
   let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 1;
+  let hasOperationAttrVerify = 1;
   let dependentDialects = ["::mlir::func::FuncDialect"];
   let extraClassDeclaration = [{
     void registerTypes();
@@ -56,7 +57,7 @@ def Etllm_Dialect : Dialect {
     /// Module attribute: the checkpoint parameters are read from.
     static constexpr ::llvm::StringLiteral kCheckpointAttrName =
         "etllm.checkpoint";
-    /// Module attribute: the model configuration (dictionary).
+    /// Module attribute: the model configuration (#etllm.model_config).
     static constexpr ::llvm::StringLiteral kModelConfigAttrName =
         "etllm.model_config";
     /// Function attribute on outlined delegate subgraphs: the backend id.

@@ -1,0 +1,242 @@
+//===- EtllmModelConfig.cpp - #etllm.model_config -------------------------===//
+//
+// The typed model configuration: parameter parsers, the verifier, the JSON
+// the serializer writes, the module accessors, and the dialect's check that
+// `etllm.model_config` holds this attribute.
+//
+//===----------------------------------------------------------------------===//
+#include "etllm/Dialect/Etllm/EtllmModelConfig.h"
+#include "etllm/Dialect/Etllm/EtllmDialect.h"
+
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/Support/JSON.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::etllm;
+
+//===----------------------------------------------------------------------===//
+// Parameter parsers and printers
+//===----------------------------------------------------------------------===//
+
+FailureOr<APFloat> ModelConfigAttr::parseF64(AsmParser &parser) {
+  double value;
+  if (parser.parseFloat(value))
+    return failure();
+  return APFloat(value);
+}
+
+FailureOr<bool> ModelConfigAttr::parseBool(AsmParser &parser) {
+  if (succeeded(parser.parseOptionalKeyword("true")))
+    return true;
+  if (succeeded(parser.parseOptionalKeyword("false")))
+    return false;
+  return parser.emitError(parser.getCurrentLocation(),
+                          "expected 'true' or 'false'");
+}
+
+namespace {
+template <typename T> ParseResult parseElement(AsmParser &parser, T &out);
+template <> ParseResult parseElement(AsmParser &parser, int64_t &out) {
+  return parser.parseInteger(out);
+}
+template <> ParseResult parseElement(AsmParser &parser, bool &out) {
+  FailureOr<bool> b = ModelConfigAttr::parseBool(parser);
+  if (failed(b))
+    return failure();
+  out = *b;
+  return success();
+}
+void printElement(AsmPrinter &printer, int64_t v) { printer << v; }
+void printElement(AsmPrinter &printer, bool v) {
+  printer << (v ? "true" : "false");
+}
+} // namespace
+
+template <typename T>
+FailureOr<SmallVector<T>> ModelConfigAttr::parseArray(AsmParser &parser) {
+  SmallVector<T> values;
+  if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
+        T v{};
+        if (parseElement(parser, v))
+          return failure();
+        values.push_back(v);
+        return success();
+      }))
+    return failure();
+  return values;
+}
+
+template <typename T>
+void ModelConfigAttr::printArray(AsmPrinter &printer, ArrayRef<T> values) {
+  printer << '[';
+  llvm::interleaveComma(values, printer,
+                        [&](T v) { printElement(printer, v); });
+  printer << ']';
+}
+
+template FailureOr<SmallVector<int64_t>>
+ModelConfigAttr::parseArray<int64_t>(AsmParser &);
+template FailureOr<SmallVector<bool>>
+ModelConfigAttr::parseArray<bool>(AsmParser &);
+template void ModelConfigAttr::printArray<int64_t>(AsmPrinter &,
+                                                   ArrayRef<int64_t>);
+template void ModelConfigAttr::printArray<bool>(AsmPrinter &, ArrayRef<bool>);
+
+//===----------------------------------------------------------------------===//
+// Verifier
+//===----------------------------------------------------------------------===//
+
+LogicalResult ModelConfigAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, StringRef architecture,
+    StringRef modelType, StringRef dtype, int64_t hiddenSize,
+    int64_t intermediateSize, int64_t numHiddenLayers,
+    int64_t numAttentionHeads, int64_t numKeyValueHeads, int64_t headDim,
+    int64_t vocabSize, int64_t maxSeqLen, int64_t rotaryDim, APFloat rmsNormEps,
+    APFloat ropeTheta, APFloat attentionScale, int64_t slidingWindow,
+    APFloat attnLogitSoftcapping, APFloat finalLogitSoftcapping,
+    bool tieWordEmbeddings, int64_t bosTokenId, ArrayRef<int64_t> eosTokenIds,
+    ArrayRef<bool> layerSlidingWindow) {
+  (void)architecture;
+  (void)modelType;
+  (void)tieWordEmbeddings;
+  if (!dtype.empty() && dtype != "float32" && dtype != "float16" &&
+      dtype != "bfloat16")
+    return emitError() << "dtype '" << dtype
+                       << "' is not float32, float16 or bfloat16";
+  std::pair<StringRef, int64_t> sizes[] = {
+      {"hidden_size", hiddenSize},
+      {"intermediate_size", intermediateSize},
+      {"num_hidden_layers", numHiddenLayers},
+      {"num_attention_heads", numAttentionHeads},
+      {"num_key_value_heads", numKeyValueHeads},
+      {"head_dim", headDim},
+      {"vocab_size", vocabSize},
+      {"max_seq_len", maxSeqLen},
+      {"rotary_dim", rotaryDim},
+      {"sliding_window", slidingWindow}};
+  for (auto [name, v] : sizes)
+    if (v < 0)
+      return emitError() << name << " must not be negative, got " << v;
+  if (numKeyValueHeads > 0 && numAttentionHeads % numKeyValueHeads != 0)
+    return emitError() << "num_key_value_heads " << numKeyValueHeads
+                       << " does not divide num_attention_heads "
+                       << numAttentionHeads;
+  if (headDim > 0 && rotaryDim > headDim)
+    return emitError() << "rotary_dim " << rotaryDim
+                       << " is larger than head_dim " << headDim;
+  std::pair<StringRef, const APFloat *> reals[] = {
+      {"rms_norm_eps", &rmsNormEps},
+      {"rope_theta", &ropeTheta},
+      {"attention_scale", &attentionScale},
+      {"attn_logit_softcapping", &attnLogitSoftcapping},
+      {"final_logit_softcapping", &finalLogitSoftcapping}};
+  for (auto [name, v] : reals)
+    if (&v->getSemantics() != &APFloat::IEEEdouble() || !v->isFinite() ||
+        v->isNegative())
+      return emitError() << name << " must be a finite, non-negative double";
+  if (rmsNormEps.convertToDouble() >= 1)
+    return emitError() << "rms_norm_eps must be smaller than 1";
+  auto token = [&](int64_t id, int64_t lowest) {
+    return id >= lowest && (vocabSize == 0 || id < vocabSize);
+  };
+  if (!token(bosTokenId, -1))
+    return emitError() << "bos_token_id " << bosTokenId
+                       << " is outside the vocabulary of " << vocabSize;
+  for (int64_t id : eosTokenIds)
+    if (!token(id, 0))
+      return emitError() << "eos_token_ids: " << id
+                         << " is outside the vocabulary of " << vocabSize;
+  if (!layerSlidingWindow.empty() &&
+      static_cast<int64_t>(layerSlidingWindow.size()) != numHiddenLayers)
+    return emitError() << "layer_sliding_window has "
+                       << layerSlidingWindow.size() << " entries for "
+                       << numHiddenLayers << " layers";
+  if (slidingWindow == 0 && llvm::is_contained(layerSlidingWindow, true))
+    return emitError()
+           << "layer_sliding_window marks a layer but sliding_window is 0";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Queries and JSON
+//===----------------------------------------------------------------------===//
+
+int64_t ModelConfigAttr::getLayerWindow(int64_t layer) const {
+  ArrayRef<bool> sliding = getLayerSlidingWindow();
+  if (layer < 0 || layer >= static_cast<int64_t>(sliding.size()) ||
+      !sliding[layer])
+    return 0;
+  return getSlidingWindow();
+}
+
+double ModelConfigAttr::getAttentionScaleOrDefault() const {
+  if (double s = getAttentionScale().convertToDouble(); s > 0)
+    return s;
+  return getHeadDim() > 0 ? 1.0 / std::sqrt(double(getHeadDim())) : 0.0;
+}
+
+std::string ModelConfigAttr::toJson() const {
+  // The keys are the parameter names; llvm::json prints them sorted.
+  llvm::json::Object obj;
+  obj["architecture"] = getArchitecture().str();
+  obj["model_type"] = getModelType().str();
+  obj["dtype"] = getDtype().str();
+  obj["hidden_size"] = getHiddenSize();
+  obj["intermediate_size"] = getIntermediateSize();
+  obj["num_hidden_layers"] = getNumHiddenLayers();
+  obj["num_attention_heads"] = getNumAttentionHeads();
+  obj["num_key_value_heads"] = getNumKeyValueHeads();
+  obj["head_dim"] = getHeadDim();
+  obj["vocab_size"] = getVocabSize();
+  obj["max_seq_len"] = getMaxSeqLen();
+  obj["rotary_dim"] = getRotaryDim();
+  obj["rms_norm_eps"] = getRmsNormEps().convertToDouble();
+  obj["rope_theta"] = getRopeTheta().convertToDouble();
+  obj["attention_scale"] = getAttentionScale().convertToDouble();
+  obj["sliding_window"] = getSlidingWindow();
+  obj["attn_logit_softcapping"] = getAttnLogitSoftcapping().convertToDouble();
+  obj["final_logit_softcapping"] = getFinalLogitSoftcapping().convertToDouble();
+  obj["tie_word_embeddings"] = getTieWordEmbeddings();
+  obj["bos_token_id"] = getBosTokenId();
+  llvm::json::Array eos;
+  for (int64_t e : getEosTokenIds())
+    eos.push_back(e);
+  obj["eos_token_ids"] = std::move(eos);
+  llvm::json::Array sliding;
+  for (bool b : getLayerSlidingWindow())
+    sliding.push_back(b);
+  obj["layer_sliding_window"] = std::move(sliding);
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << llvm::json::Value(std::move(obj));
+  return s;
+}
+
+//===----------------------------------------------------------------------===//
+// Module accessors and the dialect attribute check
+//===----------------------------------------------------------------------===//
+
+ModelConfigAttr mlir::etllm::getModelConfig(ModuleOp module) {
+  return module->getAttrOfType<ModelConfigAttr>(
+      EtllmDialect::kModelConfigAttrName);
+}
+
+void mlir::etllm::setModelConfig(ModuleOp module, ModelConfigAttr config) {
+  module->setAttr(EtllmDialect::kModelConfigAttrName, config);
+}
+
+LogicalResult EtllmDialect::verifyOperationAttribute(Operation *op,
+                                                     NamedAttribute attr) {
+  if (attr.getName() != kModelConfigAttrName)
+    return success();
+  if (!isa<ModuleOp>(op))
+    return op->emitError() << "'" << kModelConfigAttrName
+                           << "' belongs on a builtin.module";
+  if (!isa<ModelConfigAttr>(attr.getValue()))
+    return op->emitError() << "'" << kModelConfigAttrName
+                           << "' must be a #etllm.model_config<...>, got "
+                           << attr.getValue();
+  return success();
+}

@@ -1,0 +1,441 @@
+//===- Family.h - One spec per model family ---------------------*- C++ -*-===//
+//
+// A model family (Llama, Qwen2, Gemma2, ...) is one FamilySpec, defined in
+// one file under lib/Models/Families/ and found through the registry
+// (etllm/Models/Registry.h). The spec is data — what the Hugging Face
+// modeling code and llama.cpp's converter do for the family — and the
+// readers, writers, generator and graph builder interpret it; nothing
+// outside the registry compares architecture names.
+//
+// The shape follows llama.cpp's src/llama-arch.cpp (one table of GGUF keys
+// and tensor names per architecture) and transformers' modular model files
+// (a family says how it differs from the one it derives from: a spec may
+// start from another family's spec and change fields).
+//
+// Nothing here depends on LLVM/MLIR.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ETLLM_MODELS_FAMILY_H
+#define ETLLM_MODELS_FAMILY_H
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace etllm::formats {
+struct ModelConfig;
+} // namespace etllm::formats
+
+namespace etllm::models {
+
+//===----------------------------------------------------------------------===//
+// Graph structure: which block builders the graph builder uses
+//===----------------------------------------------------------------------===//
+
+/// The attention block of a decoder layer (lib/Import/Blocks/Attention.cpp).
+enum class AttentionBlock : uint8_t {
+  /// q_proj, k_proj, v_proj and o_proj (Llama); optional biases and
+  /// per-head q/k RMSNorm (Traits::qkNorm).
+  Separate,
+  /// One qkv_proj [(H + 2 KV) * D, hidden] sliced into q, k, v (Phi3).
+  FusedQkv,
+};
+
+/// The MLP block of a decoder layer (lib/Import/Blocks/Mlp.cpp).
+enum class MlpBlock : uint8_t {
+  /// down_proj(act(gate_proj(x)) * up_proj(x)) (Llama).
+  Gated,
+  /// One gate_up_proj [2 * F, hidden], the first half the gate (Phi3).
+  FusedGateUp,
+};
+
+/// How a decoder layer wires norms, attention, MLP and residuals
+/// (lib/Import/Blocks/DecoderLayer.cpp).
+enum class DecoderLayerBlock : uint8_t {
+  /// h += attn(input_layernorm(h)); h += mlp(post_attention_layernorm(h)).
+  PreNorm,
+  /// Gemma2: post_attention_layernorm on the attention output, and
+  /// pre_/post_feedforward_layernorm around the MLP.
+  Sandwich,
+};
+
+/// The block builders of a family. Rotary embedding, masks, embedding and
+/// head have one builder each today.
+struct Blocks {
+  AttentionBlock attention = AttentionBlock::Separate;
+  MlpBlock mlp = MlpBlock::Gated;
+  DecoderLayerBlock decoderLayer = DecoderLayerBlock::PreNorm;
+};
+
+/// Variations inside the blocks.
+struct Traits {
+  /// Qwen3: RMSNorm over each head of q and k (weights [head_dim]).
+  bool qkNorm = false;
+  /// Gemma: RMSNorm computes x * (1 + w).
+  bool normAddsOne = false;
+  /// Gemma: embeddings are multiplied by sqrt(hidden_size).
+  bool scaleEmbeddings = false;
+};
+
+//===----------------------------------------------------------------------===//
+// Hugging Face modules and tensors
+//===----------------------------------------------------------------------===//
+
+/// A module of the Hugging Face modeling code, named by HfNames.
+enum class HfModule : uint8_t {
+  // Model-level modules: full paths.
+  Model,
+  Embed,
+  Rotary,
+  Layers,
+  FinalNorm,
+  LmHead,
+  // Per-layer modules: paths relative to "<Layers>.<i>".
+  InputNorm,
+  Attention,
+  QProj,
+  KProj,
+  VProj,
+  QkvProj,
+  OProj,
+  QNorm,
+  KNorm,
+  PostAttentionNorm,
+  PreFeedforwardNorm,
+  PostFeedforwardNorm,
+  Mlp,
+  GateProj,
+  UpProj,
+  GateUpProj,
+  DownProj,
+  ActFn,
+};
+inline constexpr int kNumHfModules = static_cast<int>(HfModule::ActFn) + 1;
+
+/// Module paths, indexed by HfModule.
+using HfNames = std::array<const char *, kNumHfModules>;
+
+/// The names of transformers' Llama modeling code, which every supported
+/// family derives from (LlamaModel, LlamaDecoderLayer, ...).
+inline constexpr HfNames kTransformersNames = {
+    "model",
+    "model.embed_tokens",
+    "model.rotary_emb",
+    "model.layers",
+    "model.norm",
+    "lm_head",
+    "input_layernorm",
+    "self_attn",
+    "self_attn.q_proj",
+    "self_attn.k_proj",
+    "self_attn.v_proj",
+    "self_attn.qkv_proj",
+    "self_attn.o_proj",
+    "self_attn.q_norm",
+    "self_attn.k_norm",
+    "post_attention_layernorm",
+    "pre_feedforward_layernorm",
+    "post_feedforward_layernorm",
+    "mlp",
+    "mlp.gate_proj",
+    "mlp.up_proj",
+    "mlp.gate_up_proj",
+    "mlp.down_proj",
+    "mlp.act_fn",
+};
+
+//===----------------------------------------------------------------------===//
+// GGUF (llama.cpp) keys and tensors
+//===----------------------------------------------------------------------===//
+
+/// A GGUF metadata key, spelled as llama.cpp's LLM_KV_* / gguf-py Keys
+/// (ggufKeyName). Keys of the architecture are prefixed "<arch>.".
+enum class GgufKey : uint8_t {
+  None,
+  ContextLength,         // {arch}.context_length
+  EmbeddingLength,       // {arch}.embedding_length
+  BlockCount,            // {arch}.block_count
+  FeedForwardLength,     // {arch}.feed_forward_length
+  HeadCount,             // {arch}.attention.head_count
+  HeadCountKv,           // {arch}.attention.head_count_kv
+  RmsEpsilon,            // {arch}.attention.layer_norm_rms_epsilon
+  KeyLength,             // {arch}.attention.key_length
+  ValueLength,           // {arch}.attention.value_length
+  SlidingWindow,         // {arch}.attention.sliding_window
+  RopeFreqBase,          // {arch}.rope.freq_base
+  RopeDimensionCount,    // {arch}.rope.dimension_count
+  RopeScalingLinear,     // {arch}.rope.scaling.type + .factor (linear only)
+  RopeScalingFactor,     // {arch}.rope.scaling.factor
+  RopeScaleLinear,       // {arch}.rope.scale_linear (older files)
+  RopeOriginalContext,   // {arch}.rope.scaling.original_context_length
+  VocabSize,             // {arch}.vocab_size
+  AttnLogitSoftcapping,  // {arch}.attn_logit_softcapping
+  FinalLogitSoftcapping, // {arch}.final_logit_softcapping
+  AttentionScale,        // {arch}.attention.scale
+  EmbeddingScale,        // {arch}.embedding_scale
+  ResidualScale,         // {arch}.residual_scale
+  LogitScale,            // {arch}.logit_scale
+  FileType,              // general.file_type
+};
+
+/// A GGUF tensor, spelled as llama.cpp's LLM_TENSOR_* names
+/// (ggufTensorName). Per-layer tensors are "blk.<i>.<name>".
+enum class GgufTensor : uint8_t {
+  TokenEmbd,    // token_embd
+  OutputNorm,   // output_norm
+  Output,       // output
+  RopeFreqs,    // rope_freqs
+  AttnNorm,     // attn_norm
+  AttnQ,        // attn_q
+  AttnK,        // attn_k
+  AttnV,        // attn_v
+  AttnQkv,      // attn_qkv
+  AttnOut,      // attn_output
+  AttnQNorm,    // attn_q_norm
+  AttnKNorm,    // attn_k_norm
+  AttnPostNorm, // post_attention_norm
+  FfnNorm,      // ffn_norm
+  FfnGate,      // ffn_gate
+  FfnUp,        // ffn_up
+  FfnDown,      // ffn_down
+  FfnPostNorm,  // post_ffw_norm
+};
+
+/// One row of a family's tensor-name table: the llama.cpp tensor and the
+/// Hugging Face module whose weight (and bias) it holds.
+struct GgufTensorName {
+  GgufTensor gguf;
+  HfModule hf;
+};
+
+//===----------------------------------------------------------------------===//
+// Config keys
+//===----------------------------------------------------------------------===//
+
+/// A ModelConfig field a family key reads and writes.
+enum class ConfigField : uint8_t {
+  AttnLogitSoftcapping,
+  FinalLogitSoftcapping,
+  QueryPreAttnScalar,
+  OriginalMaxPositionEmbeddings,
+  EmbeddingMultiplier,
+  ResidualMultiplier,
+  AttentionMultiplier,
+  LogitsScaling,
+};
+
+/// The values a key accepts.
+enum class KeyRange : uint8_t {
+  NonNegative,
+  Positive,
+  /// A size: an integer in [1, kMaxConfigDim].
+  Dim,
+};
+
+/// What an unset (zero) field stands for, in the writer and when a format
+/// cannot carry the key.
+enum class KeyFallback : uint8_t {
+  Zero,
+  HeadDim,
+  MaxPositionEmbeddings,
+};
+
+/// A config key only some families have, with its GGUF counterpart.
+struct ConfigKey {
+  /// The config.json key.
+  const char *hf;
+  /// The GGUF key holding the same value; None when GGUF cannot express it
+  /// (the field is then `fallback`).
+  GgufKey gguf = GgufKey::None;
+  ConfigField field;
+  /// Value when config.json lacks the key (the config class default).
+  double hfDefault = 0;
+  /// Value when the GGUF file lacks the key (what llama.cpp assumes).
+  double ggufDefault = 0;
+  /// config.json `null` means 0 ("off") instead of the default.
+  bool nullIsZero = false;
+  KeyRange range = KeyRange::NonNegative;
+  KeyFallback fallback = KeyFallback::Zero;
+  /// Writer: 0 becomes `null`.
+  bool writeZeroAsNull = false;
+  /// Writer: an integral value is written as an integer.
+  bool writeIntegral = false;
+};
+
+/// A key the config class always writes with one value.
+struct ConstantKey {
+  enum class Kind : uint8_t { Null, Int, Double, String };
+  const char *key;
+  Kind kind;
+  int64_t intValue = 0;
+  double doubleValue = 0;
+  const char *stringValue = nullptr;
+};
+
+/// Which projections carry biases and how config.json says so.
+enum class BiasRule : uint8_t {
+  /// `attention_bias` on q, k, v and o (Llama, Qwen3, Gemma).
+  AttentionBiasKey,
+  /// Always on q, k, v; never on o (Qwen2).
+  QkvOnly,
+  /// None (Mistral, Phi3).
+  None,
+};
+
+/// Which layers use `sliding_window` and how config.json says so (a
+/// transformers 5 `layer_types` list overrides any of these).
+enum class SlidingWindowRule : uint8_t {
+  /// No sliding window (Llama, Gemma).
+  None,
+  /// Every layer when sliding_window is set (Mistral, Phi3).
+  AllLayers,
+  /// Layers from max_window_layers on, when use_sliding_window (Qwen2).
+  FromMaxWindowLayers,
+  /// Even layers (Gemma2).
+  EvenLayers,
+};
+
+/// Where the config.json writer puts head_dim.
+enum class HeadDimKey : uint8_t {
+  Always,
+  /// Only when it differs from hidden_size / num_attention_heads (Qwen2).
+  IfNotDefault,
+  /// Never: head_dim must be the default (Phi3).
+  Never,
+};
+
+/// Whether config.json can say rope_scaling.
+enum class RopeScalingKey : uint8_t {
+  Always,
+  /// Written only when set (Mistral).
+  IfSet,
+  Unsupported,
+};
+
+/// The Hugging Face config class of the family.
+struct HfConfigSpec {
+  //--- Class defaults for keys config.json may omit.
+  int64_t maxPositionEmbeddings = 2048;
+  double rmsNormEps = 1e-6;
+  bool tieWordEmbeddings = false;
+  const char *hiddenAct = "silu";
+  /// Special tokens; -1 means None.
+  int64_t bosTokenId = -1, eosTokenId = -1, padTokenId = -1;
+  /// head_dim when config.json has none; 0: hidden_size / heads.
+  int64_t headDim = 0;
+
+  //--- Keys and how they map.
+  /// Keys naming the MLP activation, read in order (messages name the
+  /// first); the writer uses `activationWriteKey`.
+  std::vector<const char *> activationKeys = {"hidden_act"};
+  const char *activationWriteKey = "hidden_act";
+  HeadDimKey headDimKey = HeadDimKey::Always;
+  BiasRule bias = BiasRule::AttentionBiasKey;
+  /// `mlp_bias` on gate/up/down.
+  bool mlpBiasKey = false;
+  RopeScalingKey ropeScaling = RopeScalingKey::Always;
+  /// `partial_rotary_factor` may differ from 1 (Phi3).
+  bool partialRotaryFactorKey = false;
+  SlidingWindowRule slidingWindow = SlidingWindowRule::None;
+  /// sliding_window when config.json lacks the key (Gemma2: 4096).
+  int64_t defaultSlidingWindow = 0;
+  /// Keys only this family has.
+  std::vector<ConfigKey> keys;
+  /// Keys its config class writes with a fixed value.
+  std::vector<ConstantKey> constants;
+};
+
+/// What llama.cpp's converter (convert_hf_to_gguf.py) makes of the family.
+struct GgufSpec {
+  /// general.architecture; null: the family has no GGUF form.
+  const char *arch = nullptr;
+  /// A file of `arch` opens as this family. False when llama.cpp converts
+  /// the family to another's architecture (Mistral to "llama").
+  bool readsBack = true;
+  /// q/k rows are permuted to interleaved RoPE pairs (LlamaModel.permute).
+  bool permutesQk = false;
+  /// Every norm weight is stored with the +1 of x * (1 + w) added (Gemma).
+  bool normWeightsIncludeOne = false;
+  /// lm_head is dropped (the output must be tied).
+  bool dropsLmHead = false;
+  /// The metadata the converter writes, in its order. The reader also
+  /// reads the family-specific ones among them (sliding window, ...).
+  std::vector<GgufKey> metadata;
+  /// llama.cpp's tensor-name table of the architecture (LLM_TENSOR_NAMES).
+  std::vector<GgufTensorName> tensors;
+};
+
+//===----------------------------------------------------------------------===//
+// Generator (etllm-gen-checkpoint)
+//===----------------------------------------------------------------------===//
+
+/// The synthetic tokenizer of a generated checkpoint.
+enum class SyntheticVocab : uint8_t {
+  /// The family's (GeneratorSpec::vocab).
+  FamilyDefault,
+  /// <unk> <s> </s>, byte tokens, words (Llama 2).
+  SentencePiece,
+  /// <pad> <eos> <bos> <unk>, byte tokens, words; no space prefix (Gemma).
+  GemmaSentencePiece,
+  /// Byte-level BPE with Qwen2's three specials.
+  Qwen2Bpe,
+  /// Byte-level BPE with Llama 3's 256 specials.
+  Llama3Bpe,
+};
+
+/// The sizes of a generated model (--preset).
+struct GeneratorPreset {
+  const char *name = "tiny";
+  int64_t hidden = 64, layers = 2, heads = 4, kvHeads = 2, headDim = 16,
+          ffn = 128, vocabSize = 512, maxSeq = 128;
+  bool tied = false;
+  double ropeTheta = 10000.0, rmsEps = 1e-5;
+  int64_t slidingWindow = 0;
+  /// --rope-scaling when none is given ("": none).
+  const char *ropeScaling = "";
+  SyntheticVocab vocab = SyntheticVocab::FamilyDefault;
+};
+
+struct GeneratorSpec {
+  SyntheticVocab vocab = SyntheticVocab::SentencePiece;
+  /// The "tiny" preset with the family's changes.
+  GeneratorPreset tiny;
+  /// More presets of this family.
+  std::vector<GeneratorPreset> presets;
+  /// --rope-scaling llama3 is allowed (llama.cpp stores it as rope_freqs).
+  bool llama3RopeScaling = false;
+  /// Sets the family's own fields after the sizes are known. Without it,
+  /// each family key gets the value both formats agree on: its config-class
+  /// default when GGUF carries the key (or, for a 0 default, its fallback),
+  /// else its fallback.
+  void (*configure)(formats::ModelConfig &config) = nullptr;
+};
+
+//===----------------------------------------------------------------------===//
+// The spec
+//===----------------------------------------------------------------------===//
+
+struct FamilySpec {
+  /// The family id: etllm-gen-checkpoint's --arch ("llama").
+  const char *id = nullptr;
+  /// transformers' class and model_type.
+  const char *hfArchitecture = nullptr;
+  const char *hfModelType = nullptr;
+  /// Prefix of the module classes (LlamaAttention, LlamaRMSNorm, ...).
+  const char *classPrefix = nullptr;
+  /// Module paths of the modeling code.
+  HfNames hfNames = kTransformersNames;
+
+  Blocks blocks;
+  Traits traits;
+  HfConfigSpec hf;
+  GgufSpec gguf;
+  GeneratorSpec generator;
+
+  /// llama2.c checkpoints (run.c's Llama) import as this family.
+  bool llama2c = false;
+};
+
+} // namespace etllm::models
+
+#endif // ETLLM_MODELS_FAMILY_H

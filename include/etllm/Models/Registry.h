@@ -1,0 +1,57 @@
+//===- Registry.h - The model families --------------------------*- C++ -*-===//
+//
+// Every FamilySpec (lib/Models/Families/<Name>.cpp), in one table built at
+// compile time from the files of that folder, and the lookups the readers,
+// writers, generator and graph builder use instead of comparing names.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ETLLM_MODELS_REGISTRY_H
+#define ETLLM_MODELS_REGISTRY_H
+
+#include "etllm/Models/Family.h"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace etllm::models {
+
+/// Every family, ordered by file name.
+const std::vector<const FamilySpec *> &families();
+
+/// The family of a transformers class ("LlamaForCausalLM"), or null.
+const FamilySpec *findByArchitecture(std::string_view hfArchitecture);
+/// The family of a transformers model_type ("llama"), or null.
+const FamilySpec *findByModelType(std::string_view hfModelType);
+/// The family a GGUF general.architecture opens as ("llama"), or null.
+const FamilySpec *findByGgufArch(std::string_view ggufArch);
+/// The family of a generator id (--arch), or null.
+const FamilySpec *findById(std::string_view id);
+/// The family llama2.c checkpoints import as.
+const FamilySpec &llama2cFamily();
+
+/// For messages: "GemmaForCausalLM, Gemma2ForCausalLM, ...".
+std::string supportedArchitectures();
+/// For messages: the GGUF architectures that open ("gemma, gemma2, ...").
+std::string supportedGgufArchs();
+/// For messages: the generator ids ("gemma, gemma2, ...").
+std::string supportedIds();
+
+/// llama.cpp's spelling of a metadata key, without the "<arch>." prefix
+/// (except general.* keys, which have none): "attention.head_count".
+const char *ggufKeyName(GgufKey key);
+/// True for keys of the architecture ("<arch>.<name>").
+bool ggufKeyHasArchPrefix(GgufKey key);
+/// llama.cpp's name of a tensor ("attn_q"), without "blk.<i>." or ".weight".
+const char *ggufTensorName(GgufTensor tensor);
+
+/// True when `module` lives inside a decoder layer.
+bool isLayerModule(HfModule module);
+/// The module's full path: "model.embed_tokens", or for a per-layer module
+/// "model.layers.<layer>.self_attn.q_proj".
+std::string hfPath(const FamilySpec &family, HfModule module,
+                   int64_t layer = -1);
+
+} // namespace etllm::models
+
+#endif // ETLLM_MODELS_REGISTRY_H

@@ -1,0 +1,399 @@
+//===- GgufReader.cpp - The GGUF container --------------------------------===//
+//
+// Layout (GGUF v2/v3, little-endian):
+//   "GGUF" u32:version u64:n_tensors u64:n_kv
+//   n_kv x { string:key u32:type value }
+//   n_tensors x { string:name u32:n_dims u64:ne[n_dims] u32:ggml_type
+//                 u64:offset }
+//   padding to general.alignment, then the data section; tensor offsets are
+//   relative to it and aligned.
+// string = u64:length bytes; array value = u32:element_type u64:count values.
+//
+// Every count, string length, array size, dimension, type, offset and
+// alignment is checked against the file; tensors get their Hugging Face
+// names (GgufNames.cpp), the vocabulary and the config are read
+// (GgufVocab.cpp, GgufConfig.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "GgufInternal.h"
+#include "etllm/Models/Registry.h"
+
+#include <cstring>
+
+namespace etllm::formats {
+
+using models::FamilySpec;
+
+namespace {
+
+constexpr int kMaxArrayDepth = 8;
+/// Metadata arrays are decoded into GgufValues (~40 bytes per element), so
+/// the total element count is capped to bound memory on hostile files. Real
+/// vocabularies (tokens + merges) hold well under a million elements.
+constexpr uint64_t kMaxMetadataElements = 1ull << 25;
+
+class GgufParser {
+public:
+  GgufParser(const std::string &path, const uint8_t *data, uint64_t size)
+      : path_(path), c_(data, size) {}
+
+  Error fail(const std::string &what) const {
+    return Error(path_ + ": " + what + " (at byte " +
+                 std::to_string(c_.offset()) + ")");
+  }
+
+  Result<std::string> readString(const std::string &what) {
+    uint64_t len;
+    if (!c_.read(len))
+      return fail("truncated file reading the length of " + what);
+    if (!c_.has(len))
+      return fail(what + ": string length " + std::to_string(len) +
+                  " runs past the end of the file");
+    const uint8_t *p;
+    c_.readBytes(len, p);
+    return std::string(reinterpret_cast<const char *>(p), len);
+  }
+
+  static uint64_t minElementBytes(uint32_t type) {
+    switch (static_cast<GgufType>(type)) {
+    case GgufType::UInt8:
+    case GgufType::Int8:
+    case GgufType::Bool:
+      return 1;
+    case GgufType::UInt16:
+    case GgufType::Int16:
+      return 2;
+    case GgufType::UInt32:
+    case GgufType::Int32:
+    case GgufType::Float32:
+      return 4;
+    case GgufType::String:
+    case GgufType::UInt64:
+    case GgufType::Int64:
+    case GgufType::Float64:
+      return 8;
+    case GgufType::Array:
+      return 12;
+    }
+    return 1;
+  }
+
+  template <typename T> Result<GgufValue> readScalar(const std::string &what) {
+    T v;
+    if (!c_.read(v))
+      return fail("truncated file reading " + what);
+    return GgufValue(GgufValue::Storage(std::in_place_type<T>, v));
+  }
+
+  Result<GgufValue> readValue(uint32_t type, const std::string &what,
+                              int depth) {
+    switch (type) {
+    case 0:
+      return readScalar<uint8_t>(what);
+    case 1:
+      return readScalar<int8_t>(what);
+    case 2:
+      return readScalar<uint16_t>(what);
+    case 3:
+      return readScalar<int16_t>(what);
+    case 4:
+      return readScalar<uint32_t>(what);
+    case 5:
+      return readScalar<int32_t>(what);
+    case 6:
+      return readScalar<float>(what);
+    case 7: {
+      uint8_t b;
+      if (!c_.read(b))
+        return fail("truncated file reading " + what);
+      if (b > 1)
+        return fail(what + ": invalid bool value " + std::to_string(b));
+      return GgufValue::boolean(b != 0);
+    }
+    case 8: {
+      Result<std::string> s = readString(what);
+      if (!s)
+        return s.error();
+      return GgufValue::str(std::move(*s));
+    }
+    case 9: {
+      if (depth >= kMaxArrayDepth)
+        return fail(what + ": arrays nested deeper than " +
+                    std::to_string(kMaxArrayDepth));
+      uint32_t elemType;
+      uint64_t count;
+      if (!c_.read(elemType) || !c_.read(count))
+        return fail("truncated file reading the array header of " + what);
+      if (elemType > 12)
+        return fail(what + ": unknown array element type " +
+                    std::to_string(elemType));
+      uint64_t minBytes = minElementBytes(elemType);
+      if (count > c_.remaining() / minBytes)
+        return fail(what + ": array count " + std::to_string(count) + " of " +
+                    ggufTypeName(static_cast<GgufType>(elemType)) +
+                    " cannot fit in the remaining " +
+                    std::to_string(c_.remaining()) + " bytes");
+      elements_ += count;
+      if (elements_ > kMaxMetadataElements)
+        return fail(what + ": metadata arrays hold more than " +
+                    std::to_string(kMaxMetadataElements) +
+                    " elements in total (refusing to decode)");
+      GgufArray arr;
+      arr.elementType = static_cast<GgufType>(elemType);
+      arr.values.reserve(static_cast<size_t>(count));
+      for (uint64_t i = 0; i < count; ++i) {
+        Result<GgufValue> v = readValue(elemType, what, depth + 1);
+        if (!v)
+          return v.error();
+        arr.values.push_back(std::move(*v));
+      }
+      return GgufValue::array(std::move(arr));
+    }
+    case 10:
+      return readScalar<uint64_t>(what);
+    case 11:
+      return readScalar<int64_t>(what);
+    case 12:
+      return readScalar<double>(what);
+    default:
+      return fail(what + ": unknown metadata value type " +
+                  std::to_string(type));
+    }
+  }
+
+  detail::Cursor &cursor() { return c_; }
+
+private:
+  const std::string &path_;
+  detail::Cursor c_;
+  uint64_t elements_ = 0;
+};
+
+} // namespace
+
+Result<std::unique_ptr<Checkpoint>> openGguf(const std::string &path) {
+  Result<std::shared_ptr<rt::MappedFile>> mapped = rt::MappedFile::open(path);
+  if (!mapped)
+    return mapped.error();
+  std::shared_ptr<rt::MappedFile> file = *mapped;
+  GgufParser parser(path, file->data(), file->size());
+  detail::Cursor &c = parser.cursor();
+
+  const uint8_t *magic;
+  if (!c.readBytes(4, magic) || std::memcmp(magic, "GGUF", 4) != 0)
+    return Error(path + ": not a GGUF file (missing \"GGUF\" magic)");
+  uint32_t version;
+  uint64_t tensorCount, kvCount;
+  if (!c.read(version))
+    return parser.fail("truncated GGUF header (version)");
+  if (version == 1)
+    return parser.fail("GGUF version 1 is not supported (only 2 and 3)");
+  if (version != 2 && version != 3) {
+    if (version != 0 && (version & 0xFFFF) == 0)
+      return parser.fail("GGUF version " + std::to_string(version) +
+                         " looks byte-swapped: big-endian GGUF files are "
+                         "not supported");
+    return parser.fail("unsupported GGUF version " + std::to_string(version) +
+                       " (only 2 and 3)");
+  }
+  if (!c.read(tensorCount) || !c.read(kvCount))
+    return parser.fail("truncated GGUF header (tensor/metadata counts)");
+  if (kvCount > c.remaining() / 13)
+    return parser.fail("metadata count " + std::to_string(kvCount) +
+                       " cannot fit in the file");
+  if (tensorCount > c.remaining() / 32)
+    return parser.fail("tensor count " + std::to_string(tensorCount) +
+                       " cannot fit in the file");
+
+  detail::CheckpointBuilder b("gguf", path);
+  b.addFile(file);
+  for (uint64_t i = 0; i < kvCount; ++i) {
+    Result<std::string> key =
+        parser.readString("metadata key #" + std::to_string(i));
+    if (!key)
+      return key.error();
+    uint32_t type;
+    if (!c.read(type))
+      return parser.fail("truncated file reading the type of metadata key '" +
+                         *key + "'");
+    Result<GgufValue> value =
+        parser.readValue(type, "metadata key '" + *key + "'", 0);
+    if (!value)
+      return value.error();
+    if (!b.addMetadata(*key, std::move(*value)))
+      return parser.fail("duplicate metadata key '" + *key + "'");
+  }
+
+  uint64_t alignment = 32;
+  if (const GgufValue *a = b.get().metadata("general.alignment")) {
+    std::optional<uint64_t> v = a->toUInt();
+    if (!v)
+      return Error(path +
+                   ": metadata key 'general.alignment': expected an "
+                   "unsigned integer, got " +
+                   ggufTypeName(a->type()));
+    if (*v == 0 || (*v & (*v - 1)) != 0 || *v > (1u << 30))
+      return Error(path + ": metadata key 'general.alignment': " +
+                   std::to_string(*v) + " is not a power of two (up to 2^30)");
+    alignment = *v;
+  }
+  b.setGgufInfo(version, alignment);
+
+  std::optional<std::string> arch;
+  if (const GgufValue *a = b.get().metadata("general.architecture")) {
+    if (!a->toString())
+      return Error(path +
+                   ": metadata key 'general.architecture': expected a "
+                   "string, got " +
+                   std::string(ggufTypeName(a->type())));
+    arch = *a->toString();
+  } else {
+    return Error(path + ": metadata key 'general.architecture': required key "
+                        "is missing");
+  }
+  const FamilySpec *family = models::findByGgufArch(*arch);
+  if (!family)
+    return Error(path +
+                 ": metadata key 'general.architecture': unsupported "
+                 "architecture '" +
+                 *arch + "' (supported: " + models::supportedGgufArchs() + ")");
+
+  struct Info {
+    std::string name;
+    std::vector<int64_t> shape;
+    DType dtype;
+    uint64_t offset, nbytes;
+  };
+  std::vector<Info> infos;
+  infos.reserve(static_cast<size_t>(tensorCount));
+  for (uint64_t i = 0; i < tensorCount; ++i) {
+    Result<std::string> name =
+        parser.readString("tensor info #" + std::to_string(i) + " name");
+    if (!name)
+      return name.error();
+    std::string where = "tensor '" + *name + "'";
+    if (name->empty())
+      return parser.fail("tensor info #" + std::to_string(i) +
+                         " has an empty name");
+    uint32_t nDims;
+    if (!c.read(nDims))
+      return parser.fail("truncated file reading " + where);
+    if (nDims < 1 || nDims > 4)
+      return parser.fail(where + ": n_dims " + std::to_string(nDims) +
+                         " is outside [1, 4]");
+    std::vector<int64_t> shape(nDims);
+    for (uint32_t d = 0; d < nDims; ++d) {
+      uint64_t ne;
+      if (!c.read(ne))
+        return parser.fail("truncated file reading " + where);
+      if (ne == 0 ||
+          ne > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+        return parser.fail(where + ": dimension ne[" + std::to_string(d) +
+                           "] = " + std::to_string(ne) +
+                           " must be in [1, 2^63)");
+      shape[nDims - 1 - d] = static_cast<int64_t>(ne); // ggml ne -> PyTorch.
+    }
+    uint32_t type;
+    uint64_t offset;
+    if (!c.read(type) || !c.read(offset))
+      return parser.fail("truncated file reading " + where);
+    Result<DType> dtype = dtypeFromGgmlType(type);
+    if (!dtype)
+      return parser.fail(where + ": " + dtype.message());
+    Result<uint64_t> nbytes = byteSize(*dtype, shape);
+    if (!nbytes)
+      return parser.fail(where + ": " + nbytes.message());
+    if (offset % alignment != 0)
+      return parser.fail(where + ": data offset " + std::to_string(offset) +
+                         " is not a multiple of the alignment " +
+                         std::to_string(alignment));
+    infos.push_back(
+        {std::move(*name), std::move(shape), *dtype, offset, *nbytes});
+  }
+  uint64_t dataStart = c.offset();
+  if (dataStart % alignment != 0)
+    dataStart += alignment - dataStart % alignment;
+  if (dataStart > file->size()) {
+    if (!infos.empty())
+      return Error(path + ": data section would start at byte " +
+                   std::to_string(dataStart) + ", past the end of the " +
+                   std::to_string(file->size()) + "-byte file");
+    dataStart = file->size();
+  }
+  uint64_t dataSize = file->size() - dataStart;
+
+  // Head counts for the q/k permutation of families whose converter
+  // permutes (LlamaModel.permute).
+  const std::string headCountKey =
+      *arch + "." + models::ggufKeyName(models::GgufKey::HeadCount);
+  int64_t numHeads = 0, numKvHeads = 0;
+  if (const GgufValue *v = b.get().metadata(headCountKey))
+    numHeads = v->toInt().value_or(0);
+  numKvHeads = numHeads;
+  if (const GgufValue *v = b.get().metadata(
+          *arch + "." + models::ggufKeyName(models::GgufKey::HeadCountKv)))
+    numKvHeads = v->toInt().value_or(0);
+  const std::string qName =
+      family->hfNames[static_cast<size_t>(models::HfModule::QProj)];
+  const std::string kName =
+      family->hfNames[static_cast<size_t>(models::HfModule::KProj)];
+
+  for (Info &info : infos) {
+    std::string where = path + ": tensor '" + info.name + "'";
+    if (info.offset > dataSize || info.nbytes > dataSize - info.offset)
+      return Error(where + ": data [" + std::to_string(info.offset) + ", +" +
+                   std::to_string(info.nbytes) + ") runs past the end of the " +
+                   std::to_string(dataSize) + "-byte data section");
+    TensorRef t;
+    t.sourceName = info.name;
+    t.name = detail::ggufNameToHf(*family, info.name);
+    if (t.name.empty())
+      t.name = info.name;
+    t.file = path;
+    t.dtype = info.dtype;
+    t.shape = std::move(info.shape);
+    t.fileOffset = dataStart + info.offset;
+    t.data = file->data() + t.fileOffset;
+    t.nbytes = info.nbytes;
+    if (family->gguf.permutesQk) {
+      auto endsWith = [&](const std::string &s) {
+        return t.name.size() >= s.size() &&
+               t.name.compare(t.name.size() - s.size(), s.size(), s) == 0;
+      };
+      if (endsWith(qName + ".weight") || endsWith(qName + ".bias"))
+        t.qkPermuteHeads = numHeads;
+      else if (endsWith(kName + ".weight") || endsWith(kName + ".bias"))
+        t.qkPermuteHeads = numKvHeads;
+      if (t.qkPermuteHeads > 0) {
+        if (t.shape[0] % t.qkPermuteHeads != 0 ||
+            (t.shape[0] / t.qkPermuteHeads) % 2 != 0)
+          return Error(where + ": " + std::to_string(t.shape[0]) +
+                       " rows cannot be split into " +
+                       std::to_string(t.qkPermuteHeads) +
+                       " heads of even size");
+      } else if (endsWith(qName + ".weight") || endsWith(kName + ".weight")) {
+        return Error(path + ": metadata key '" + headCountKey +
+                     "': missing or invalid (needed for the q/k row order)");
+      }
+    }
+    ETLLM_RETURN_IF_ERROR(b.addTensor(std::move(t)));
+  }
+  b.sortTensors([](const TensorRef &x, const TensorRef &y) {
+    return x.fileOffset < y.fileOffset;
+  });
+
+  Result<std::unique_ptr<GgufTokenizerInfo>> tok =
+      detail::readTokenizer(b.get());
+  if (!tok)
+    return tok.error();
+  b.setTokenizer(std::move(*tok));
+  b.setNormWeightsIncludeOne(family->gguf.normWeightsIncludeOne);
+  Result<ModelConfig> config = configFromGguf(b.get());
+  if (!config)
+    return config.error();
+  b.setConfig(std::move(*config));
+  return b.finish();
+}
+
+} // namespace etllm::formats

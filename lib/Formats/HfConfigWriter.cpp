@@ -1,0 +1,186 @@
+//===- HfConfigWriter.cpp - ModelConfig to Hugging Face config.json -------===//
+//
+// The config.json transformers would write: the common keys, then the
+// family's (its spec's key rules, own keys and constant keys). A config
+// its family cannot express is an error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+#include "etllm/Formats/ModelConfig.h"
+#include "etllm/Models/Registry.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+namespace etllm::formats {
+
+using json = nlohmann::json;
+using models::FamilySpec;
+
+Result<std::string> toHfConfigJson(const ModelConfig &config) {
+  ModelConfig c = config;
+  ETLLM_RETURN_IF_ERROR(applyArchitectureTraits(c));
+  ETLLM_RETURN_IF_ERROR(validate(c));
+  const FamilySpec &f = *familyOf(c);
+  const models::HfConfigSpec &hf = f.hf;
+  json j;
+  j["architectures"] = json::array({c.architecture});
+  j["model_type"] = c.modelType;
+  j["vocab_size"] = c.vocabSize;
+  j["hidden_size"] = c.hiddenSize;
+  j["intermediate_size"] = c.intermediateSize;
+  j["num_hidden_layers"] = c.numLayers;
+  j["num_attention_heads"] = c.numHeads;
+  j["num_key_value_heads"] = c.numKvHeads;
+  j["max_position_embeddings"] = c.maxPositionEmbeddings;
+  j["initializer_range"] = 0.02;
+  j["rms_norm_eps"] = c.rmsNormEps;
+  j["use_cache"] = true;
+  j["rope_theta"] = c.ropeTheta;
+  j["attention_dropout"] = 0.0;
+  j["transformers_version"] = "4.51.3";
+  j["torch_dtype"] = c.torchDtype.empty() ? json() : json(c.torchDtype);
+  if (c.bosTokenId >= 0 || hf.bosTokenId >= 0)
+    j["bos_token_id"] = c.bosTokenId >= 0 ? json(c.bosTokenId) : json();
+  if (c.eosTokenIds.size() == 1)
+    j["eos_token_id"] = c.eosTokenIds[0];
+  else if (c.eosTokenIds.size() > 1)
+    j["eos_token_id"] = c.eosTokenIds;
+  else if (hf.eosTokenId >= 0)
+    j["eos_token_id"] = json();
+  if (c.padTokenId >= 0)
+    j["pad_token_id"] = c.padTokenId;
+  else if (hf.padTokenId >= 0)
+    j["pad_token_id"] = json();
+  // to_diff_dict writes tie_word_embeddings unless it equals both the base
+  // default (true) and the class default.
+  if (!(c.tieWordEmbeddings && hf.tieWordEmbeddings))
+    j["tie_word_embeddings"] = c.tieWordEmbeddings;
+  j[hf.activationWriteKey] = c.hiddenAct;
+
+  bool defaultHeadDim = c.headDim * c.numHeads == c.hiddenSize;
+  json ropeScaling;
+  if (c.ropeScaling.type == "linear") {
+    ropeScaling = {{"rope_type", "linear"}, {"factor", c.ropeScaling.factor}};
+  } else if (c.ropeScaling.type == "llama3") {
+    ropeScaling = {{"rope_type", "llama3"},
+                   {"factor", c.ropeScaling.factor},
+                   {"low_freq_factor", c.ropeScaling.lowFreqFactor},
+                   {"high_freq_factor", c.ropeScaling.highFreqFactor},
+                   {"original_max_position_embeddings",
+                    c.ropeScaling.originalMaxPositionEmbeddings}};
+  }
+  auto requireUniformWindow = [&]() -> Status {
+    for (bool b : c.layerUsesSlidingWindow)
+      if (b != (c.slidingWindow > 0))
+        return Error(c.architecture +
+                     ": per-layer sliding windows cannot be expressed");
+    return Status();
+  };
+  if (c.partialRotaryFactor != 1.0 && !hf.partialRotaryFactorKey)
+    return Error(c.architecture + " has no partial_rotary_factor");
+  if (!c.ropeScaling.type.empty() &&
+      hf.ropeScaling == models::RopeScalingKey::Unsupported)
+    return Error(c.architecture + ": rope scaling cannot be expressed");
+
+  // Sliding windows.
+  json window = c.slidingWindow > 0 ? json(c.slidingWindow) : json();
+  switch (hf.slidingWindow) {
+  case models::SlidingWindowRule::None:
+    if (c.slidingWindow != 0)
+      return Error(c.architecture + " has no sliding window");
+    break;
+  case models::SlidingWindowRule::AllLayers:
+    ETLLM_RETURN_IF_ERROR(requireUniformWindow());
+    j["sliding_window"] = window;
+    break;
+  case models::SlidingWindowRule::EvenLayers:
+    for (int64_t i = 0; i < c.numLayers; ++i)
+      if (c.layerUsesSlidingWindow[static_cast<size_t>(i)] !=
+          (c.slidingWindow > 0 && i % 2 == 0))
+        return Error(c.architecture +
+                     ": only even layers can use the sliding window");
+    j["sliding_window"] = window;
+    break;
+  case models::SlidingWindowRule::FromMaxWindowLayers: {
+    int64_t firstSliding = c.numLayers;
+    for (int64_t i = 0; i < c.numLayers; ++i)
+      if (c.layerUsesSlidingWindow[static_cast<size_t>(i)]) {
+        firstSliding = i;
+        break;
+      }
+    for (int64_t i = firstSliding; i < c.numLayers; ++i)
+      if (!c.layerUsesSlidingWindow[static_cast<size_t>(i)])
+        return Error(c.architecture +
+                     ": sliding layers must be a suffix of the layers");
+    bool use = c.slidingWindow > 0 && firstSliding < c.numLayers;
+    j["use_sliding_window"] = use;
+    j["sliding_window"] = use ? json(c.slidingWindow) : json();
+    j["max_window_layers"] = use ? firstSliding : c.numLayers;
+    break;
+  }
+  }
+
+  switch (hf.headDimKey) {
+  case models::HeadDimKey::Always:
+    j["head_dim"] = c.headDim;
+    break;
+  case models::HeadDimKey::IfNotDefault:
+    if (!defaultHeadDim)
+      j["head_dim"] = c.headDim;
+    break;
+  case models::HeadDimKey::Never:
+    if (!defaultHeadDim)
+      return Error(c.architecture + " requires head_dim * heads == hidden");
+    break;
+  }
+  if (hf.ropeScaling == models::RopeScalingKey::Always ||
+      (hf.ropeScaling == models::RopeScalingKey::IfSet &&
+       !ropeScaling.is_null()))
+    j["rope_scaling"] = ropeScaling;
+  if (hf.partialRotaryFactorKey)
+    j["partial_rotary_factor"] = c.partialRotaryFactor;
+  if (hf.bias == models::BiasRule::AttentionBiasKey)
+    j["attention_bias"] = c.attentionBias;
+  if (hf.mlpBiasKey)
+    j["mlp_bias"] = c.mlpBias;
+
+  for (const models::ConfigKey &key : hf.keys) {
+    double v = detail::getField(c, key.field);
+    if (v == 0)
+      v = detail::fallbackValue(c, key.fallback);
+    if (key.writeZeroAsNull && v == 0)
+      j[key.hf] = json();
+    else if (key.range == models::KeyRange::Dim ||
+             (key.writeIntegral && v == std::floor(v) && std::fabs(v) < 1e15))
+      j[key.hf] = static_cast<int64_t>(v);
+    else
+      j[key.hf] = v;
+  }
+  for (const models::ConstantKey &k : hf.constants) {
+    switch (k.kind) {
+    case models::ConstantKey::Kind::Null:
+      j[k.key] = json();
+      break;
+    case models::ConstantKey::Kind::Int:
+      j[k.key] = k.intValue;
+      break;
+    case models::ConstantKey::Kind::Double:
+      j[k.key] = k.doubleValue;
+      break;
+    case models::ConstantKey::Kind::String:
+      j[k.key] = k.stringValue;
+      break;
+    }
+  }
+
+  if ((c.attentionBias || c.oProjBias) && hf.bias == models::BiasRule::None)
+    return Error(c.architecture + " has no attention bias");
+  if (c.mlpBias && !hf.mlpBiasKey)
+    return Error(c.architecture + " has no mlp bias");
+  return j.dump(2) + "\n";
+}
+
+} // namespace etllm::formats

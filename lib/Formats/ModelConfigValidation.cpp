@@ -1,0 +1,165 @@
+//===- ModelConfigValidation.cpp - Consistency and the tensor catalogue ---===//
+//
+// validate(): sizes, divisibility, RoPE, per-layer vectors and token ids of
+// a config; expectedTensors(): the tensors (names and shapes) its family's
+// blocks load, which checkpoints are validated against.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+#include "etllm/Formats/ModelConfig.h"
+#include "etllm/Models/Registry.h"
+
+#include <cmath>
+
+namespace etllm::formats {
+
+using models::FamilySpec;
+
+Status validate(const ModelConfig &c) {
+  auto dim = [](const char *name, int64_t v) -> Status {
+    if (v <= 0 || v > detail::kMaxConfigDim)
+      return Error(std::string(name) + " = " + std::to_string(v) +
+                   " is outside [1, " + std::to_string(detail::kMaxConfigDim) +
+                   "]");
+    return Status();
+  };
+  ETLLM_RETURN_IF_ERROR(dim("hidden_size", c.hiddenSize));
+  ETLLM_RETURN_IF_ERROR(dim("intermediate_size", c.intermediateSize));
+  ETLLM_RETURN_IF_ERROR(dim("num_hidden_layers", c.numLayers));
+  ETLLM_RETURN_IF_ERROR(dim("num_attention_heads", c.numHeads));
+  ETLLM_RETURN_IF_ERROR(dim("num_key_value_heads", c.numKvHeads));
+  ETLLM_RETURN_IF_ERROR(dim("head_dim", c.headDim));
+  ETLLM_RETURN_IF_ERROR(dim("vocab_size", c.vocabSize));
+  ETLLM_RETURN_IF_ERROR(
+      dim("max_position_embeddings", c.maxPositionEmbeddings));
+  if (c.numHeads % c.numKvHeads != 0)
+    return Error("num_key_value_heads " + std::to_string(c.numKvHeads) +
+                 " does not divide num_attention_heads " +
+                 std::to_string(c.numHeads));
+  if (c.numHeads * c.headDim > 64 * detail::kMaxConfigDim)
+    return Error("num_attention_heads * head_dim is absurdly large");
+  if (!(c.rmsNormEps > 0 && c.rmsNormEps < 1))
+    return Error("rms_norm_eps must be in (0, 1)");
+  if (!(c.ropeTheta > 0) || !std::isfinite(c.ropeTheta))
+    return Error("rope_theta must be positive");
+  if (!(c.partialRotaryFactor > 0 && c.partialRotaryFactor <= 1))
+    return Error("partial_rotary_factor must be in (0, 1]");
+  if (c.rotaryDim() < 2)
+    return Error("rotary dimension " + std::to_string(c.rotaryDim()) +
+                 " (head_dim " + std::to_string(c.headDim) +
+                 " * partial_rotary_factor) is smaller than 2");
+  if (c.headDim % 2 != 0)
+    return Error("head_dim " + std::to_string(c.headDim) + " is odd");
+  const std::string &rt = c.ropeScaling.type;
+  if (!rt.empty() && rt != "linear" && rt != "llama3")
+    return Error("unsupported rope scaling type '" + rt + "'");
+  if (!rt.empty() && !(c.ropeScaling.factor > 0))
+    return Error("rope scaling factor must be positive");
+  if (!c.ropeScaling.freqFactors.empty() &&
+      c.ropeScaling.freqFactors.size() !=
+          static_cast<size_t>(c.rotaryDim() / 2))
+    return Error("rope frequency factors: " +
+                 std::to_string(c.ropeScaling.freqFactors.size()) +
+                 " values for a rotary dimension of " +
+                 std::to_string(c.rotaryDim()));
+  if (c.layerUsesSlidingWindow.size() != static_cast<size_t>(c.numLayers))
+    return Error("layerUsesSlidingWindow has " +
+                 std::to_string(c.layerUsesSlidingWindow.size()) +
+                 " entries for " + std::to_string(c.numLayers) + " layers");
+  if (c.slidingWindow < 0)
+    return Error("sliding_window must not be negative");
+  for (bool b : c.layerUsesSlidingWindow)
+    if (b && c.slidingWindow == 0)
+      return Error("a layer uses a sliding window but sliding_window is 0");
+  if (c.attnLogitSoftcapping < 0 || c.finalLogitSoftcapping < 0 ||
+      c.queryPreAttnScalar < 0)
+    return Error("soft-capping and query_pre_attn_scalar must not be "
+                 "negative");
+  for (double m :
+       {c.embeddingMultiplier, c.residualMultiplier, c.logitsScaling})
+    if (!(m > 0) || !std::isfinite(m))
+      return Error("embedding, residual and logits multipliers must be "
+                   "positive");
+  if (!(c.attentionMultiplier >= 0) || !std::isfinite(c.attentionMultiplier))
+    return Error("the attention multiplier must not be negative");
+  auto tok = [&](const char *name, int64_t id) -> Status {
+    if (id < -1 || id >= c.vocabSize)
+      return Error(std::string(name) + " " + std::to_string(id) +
+                   " is outside the vocabulary of " +
+                   std::to_string(c.vocabSize));
+    return Status();
+  };
+  ETLLM_RETURN_IF_ERROR(tok("bos_token_id", c.bosTokenId));
+  ETLLM_RETURN_IF_ERROR(tok("pad_token_id", c.padTokenId));
+  for (int64_t e : c.eosTokenIds) {
+    ETLLM_RETURN_IF_ERROR(tok("eos_token_id", e));
+    if (e < 0)
+      return Error("eos_token_id must not be negative");
+  }
+  ModelConfig copy = c;
+  Status traits = applyArchitectureTraits(copy);
+  if (!traits.ok())
+    return traits;
+  return Status();
+}
+
+Result<std::vector<ExpectedTensor>> expectedTensors(const ModelConfig &c) {
+  ETLLM_RETURN_IF_ERROR(validate(c));
+  const FamilySpec &f = *familyOf(c);
+  ModelConfig t = c;
+  ETLLM_RETURN_IF_ERROR(applyArchitectureTraits(t));
+  std::vector<ExpectedTensor> out;
+  using models::HfModule;
+  int64_t layer = -1;
+  auto add = [&](HfModule m, std::vector<int64_t> shape, bool isNorm = false,
+                 bool bias = false) {
+    std::string base = models::hfPath(f, m, layer);
+    out.push_back({base + ".weight", shape, isNorm, false});
+    if (bias)
+      out.push_back({base + ".bias", {shape[0]}, false, true});
+  };
+  const int64_t h = t.hiddenSize, q = t.numHeads * t.headDim,
+                kv = t.numKvHeads * t.headDim, ffn = t.intermediateSize;
+  add(HfModule::Embed, {t.vocabSize, h});
+  for (layer = 0; layer < t.numLayers; ++layer) {
+    add(HfModule::InputNorm, {h}, true);
+    switch (f.blocks.attention) {
+    case models::AttentionBlock::FusedQkv:
+      add(HfModule::QkvProj, {q + 2 * kv, h}, false, t.attentionBias);
+      break;
+    case models::AttentionBlock::Separate:
+      add(HfModule::QProj, {q, h}, false, t.attentionBias);
+      add(HfModule::KProj, {kv, h}, false, t.attentionBias);
+      add(HfModule::VProj, {kv, h}, false, t.attentionBias);
+      break;
+    }
+    add(HfModule::OProj, {h, q}, false, t.oProjBias);
+    if (f.traits.qkNorm) {
+      add(HfModule::QNorm, {t.headDim}, true);
+      add(HfModule::KNorm, {t.headDim}, true);
+    }
+    add(HfModule::PostAttentionNorm, {h}, true);
+    if (f.blocks.decoderLayer == models::DecoderLayerBlock::Sandwich) {
+      add(HfModule::PreFeedforwardNorm, {h}, true);
+      add(HfModule::PostFeedforwardNorm, {h}, true);
+    }
+    switch (f.blocks.mlp) {
+    case models::MlpBlock::FusedGateUp:
+      add(HfModule::GateUpProj, {2 * ffn, h}, false, t.mlpBias);
+      break;
+    case models::MlpBlock::Gated:
+      add(HfModule::GateProj, {ffn, h}, false, t.mlpBias);
+      add(HfModule::UpProj, {ffn, h}, false, t.mlpBias);
+      break;
+    }
+    add(HfModule::DownProj, {h, ffn}, false, t.mlpBias);
+  }
+  layer = -1;
+  add(HfModule::FinalNorm, {h}, true);
+  if (!t.tieWordEmbeddings)
+    add(HfModule::LmHead, {t.vocabSize, h});
+  return out;
+}
+
+} // namespace etllm::formats

@@ -1,0 +1,100 @@
+//===- Registry.cpp - The table of model families -------------------------===//
+//
+// The table is the list of files in Families/ (FamilyList.h, generated):
+// registration is explicit and from one place, with no static initializers.
+// Lookups are linear: there are a handful of families.
+//
+//===----------------------------------------------------------------------===//
+#include "etllm/Models/Registry.h"
+#include "FamilyList.h"
+
+namespace etllm::models {
+
+const std::vector<const FamilySpec *> &families() {
+  static const std::vector<const FamilySpec *> table = {
+#define ETLLM_FAMILY(id, fn) &fn(),
+#include "Families.inc"
+#undef ETLLM_FAMILY
+  };
+  return table;
+}
+
+namespace {
+template <typename Pred> const FamilySpec *findIf(Pred pred) {
+  for (const FamilySpec *f : families())
+    if (pred(*f))
+      return f;
+  return nullptr;
+}
+
+template <typename Get> std::string join(Get get) {
+  std::string s;
+  for (const FamilySpec *f : families()) {
+    const char *name = get(*f);
+    if (!name)
+      continue;
+    if (!s.empty())
+      s += ", ";
+    s += name;
+  }
+  return s;
+}
+} // namespace
+
+const FamilySpec *findByArchitecture(std::string_view hfArchitecture) {
+  return findIf([&](const FamilySpec &f) {
+    return !hfArchitecture.empty() && f.hfArchitecture == hfArchitecture;
+  });
+}
+
+const FamilySpec *findByModelType(std::string_view hfModelType) {
+  return findIf([&](const FamilySpec &f) {
+    return !hfModelType.empty() && f.hfModelType == hfModelType;
+  });
+}
+
+const FamilySpec *findByGgufArch(std::string_view ggufArch) {
+  return findIf([&](const FamilySpec &f) {
+    return f.gguf.arch && f.gguf.readsBack && f.gguf.arch == ggufArch;
+  });
+}
+
+const FamilySpec *findById(std::string_view id) {
+  return findIf([&](const FamilySpec &f) { return f.id == id; });
+}
+
+const FamilySpec &llama2cFamily() {
+  const FamilySpec *f = findIf([](const FamilySpec &f) { return f.llama2c; });
+  // A build without a llama2.c family is a registry bug, not an input error.
+  if (!f)
+    __builtin_trap();
+  return *f;
+}
+
+std::string supportedArchitectures() {
+  return join([](const FamilySpec &f) { return f.hfArchitecture; });
+}
+
+std::string supportedGgufArchs() {
+  return join([](const FamilySpec &f) {
+    return f.gguf.readsBack ? f.gguf.arch : nullptr;
+  });
+}
+
+std::string supportedIds() {
+  return join([](const FamilySpec &f) { return f.id; });
+}
+
+bool isLayerModule(HfModule module) {
+  return static_cast<int>(module) >= static_cast<int>(HfModule::InputNorm);
+}
+
+std::string hfPath(const FamilySpec &family, HfModule module, int64_t layer) {
+  const char *name = family.hfNames[static_cast<size_t>(module)];
+  if (!isLayerModule(module))
+    return name;
+  return std::string(family.hfNames[static_cast<size_t>(HfModule::Layers)]) +
+         "." + std::to_string(layer) + "." + name;
+}
+
+} // namespace etllm::models
