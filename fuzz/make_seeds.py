@@ -225,6 +225,46 @@ def hf_variants(tok):
     return {k: json.dumps(v, ensure_ascii=False) for k, v in out.items()}
 
 
+def varint(data, pos):
+    v, shift = 0, 0
+    while True:
+        b = data[pos]
+        pos += 1
+        v |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            return v, pos
+
+
+def small_sentencepiece(path, n):
+    """A SentencePiece ModelProto with its first n pieces (field 1) and every
+    other field (trainer, normalizer specs) as they are: protobuf's wire
+    format, top level only."""
+    data = read(path)
+    pos, out, pieces = 0, [], 0
+    while pos < len(data):
+        start = pos
+        key, pos = varint(data, pos)
+        wire = key & 7
+        if wire == 0:
+            _, pos = varint(data, pos)
+        elif wire == 1:
+            pos += 8
+        elif wire == 5:
+            pos += 4
+        elif wire == 2:
+            length, pos = varint(data, pos)
+            pos += length
+        else:
+            raise ValueError("unexpected wire type %d" % wire)
+        if key >> 3 == 1:
+            pieces += 1
+            if pieces > n:
+                continue
+        out.append(data[start:pos])
+    return b"".join(out)
+
+
 def small_tiktoken(path, n):
     lines = read(path).split(b"\n")
     return b"\n".join(lines[:n]) + b"\n"
@@ -267,6 +307,7 @@ def main():
     ap.add_argument("--repo", required=True)
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
+    shutil.rmtree(a.out, ignore_errors=True)
     S = lambda *p: os.path.join(a.shared, *p)
     T = lambda name: os.path.join(a.tools, name)
     seeds = Seeds(a.out)
@@ -293,15 +334,12 @@ def main():
                  "--vocab", "261", "--max-seq", "16", "--gguf-type", gtype,
                  "-o", g])
             seeds.add_file("gguf", g)
-        seeds.add("safetensors", "stories260K-hf",
-                  read(S("models/stories260K-hf/config.json")) + HF_SEPARATOR +
-                  read(S("models/stories260K-hf/model.safetensors")))
         seeds.add("safetensors", "bare.safetensors",
                   read(os.path.join(tmp, "llama-hf", "model.safetensors")))
-        seeds.add_file("gguf", S("models/stories260K/stories260K.gguf"))
+        # (The shared checkpoints are megabytes: mutating them is slow, and
+        # the generated ones have the same structure.)
         seeds.add("llama2c", "tiny-shared.bin", tiny_llama2c_checkpoint(False))
         seeds.add("llama2c", "tiny-untied.bin", tiny_llama2c_checkpoint(True))
-        seeds.add_file("llama2c", S("models/stories260K/stories260K.bin"))
 
         # Programs: every recipe on a generated model; the IR after every
         # stage as IR seeds.
@@ -346,7 +384,8 @@ def main():
         seeds.add_file("tokenizer-llama2c", S("models/stories260K/tok512.bin"))
         seeds.add("tokenizer-llama2c", "llama2-300.bin",
                   small_llama2c_tokenizer(S("tokenizers/llama2/tokenizer.bin"), 300))
-        seeds.add_file("tokenizer-sentencepiece", S("tokenizers/llama2/tokenizer.model"))
+        seeds.add("tokenizer-sentencepiece", "llama2-400.model",
+                  small_sentencepiece(S("tokenizers/llama2/tokenizer.model"), 400))
         seeds.add("tokenizer-tiktoken", "llama3-2000.tiktoken",
                   small_tiktoken(S("tokenizers/llama3/tokenizer.model"), 2000))
         gpt2 = json.loads(read(S("tokenizers/gpt2/tokenizer.json")))

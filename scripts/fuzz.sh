@@ -110,13 +110,27 @@ for t in "${targets[@]}"; do
     "${inputs[@]}" > "$log" 2>&1 || true
   stats=$(grep -E '^#[0-9]+: cov: ' "$log" | tail -1 || true)
   # Keep every new crash, minimized (timeouts and out-of-memory inputs are
-  # kept as found: minimizing them takes as long as they do).
+  # kept as found: minimizing them takes as long as they do). Inputs that
+  # fail the same way (the same sanitizer summary or failed property) are
+  # one bug: the first is kept, the others set aside in $artifacts/kept/.
   kept=0
+  declare -A seen=()
+  mkdir -p "$artifacts/kept"
   for f in "$artifacts"/crash-* "$artifacts"/leak-* "$artifacts"/timeout-* \
            "$artifacts"/oom-* "$artifacts"/slow-unit-*; do
     [ -e "$f" ] || continue
     name=$(basename "$f")
     kind=${name%%-*}
+    sig=$("$bin" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=512 "$f" 2>&1 |
+          grep -aE 'SUMMARY: |fuzz property failed|ERROR: libFuzzer: ' |
+          head -1 | sed -E 's/0x[0-9a-f]+//g; s/ in [^ ]+$//' || true)
+    sig="$kind:${sig:-unknown}"
+    if [ -n "${seen[$sig]:-}" ]; then
+      mv "$f" "$artifacts/kept/"
+      continue
+    fi
+    seen[$sig]=1
+    echo "fuzz.sh: $t: $sig"
     out=fuzz/regressions/$t/$name
     if [ "$kind" = crash ] || [ "$kind" = leak ]; then
       "$bin" -minimize_crash=1 -max_total_time=60 -timeout=10 \
@@ -129,7 +143,6 @@ for t in "${targets[@]}"; do
     else
       cp "$f" "$out"
     fi
-    mkdir -p "$artifacts/kept"
     mv "$f" "$artifacts/kept/"
     echo "fuzz.sh: $t: kept $out"
     kept=$((kept + 1))

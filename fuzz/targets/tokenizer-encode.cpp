@@ -82,7 +82,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   // The same bytes as ids.
   std::vector<int32_t> raw(text.size() / 4);
-  std::memcpy(raw.data(), text.data(), raw.size() * 4);
+  if (!raw.empty())
+    std::memcpy(raw.data(), text.data(), raw.size() * 4);
   (void)tok.decode(raw);
   int32_t prev = tok.bosId();
   for (int32_t id : raw) {

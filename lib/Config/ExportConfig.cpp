@@ -337,8 +337,14 @@ std::string ExportConfig::toYaml() const {
   std::ostringstream os;
   for (const ConfigKey &k : exportConfigSchema()) {
     std::string v = values_.at(k.name);
-    bool quote = k.type == ConfigType::String;
-    os << k.name << ": " << (quote ? "\"" + v + "\"" : v) << "\n";
+    if (k.type == ConfigType::String) {
+      // Quoted by yaml-cpp, so that any string (quotes, backslashes, line
+      // breaks) reads back as itself; found by the export-config fuzzer.
+      YAML::Emitter quoted;
+      quoted << YAML::DoubleQuoted << v;
+      v = quoted.c_str();
+    }
+    os << k.name << ": " << v << "\n";
   }
   return os.str();
 }
