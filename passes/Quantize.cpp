@@ -1,7 +1,8 @@
 //===- Quantize.cpp - Block-wise weight quantization ----------------------===//
 #include "etllm/Dialect/Etllm/EtllmOps.h"
-#include "etllm/Transforms/Passes.h"
 #include "etllm/Formats/Checkpoint.h"
+#include "etllm/Support/Glob.h"
+#include "etllm/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
@@ -29,20 +30,6 @@ struct Scheme {
   bool symmetric = true;
   bool f16Scales = false;
 };
-
-/// Glob match with `*` (any run of characters).
-bool globMatch(StringRef pattern, StringRef text) {
-  if (pattern.empty())
-    return text.empty();
-  if (pattern.front() == '*') {
-    for (size_t i = 0; i <= text.size(); ++i)
-      if (globMatch(pattern.drop_front(), text.drop_front(i)))
-        return true;
-    return false;
-  }
-  return !text.empty() && pattern.front() == text.front() &&
-         globMatch(pattern.drop_front(), text.drop_front());
-}
 
 struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
   using QuantizePassBase::QuantizePassBase;
@@ -213,7 +200,7 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
         continue;
       StringRef path = getModulePath(lin);
       if (llvm::any_of(exclude, [&](const std::string &pat) {
-            return globMatch(pat, path);
+            return ::etllm::globMatch(pat, std::string_view(path));
           }))
         continue;
       bool isOutput = path == "lm_head" || path.ends_with(".lm_head");

@@ -19,6 +19,9 @@ PKGS=(
   # the Python package (python/, docs/Python.md) and its tests, for
   # Debian's /usr/bin/python3
   python3-dev pybind11-dev python3-torch python3-numpy python3-pytest
+  # fuzzing (scripts/fuzz.sh): clang with libFuzzer and the sanitizers; the
+  # normal build never uses them
+  clang-19 libfuzzer-19-dev libclang-rt-19-dev
   # zlib/zstd/libedit etc. are pulled in by llvm-19-dev
 )
 

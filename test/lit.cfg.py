@@ -20,6 +20,10 @@ config.substitutions.append(("%debian_python", config.etllm_debian_python))
 config.substitutions.append(("%etllm_bin", config.etllm_tools_dir))
 
 llvm_config.use_default_substitutions()
+# Sanitizer builds (scripts/sanitize.sh): the runtime options and the
+# malformed-input suite's allowances reach the tests.
+llvm_config.with_system_environment(
+    ["ASAN_OPTIONS", "UBSAN_OPTIONS", "ETLLM_SANITIZED", "ETLLM_TIME_SCALE"])
 llvm_config.with_environment("PATH", config.etllm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 

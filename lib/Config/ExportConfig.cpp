@@ -1,6 +1,7 @@
 //===- ExportConfig.cpp - export_config.yaml ------------------------------===//
 #include "etllm/Config/ExportConfig.h"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cstdlib>
@@ -129,6 +130,24 @@ const std::vector<ConfigKey> &exportConfigSchema() {
   return schema;
 }
 
+/// YAML::Load, with yaml-cpp's nesting bound reported as what it is. yaml-cpp
+/// refuses documents nested 2000 levels deep (its DepthGuard keeps its
+/// recursive parser off the end of the stack) but calls them a "bad file".
+static Result<YAML::Node> loadYaml(const std::string &text,
+                                   const std::string &what) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::DeepRecursion &e) {
+    return Error(what + ": line " + std::to_string(e.mark.line + 1) +
+                 ": YAML nested " + std::to_string(e.depth()) +
+                 " levels deep, more than the parser allows (the keys of "
+                 "export_config.yaml nest 2 levels)");
+  } catch (const YAML::Exception &e) {
+    return Error(what + ": invalid YAML at line " +
+                 std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+}
+
 static const ConfigKey *findKey(const std::string &name) {
   for (const ConfigKey &k : exportConfigSchema())
     if (name == k.name)
@@ -215,14 +234,13 @@ Status ExportConfig::assign(const std::string &key,
   if (!k)
     return Error(source + ": unknown key '" + key +
                  "' (known keys: " + knownKeys() + ")");
-  YAML::Node node;
-  try {
-    node = YAML::Load(valueText);
-  } catch (const YAML::Exception &e) {
-    return Error(source + ": key '" + key + "': invalid value '" + valueText +
-                 "': " + e.msg);
-  }
-  Result<std::string> v = checkValue(*k, node, source);
+  std::string shown =
+      valueText.size() > 40 ? valueText.substr(0, 40) + "..." : valueText;
+  Result<YAML::Node> node = loadYaml(valueText, source + ": key '" + key +
+                                                    "': value '" + shown + "'");
+  if (!node.ok())
+    return node.error();
+  Result<std::string> v = checkValue(*k, *node, source);
   if (!v.ok())
     return v.error();
   values_[key] = *v;
@@ -240,13 +258,10 @@ Status ExportConfig::set(const std::string &assignment) {
 Result<ExportConfig> ExportConfig::fromText(const std::string &text,
                                             const std::string &source) {
   ExportConfig config;
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception &e) {
-    return Error(source + ": invalid YAML at line " +
-                 std::to_string(e.mark.line + 1) + ": " + e.msg);
-  }
+  Result<YAML::Node> parsed = loadYaml(text, source);
+  if (!parsed.ok())
+    return parsed.error();
+  const YAML::Node &root = *parsed;
   if (root.IsNull())
     return config;
   if (!root.IsMap())
@@ -322,8 +337,14 @@ std::string ExportConfig::toYaml() const {
   std::ostringstream os;
   for (const ConfigKey &k : exportConfigSchema()) {
     std::string v = values_.at(k.name);
-    bool quote = k.type == ConfigType::String;
-    os << k.name << ": " << (quote ? "\"" + v + "\"" : v) << "\n";
+    if (k.type == ConfigType::String) {
+      // Quoted by yaml-cpp, so that any string (quotes, backslashes, line
+      // breaks) reads back as itself; found by the export-config fuzzer.
+      YAML::Emitter quoted;
+      quoted << YAML::DoubleQuoted << v;
+      v = quoted.c_str();
+    }
+    os << k.name << ": " << v << "\n";
   }
   return os.str();
 }

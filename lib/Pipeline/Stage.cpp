@@ -7,7 +7,9 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace etllm {
@@ -18,23 +20,40 @@ llvm::Error stageError(const std::string &stage, const llvm::Twine &message) {
       "stage '" + stage + "': " + message, llvm::inconvertibleErrorCode());
 }
 
-/// Collects diagnostics emitted while a stage runs, for its error message.
+/// Collects diagnostics emitted while a stage runs, for its error message:
+/// the diagnostic and its notes only. MLIR attaches the whole failing
+/// operation (often the module: hundreds of lines of IR) to an error as a
+/// "see current operation" note unless the context's printOpOnDiagnostic is
+/// off, so it is off while the collector lives; IR after a failed pass is
+/// printed only when asked (--mlir-print-ir-after-failure).
 class DiagnosticCollector {
 public:
   explicit DiagnosticCollector(mlir::MLIRContext &ctx)
-      : handler(&ctx, [this](mlir::Diagnostic &d) {
+      : ctx(ctx), printedOp(ctx.shouldPrintOpOnDiagnostic()),
+        handler(&ctx, [this](mlir::Diagnostic &d) {
           if (d.getSeverity() == mlir::DiagnosticSeverity::Error) {
             llvm::raw_string_ostream os(text);
-            os << d.getLocation() << ": " << d << "\n";
+            if (!llvm::isa<mlir::UnknownLoc>(d.getLocation()))
+              os << d.getLocation() << ": ";
+            os << d << "\n";
             for (mlir::Diagnostic &note : d.getNotes())
               os << "  note: " << note << "\n";
           }
           // Remarks and warnings are informational during export.
           return mlir::success();
-        }) {}
+        }) {
+    ctx.printOpOnDiagnostic(false);
+  }
+  ~DiagnosticCollector() { ctx.printOpOnDiagnostic(printedOp); }
+  /// What was collected, without the last newline.
+  std::string message() const {
+    return llvm::StringRef(text).rtrim('\n').str();
+  }
   std::string text;
 
 private:
+  mlir::MLIRContext &ctx;
+  bool printedOp;
   mlir::ScopedDiagnosticHandler handler;
 };
 } // namespace
@@ -114,10 +133,15 @@ public:
                                mlir::MLIRContext &context) override {
     DiagnosticCollector diags(context);
     mlir::PassManager pm(&context);
+    // --mlir-print-ir-after-failure and the other pass-manager options, when
+    // the tool registered them (mlir::registerPassManagerCLOptions).
+    if (llvm::cl::getRegisteredOptions().count("mlir-print-ir-after-failure") &&
+        mlir::failed(mlir::applyPassManagerCLOptions(pm)))
+      return stageError(stageName, "invalid pass manager options");
     build(pm);
     if (mlir::failed(pm.run(*input.module)))
       return stageError(stageName,
-                        diags.text.empty() ? "a pass failed" : diags.text);
+                        diags.text.empty() ? "a pass failed" : diags.message());
     return input;
   }
 
@@ -132,17 +156,15 @@ public:
       : options(std::move(o)), path(std::move(path)) {}
   const std::string &name() const override { return stageName; }
   Artifact::Kind inputKind() const override { return Artifact::Kind::IR; }
-  Artifact::Kind outputKind() const override {
-    return Artifact::Kind::Program;
-  }
+  Artifact::Kind outputKind() const override { return Artifact::Kind::Program; }
   llvm::Expected<Artifact> run(Artifact input,
                                mlir::MLIRContext &context) override {
     DiagnosticCollector diags(context);
     Artifact out;
     out.kind = Artifact::Kind::Program;
     auto failure = [&](const llvm::Twine &fallback) {
-      return stageError(stageName, diags.text.empty() ? fallback.str()
-                                                      : diags.text);
+      return stageError(stageName,
+                        diags.text.empty() ? fallback.str() : diags.message());
     };
     if (path.empty()) {
       llvm::raw_string_ostream os(out.program);
@@ -151,27 +173,34 @@ public:
       os.flush();
       return out;
     }
-    // Stream to a temporary file next to the output, then rename.
+    // Stream to a temporary file next to the output, then rename. The
+    // temporary is removed on every failure, also when a signal (a crash,
+    // Ctrl-C) ends the process: LLVM's signal handlers remove the files
+    // registered with RemoveFileOnSignal.
     std::string tmp = path + ".tmp";
     std::error_code ec;
     {
       llvm::raw_fd_ostream os(tmp, ec);
       if (ec)
-        return stageError(stageName, "cannot write '" + tmp + "': " +
-                                         ec.message());
+        return stageError(stageName,
+                          "cannot write '" + tmp + "': " + ec.message());
+      llvm::sys::RemoveFileOnSignal(tmp);
       bool ok = mlir::succeeded(writeProgram(*input.module, options, os));
       os.close();
       if (!ok || os.has_error()) {
         os.clear_error();
         llvm::sys::fs::remove(tmp);
+        llvm::sys::DontRemoveFileOnSignal(tmp);
         return failure(llvm::Twine("cannot write '") + path + "'");
       }
     }
-    if ((ec = llvm::sys::fs::rename(tmp, path))) {
+    ec = llvm::sys::fs::rename(tmp, path);
+    if (ec)
       llvm::sys::fs::remove(tmp);
-      return stageError(stageName, "cannot write '" + path + "': " +
-                                       ec.message());
-    }
+    llvm::sys::DontRemoveFileOnSignal(tmp);
+    if (ec)
+      return stageError(stageName,
+                        "cannot write '" + path + "': " + ec.message());
     out.programPath = path;
     return out;
   }

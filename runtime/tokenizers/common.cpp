@@ -328,12 +328,12 @@ Regex::~Regex() {
     pcre2_code_free(static_cast<pcre2_code *>(code_));
 }
 
-Result<std::shared_ptr<const Regex>> Regex::compile(std::string_view pattern,
-                                                    const std::string &what,
-                                                    bool literal) {
-  uint32_t options = PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF;
-  if (literal)
-    options |= PCRE2_LITERAL;
+Result<std::shared_ptr<const Regex>>
+Regex::compile(std::string_view pattern, std::string what, bool literal) {
+  // PCRE2_LITERAL admits no PCRE2_UCP (it changes nothing in a literal,
+  // and pcre2_compile refuses the pair as "invalid option bits").
+  uint32_t options = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF |
+                     (literal ? PCRE2_LITERAL : PCRE2_UCP);
   int errorCode = 0;
   PCRE2_SIZE errorOffset = 0;
   pcre2_code *code =
@@ -342,52 +342,116 @@ Result<std::shared_ptr<const Regex>> Regex::compile(std::string_view pattern,
   if (!code) {
     PCRE2_UCHAR buf[256];
     pcre2_get_error_message(errorCode, buf, sizeof(buf));
-    return Error(what + ": cannot compile regex " + quoteForError(pattern, 80) +
+    return Error("cannot compile regex " + quoteForError(pattern, 80) +
                  " at offset " + std::to_string(errorOffset) + ": " +
                  reinterpret_cast<const char *>(buf));
   }
-  // JIT is an optimisation only: without it pcre2_match interprets.
+  // JIT is an optimisation only: without it pcre2_match interprets. Both
+  // honour the match limit.
   (void)pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
   std::shared_ptr<Regex> re(new Regex());
   re->code_ = code;
+  re->pattern_ = std::string(pattern);
+  re->what_ = std::move(what);
   return std::shared_ptr<const Regex>(std::move(re));
 }
 
-void Regex::spans(std::string_view text, std::vector<Span> &out) const {
+namespace {
+/// One pcre2_match at `pos` within the budget (see kRegexFreeSteps): the
+/// first try is free up to kRegexFreeSteps steps, retries double the limit
+/// and are charged.
+int boundedMatch(const pcre2_code *code, std::string_view text, size_t pos,
+                 pcre2_match_data *md, pcre2_match_context *mc,
+                 MatchBudget &budget) {
+  const auto *subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+  uint64_t limit = kRegexFreeSteps;
+  for (;;) {
+    pcre2_set_match_limit(mc, static_cast<uint32_t>(limit));
+    int rc =
+        pcre2_match(code, subject, text.size(), pos, PCRE2_NOTEMPTY, md, mc);
+    if (rc == PCRE2_ERROR_JIT_STACKLIMIT) // the interpreter uses the heap
+      rc = pcre2_match(code, subject, text.size(), pos,
+                       PCRE2_NOTEMPTY | PCRE2_NO_JIT, md, mc);
+    if (limit > kRegexFreeSteps)
+      budget.remaining -= std::min(budget.remaining, limit);
+    if (rc != PCRE2_ERROR_MATCHLIMIT)
+      return rc;
+    if (2 * limit > budget.remaining || 2 * limit > UINT32_MAX)
+      return rc;
+    limit *= 2;
+  }
+}
+} // namespace
+
+MatchBudget::~MatchBudget() {
+  pcre2_match_data_free(static_cast<pcre2_match_data *>(matchData_));
+  pcre2_match_context_free(static_cast<pcre2_match_context *>(matchContext_));
+}
+
+Status Regex::spans(std::string_view text, std::vector<Span> &out,
+                    MatchBudget &budget) const {
   auto *code = static_cast<pcre2_code *>(code_);
-  pcre2_match_data *md = pcre2_match_data_create_from_pattern(code, nullptr);
+  if (!budget.matchContext_) {
+    // One pair of offsets is all splitting reads, whatever the pattern.
+    budget.matchData_ = pcre2_match_data_create(1, nullptr);
+    auto *mc = pcre2_match_context_create(nullptr);
+    budget.matchContext_ = mc;
+    if (!budget.matchData_ || !mc)
+      return Error(what_ + ": out of memory for regex matching");
+    pcre2_set_depth_limit(mc, kRegexDepthLimit);
+    pcre2_set_heap_limit(mc, kRegexHeapLimitKiB);
+  }
+  auto *md = static_cast<pcre2_match_data *>(budget.matchData_);
+  auto *mc = static_cast<pcre2_match_context *>(budget.matchContext_);
   size_t pos = 0;
-  if (md) {
-    const auto *subject = reinterpret_cast<PCRE2_SPTR>(text.data());
-    while (pos < text.size()) {
-      int rc = pcre2_match(code, subject, text.size(), pos, PCRE2_NOTEMPTY, md,
-                           nullptr);
-      if (rc < 0 && rc != PCRE2_ERROR_NOMATCH) // e.g. JIT stack limit
-        rc = pcre2_match(code, subject, text.size(), pos,
-                         PCRE2_NOTEMPTY | PCRE2_NO_JIT, md, nullptr);
-      if (rc < 0)
-        break; // no further match (or a limit): the rest is one gap
-      const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
-      size_t begin = ov[0], end = ov[1];
-      if (begin < pos || end <= begin || end > text.size())
-        break; // cannot happen with these options; never loop forever
-      if (begin > pos)
-        out.push_back({pos, begin, false});
-      out.push_back({begin, end, true});
-      pos = end;
+  while (pos < text.size()) {
+    int rc = boundedMatch(code, text, pos, md, mc, budget);
+    if (rc == PCRE2_ERROR_NOMATCH)
+      break; // the rest is one gap
+    if (rc < 0) {
+      std::string why;
+      if (rc == PCRE2_ERROR_MATCHLIMIT)
+        why = "needs more than the " + std::to_string(budget.total) +
+              " matching steps allowed for " + std::to_string(text.size()) +
+              " bytes of text (PCRE2 match limit)";
+      else if (rc == PCRE2_ERROR_DEPTHLIMIT)
+        why = "backtracks deeper than " + std::to_string(kRegexDepthLimit) +
+              " levels (PCRE2 depth limit)";
+      else if (rc == PCRE2_ERROR_HEAPLIMIT)
+        why = "needs more than " + std::to_string(kRegexHeapLimitKiB / 1024) +
+              " MiB to match (PCRE2 heap limit)";
+      else {
+        PCRE2_UCHAR buf[256];
+        pcre2_get_error_message(rc, buf, sizeof(buf));
+        why = std::string("failed: ") + reinterpret_cast<const char *>(buf);
+      }
+      return Error(what_ + ": regex " + quoteForError(pattern_, 80) + " " +
+                   why + ", at byte " + std::to_string(pos) +
+                   " of the text; the pattern backtracks too much to be a "
+                   "tokenizer's");
     }
-    pcre2_match_data_free(md);
+    const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+    size_t begin = ov[0], end = ov[1];
+    if (begin < pos || end <= begin || end > text.size())
+      break; // cannot happen with these options; never loop forever
+    if (begin > pos)
+      out.push_back({pos, begin, false});
+    out.push_back({begin, end, true});
+    pos = end;
   }
   if (pos < text.size())
     out.push_back({pos, text.size(), false});
+  return Status();
 }
 
-void Regex::splitIsolated(std::string_view text,
-                          std::vector<std::string_view> &out) const {
+Status Regex::splitIsolated(std::string_view text,
+                            std::vector<std::string_view> &out,
+                            MatchBudget &budget) const {
   std::vector<Span> sp;
-  spans(text, sp);
+  ETLLM_RETURN_IF_ERROR(spans(text, sp, budget));
   for (const Span &s : sp)
     out.push_back(text.substr(s.begin, s.end - s.begin));
+  return Status();
 }
 
 //===----------------------------------------------------------------------===//

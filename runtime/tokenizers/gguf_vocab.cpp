@@ -330,13 +330,14 @@ private:
     std::vector<SpecialMatcher::Part> parts;
     matcher.split(text, parts);
     std::vector<std::string_view> words;
+    MatchBudget budget(text.size());
     for (const SpecialMatcher::Part &part : parts) {
       if (part.id >= 0) {
         ids.push_back(part.id);
         continue;
       }
       words.clear();
-      regex_->splitIsolated(part.text, words);
+      ETLLM_RETURN_IF_ERROR(regex_->splitIsolated(part.text, words, budget));
       for (std::string_view w : words)
         model_.encodeWord(bytesToByteLevel(w), ids);
     }
@@ -407,7 +408,7 @@ Result<TokenizerPtr> makeGgufBpe(const EmbeddedVocab &v,
   }
   auto regex = Regex::compile(pattern, where + "pre-tokenizer");
   if (!regex.ok())
-    return regex.error();
+    return Error(where + "pre-tokenizer: " + regex.message());
   return TokenizerPtr(std::make_unique<GgufBpeTokenizer>(
       v, std::move(types), std::move(model), std::move(*regex)));
 }

@@ -155,6 +155,8 @@ struct DecStep {
 
 /// The parsed tokenizer.json.
 struct HfConfig {
+  /// The file's name, for errors at encode time.
+  std::string name;
   BpeModel model;
   std::vector<NormStep> normalizers;
   std::vector<PreStep> preTokenizers;
@@ -308,8 +310,8 @@ private:
 
   /// Normalizes and pre-tokenizes one run of plain text (between added
   /// tokens); `atStart`: the run begins the input.
-  void encodeRun(std::string_view run, bool atStart,
-                 std::vector<int32_t> &ids) const {
+  Status encodeRun(std::string_view run, bool atStart,
+                   std::vector<int32_t> &ids, MatchBudget &budget) const {
     std::string s(run);
     for (const NormStep &n : c_.normalizers) {
       if (n.kind == NormStep::Prepend) {
@@ -320,7 +322,7 @@ private:
       }
     }
     if (s.empty())
-      return;
+      return Status();
     std::vector<std::string> pieces{std::move(s)};
     std::vector<std::string> next;
     std::vector<Regex::Span> spans;
@@ -334,7 +336,7 @@ private:
             piece.insert(0, " ");
           std::vector<std::string_view> words;
           if (p.regex)
-            p.regex->splitIsolated(piece, words);
+            ETLLM_RETURN_IF_ERROR(p.regex->splitIsolated(piece, words, budget));
           else
             words.push_back(piece);
           for (std::string_view w : words)
@@ -343,7 +345,7 @@ private:
         }
         case PreStep::Split:
           spans.clear();
-          p.regex->spans(piece, spans);
+          ETLLM_RETURN_IF_ERROR(p.regex->spans(piece, spans, budget));
           splitByBehavior(piece, spans, p, next);
           break;
         case PreStep::Metaspace: {
@@ -376,6 +378,7 @@ private:
     }
     for (const std::string &piece : pieces)
       c_.model.encodeWord(piece, ids);
+    return Status();
   }
 
   static void splitByBehavior(const std::string &piece,
@@ -434,11 +437,15 @@ private:
       c_.matcher.split(text, parts);
     else if (!text.empty())
       parts.push_back({text, -1});
+    // Normalizers may grow the text (Prepend, Replace) and byte-level
+    // mapping doubles it: the budget counts twice the input.
+    MatchBudget budget(2 * text.size());
     for (const SpecialMatcher::Part &part : parts) {
       if (part.id >= 0)
         ids.push_back(part.id);
       else
-        encodeRun(part.text, part.text.data() == text.data(), ids);
+        ETLLM_RETURN_IF_ERROR(
+            encodeRun(part.text, part.text.data() == text.data(), ids, budget));
     }
     return ids;
   }
@@ -475,11 +482,13 @@ void parseNormalizer(const json &n, const std::string &path, HfConfig &c) {
   }
 }
 
-std::shared_ptr<const Regex>
-compileOrFail(std::string_view pattern, const std::string &path, bool literal) {
-  auto re = Regex::compile(pattern, path, literal);
+std::shared_ptr<const Regex> compileOrFail(std::string_view pattern,
+                                           const std::string &path,
+                                           bool literal, const HfConfig &c) {
+  auto re =
+      Regex::compile(pattern, c.name + ": tokenizer.json: " + path, literal);
   if (!re.ok())
-    fail(re.message());
+    fail(path + ": " + re.message());
   return std::move(re).value();
 }
 
@@ -499,14 +508,14 @@ void parsePreTokenizer(const json &p, const std::string &path, HfConfig &c) {
     step.kind = PreStep::ByteLevel;
     step.addPrefixSpace = getBool(p, "add_prefix_space", path, true);
     if (getBool(p, "use_regex", path, true))
-      step.regex = compileOrFail(kGpt2Pattern, path, false);
+      step.regex = compileOrFail(kGpt2Pattern, path, false, c);
   } else if (type == "Split") {
     step.kind = PreStep::Split;
     bool isRegex = false;
     std::string pattern = getPattern(p, path, isRegex);
     if (pattern.empty())
       fail(path + ": empty Split pattern");
-    step.regex = compileOrFail(pattern, path, !isRegex);
+    step.regex = compileOrFail(pattern, path, !isRegex, c);
     std::string behavior = getString(p, "behavior", path, "Isolated");
     if (behavior == "Isolated")
       step.behavior = PreStep::Isolated;
@@ -714,8 +723,9 @@ void parseModel(const json &m, HfConfig &c) {
   }
 }
 
-HfConfig parseConfig(const json &j) {
+HfConfig parseConfig(const json &j, const std::string &name) {
   HfConfig c;
+  c.name = name;
   if (!j.is_object())
     fail("top level must be a JSON object");
   const json *model = member(j, "model");
@@ -777,14 +787,32 @@ HfConfig parseConfig(const json &j) {
   return c;
 }
 
+/// Parses `data` into a DOM, refusing nesting deeper than kMaxJsonDepth while
+/// parsing (nlohmann's parser is iterative, but the walks over
+/// normalizer/pre_tokenizer/decoder/post_processor recurse, and their path
+/// strings grow with the depth). The callback sees each container as it
+/// opens, so a deep file fails before its DOM exists.
+json parseBounded(const uint8_t *data, size_t size) {
+  json::parser_callback_t bound = [](int depth, json::parse_event_t event,
+                                     json &) {
+    if ((event == json::parse_event_t::object_start ||
+         event == json::parse_event_t::array_start) &&
+        depth >= kMaxJsonDepth)
+      fail("JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
+           " levels (tokenizer.json files nest fewer than 10)");
+    return true;
+  };
+  return json::parse(data, data + size, bound);
+}
+
 } // namespace
 
 Result<TokenizerPtr> loadHuggingFace(const uint8_t *data, size_t size,
                                      const std::string &name) {
   const std::string where = name + ": tokenizer.json: ";
   try {
-    json j = json::parse(data, data + size);
-    return TokenizerPtr(std::make_unique<HfTokenizer>(parseConfig(j)));
+    json j = parseBounded(data, size);
+    return TokenizerPtr(std::make_unique<HfTokenizer>(parseConfig(j, name)));
   } catch (const BadJson &e) {
     return Error(where + e.what());
   } catch (const json::exception &e) {

@@ -30,6 +30,8 @@ namespace etllm::rt::tok {
 constexpr int64_t kMaxVocab = 1 << 24;
 /// Largest single token text, in bytes.
 constexpr int64_t kMaxTokenBytes = 1 << 16;
+/// Deepest nesting of objects and arrays in a tokenizer.json.
+constexpr int kMaxJsonDepth = 64;
 
 //===----------------------------------------------------------------------===//
 // UTF-8 and byte helpers.
@@ -126,6 +128,46 @@ extern const char *const kGpt2Pattern;
 /// Llama 3's (tiktoken cl100k-style) pre-tokenizer pattern.
 extern const char *const kLlama3Pattern;
 
+/// The regex work one encode call may do. Tokenizer files bring their own
+/// patterns (tokenizer.json Split), and a backtracking pattern can cost
+/// exponential time in the length of a word, so matching is bounded:
+///  - every pcre2_match call may take kRegexFreeSteps steps (PCRE2's match
+///    limit counts them) without charge, so ordinary text costs nothing;
+///  - a call that needs more is retried with the limit doubled, each try
+///    charged to the budget, which holds kRegexBudgetBase plus
+///    kRegexBudgetPerByte per byte of the text being encoded;
+///  - the interpreter's backtracking depth and heap are capped too
+///    (kRegexDepthLimit, kRegexHeapLimitKiB).
+/// So encoding does at most about kRegexFreeSteps + 4 kRegexBudgetPerByte
+/// steps per byte plus a constant (a few microseconds per byte), and a pattern
+/// that needs more fails the encode call with an error naming the tokenizer
+/// file and the pattern.
+inline constexpr uint32_t kRegexFreeSteps = 1000;
+inline constexpr uint64_t kRegexBudgetBase = 1000000;
+inline constexpr uint64_t kRegexBudgetPerByte = 256;
+inline constexpr uint32_t kRegexDepthLimit = 100000;
+inline constexpr uint32_t kRegexHeapLimitKiB = 64 * 1024;
+
+/// What is left of one encode call's regex budget (see kRegexFreeSteps), and
+/// the PCRE2 match data and context its matches share.
+class MatchBudget {
+public:
+  explicit MatchBudget(size_t textBytes)
+      : remaining(kRegexBudgetBase + kRegexBudgetPerByte * textBytes),
+        total(remaining) {}
+  ~MatchBudget();
+  MatchBudget(const MatchBudget &) = delete;
+  MatchBudget &operator=(const MatchBudget &) = delete;
+
+  uint64_t remaining;
+  const uint64_t total;
+
+private:
+  friend class Regex;
+  void *matchData_ = nullptr;    // pcre2_match_data_8
+  void *matchContext_ = nullptr; // pcre2_match_context_8
+};
+
 /// A compiled PCRE2 pattern. Immutable and shareable between threads.
 class Regex {
 public:
@@ -134,10 +176,12 @@ public:
   Regex &operator=(const Regex &) = delete;
 
   /// Compiles `pattern` (UTF, UCP, MATCH_INVALID_UTF; JIT when available).
-  /// `literal` compiles it as a literal string. Errors name `what`.
-  static Result<std::shared_ptr<const Regex>> compile(std::string_view pattern,
-                                                      const std::string &what,
-                                                      bool literal = false);
+  /// `literal` compiles it as a literal string. `what` names the pattern in
+  /// matching errors (file and place, e.g. "x.json: tokenizer.json:
+  /// pre_tokenizer"); compile errors are returned without it, for the caller
+  /// to prefix.
+  static Result<std::shared_ptr<const Regex>>
+  compile(std::string_view pattern, std::string what, bool literal = false);
 
   /// One piece of a split: a match of the pattern or the text between two.
   struct Span {
@@ -145,18 +189,21 @@ public:
     bool isMatch;
   };
   /// All non-empty matches of the pattern and the non-empty gaps between
-  /// them, in order (they tile `text`). Never fails: should PCRE2 hit a limit,
-  /// the rest of the text becomes one gap.
-  void spans(std::string_view text, std::vector<Span> &out) const;
+  /// them, in order (they tile `text`). Fails, naming the pattern, when
+  /// matching exceeds `budget` or PCRE2's depth or heap limit.
+  Status spans(std::string_view text, std::vector<Span> &out,
+               MatchBudget &budget) const;
 
   /// Appends the pieces of `text` split as HF "Isolated" (= tiktoken's
   /// findall, plus gaps, which only invalid UTF-8 can leave).
-  void splitIsolated(std::string_view text,
-                     std::vector<std::string_view> &out) const;
+  Status splitIsolated(std::string_view text,
+                       std::vector<std::string_view> &out,
+                       MatchBudget &budget) const;
 
 private:
   Regex() = default;
   void *code_ = nullptr; // pcre2_code_8
+  std::string pattern_, what_;
 };
 
 //===----------------------------------------------------------------------===//

@@ -92,10 +92,34 @@ Result<TokenizerPtr> loadSentencePiece(const uint8_t *data, size_t size,
     auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
     auto status = sp->LoadFromSerializedProto(
         std::string_view(reinterpret_cast<const char *>(data), size));
-    if (!status.ok())
-      return Error(name + ": SentencePiece model: " + status.ToString());
-    if (sp->GetPieceSize() <= 0)
-      return Error(name + ": SentencePiece model: no pieces");
+    if (!status.ok()) {
+      // libsentencepiece reports bytes that are no ModelProto as an internal
+      // error quoting its own source line; say what it means.
+      std::string why = status.message();
+      if (why.find("ParseFromArray") != std::string::npos)
+        return Error(name + ": not a SentencePiece model (the bytes do not "
+                            "parse as a SentencePiece ModelProto)");
+      return Error(name + ": invalid SentencePiece model: " + why);
+    }
+    const int n = sp->GetPieceSize();
+    if (n <= 0)
+      return Error(name + ": invalid SentencePiece model: no pieces");
+    if (n > kMaxVocab)
+      return Error(name +
+                   ": invalid SentencePiece model: " + std::to_string(n) +
+                   " pieces, more than " + std::to_string(kMaxVocab));
+    const std::pair<const char *, int> specials[] = {
+        {"bos", sp->bos_id()}, {"eos", sp->eos_id()}, {"unk", sp->unk_id()}};
+    for (const auto &[field, id] : specials)
+      if (id < -1 || id >= n)
+        return Error(name + ": invalid SentencePiece model: " + field + " id " +
+                     std::to_string(id) + " is out of range for " +
+                     std::to_string(n) + " pieces");
+    for (int i = 0; i < n; ++i)
+      if (sp->IdToPiece(i).size() > static_cast<size_t>(kMaxTokenBytes))
+        return Error(name + ": invalid SentencePiece model: piece " +
+                     std::to_string(i) + " is longer than " +
+                     std::to_string(kMaxTokenBytes) + " bytes");
     return TokenizerPtr(
         std::make_unique<SentencePieceTokenizer>(std::move(sp)));
   } catch (const std::exception &e) {

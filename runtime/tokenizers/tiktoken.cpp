@@ -97,13 +97,14 @@ private:
     else if (!text.empty())
       parts.push_back({text, -1});
     std::vector<std::string_view> words;
+    MatchBudget budget(text.size());
     for (const SpecialMatcher::Part &part : parts) {
       if (part.id >= 0) {
         ids.push_back(part.id);
         continue;
       }
       words.clear();
-      regex_->splitIsolated(part.text, words);
+      ETLLM_RETURN_IF_ERROR(regex_->splitIsolated(part.text, words, budget));
       for (std::string_view w : words)
         model_.encodeWord(w, ids);
     }
@@ -195,7 +196,7 @@ Result<TokenizerPtr> loadTiktoken(const uint8_t *data, size_t size,
   }
   auto regex = Regex::compile(kLlama3Pattern, name + ": Llama 3 pre-tokenizer");
   if (!regex.ok())
-    return regex.error();
+    return Error(name + ": Llama 3 pre-tokenizer: " + regex.message());
   return TokenizerPtr(
       std::make_unique<TiktokenTokenizer>(std::move(model), std::move(*regex)));
 }

@@ -20,6 +20,7 @@
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -187,6 +188,8 @@ int main(int argc, char **argv) {
       "Shorthand for --set pipeline.name=NAME (default: " +
       etllm::ExportConfig().getString("pipeline.name") + ")";
   pipelineName.setDescription(pipelineHelp);
+  // --mlir-print-ir-after-failure and friends, for the pass stages.
+  mlir::registerPassManagerCLOptions();
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv,

@@ -8,10 +8,13 @@
 #include "etllm/Import/AtenImporter.h"
 #include "etllm/InitAll.h"
 #include "etllm/Serialize/ProgramWriter.h"
+#include "etllm/Support/NestingDepth.h"
 #include "etllm/runtime/program.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/Support/SourceMgr.h"
@@ -20,16 +23,40 @@ using namespace mlir;
 
 int main(int argc, char **argv) {
   etllm::registerAllPasses();
-  TranslateFromMLIRRegistration toPte(
+  // Parsed here rather than by TranslateFromMLIRRegistration so that the
+  // nesting bound (docs/Security.md) runs before MLIR's recursive parser.
+  TranslateRegistration toPte(
       "mlir-to-pte",
       "Serialize etllm IR (a module with `forward`) to a program file",
-      [](ModuleOp module, llvm::raw_ostream &os) -> LogicalResult {
+      [](const std::shared_ptr<llvm::SourceMgr> &sourceMgr,
+         llvm::raw_ostream &os, MLIRContext *context) -> LogicalResult {
+        llvm::StringRef text =
+            sourceMgr->getMemoryBuffer(sourceMgr->getMainFileID())->getBuffer();
+        if (auto violation =
+                etllm::findIrNestingViolation(text, etllm::kMaxIrNesting)) {
+          llvm::errs() << etllm::describeIrNestingViolation(
+                              *violation,
+                              sourceMgr
+                                  ->getMemoryBuffer(sourceMgr->getMainFileID())
+                                  ->getBufferIdentifier())
+                       << "\n";
+          return failure();
+        }
+        DialectRegistry registry;
+        etllm::registerAllDialects(registry);
+        context->appendDialectRegistry(registry);
+        // A serialization error is about the module: say what is wrong, do
+        // not print the whole module with it.
+        context->printOpOnDiagnostic(false);
+        OwningOpRef<ModuleOp> module =
+            parseSourceFile<ModuleOp>(sourceMgr, context);
+        if (!module)
+          return failure();
         etllm::SerializeOptions options;
         options.pipeline = "etllm-translate";
         options.hashInputs = false;
-        return etllm::writeProgram(module, options, os);
-      },
-      [](DialectRegistry &registry) { etllm::registerAllDialects(registry); });
+        return etllm::writeProgram(*module, options, os);
+      });
   TranslateRegistration toText(
       "pte-to-text", "Print a program file as readable text",
       [](const std::shared_ptr<llvm::SourceMgr> &sourceMgr,

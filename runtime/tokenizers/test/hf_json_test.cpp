@@ -326,3 +326,37 @@ TEST(HuggingFace, Llama3StyleMatchesLlamaBpeVectors) {
 
 } // namespace
 } // namespace etllm::rt::test
+
+namespace etllm::rt::test {
+namespace {
+
+// A Split pre-tokenizer with a literal "String" pattern (PCRE2_LITERAL):
+// it used to be refused at load ("invalid option bits"), found by the
+// tokenizer-hf-json fuzz target's seeds.
+TEST(HuggingFace, SplitWithAStringPattern) {
+  auto load = [](const std::string &behavior) {
+    std::string path = tempPath("split-string.json");
+    writeFile(path,
+              R"({"pre_tokenizer": {"type": "Split", "pattern": {"String": " "},
+                  "behavior": ")" +
+                  behavior + R"("}, "model": {"type": "BPE", "vocab":
+                  {"a": 0, "b": 1, "ab": 2, " ": 3, "a.b": 4, ".": 5},
+                  "merges": ["a b"]}})");
+    auto tok = loadTokenizer(path);
+    std::remove(path.c_str());
+    return tok;
+  };
+  auto removed = load("Removed");
+  ASSERT_TRUE(removed.ok()) << removed.message();
+  auto ids = (*removed)->encode("ab ab", false);
+  ASSERT_TRUE(ids.ok()) << ids.message();
+  EXPECT_EQ(*ids, (std::vector<int32_t>{2, 2}));
+  auto isolated = load("Isolated");
+  ASSERT_TRUE(isolated.ok()) << isolated.message();
+  ids = (*isolated)->encode("ab ab", false);
+  ASSERT_TRUE(ids.ok()) << ids.message();
+  EXPECT_EQ(*ids, (std::vector<int32_t>{2, 3, 2}));
+}
+
+} // namespace
+} // namespace etllm::rt::test

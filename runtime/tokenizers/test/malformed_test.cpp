@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "tokenizer_test_util.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -241,11 +242,70 @@ TEST(Malformed, HuggingFaceJson) {
   expectLoadError(R"({"added_tokens": [{"id": 3}], "model": )" + okModel + "}",
                   {"added_tokens[0].content"});
   expectLoadError("[1, 2, 3]", {"not a recognized tokenizer file"});
-  // Deep nesting must not overflow the stack (parsing or destruction).
+  // Deep nesting is refused while parsing, before a DOM exists (no stack
+  // overflow, no memory growing with the square of the depth); 64 levels
+  // are accepted.
   const size_t depth = 200000;
   expectLoadError("{\"model\": " + std::string(depth, '[') +
                       std::string(depth, ']') + "}",
+                  {"JSON nested deeper than 64 levels"});
+  expectLoadError("{\"model\": " + std::string(63, '[') + std::string(63, ']') +
+                      "}",
                   {"\"model\" must be an object"});
+  expectLoadError("{\"model\": " + std::string(64, '[') + std::string(64, ']') +
+                      "}",
+                  {"JSON nested deeper than 64 levels"});
+  // A post_processor / normalizer nested 100,000 levels deep (these walks
+  // recursed).
+  std::string deepPost = "{\"type\": \"Sequence\", \"processors\": [";
+  std::string deep;
+  for (int i = 0; i < 100000; ++i)
+    deep += deepPost;
+  for (int i = 0; i < 100000; ++i)
+    deep += "]}";
+  expectLoadError("{\"post_processor\": " + deep + ", \"model\": " + okModel +
+                      "}",
+                  {"JSON nested deeper than 64 levels"});
+}
+
+// A tokenizer.json whose Split regex backtracks exponentially: encoding ends
+// in an error naming the file and the pattern, quickly, instead of running
+// for minutes (PCRE2 match limit with a per-call budget, kRegexFreeSteps).
+TEST(Malformed, BacktrackingSplitRegexIsBounded) {
+  const std::string vocab =
+      R"({"type": "BPE", "vocab": {"a": 0, "!": 1, "b": 2}, "merges": []})";
+  auto withSplit = [&](const std::string &regex) {
+    return R"({"pre_tokenizer": {"type": "Split", "pattern": {"Regex": ")" +
+           regex + R"("}, "behavior": "Isolated"}, "model": )" + vocab + "}";
+  };
+  std::string path = tempPath("evil-split.json");
+  for (const char *regex : {"(a+)+$", "(a|a)+$", "(a|aa)+$"}) {
+    writeFile(path, withSplit(regex));
+    auto tok = loadTokenizer(path);
+    ASSERT_TRUE(tok.ok()) << tok.message();
+    for (size_t n : {33, 136, 4096}) {
+      auto start = std::chrono::steady_clock::now();
+      auto ids = (*tok)->encode(std::string(n, 'a') + "!", false);
+      double s = std::chrono::duration<double>(
+                     std::chrono::steady_clock::now() - start)
+                     .count();
+      ASSERT_FALSE(ids.ok()) << regex << " on " << n << " bytes";
+      EXPECT_NE(ids.message().find(path), std::string::npos) << ids.message();
+      EXPECT_NE(ids.message().find("PCRE2 match limit"), std::string::npos)
+          << ids.message();
+      EXPECT_NE(ids.message().find(regex), std::string::npos) << ids.message();
+      // Milliseconds in fact; generous for sanitizer builds and a busy
+      // machine.
+      EXPECT_LT(s, 2.0) << regex << " on " << n << " bytes";
+    }
+  }
+  // The same file with a pattern that does not backtrack encodes long text.
+  writeFile(path, withSplit("a+"));
+  auto tok = loadTokenizer(path);
+  ASSERT_TRUE(tok.ok()) << tok.message();
+  auto ids = (*tok)->encode(std::string(1 << 20, 'a') + "!", false);
+  ASSERT_TRUE(ids.ok()) << ids.message();
+  std::remove(path.c_str());
 }
 
 TEST(Malformed, RandomBytesNeverCrash) {

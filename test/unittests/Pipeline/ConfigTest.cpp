@@ -3,6 +3,7 @@
 #include "etllm/Pipeline/Pipelines.h"
 
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
 using etllm::ExportConfig;
 
@@ -93,3 +94,25 @@ TEST(ExportConfig, ReferenceDocumentsEveryKey) {
         << k.name;
   }
 }
+
+namespace {
+// toYaml (the provenance a program records) reads back as the same
+// configuration for any string value: quotes, backslashes and line breaks
+// used to come out unquoted (found by the export-config fuzz target; its
+// input is fuzz/regressions/export-config/).
+TEST(ExportConfig, ToYamlReadsBackForAnyString) {
+  for (const char *value :
+       {"tokenizer.model", "a\"b", "back\\slash", "two\nlines", "'quoted'",
+        " spaces ", "#not a comment", "x: y", "\xe2\x96\x81", ""}) {
+    etllm::ExportConfig c;
+    YAML::Emitter e;
+    e << YAML::DoubleQuoted << value;
+    ASSERT_TRUE(c.set(std::string("tokenizer=") + e.c_str()).ok()) << value;
+    ASSERT_EQ(c.getString("tokenizer"), value);
+    auto again = etllm::ExportConfig::fromText(c.toYaml(), "toYaml");
+    ASSERT_TRUE(again.ok()) << again.message();
+    EXPECT_EQ(again->getString("tokenizer"), value);
+    EXPECT_EQ(again->toYaml(), c.toYaml());
+  }
+}
+} // namespace

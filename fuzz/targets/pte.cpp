@@ -1,0 +1,117 @@
+//===- pte.cpp - Fuzz target: program file load, verify, one forward call -===//
+//
+// Program::loadFromBuffer (header, flatbuffers Verifier, semantic checks);
+// when it verifies: the readable dump, the embedded tokenizer, and one call
+// of `forward` with the smallest inputs its signature allows (dynamic
+// dimensions 1, values 0), on portable kernels and the built-in backends.
+//
+//===----------------------------------------------------------------------===//
+#include "FuzzSupport.h"
+
+#include "etllm/runtime/backend.h"
+#include "etllm/runtime/llm/runner.h"
+#include "etllm/runtime/program.h"
+#include "etllm/schema/program_generated.h"
+
+#include <algorithm>
+#include <vector>
+
+using namespace etllm::rt;
+
+namespace {
+
+/// Planned memory a fuzzed program may ask for before the target skips
+/// running it. TODO(issue 11, phase 2): replace with the runtime's own
+/// memory budget (ModuleOptions / --max-memory) once programs declare their
+/// planned memory and load refuses what exceeds the limit.
+constexpr uint64_t kMaxFuzzMemory = 64ull << 20;
+
+uint64_t plannedMemory(const Program &p) {
+  const etllm::schema::Program &fb = p.schema();
+  uint64_t total = 0;
+  if (fb.buffers())
+    for (const auto *b : *fb.buffers())
+      total += b->nbytes();
+  if (fb.methods())
+    for (const auto *m : *fb.methods())
+      if (m->arena_sizes())
+        for (uint64_t a : *m->arena_sizes())
+          total += a;
+  return total;
+}
+
+const etllm::schema::Method *schemaMethod(const Program &p,
+                                          const std::string &name) {
+  if (!p.schema().methods())
+    return nullptr;
+  for (const auto *m : *p.schema().methods())
+    if (m->name() && m->name()->str() == name)
+      return m;
+  return nullptr;
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerInitialize(int *, char ***) {
+  registerBuiltinBackends();
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  using etllm::fuzz::note;
+  auto program = Program::loadFromBuffer(data, size, "fuzz.pte");
+  if (!program.ok()) {
+    note(program.message());
+    return 0;
+  }
+  (void)dumpProgram(**program);
+  if (auto tok = llm::tokenizerForProgram(**program); tok.ok()) {
+    auto ids = (*tok)->encode("Once upon a time", true);
+    if (ids.ok())
+      (void)(*tok)->decode(*ids);
+  }
+  if (plannedMemory(**program) > kMaxFuzzMemory)
+    return 0;
+  auto module = Module::create(*program);
+  if (!module.ok()) {
+    note(module.message());
+    return 0;
+  }
+  auto method = (*module)->method("forward");
+  if (!method.ok()) {
+    note(method.message());
+    return 0;
+  }
+  const etllm::schema::Method *sm = schemaMethod(**program, "forward");
+  Method &m = **method;
+  for (size_t i = 0; i < m.numInputs(); ++i) {
+    const Tensor &t = m.input(i);
+    std::vector<int64_t> sizes(t.sizes, t.sizes + t.rank);
+    // Dynamic dimensions (the sequence) at their smallest useful size.
+    const etllm::schema::Tensor *st =
+        sm && sm->inputs() && i < sm->inputs()->size() && sm->values() &&
+                sm->inputs()->Get(i) < sm->values()->size()
+            ? sm->values()->Get(sm->inputs()->Get(i))
+            : nullptr;
+    if (st && st->dynamic_dims())
+      for (size_t d = 0; d < sizes.size() && d < st->dynamic_dims()->size();
+           ++d)
+        if (st->dynamic_dims()->Get(d))
+          sizes[d] = std::min<int64_t>(sizes[d], 1);
+    int64_t n = 1;
+    for (int64_t s : sizes)
+      n *= s;
+    if (n < 0 || n > (1 << 20))
+      return 0;
+    std::vector<uint8_t> zeros(
+        std::max<size_t>(static_cast<size_t>(n) * 8, t.capacity) + 64, 0);
+    if (Status st = m.setInput(i, t.dtype, sizes.data(), t.rank, zeros.data());
+        !st.ok()) {
+      note(st.message());
+      return 0;
+    }
+  }
+  Status st = m.execute();
+  note(st.ok() ? "executed forward" : st.message());
+  return 0;
+}

@@ -1,0 +1,299 @@
+#!/usr/bin/env python3
+"""The malformed-input suite: runs every case of cases.txt and checks it.
+
+A case is one line of cases.txt:
+
+    name | inputs | command | expectation
+
+- inputs: "-" or "FILE = EXPR; FILE = EXPR ...": each EXPR is a Python
+  expression over the generators below (bytes or str), written to FILE in the
+  case's own directory. Hand-made inputs live next to this script and are
+  read with inp("name").
+- command: run in the case's directory, split like a shell line; {shared}
+  is the shared test data, {program} a good stories260K program (with its
+  tokenizer), {model} stories260K.bin, {deep100k} 100,000 "[".
+- expectation: "OK" (the command must succeed), or the texts the error must
+  contain, separated by " && " (they name the file or flag and the problem).
+
+Every failing case must: exit with a status in 1..127 (no signal, no
+abort), print its error in at most 3 lines on stderr with none of the IR
+(no "see current operation", no module), leave no file behind (no output,
+no .tmp), and finish within 2 seconds of CPU time and 512 MiB. Successful cases must
+finish within the same bounds. Memory is bounded with RLIMIT_AS (ulimit -v)
+and checked from the peak resident size; under AddressSanitizer
+(ETLLM_SANITIZED=1) only the resident size is checked, and the time limit is
+multiplied by ETLLM_TIME_SCALE (default 1; sanitize.sh sets 5).
+"""
+import argparse
+import json
+import os
+import resource
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+TIME_LIMIT = 2.0
+MEMORY_LIMIT = 512 << 20
+MAX_ERROR_LINES = 3
+# What an IR dump shows (a diagnostic's one-line source excerpt is fine): the
+# operation MLIR attaches to an error, the pass manager's IR printing.
+IR_MARKERS = ["see current operation", "IR Dump", '"builtin.module"() (']
+
+
+# ---------------------------------------------------------------------------
+# Generators for the inputs column.
+
+INPUTS = os.path.dirname(os.path.abspath(__file__))
+SHARED = None
+
+
+def inp(name):
+    with open(os.path.join(INPUTS, name), "rb") as f:
+        return f.read()
+
+
+def shared(name):
+    with open(os.path.join(SHARED, name), "rb") as f:
+        return f.read()
+
+
+def nest(prefix, opener, closer, depth, inner="", suffix=""):
+    return prefix + opener * depth + inner + closer * depth + suffix
+
+
+def gpt2(**changes):
+    """GPT-2's tokenizer.json with top-level keys replaced (None deletes)."""
+    t = json.loads(shared("tokenizers/gpt2/tokenizer.json"))
+    for k, v in changes.items():
+        if v is None:
+            t.pop(k, None)
+        else:
+            t[k] = v
+    return json.dumps(t)
+
+
+def gpt2_text(key, raw):
+    """GPT-2's tokenizer.json with `key` set to the raw JSON text `raw`."""
+    t = json.loads(shared("tokenizers/gpt2/tokenizer.json"))
+    t[key] = "@@RAW@@"
+    return json.dumps(t).replace('"@@RAW@@"', raw)
+
+
+def deep_sequence(kind, items, leaf, depth):
+    """`depth` nested {"type": "Sequence", items: [...]} around `leaf`."""
+    return (('{"type": "Sequence", "%s": [' % items) * depth + leaf +
+            "]}" * depth)
+
+
+def tiny_json(**changes):
+    """A four-token tokenizer.json (fits any program's vocabulary)."""
+    t = {"model": tiny_bpe()}
+    t.update(changes)
+    return json.dumps(t)
+
+
+def setbyte(data, offset, value):
+    b = bytearray(data)
+    b[offset] = value
+    return bytes(b)
+
+
+def tiny_bpe(**model_changes):
+    m = {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2, "!": 3},
+         "merges": ["a b"]}
+    m.update(model_changes)
+    return m
+
+
+def tiktoken_lines(n):
+    lines = shared("tokenizers/llama3/tokenizer.model").split(b"\n")
+    return b"\n".join(lines[:n]) + b"\n"
+
+
+def truncate(data, n):
+    return data[:n]
+
+
+def flip(data, offset, mask=0xFF):
+    b = bytearray(data)
+    b[offset] ^= mask
+    return bytes(b)
+
+
+def u32(v):
+    return int(v).to_bytes(4, "little", signed=v < 0)
+
+
+# ---------------------------------------------------------------------------
+
+def parse_cases(path):
+    cases = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            fields = [x.strip() for x in line.split(" | ")]
+            if len(fields) != 4:
+                sys.exit("%s:%d: expected 4 fields separated by ' | '" %
+                         (path, lineno))
+            cases.append((lineno, *fields))
+    return cases
+
+
+def make_inputs(spec, directory):
+    names = []
+    if spec == "-":
+        return names
+    for item in spec.split("; "):
+        name, expr = [x.strip() for x in item.split(" = ", 1)]
+        data = eval(expr)  # the cases file is part of the repository
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        path = os.path.join(directory, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(data)
+        names.append(name)
+    return names
+
+
+def listing(directory):
+    out = set()
+    for root, dirs, files in os.walk(directory):
+        for f in dirs + files:
+            out.add(os.path.relpath(os.path.join(root, f), directory))
+    return out
+
+
+def run_case(case, args, subst):
+    lineno, name, inputs, command, expect = case
+    directory = os.path.join(args.work, name)
+    shutil.rmtree(directory, ignore_errors=True)
+    os.makedirs(directory)
+    make_inputs(inputs, directory)
+    before = listing(directory)
+    argv = [a.format(**subst) for a in shlex.split(command)]
+    sanitized = os.environ.get("ETLLM_SANITIZED") == "1"
+    scale = float(os.environ.get("ETLLM_TIME_SCALE", "1"))
+
+    def limit():
+        if not sanitized:
+            resource.setrlimit(resource.RLIMIT_AS,
+                               (MEMORY_LIMIT, MEMORY_LIMIT))
+
+    # Output to files and os.wait4 (not communicate) for this process's own
+    # peak resident size.
+    with open(os.path.join(args.work, name + ".stdout"), "w+b") as fout, \
+            open(os.path.join(args.work, name + ".stderr"), "w+b") as ferr:
+        start = time.monotonic()
+        proc = subprocess.Popen(argv, cwd=directory, stdout=fout, stderr=ferr,
+                                preexec_fn=limit)
+        killer = threading.Timer(10 * TIME_LIMIT * scale, proc.kill)
+        killer.start()
+        _, status, usage = os.wait4(proc.pid, 0)
+        killer.cancel()
+        elapsed = time.monotonic() - start
+        proc.returncode = (-os.WTERMSIG(status) if os.WIFSIGNALED(status)
+                           else os.WEXITSTATUS(status))
+        timed_out = proc.returncode == -9 and elapsed >= 10 * TIME_LIMIT * scale
+        ferr.seek(0)
+        err = ferr.read()
+    err = err.decode("utf-8", "replace")
+    problems = []
+    # CPU time, not wall-clock time: the machine may be busy with others'
+    # builds (wall-clock time only bounds a hang, at ten times the limit).
+    cpu = usage.ru_utime + usage.ru_stime
+    if timed_out:
+        problems.append("did not finish (killed after %.0f s)" % elapsed)
+    elif cpu > TIME_LIMIT * scale:
+        problems.append("took %.2f s of CPU time (limit %.1f s)" %
+                        (cpu, TIME_LIMIT * scale))
+    rc = proc.returncode
+    if expect == "OK":
+        if rc != 0:
+            problems.append("exit status %d, expected success" % rc)
+    else:
+        if rc == 0:
+            problems.append("succeeded, expected an error")
+        elif rc < 0 or rc >= 128:
+            problems.append("ended by a signal or abort (status %d)" % rc)
+        for needle in expect.split(" && "):
+            needle = needle.format(**subst)
+            if needle not in err:
+                problems.append("stderr lacks %r" % needle)
+        # An MLIR diagnostic quotes its source line with a caret under it:
+        # the quote is part of the message, not a line of its own.
+        all_lines = err.splitlines()
+        lines = [l for i, l in enumerate(all_lines) if l.strip() and
+                 l.strip() != "^" and not (i + 1 < len(all_lines) and
+                                           all_lines[i + 1].strip() == "^")]
+        if len(lines) > MAX_ERROR_LINES:
+            problems.append("%d lines on stderr (at most %d)" %
+                            (len(lines), MAX_ERROR_LINES))
+        for marker in IR_MARKERS:
+            if marker in err:
+                problems.append("stderr shows IR (%r)" % marker)
+        left = sorted(listing(directory) - before)
+        if left:
+            problems.append("left files behind: %s" % ", ".join(left))
+    return lineno, name, problems, cpu, err, usage
+
+
+def main():
+    global SHARED
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cases", required=True)
+    ap.add_argument("--shared", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--filter", default="")
+    args = ap.parse_args()
+    SHARED = os.path.abspath(args.shared)
+    args.work = os.path.abspath(args.work)
+    os.makedirs(args.work, exist_ok=True)
+
+    # A good program with its tokenizer, for the etllm-run cases.
+    program = os.path.join(args.work, "stories260K.pte")
+    model = os.path.join(SHARED, "models/stories260K/stories260K.bin")
+    if not os.path.exists(program):
+        subprocess.run(["etllm-export", "--quiet", "--model", model,
+                        "--tokenizer",
+                        os.path.join(SHARED, "models/stories260K/tok512.bin"),
+                        "-o", program], check=True)
+    subst = {"shared": SHARED, "program": program, "model": model,
+             "deep100k": "[" * 100000}
+
+    cases = [c for c in parse_cases(args.cases) if args.filter in c[1]]
+    names = [c[1] for c in cases]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        sys.exit("duplicate case names: %s" % ", ".join(sorted(dup)))
+    failed = 0
+    peak = 0
+    for case in cases:
+        lineno, name, problems, elapsed, err, usage = run_case(case, args,
+                                                               subst)
+        rss = usage.ru_maxrss * 1024  # KiB on Linux
+        peak = max(peak, rss)
+        if rss > MEMORY_LIMIT:
+            problems.append("peak resident memory %.0f MiB (limit %d MiB)" %
+                            (rss / 2**20, MEMORY_LIMIT >> 20))
+        status = "FAIL" if problems else "ok"
+        print("%-4s %-40s %5.2f s cpu  %s" % (status, name, elapsed,
+                                          err.strip().splitlines()[0][:110]
+                                          if err.strip() else ""))
+        for p in problems:
+            print("       line %d: %s" % (lineno, p))
+        if problems:
+            failed += 1
+            print("       stderr: " + err[:600].replace("\n", "\n               "))
+    print("%d cases, %d failed; largest peak resident memory %.0f MiB" %
+          (len(cases), failed, peak / 2**20))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
