@@ -3,6 +3,7 @@
 #define ETLLM_DIALECT_ETLLM_ETLLMOPS_H
 
 #include "etllm/Dialect/Etllm/EtllmDialect.h"
+#include "etllm/Dialect/Etllm/EtllmInterfaces.h"
 #include "etllm/Dialect/Etllm/EtllmTypes.h"
 
 #include "mlir/IR/BuiltinOps.h"
