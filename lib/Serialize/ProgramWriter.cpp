@@ -13,10 +13,10 @@
 #include "ChatTemplateInfo.h"
 #include "etllm/Dialect/Etllm/EtllmModelConfig.h"
 #include "etllm/Dialect/Etllm/EtllmOps.h"
+#include "etllm/Formats/Checkpoint.h"
 #include "etllm/Serialize/KernelCalls.h"
 #include "etllm/Serialize/WeightStore.h"
 #include "etllm/Target/Backend.h"
-#include "etllm/Formats/Checkpoint.h"
 #include "etllm/runtime/program.h"
 #include "etllm/runtime/tensor.h"
 #include "etllm/runtime/tokenizer.h"
@@ -61,6 +61,9 @@ struct ValueRec {
   std::string name;
   int64_t def = -1, lastUse = -1;
   bool isOutput = false;
+  /// A view's source value (ViewLikeOpInterface): the view shares its
+  /// storage when that storage is writable.
+  int64_t viewOf = -1;
 };
 
 struct InstrRec {
@@ -69,6 +72,8 @@ struct InstrRec {
   SmallVector<int64_t> ints;
   SmallVector<double> floats;
   int delegate = -1;
+  /// The write-back copy of a buffer.write (its output is the buffer).
+  bool writeBack = false;
   Operation *origin = nullptr;
 };
 
@@ -131,30 +136,24 @@ FailureOr<uint32_t> ProgramBuilder::addValue(Value v, Operation *op) {
   if (shape.size() > size_t(rt::kMaxRank))
     return op->emitError("rank ")
            << shape.size() << " exceeds the runtime's " << rt::kMaxRank;
-  // Upper bounds for dynamic dimensions.
+  // Upper bounds for dynamic dimensions: the sequence bound, unless the op
+  // bounds the dimension itself (BoundedShapeOpInterface).
+  auto bounded = dyn_cast_or_null<BoundedShapeOpInterface>(op);
+  auto operandBounds = [&](Value operand) -> ArrayRef<int64_t> {
+    auto it = index.find(operand);
+    if (it == index.end())
+      return {};
+    return values[it->second].sizes;
+  };
   for (auto [i, d] : llvm::enumerate(shape)) {
     bool dyn = ShapedType::isDynamic(d);
     int64_t bound = d;
     if (dyn) {
       bound = seqBound;
-      if (auto cat = dyn_cast_or_null<CatOp>(op)) {
-        int64_t dim =
-            cat.getDim() < 0 ? cat.getDim() + shape.size() : cat.getDim();
-        if (int64_t(i) == dim) {
-          bound = 0;
-          for (Value in : cat.getInputs())
-            bound += values[index.lookup(in)].sizes[i];
-        }
-      } else if (auto reshape = dyn_cast_or_null<ReshapeOp>(op)) {
-        const ValueRec &in = values[index.lookup(reshape.getInput())];
-        int64_t numel = 1, known = 1;
-        for (int64_t s : in.sizes)
-          numel *= s;
-        for (int64_t s : reshape.getShape())
-          if (s != -1)
-            known *= s;
-        bound = known ? numel / known : 0;
-      }
+      if (auto result = dyn_cast<OpResult>(v); bounded && result)
+        if (std::optional<int64_t> b = bounded.getResultDimBound(
+                result.getResultNumber(), i, operandBounds))
+          bound = *b;
     }
     r.sizes.push_back(bound);
     r.dynamic.push_back(dyn);
@@ -281,6 +280,17 @@ LogicalResult ProgramBuilder::lowerOp(Operation *op) {
     for (Value v : op->getResults())
       if (failed(result(v)))
         return failure();
+    // A tied result is its operand's storage, updated in place; a view's
+    // result may share its source's storage (decided when planning).
+    if (auto tied = dyn_cast<TiedOpInterface>(op)) {
+      for (unsigned r = 0; r < in.outputs.size(); ++r)
+        if (std::optional<unsigned> o = tied.getTiedResultOperandIndex(r)) {
+          values[in.outputs[r]].storage = Storage::Alias;
+          values[in.outputs[r]].aliasOf = in.inputs[*o];
+        }
+    } else if (auto view = dyn_cast<ViewLikeOpInterface>(op)) {
+      values[in.outputs[0]].viewOf = index.lookup(view.getViewSource());
+    }
     instrs.push_back(std::move(in));
     return success();
   };
@@ -359,19 +369,11 @@ LogicalResult ProgramBuilder::lowerOp(Operation *op) {
         target.name = w.getName().str();
         uint32_t dst = values.size();
         values.push_back(std::move(target));
-        in.op = "copy";
+        in.op = BufferWriteOp::getKernelContract().kernel;
+        in.writeBack = true;
         in.inputs.push_back(*src);
         in.outputs.push_back(dst);
         instrs.push_back(std::move(in));
-        return success();
-      })
-      .Case([&](KvCacheUpdateOp u) -> LogicalResult {
-        if (failed(simple()))
-          return failure();
-        // The result is the cache operand's storage, updated in place.
-        ValueRec &r = values[instrs.back().outputs[0]];
-        r.storage = Storage::Alias;
-        r.aliasOf = instrs.back().inputs[0];
         return success();
       })
       .Case([&](DelegateCallOp call) -> LogicalResult {
@@ -439,7 +441,7 @@ LogicalResult ProgramBuilder::planBufferReads() {
     bool clobbered = false;
     for (size_t k = size_t(std::max<int64_t>(r.def, 0));
          k < instrs.size() && int64_t(k) < lastUse; ++k)
-      if (instrs[k].op == "copy" &&
+      if (instrs[k].writeBack &&
           values[instrs[k].outputs[0]].storage == Storage::Buffer &&
           values[instrs[k].outputs[0]].buffer == r.buffer)
         clobbered = true;
@@ -455,16 +457,15 @@ LogicalResult ProgramBuilder::planBufferReads() {
 }
 
 void ProgramBuilder::plan() {
-  // Views alias their input when the root storage is writable memory.
-  for (InstrRec &in : instrs) {
-    if (in.op != "reshape" && in.op != "squeeze" && in.op != "unsqueeze")
+  // Views alias their source when the root storage is writable memory.
+  for (ValueRec &out : values) {
+    if (out.viewOf < 0)
       continue;
-    ValueRec &out = values[in.outputs[0]];
-    uint32_t root = rootOf(values, in.inputs[0]);
+    uint32_t root = rootOf(values, uint32_t(out.viewOf));
     if (values[root].storage == Storage::Planned ||
         values[root].storage == Storage::Buffer) {
       out.storage = Storage::Alias;
-      out.aliasOf = in.inputs[0];
+      out.aliasOf = uint32_t(out.viewOf);
     }
   }
   // Lifetimes: a root lives until the last use of any alias of it.
@@ -777,8 +778,8 @@ LogicalResult ProgramBuilder::write(const SerializeOptions &options,
     ckpt = weights.checkpoint(module);
   if (tokenizerFile) {
     auto kind = fb.CreateString(tokenizerKind);
-    auto name = fb.CreateString(
-        llvm::sys::path::filename(options.tokenizerPath).str());
+    auto name =
+        fb.CreateString(llvm::sys::path::filename(options.tokenizerPath).str());
     fbs::TokenizerInfoBuilder tb(fb);
     tb.add_kind(kind);
     tb.add_file_segment(tokSeg);

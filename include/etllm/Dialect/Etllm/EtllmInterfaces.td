@@ -1,12 +1,17 @@
 //===- EtllmInterfaces.td - Op interfaces and the kernel contract -*- tablegen -*-===//
 //
-// What the serializer asks of an op, declared on the op instead of listed
-// by name where it is used:
+// What the serializer and the memory planner ask of an op, declared on the
+// op instead of listed by name where it is used:
 //
 // * Etllm_Kernel<...>: the op runs as a runtime operator (KernelOpInterface);
 //   its contract (operator name, attribute layout) is declared once, here in
 //   ODS, and etllm-tblgen generates both the runtime's operator table
 //   (runtime/include/etllm/runtime/ops.def) and the interface methods.
+// * TiedOpInterface: a result is an operand's storage, updated in place.
+// * BoundedShapeOpInterface: the upper bound of a dynamic result dimension
+//   when it is not the sequence bound.
+// * Views (a result that is its operand's storage, reinterpreted) are
+//   MLIR's ViewLikeOpInterface.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ETLLM_DIALECT_ETLLM_INTERFACES_TD
@@ -82,6 +87,69 @@ class Etllm_Kernel<string kernelName, list<Etllm_KernelArg> intArgs = [],
 class Etllm_WriteBackKernel<string kernelName, string bufferAttr>
     : Etllm_Kernel<kernelName> {
   let etllmKernelOutputBuffer = bufferAttr;
+}
+
+//===----------------------------------------------------------------------===//
+// Tied results and bounded shapes
+//===----------------------------------------------------------------------===//
+
+def Etllm_TiedOpInterface : OpInterface<"TiedOpInterface"> {
+  let cppNamespace = "::mlir::etllm";
+  let description = [{
+    Some results are *tied* to an operand: the result is the operand's
+    storage, updated in place (IREE's `TiedOpInterface`, reduced to what
+    etllm needs). The serializer gives a tied result no storage of its own
+    (it aliases the operand), so the op's users must not observe the
+    operand's old value; the op's verifier says how it ensures that.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        The index of the operand result `resultIndex` is tied to, or
+        std::nullopt when that result has storage of its own.
+      }], "::std::optional<unsigned>", "getTiedResultOperandIndex",
+      (ins "unsigned":$resultIndex)>,
+  ];
+  let extraClassDeclaration = [{
+    /// The operand `result` (a result of this op) is tied to, or null.
+    ::mlir::Value getTiedOperand(::mlir::OpResult result) {
+      std::optional<unsigned> i =
+          getTiedResultOperandIndex(result.getResultNumber());
+      return i ? (*this)->getOperand(*i) : ::mlir::Value();
+    }
+  }];
+  let verify = [{
+    for (unsigned r = 0, e = $_op->getNumResults(); r < e; ++r) {
+      std::optional<unsigned> i =
+          ::mlir::cast<ConcreteOp>($_op).getTiedResultOperandIndex(r);
+      if (!i)
+        continue;
+      if (*i >= $_op->getNumOperands() ||
+          $_op->getOperand(*i).getType() != $_op->getResult(r).getType())
+        return $_op->emitOpError("result ")
+               << r << " is tied to an operand of another type";
+    }
+    return ::mlir::success();
+  }];
+}
+
+def Etllm_BoundedShapeOpInterface : OpInterface<"BoundedShapeOpInterface"> {
+  let cppNamespace = "::mlir::etllm";
+  let description = [{
+    Memory is planned at upper bounds: a dynamic dimension is bounded by the
+    sequence bound (`max_seq_len`) unless its op says otherwise through this
+    interface (`cat` along the dynamic dimension: the sum of its inputs'
+    bounds; a `reshape` that infers the dynamic size: the element count over
+    the known sizes).
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        The upper bound of dynamic dimension `dim` of result `resultIndex`,
+        given the upper-bound shape of every operand (`operandBounds`), or
+        std::nullopt for the sequence bound.
+      }], "::std::optional<int64_t>", "getResultDimBound",
+      (ins "unsigned":$resultIndex, "unsigned":$dim,
+           "::llvm::function_ref<::llvm::ArrayRef<int64_t>(::mlir::Value)>":$operandBounds)>,
+  ];
 }
 
 #endif // ETLLM_DIALECT_ETLLM_INTERFACES_TD

@@ -8,6 +8,7 @@ include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/CallInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ViewLikeInterface.td"
 
 // The state of every `etllm.buffer` (KV caches). Reads and writes of
 // buffers are ordered through this resource.
@@ -522,7 +523,9 @@ def Etllm_PermuteOp : Etllm_Op<"permute",
 
 def Etllm_ReshapeOp : Etllm_Op<"reshape",
     [Pure, InferTypeOpAdaptorWithIsCompatible,
-     Etllm_Kernel<"reshape", [Etllm_Each<"shape">]>]> {
+     Etllm_Kernel<"reshape", [Etllm_Each<"shape">]>,
+     DeclareOpInterfaceMethods<ViewLikeOpInterface>,
+     DeclareOpInterfaceMethods<Etllm_BoundedShapeOpInterface>]> {
   let summary = "same elements, new shape (view/reshape)";
   let description = [{
     `shape` may hold one -1: that size is inferred from the element count
@@ -541,7 +544,8 @@ def Etllm_ReshapeOp : Etllm_Op<"reshape",
 
 def Etllm_UnsqueezeOp : Etllm_Op<"unsqueeze",
     [Pure, InferTypeOpAdaptorWithIsCompatible,
-     Etllm_Kernel<"unsqueeze", [Etllm_Int<"dim">]>]> {
+     Etllm_Kernel<"unsqueeze", [Etllm_Int<"dim">]>,
+     DeclareOpInterfaceMethods<ViewLikeOpInterface>]> {
   let summary = "insert a size-1 dimension";
   let description = [{
     ```mlir
@@ -556,7 +560,8 @@ def Etllm_UnsqueezeOp : Etllm_Op<"unsqueeze",
 
 def Etllm_SqueezeOp : Etllm_Op<"squeeze",
     [Pure, InferTypeOpAdaptorWithIsCompatible,
-     Etllm_Kernel<"squeeze", [Etllm_Int<"dim">]>]> {
+     Etllm_Kernel<"squeeze", [Etllm_Int<"dim">]>,
+     DeclareOpInterfaceMethods<ViewLikeOpInterface>]> {
   let summary = "remove a size-1 dimension";
   let description = [{
     ```mlir
@@ -614,7 +619,8 @@ def Etllm_SliceOp : Etllm_Op<"slice",
 }
 
 def Etllm_CatOp : Etllm_Op<"cat", [Pure, InferTypeOpAdaptorWithIsCompatible,
-    Etllm_Kernel<"cat", [Etllm_Int<"dim">]>]> {
+    Etllm_Kernel<"cat", [Etllm_Int<"dim">]>,
+    DeclareOpInterfaceMethods<Etllm_BoundedShapeOpInterface>]> {
   let summary = "concatenate along one dimension";
   let description = [{
     ```mlir
@@ -845,6 +851,7 @@ def Etllm_SdpaOp : Etllm_Op<"sdpa",
 def Etllm_KvCacheUpdateOp : Etllm_Op<"kv_cache.update",
     [InferTypeOpAdaptorWithIsCompatible,
      Etllm_Kernel<"kv_cache_update", [Etllm_Int<"dim">]>,
+     DeclareOpInterfaceMethods<Etllm_TiedOpInterface>,
      MemoryEffects<[MemRead<Etllm_BufferResource>,
                     MemWrite<Etllm_BufferResource>]>]> {
   let summary = "in-place update of a KV cache";
