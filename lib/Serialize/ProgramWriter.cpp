@@ -17,6 +17,7 @@
 #include "etllm/Serialize/KernelCalls.h"
 #include "etllm/Serialize/WeightStore.h"
 #include "etllm/Target/Backend.h"
+#include "etllm/runtime/memory_planner.h"
 #include "etllm/runtime/program.h"
 #include "etllm/runtime/tensor.h"
 #include "etllm/runtime/tokenizer.h"
@@ -122,7 +123,7 @@ private:
   FailureOr<uint32_t> lookup(Value v, Operation *user);
   LogicalResult lowerOp(Operation *op);
   LogicalResult planBufferReads();
-  void plan();
+  LogicalResult plan();
   FailureOr<std::vector<uint8_t>> constantBytes(ConstRec &c);
 };
 
@@ -456,7 +457,7 @@ LogicalResult ProgramBuilder::planBufferReads() {
   return success();
 }
 
-void ProgramBuilder::plan() {
+LogicalResult ProgramBuilder::plan() {
   // Views alias their source when the root storage is writable memory.
   for (ValueRec &out : values) {
     if (out.viewOf < 0)
@@ -479,39 +480,22 @@ void ProgramBuilder::plan() {
     uint32_t root = rootOf(values, v);
     rootEnd[root] = std::max({rootEnd[root], values[v].lastUse, values[v].def});
   }
-  // Greedy by size over planned roots.
+  // Greedy by size over planned roots (the runtime's planner, shared with
+  // the xnnpack delegate).
   std::vector<uint32_t> planned;
+  std::vector<rt::PlanRequest> requests;
   for (uint32_t v = 0; v < values.size(); ++v)
-    if (values[v].storage == Storage::Planned)
+    if (values[v].storage == Storage::Planned) {
       planned.push_back(v);
-  std::stable_sort(planned.begin(), planned.end(), [&](uint32_t a, uint32_t b) {
-    return values[a].capacity > values[b].capacity;
-  });
-  struct Placed {
-    int64_t start, end;
-    uint64_t offset, size;
-  };
-  std::vector<Placed> placed;
-  arenaSize = 0;
-  for (uint32_t v : planned) {
-    ValueRec &r = values[v];
-    int64_t start = r.def, end = std::max(rootEnd[v], r.def);
-    uint64_t size = alignUp(std::max<uint64_t>(r.capacity, 1), kAlign);
-    std::vector<std::pair<uint64_t, uint64_t>> busy;
-    for (const Placed &p : placed)
-      if (p.start <= end && start <= p.end)
-        busy.push_back({p.offset, p.offset + p.size});
-    std::sort(busy.begin(), busy.end());
-    uint64_t offset = 0;
-    for (auto [b, e] : busy) {
-      if (offset + size <= b)
-        break;
-      offset = std::max(offset, e);
+      requests.push_back({values[v].def, rootEnd[v], values[v].capacity});
     }
-    r.offset = offset;
-    placed.push_back({start, end, offset, size});
-    arenaSize = std::max(arenaSize, offset + size);
-  }
+  rt::Result<rt::ArenaPlan> arena = rt::planArena(requests, kAlign);
+  if (!arena.ok())
+    return forward.emitError(arena.message());
+  for (size_t i = 0; i < planned.size(); ++i)
+    values[planned[i]].offset = arena->offsets[i];
+  arenaSize = arena->arenaBytes;
+  return success();
 }
 
 LogicalResult ProgramBuilder::build(bool materializeDelegates) {
@@ -574,7 +558,8 @@ LogicalResult ProgramBuilder::build(bool materializeDelegates) {
     if (failed(lowerOp(&op)))
       return failure();
   }
-  plan();
+  if (failed(plan()))
+    return failure();
   return planBufferReads();
 }
 
