@@ -4,8 +4,10 @@
 // 1. Lowering.cpp: `forward` to the runtime's value table and instruction
 //    list (kernel calls from the ops' contracts, delegate blobs), every
 //    dynamic dimension at its upper bound.
-// 2. MemoryPlan.cpp: views and tied results share storage, lifetimes over
-//    the instruction order, the arena planned greedy by size.
+// 2. MemoryPlan.cpp: the memory plan recorded in the IR by the planning
+//    stage (etllm-plan-memory), checked against the IR; without one, the
+//    same planner runs here (views and tied results share storage,
+//    lifetimes over the instruction order, the arena greedy by size).
 // 3. Emission.cpp: header + flatbuffer + segments, weights streamed one at a
 //    time; Metadata.cpp the model config, tokenizer and provenance.
 //
@@ -23,8 +25,12 @@ namespace etllm {
 LogicalResult writeProgram(ModuleOp module, const SerializeOptions &options,
                            llvm::raw_ostream &os, MemoryReport *report) {
   LoweredProgram program(module);
-  if (failed(program.lower(/*materializeDelegates=*/true)) ||
-      failed(planMemory(program)))
+  if (failed(program.lower(/*materializeDelegates=*/true)))
+    return failure();
+  // The recorded plan, or (IR that did not go through the planning stage:
+  // hand-written IR, a Tester stage) the planner's.
+  FailureOr<bool> recorded = readPlan(program);
+  if (failed(recorded) || (!*recorded && failed(planMemory(program))))
     return failure();
   if (report)
     *report = memoryReport(program);
@@ -33,8 +39,10 @@ LogicalResult writeProgram(ModuleOp module, const SerializeOptions &options,
 
 FailureOr<MemoryReport> planProgramMemory(ModuleOp module) {
   LoweredProgram program(module);
-  if (failed(program.lower(/*materializeDelegates=*/false)) ||
-      failed(planMemory(program)))
+  if (failed(program.lower(/*materializeDelegates=*/false)))
+    return failure();
+  FailureOr<bool> recorded = readPlan(program);
+  if (failed(recorded) || (!*recorded && failed(planMemory(program))))
     return failure();
   return memoryReport(program);
 }

@@ -41,6 +41,11 @@ struct ValueRec {
   rt::QuantInfo quant;
   std::string name;
   int64_t def = -1, lastUse = -1;
+  /// A planned root's last instruction: the last use of any alias of it
+  /// (set by memory planning).
+  int64_t liveEnd = -1;
+  /// The bytes a planned root reserves in the arena (capacity rounded up).
+  uint64_t slotSize = 0;
   bool isOutput = false;
   /// A view's source value (ViewLikeOpInterface): the view shares its
   /// storage when that storage is writable.

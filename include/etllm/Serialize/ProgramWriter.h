@@ -46,14 +46,16 @@ struct SerializeOptions {
   bool noChatTemplate = false;
 };
 
-/// Writes the program file for `module` to `os`. Errors are emitted as MLIR
-/// diagnostics at the offending op.
+/// Writes the program file for `module` to `os`, with the memory plan
+/// recorded on `forward` (MemoryPlan.h) or, when it has none, planned here.
+/// Errors are emitted as MLIR diagnostics at the offending op.
 mlir::LogicalResult writeProgram(mlir::ModuleOp module,
                                  const SerializeOptions &options,
                                  llvm::raw_ostream &os,
                                  MemoryReport *report = nullptr);
 
-/// Plans memory only (no weights touched) and reports the result.
+/// The memory plan writeProgram would use (the recorded one, else planned
+/// here), without touching weights or delegate blobs.
 mlir::FailureOr<MemoryReport> planProgramMemory(mlir::ModuleOp module);
 
 } // namespace etllm

@@ -4,6 +4,7 @@
 
 include "etllm/Dialect/Etllm/EtllmInterfaces.td"
 include "etllm/Dialect/Etllm/EtllmTypes.td"
+include "etllm/Dialect/Etllm/EtllmPlanAttrs.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/CallInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
