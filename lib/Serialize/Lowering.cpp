@@ -332,13 +332,12 @@ LogicalResult LoweredProgram::lower(bool materializeDelegates) {
   }
   Block &body = forward.getBody().front();
   for (BlockArgument arg : body.getArguments()) {
-    if (seqBound <= 0 &&
-        llvm::any_of(shapeOf(arg.getType()), ShapedType::isDynamic))
-      return forward.emitError("dynamic dimensions need a bound: set ")
-             << config.maxSeqLenSource;
     FailureOr<uint32_t> id = addValue(arg, forward);
     if (failed(id))
       return failure();
+    if (seqBound <= 0 && llvm::is_contained(values[*id].dynamic, true))
+      return forward.emitError("dynamic dimensions need a bound: set ")
+             << config.maxSeqLenSource;
     values[*id].name = "input." + std::to_string(arg.getArgNumber());
     inputs.push_back(*id);
   }

@@ -57,8 +57,11 @@ buildMetadata(flatbuffers::FlatBufferBuilder &fb, LoweredProgram &p,
   ProgramConfig config = readProgramConfig(module);
   flatbuffers::Offset<fbs::TokenizerInfo> tokInfo = 0;
   const formats::Checkpoint *ckpt = nullptr;
-  if (module->hasAttr(EtllmDialect::kCheckpointAttrName))
+  if (module->hasAttr(EtllmDialect::kCheckpointAttrName)) {
     ckpt = p.weights.checkpoint(module);
+    if (!ckpt)
+      return failure();
+  }
   if (tokenizer.file) {
     auto kind = fb.CreateString(tokenizer.kind);
     auto name =

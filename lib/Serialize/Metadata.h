@@ -36,8 +36,8 @@ mlir::FailureOr<EmbeddedTokenizer>
 loadTokenizer(mlir::ModuleOp module, const SerializeOptions &options);
 
 /// Builds the metadata table. `tokenizerSegment` is the embedded file's
-/// segment (-1: none). Errors (a chat template that cannot be rendered) are
-/// emitted as diagnostics.
+/// segment (-1: none). Fails (with a diagnostic) when a chat template cannot
+/// be rendered or the module names a checkpoint that cannot be opened.
 mlir::FailureOr<flatbuffers::Offset<schema::Metadata>>
 buildMetadata(flatbuffers::FlatBufferBuilder &fb, LoweredProgram &program,
               const SerializeOptions &options,
