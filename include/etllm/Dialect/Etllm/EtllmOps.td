@@ -329,6 +329,58 @@ def Etllm_SumOp : Etllm_ReduceOp<"sum", "sum">;
 def Etllm_MeanOp : Etllm_ReduceOp<"mean", "arithmetic mean">;
 def Etllm_AmaxOp : Etllm_ReduceOp<"amax", "maximum">;
 
+def Etllm_TopKOp : Etllm_Op<"topk", [Pure, InferTypeOpAdaptorWithIsCompatible,
+    Etllm_Kernel<"topk", [Etllm_Int<"k">, Etllm_Int<"dim">], [], "TopK">]> {
+  let summary = "the k largest entries along one dimension, with their indices";
+  let description = [{
+    `values` holds the `k` largest entries of `input` along `dim` (default
+    the last), largest first, and `indices` their positions along `dim`:
+    `torch.topk(input, k, dim)` (largest, sorted). Equal entries keep their
+    order (the lower index first) and NaN counts as the largest, so the
+    result is deterministic. A Mixture-of-Experts router picks its experts
+    with it. `k` is at least 1; at run time, at most the size of `dim`.
+
+    ```mlir
+    %w, %e = etllm.topk %probs k 2 : tensor<1x?x8xf32> -> tensor<1x?x2xf32>, tensor<1x?x2xi64>
+    ```
+  }];
+  let arguments = (ins Etllm_NumTensor:$input, Etllm_I64Attr:$k,
+                       DefaultValuedAttr<Etllm_I64Attr, "-1">:$dim);
+  let results = (outs Etllm_NumTensor:$values, RankedTensorOf<[I64]>:$indices);
+  let assemblyFormat = "$input `k` $k (`dim` $dim^)? attr-dict `:` "
+                       "type($input) `->` type(results)";
+  // Shape inference with the helpers of dialects/EtllmOps.cpp, where the
+  // op definitions are compiled.
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      auto in = tensorOf(adaptor.getInput());
+      if (in.getRank() < 1)
+        return fail(loc, "input must have rank >= 1");
+      ::mlir::FailureOr<int64_t> d =
+          checkedDim(loc, adaptor.getDim(), in.getRank());
+      if (::mlir::failed(d))
+        return ::mlir::failure();
+      int64_t k = adaptor.getK(), size = in.getDimSize(*d);
+      if (k < 1 || (!::mlir::ShapedType::isDynamic(size) && k > size))
+        return fail(loc, "k = ", k, " is out of range for a dimension of size ",
+                    size);
+      ::llvm::SmallVector<int64_t> shape(in.getShape());
+      shape[*d] = k;
+      inferred.push_back(
+          ::mlir::RankedTensorType::get(shape, in.getElementType()));
+      inferred.push_back(::mlir::RankedTensorType::get(
+          shape, ::mlir::IntegerType::get(context, 64)));
+      return ::mlir::success();
+    }
+    bool $cppClass::isCompatibleReturnTypes(::mlir::TypeRange l,
+                                            ::mlir::TypeRange r) {
+      return compatibleTypes(l, r);
+    }
+  }];
+}
+
 def Etllm_SoftmaxOp : Etllm_Op<"softmax", [Pure, SameOperandsAndResultType,
     Etllm_Kernel<"softmax", [Etllm_Int<"dim">]>]> {
   let summary = "softmax along one dimension";
