@@ -75,9 +75,9 @@ buildMetadata(flatbuffers::FlatBufferBuilder &fb, LoweredProgram &p,
     tokInfo = tb.Finish();
   } else if (ckpt && ckpt->ggufTokenizer()) {
     const formats::GgufTokenizerInfo &t = *ckpt->ggufTokenizer();
-    auto kind = fb.CreateString(t.model == "llama"  ? "gguf-llama"
-                                : t.model == "gpt2" ? "gguf-gpt2"
-                                                    : "gguf-" + t.model);
+    // The runtime's tokenizer kind is the GGUF tokenizer model's name,
+    // prefixed (gguf-llama, gguf-gpt2, ...): no list of names here.
+    auto kind = fb.CreateString("gguf-" + t.model);
     auto pre = fb.CreateString(t.pre);
     auto tokens = fb.CreateVectorOfStrings(t.tokens);
     auto scores = fb.CreateVector(t.scores);
