@@ -558,6 +558,22 @@ LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
 }
 ETLLM_COMPATIBLE_RETURN_TYPES(ReshapeOp)
 
+// A reshape is a view: the result is the input's storage, reinterpreted.
+Value ReshapeOp::getViewSource() { return getInput(); }
+
+// The dynamic size a reshape infers (its -1) is the element count over the
+// sizes it knows.
+std::optional<int64_t> ReshapeOp::getResultDimBound(
+    unsigned, unsigned, function_ref<ArrayRef<int64_t>(Value)> operandBounds) {
+  int64_t numel = 1, known = 1;
+  for (int64_t s : operandBounds(getInput()))
+    numel *= s;
+  for (int64_t s : getShape())
+    if (s != -1)
+      known *= s;
+  return known ? numel / known : 0;
+}
+
 LogicalResult UnsqueezeOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
@@ -572,6 +588,8 @@ LogicalResult UnsqueezeOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 ETLLM_COMPATIBLE_RETURN_TYPES(UnsqueezeOp)
+
+Value UnsqueezeOp::getViewSource() { return getInput(); }
 
 LogicalResult SqueezeOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> loc,
@@ -590,6 +608,8 @@ LogicalResult SqueezeOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 ETLLM_COMPATIBLE_RETURN_TYPES(SqueezeOp)
+
+Value SqueezeOp::getViewSource() { return getInput(); }
 
 LogicalResult ExpandOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
@@ -700,6 +720,23 @@ LogicalResult CatOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 ETLLM_COMPATIBLE_RETURN_TYPES(CatOp)
+
+// Along the concatenated dimension, the bound is the sum of the inputs'.
+std::optional<int64_t>
+CatOp::getResultDimBound(unsigned, unsigned dim,
+                         function_ref<ArrayRef<int64_t>(Value)> operandBounds) {
+  int64_t rank = getType().getRank();
+  if (int64_t(dim) != (getDim() < 0 ? getDim() + rank : getDim()))
+    return std::nullopt;
+  int64_t bound = 0;
+  for (Value in : getInputs()) {
+    ArrayRef<int64_t> b = operandBounds(in);
+    if (dim >= b.size())
+      return std::nullopt;
+    bound += b[dim];
+  }
+  return bound;
+}
 
 LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
@@ -968,6 +1005,11 @@ KvCacheUpdateOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
       tensorOf(adaptor.getValue()), adaptor.getDim(), inferred);
 }
 ETLLM_COMPATIBLE_RETURN_TYPES(KvCacheUpdateOp)
+
+// The result is the cache operand's storage, updated in place.
+std::optional<unsigned> KvCacheUpdateOp::getTiedResultOperandIndex(unsigned) {
+  return getCacheMutable().getOperandNumber();
+}
 
 LogicalResult KvCacheUpdateOp::verify() {
   if (!cast<RankedTensorType>(getCache().getType()).hasStaticShape())

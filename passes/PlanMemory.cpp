@@ -1,9 +1,8 @@
-//===- PlanMemory.cpp - Plan activation memory and report it --------------===//
+//===- PlanMemory.cpp - Plan activation memory and record the plan --------===//
 #include "etllm/Dialect/Etllm/EtllmOps.h"
-#include "etllm/Serialize/ProgramWriter.h"
+#include "etllm/Serialize/Lowering.h"
+#include "etllm/Serialize/MemoryPlan.h"
 #include "etllm/Transforms/Passes.h"
-
-#include "mlir/IR/Builders.h"
 
 #define DEBUG_TYPE "etllm-plan-memory"
 
@@ -21,24 +20,15 @@ struct PlanMemoryPass
     : public ::etllm::impl::PlanMemoryPassBase<PlanMemoryPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto fn = module.lookupSymbol<func::FuncOp>("forward");
-    if (!fn)
+    if (!module.lookupSymbol<func::FuncOp>("forward"))
       return;
-    FailureOr<::etllm::MemoryReport> report =
-        ::etllm::planProgramMemory(module);
-    if (failed(report))
+    // Delegate blobs are not needed to plan: their calls only account for
+    // their values.
+    ::etllm::LoweredProgram program(module);
+    if (failed(program.lower(/*materializeDelegates=*/false)) ||
+        failed(::etllm::planMemory(program)))
       return signalPassFailure();
-    Builder b(&getContext());
-    auto i64 = [&](uint64_t v) { return b.getI64IntegerAttr(int64_t(v)); };
-    fn->setAttr(
-        "etllm.memory",
-        b.getDictionaryAttr({
-            b.getNamedAttr("arena_bytes", i64(report->arenaBytes)),
-            b.getNamedAttr("buffer_bytes", i64(report->bufferBytes)),
-            b.getNamedAttr("constant_bytes", i64(report->constantBytes)),
-            b.getNamedAttr("naive_arena_bytes", i64(report->naiveArenaBytes)),
-            b.getNamedAttr("aliases", i64(report->numAliases)),
-        }));
+    ::etllm::recordPlan(program);
   }
 };
 

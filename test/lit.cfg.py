@@ -18,6 +18,7 @@ config.substitutions.append(("%etllm_src", config.etllm_src_root))
 # installs); the first python3 on PATH may be another.
 config.substitutions.append(("%debian_python", config.etllm_debian_python))
 config.substitutions.append(("%etllm_bin", config.etllm_tools_dir))
+config.substitutions.append(("%mlir_include", config.mlir_include_dir))
 
 llvm_config.use_default_substitutions()
 # Sanitizer builds (scripts/sanitize.sh): the runtime options and the
@@ -29,7 +30,7 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tools = ["etllm-opt", "etllm-translate", "etllm-export", "etllm-run",
          "etllm-gen-checkpoint", "etllm-bench", "etllm-example-opt",
-         "etllm-chat-template-render"]
+         "etllm-chat-template-render", "etllm-tblgen"]
 llvm_config.add_tool_substitutions(
     [t for t in tools if os.path.exists(os.path.join(config.etllm_tools_dir, t))],
     config.etllm_tools_dir)

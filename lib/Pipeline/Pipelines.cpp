@@ -146,6 +146,16 @@ std::vector<StageSpec> recipeStages(const std::string &recipe,
                         pm.addPass(createLowerBackendsPass());
                       }});
   }
+  // Memory planning is the last IR step of every recipe: the serializer
+  // emits the plan it records (etllm-plan-memory). It runs at the end of the
+  // last stage rather than as a stage of its own because a program records
+  // the names of the stages that built it, and the planned program is the
+  // same whether the serializer or this pass plans it.
+  std::function<void(mlir::OpPassManager &)> last = stages.back().build;
+  stages.back().build = [last](mlir::OpPassManager &pm) {
+    last(pm);
+    pm.addPass(createPlanMemoryPass());
+  };
   return stages;
 }
 

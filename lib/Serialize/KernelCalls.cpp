@@ -3,8 +3,6 @@
 
 #include "etllm/Dialect/Etllm/EtllmOps.h"
 
-#include "llvm/ADT/TypeSwitch.h"
-
 using namespace mlir;
 using namespace mlir::etllm;
 
@@ -60,158 +58,13 @@ FailureOr<rt::DType> runtimeDType(Operation *op, Type t) {
 }
 
 FailureOr<KernelCall> describeKernelCall(Operation *op) {
-  KernelCall in;
-  auto i64 = [&](int64_t v) { in.ints.push_back(v); };
-  auto f64 = [&](double v) { in.floats.push_back(v); };
-  auto done = [&](StringRef name) -> LogicalResult {
-    in.op = name.str();
-    return success();
-  };
-  LogicalResult result =
-      llvm::TypeSwitch<Operation *, LogicalResult>(op)
-          // Element-wise and simple ops: name = mnemonic.
-          .Case<NegOp, AbsOp, RsqrtOp, SqrtOp, ExpOp, LogOp, CosOp, SinOp,
-                TanhOp, SigmoidOp, SiluOp, ReluOp, LogicalNotOp, ConvertOp,
-                AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp,
-                LogicalAndOp, LogicalOrOp, EqOp, NeOp, LtOp, LeOp, GtOp, GeOp,
-                WhereOp, MatmulOp, LinearOp, EmbeddingOp, QuantizeDynamicOp,
-                QLinearOp, QEmbeddingOp, DequantizeOp>(
-              [&](Operation *o) { return done(o->getName().stripDialect()); })
-          .Case([&](GeluOp g) {
-            i64(g.getApproximate() == GeluApproximation::tanh ? 1 : 0);
-            return done("gelu");
-          })
-          .Case([&](MaskedFillOp m) {
-            f64(m.getValue().convertToDouble());
-            return done("masked_fill");
-          })
-          .Case<SumOp, MeanOp, AmaxOp>([&](Operation *o) {
-            auto dims = o->getAttrOfType<DenseI64ArrayAttr>("dims");
-            i64(o->hasAttr("keepdim") ? 1 : 0);
-            for (int64_t d : dims.asArrayRef())
-              i64(d);
-            return done(o->getName().stripDialect());
-          })
-          .Case([&](SoftmaxOp s) {
-            i64(s.getDim());
-            return done("softmax");
-          })
-          .Case([&](ArangeOp a) {
-            i64(a.getStart());
-            i64(a.getEnd());
-            i64(a.getStep());
-            return done("arange");
-          })
-          .Case([&](FullOp f) {
-            f64(f.getValue().convertToDouble());
-            return done("full");
-          })
-          .Case([&](FullLikeOp f) {
-            f64(f.getValue().convertToDouble());
-            return done("full_like");
-          })
-          .Case([&](TriuOp t) {
-            i64(t.getDiagonal());
-            return done("triu");
-          })
-          .Case([&](TrilOp t) {
-            i64(t.getDiagonal());
-            return done("tril");
-          })
-          .Case([&](TransposeOp t) {
-            i64(t.getDim0());
-            i64(t.getDim1());
-            return done("transpose");
-          })
-          .Case([&](PermuteOp p) {
-            for (int64_t d : p.getDims())
-              i64(d);
-            return done("permute");
-          })
-          .Case([&](ReshapeOp r) {
-            for (int64_t d : r.getShape())
-              i64(d);
-            return done("reshape");
-          })
-          .Case([&](UnsqueezeOp u) {
-            i64(u.getDim());
-            return done("unsqueeze");
-          })
-          .Case([&](SqueezeOp s) {
-            i64(s.getDim());
-            return done("squeeze");
-          })
-          .Case([&](ExpandOp e) {
-            for (int64_t d : e.getShape())
-              i64(d);
-            return done("expand");
-          })
-          .Case([&](SliceOp s) {
-            i64(s.getDim());
-            i64(s.getStart());
-            i64(s.getEnd());
-            i64(s.getStep());
-            return done("slice");
-          })
-          .Case([&](CatOp c) {
-            i64(c.getDim());
-            return done("cat");
-          })
-          .Case([&](SplitOp s) {
-            i64(s.getDim());
-            for (int64_t d : s.getSizes())
-              i64(d);
-            return done("split");
-          })
-          .Case([&](IndexSelectOp s) {
-            i64(s.getDim());
-            return done("index_select");
-          })
-          .Case([&](GatherOp g) {
-            i64(g.getDim());
-            return done("gather");
-          })
-          .Case([&](IndexCopyOp c) {
-            i64(c.getDim());
-            return done("index_copy");
-          })
-          .Case([&](IndexPutOp p) {
-            i64(p.getDim());
-            i64(p.getAccumulate() ? 1 : 0);
-            return done("index_put");
-          })
-          .Case([&](RmsNormOp n) {
-            f64(n.getEps().convertToDouble());
-            f64(n.getWeightOffset().convertToDouble());
-            return done("rms_norm");
-          })
-          .Case([&](LayerNormOp n) {
-            i64(n.getWeight() ? 1 : 0);
-            i64(n.getBias() ? 1 : 0);
-            f64(n.getEps().convertToDouble());
-            return done("layer_norm");
-          })
-          .Case([&](RopeOp r) {
-            i64(r.getConvention() == RopeConvention::interleaved ? 1 : 0);
-            f64(r.getAttentionScaling().convertToDouble());
-            return done("rope");
-          })
-          .Case([&](SdpaOp s) {
-            i64(s.getMask() ? 1 : 0);
-            i64(s.getPositions() ? 1 : 0);
-            i64(s.getCausal() ? 1 : 0);
-            i64(s.getSlidingWindow());
-            f64(s.getScale().convertToDouble());
-            f64(s.getSoftcap().convertToDouble());
-            return done("sdpa");
-          })
-          .Case([&](KvCacheUpdateOp u) {
-            i64(u.getDim());
-            return done("kv_cache_update");
-          })
-          .Default([&](Operation *) { return failure(); });
-  if (failed(result))
+  // The contract is declared on the op in ODS (Etllm_Kernel) and generated.
+  auto kernel = dyn_cast<KernelOpInterface>(op);
+  if (!kernel)
     return failure();
-  return in;
+  KernelCall call;
+  call.op = kernel.getKernelContract().kernel;
+  kernel.appendKernelAttributes(call.ints, call.floats);
+  return call;
 }
 } // namespace etllm

@@ -2,9 +2,9 @@
 #include "etllm/Serialize/WeightStore.h"
 
 #include "etllm/Dialect/Etllm/EtllmOps.h"
+#include "etllm/Formats/Checkpoint.h"
 #include "etllm/Serialize/KernelCalls.h"
 #include "etllm/Serialize/Quantizer.h"
-#include "etllm/Formats/Checkpoint.h"
 #include "etllm/runtime/half.h"
 
 #include <cstring>

@@ -16,6 +16,74 @@ static_assert(sizeof(kOps) / sizeof(kOps[0]) == size_t(OpId::NumOps));
 
 const OpInfo &opInfo(OpId id) { return kOps[size_t(id)]; }
 
+// The attribute contracts, as parallel arrays: the operator of each entry,
+// and the entries themselves (contiguous per operator, in order).
+static const OpId kIntAttrOps[] = {
+#define ETLLM_OP_INT(Name, Index, Str, Kind, Max) OpId::Name,
+#include "etllm/runtime/ops.def"
+};
+static const IntAttrInfo kIntAttrInfos[] = {
+#define ETLLM_OP_INT(Name, Index, Str, Kind, Max) {Str, IntAttrKind::Kind, Max},
+#include "etllm/runtime/ops.def"
+};
+static const OpId kFloatAttrOps[] = {
+#define ETLLM_OP_FLOAT(Name, Index, Str) OpId::Name,
+#include "etllm/runtime/ops.def"
+};
+static const char *const kFloatAttrNames[] = {
+#define ETLLM_OP_FLOAT(Name, Index, Str) Str,
+#include "etllm/runtime/ops.def"
+};
+
+/// The entries of `id` in a table whose entries are grouped by operator.
+template <typename T, size_t N>
+static Span<const T> entriesOf(const OpId (&ops)[N], const T (&items)[N],
+                               OpId id) {
+  size_t begin = 0;
+  while (begin < N && ops[begin] != id)
+    ++begin;
+  size_t end = begin;
+  while (end < N && ops[end] == id)
+    ++end;
+  return {begin < end ? &items[begin] : nullptr, end - begin};
+}
+
+Span<const IntAttrInfo> intAttrs(OpId id) {
+  return entriesOf(kIntAttrOps, kIntAttrInfos, id);
+}
+
+Span<const char *const> floatAttrNames(OpId id) {
+  return entriesOf(kFloatAttrOps, kFloatAttrNames, id);
+}
+
+Status checkIntAttrs(OpId id, size_t numInputs, Span<const int64_t> ints) {
+  const OpInfo &op = opInfo(id);
+  size_t present = 0;
+  bool countsInputs = false;
+  Span<const IntAttrInfo> attrs = intAttrs(id);
+  for (size_t i = 0; i < attrs.size && i < ints.size; ++i) {
+    const IntAttrInfo &a = attrs[i];
+    if (a.kind == IntAttrKind::List)
+      break;
+    if (a.kind == IntAttrKind::Value)
+      continue;
+    if (ints[i] < 0 || ints[i] > a.max)
+      return Error(std::string(op.name) + ": integer attribute " +
+                   std::to_string(i) + " (" + a.name + ") is " +
+                   std::to_string(ints[i]) + ", outside [0, " +
+                   std::to_string(a.max) + "]");
+    if (a.kind == IntAttrKind::Input) {
+      countsInputs = true;
+      present += size_t(ints[i]);
+    }
+  }
+  if (countsInputs && numInputs != size_t(op.minInputs) + present)
+    return Error(std::string(op.name) + ": " + std::to_string(numInputs) +
+                 " inputs, but its has_* attributes say " +
+                 std::to_string(size_t(op.minInputs) + present));
+  return Status();
+}
+
 const OpInfo *findOp(const char *name, size_t length) {
   for (const OpInfo &op : kOps)
     if (std::strlen(op.name) == length &&

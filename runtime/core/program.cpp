@@ -306,6 +306,10 @@ Result<std::shared_ptr<Program>> Program::verify(std::shared_ptr<Program> p) {
         if (int(nfloats) != op->numFloats)
           return bad(what + ": " + std::to_string(nfloats) +
                      " float attributes");
+        Status attrs = checkIntAttrs(
+            op->id, nin, {nints ? kc->ints()->data() : nullptr, nints});
+        if (!attrs.ok())
+          return bad(what + ": " + attrs.message());
         ETLLM_RETURN_IF_ERROR(checkIndices(kc->inputs(), what, false));
         ETLLM_RETURN_IF_ERROR(checkIndices(kc->outputs(), what, true));
       } else if (const fbs::DelegateCall *dc =

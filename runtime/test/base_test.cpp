@@ -1,11 +1,13 @@
-//===- base_test.cpp - fp16/bf16 conversions and mapped files -------------===//
+//===- base_test.cpp - fp16/bf16, mapped files, the operator table --------===//
 #include "etllm/runtime/half.h"
+#include "etllm/runtime/kernel.h"
 #include "etllm/runtime/mapped_file.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 
 using namespace etllm::rt;
@@ -62,4 +64,49 @@ TEST(MappedFile, MissingFileIsAnErrorNamingThePath) {
   ASSERT_FALSE(file.ok());
   EXPECT_NE(file.message().find("/nonexistent/etllm/file.bin"),
             std::string::npos);
+}
+
+// ops.def is generated from the op contracts; its attribute entries agree
+// with its counts.
+TEST(OpTable, AttributeEntriesMatchTheCounts) {
+  for (size_t i = 0; i < size_t(OpId::NumOps); ++i) {
+    OpId id = OpId(i);
+    const OpInfo &op = opInfo(id);
+    SCOPED_TRACE(op.name);
+    EXPECT_EQ(findOp(op.name, std::strlen(op.name)), &op);
+    Span<const IntAttrInfo> ints = intAttrs(id);
+    if (op.numInts >= 0) {
+      EXPECT_EQ(ints.size, size_t(op.numInts));
+      for (const IntAttrInfo &a : ints)
+        EXPECT_NE(a.kind, IntAttrKind::List);
+    } else {
+      ASSERT_GT(ints.size, 0u);
+      EXPECT_EQ(ints[ints.size - 1].kind, IntAttrKind::List);
+    }
+    EXPECT_EQ(floatAttrNames(id).size, size_t(op.numFloats));
+  }
+  Span<const IntAttrInfo> sdpa = intAttrs(OpId::Sdpa);
+  ASSERT_EQ(sdpa.size, 4u);
+  EXPECT_STREQ(sdpa[0].name, "has_mask");
+  EXPECT_EQ(sdpa[0].kind, IntAttrKind::Input);
+  EXPECT_EQ(sdpa[2].kind, IntAttrKind::Flag);
+  EXPECT_EQ(sdpa[3].kind, IntAttrKind::Value);
+  EXPECT_EQ(intAttrs(OpId::Rope)[0].kind, IntAttrKind::Enum);
+  EXPECT_EQ(intAttrs(OpId::Rope)[0].max, 1);
+  EXPECT_STREQ(floatAttrNames(OpId::RmsNorm)[1], "weight_offset");
+  EXPECT_EQ(intAttrs(OpId::Neg).size, 0u);
+}
+
+TEST(OpTable, CheckIntAttrs) {
+  int64_t gelu[] = {1};
+  EXPECT_TRUE(checkIntAttrs(OpId::Gelu, 1, {gelu, 1}).ok());
+  gelu[0] = 5;
+  EXPECT_FALSE(checkIntAttrs(OpId::Gelu, 1, {gelu, 1}).ok());
+  // sdpa q, k, v, positions: has_mask 0, has_positions 1.
+  int64_t sdpa[] = {0, 1, 1, 0};
+  EXPECT_TRUE(checkIntAttrs(OpId::Sdpa, 4, {sdpa, 4}).ok());
+  EXPECT_FALSE(checkIntAttrs(OpId::Sdpa, 5, {sdpa, 4}).ok());
+  // Values and lists are not range-checked.
+  int64_t reshape[] = {-1, 8, 8};
+  EXPECT_TRUE(checkIntAttrs(OpId::Reshape, 1, {reshape, 3}).ok());
 }

@@ -30,6 +30,8 @@ struct Spec {
   bool outputIntoConstant = false;
   int numInputs = 2;
   fbs::DType dtype = fbs::DType::F32;
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
 };
 
 /// forward(x: f32[?<=4]) -> x + c, c a constant [4]; plus a zeroed buffer.
@@ -51,8 +53,9 @@ std::vector<uint8_t> buildProgram(const Spec &s = {}) {
              s.plannedOffset, 0, true)}; // y
   std::vector<uint32_t> ins = {s.inputIndex, 1}, outs = {2};
   ins.resize(s.numInputs, 1);
-  auto kc = fbs::CreateKernelCall(fb, fb.CreateString(s.op),
-                                  fb.CreateVector(ins), fb.CreateVector(outs));
+  auto kc = fbs::CreateKernelCall(
+      fb, fb.CreateString(s.op), fb.CreateVector(ins), fb.CreateVector(outs),
+      fb.CreateVector(s.ints), fb.CreateVector(s.floats));
   std::vector<flatbuffers::Offset<fbs::InstructionEntry>> instrs = {
       fbs::CreateInstructionEntry(fb, fbs::Instruction::KernelCall,
                                   kc.Union())};
@@ -229,6 +232,32 @@ TEST(Program, RejectsSemanticErrors) {
   s = {};
   s.dtype = static_cast<fbs::DType>(77);
   expectRejected(buildProgram(s), "invalid dtype 77");
+}
+
+// The attribute contract of ops.def (generated from the ops' ODS): enums
+// and flags in range, optional inputs as the has_* flags say.
+TEST(Program, RejectsAttributesOutsideTheContract) {
+  Spec s;
+  s.op = "gelu";
+  s.numInputs = 1;
+  s.ints = {1};
+  ASSERT_TRUE(load(buildProgram(s)).ok());
+  s.ints = {2};
+  expectRejected(
+      buildProgram(s),
+      "gelu: integer attribute 0 (approximate) is 2, outside [0, 1]");
+  s.ints = {-1};
+  expectRejected(buildProgram(s), "is -1, outside [0, 1]");
+  s = {};
+  s.op = "layer_norm";
+  s.ints = {1, 0}; // x and c: the weight is present, the bias is not
+  s.floats = {1e-5};
+  ASSERT_TRUE(load(buildProgram(s)).ok());
+  s.ints = {0, 0};
+  expectRejected(buildProgram(s),
+                 "layer_norm: 2 inputs, but its has_* attributes say 1");
+  s.ints = {1, 2};
+  expectRejected(buildProgram(s), "(has_bias) is 2");
 }
 
 TEST(Program, EveryTruncationIsRejectedCleanly) {

@@ -14,6 +14,9 @@
 //   cse partition           C -> D           etllm-partition{backends=...},
 //   symbol-dce lower-backends      D -> D           etllm-lower-backends
 //
+// The last stage of every recipe ends with etllm-plan-memory: the memory
+// plan the serializer emits is recorded in the IR.
+//
 //===----------------------------------------------------------------------===//
 #ifndef ETLLM_PIPELINE_PIPELINES_H
 #define ETLLM_PIPELINE_PIPELINES_H

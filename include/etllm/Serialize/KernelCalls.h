@@ -1,7 +1,8 @@
 //===- KernelCalls.h - etllm ops as runtime kernel calls --------*- C++ -*-===//
 //
-// The one mapping from an etllm op to a runtime operator of ops.def: its
-// name and its integer/float attributes in the order ops.def documents.
+// An etllm op as a runtime operator of ops.def: its name and its
+// integer/float attributes, as the op's kernel contract (declared in ODS
+// with Etllm_Kernel, generated into KernelOpInterface and ops.def) says.
 // Used by the program serializer and by backends that reuse the runtime's
 // operator vocabulary in their blobs.
 //
@@ -38,8 +39,9 @@ llvm::ArrayRef<int64_t> shapeOf(mlir::Type type);
 rt::QuantInfo quantInfoOf(mlir::Type type);
 
 /// Describes `op` as a kernel call (operands and results map one to one to
-/// the kernel's inputs and outputs). Fails for ops that are not kernel calls
-/// (constants, parameters, buffers, delegate calls, func ops).
+/// the kernel's inputs and outputs; the write-back's output is its buffer).
+/// Fails for ops without a kernel contract (constants, parameters, buffer
+/// reads, delegate calls, func ops).
 mlir::FailureOr<KernelCall> describeKernelCall(mlir::Operation *op);
 
 } // namespace etllm

@@ -1,14 +1,16 @@
 //===- ProgramWriter.h - IR to program file (.pte) --------------*- C++ -*-===//
 //
 // Lowers the `forward` function of a module to the runtime's value table and
-// instruction list, plans memory, and writes the program file: header,
-// flatbuffer, then the aligned data segments (weights converted or quantized
-// from the checkpoint as the parameter types say, delegate blobs, an
-// embedded tokenizer), streamed one tensor at a time.
+// instruction list (Lowering.h), plans memory (MemoryPlan.h), and writes the
+// program file: header, flatbuffer, then the aligned data segments (weights
+// converted or quantized from the checkpoint as the parameter types say,
+// delegate blobs, an embedded tokenizer), streamed one tensor at a time.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ETLLM_SERIALIZE_PROGRAMWRITER_H
 #define ETLLM_SERIALIZE_PROGRAMWRITER_H
+
+#include "etllm/Serialize/MemoryPlan.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
@@ -44,25 +46,16 @@ struct SerializeOptions {
   bool noChatTemplate = false;
 };
 
-/// What the memory planner decided (also reported by etllm-plan-memory).
-struct MemoryReport {
-  uint64_t arenaBytes = 0;      // planned activations
-  uint64_t bufferBytes = 0;     // mutable buffers (KV caches)
-  uint64_t constantBytes = 0;   // weights and constants
-  uint64_t naiveArenaBytes = 0; // without reuse: the sum of all values
-  size_t numValues = 0;
-  size_t numInstructions = 0;
-  size_t numAliases = 0;
-};
-
-/// Writes the program file for `module` to `os`. Errors are emitted as MLIR
-/// diagnostics at the offending op.
+/// Writes the program file for `module` to `os`, with the memory plan
+/// recorded on `forward` (MemoryPlan.h) or, when it has none, planned here.
+/// Errors are emitted as MLIR diagnostics at the offending op.
 mlir::LogicalResult writeProgram(mlir::ModuleOp module,
                                  const SerializeOptions &options,
                                  llvm::raw_ostream &os,
                                  MemoryReport *report = nullptr);
 
-/// Plans memory only (no weights touched) and reports the result.
+/// The memory plan writeProgram would use (the recorded one, else planned
+/// here), without touching weights or delegate blobs.
 mlir::FailureOr<MemoryReport> planProgramMemory(mlir::ModuleOp module);
 
 } // namespace etllm

@@ -175,13 +175,36 @@ def LowerBackendsPass : Pass<"etllm-lower-backends", "mlir::ModuleOp"> {
 }
 
 def PlanMemoryPass : Pass<"etllm-plan-memory", "mlir::ModuleOp"> {
-  let summary = "Plan activation memory and report it";
+  let summary = "Plan activation memory and record the plan in the IR";
   let description = [{
-    Runs the serializer's memory planner on `forward` (lifetimes over the
-    instruction order, greedy by size; views and in-place cache updates
-    share their operand's storage) and records the result on the function
-    as `etllm.memory = {arena_bytes, buffer_bytes, constant_bytes,
-    naive_arena_bytes, aliases}`. The IR is otherwise unchanged.
+    The memory planning stage, the last IR step of every recipe. It lowers
+    `forward` as the serializer does (the value table and the instruction
+    list), gives views (ViewLikeOpInterface, when their source is writable)
+    and tied results (TiedOpInterface) their operand's storage, computes
+    every root value's lifetime over the instruction order (to the last use
+    of any alias of it), places the planned values in one arena with the
+    runtime's planner (greedy by size, 64-byte aligned) and records the
+    result:
+
+    * `etllm.plan` on every op of `forward` whose results are planned, one
+      entry per result: `#etllm.slot<arena, offset, size, live [first, last]>`
+      or `#etllm.alias<operand N>` (`unit` for a result stored elsewhere);
+      on every argument of `forward`, its slot;
+    * `etllm.memory = {arena_bytes, buffer_bytes, constant_bytes,
+      naive_arena_bytes, aliases}` on `forward`.
+
+    The serializer emits the recorded plan after checking that it still
+    fits the IR; running the pass again replaces it. Dynamic dimensions are
+    planned at their bound (`max_seq_len`, or the op's own bound through
+    BoundedShapeOpInterface); a dynamic input without a bound, or a buffer
+    written back while an earlier read of it is still used, is an error.
+
+    ```mlir
+    func.func @forward(%x: tensor<4xf32> {etllm.plan = #etllm.slot<arena 0, offset 0, size 64, live [0, 0]>}) -> tensor<4xf32>
+        attributes {etllm.memory = {aliases = 0 : i64, arena_bytes = 128 : i64, ...}} {
+      %a = etllm.exp %x {etllm.plan = [#etllm.slot<arena 0, offset 64, size 64, live [0, 1]>]} : tensor<4xf32>
+      ...
+    ```
   }];
 }
 

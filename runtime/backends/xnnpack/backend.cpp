@@ -16,6 +16,7 @@
 
 #include "internal.h"
 
+#include "etllm/runtime/memory_planner.h"
 #include "etllm/runtime/xnnpack/packing.h"
 #include "etllm/schema/xnnpack_generated.h"
 
@@ -251,47 +252,26 @@ Status checkPackedNode(const std::string &what, const Node &n,
   return Status();
 }
 
-/// Greedy-by-size planning of the internal values (first fit among the
-/// values whose lifetimes overlap). Returns the arena size.
+/// Plans the internal values' memory with the runtime's planner (the one
+/// the compiler's memory planning stage uses). Returns the arena size.
 Result<size_t> planMemory(std::vector<ValueInfo> &info,
                           std::vector<size_t> &offsets) {
-  std::vector<uint32_t> order;
+  std::vector<uint32_t> planned;
+  std::vector<PlanRequest> requests;
   for (uint32_t v = 0; v < info.size(); ++v)
     if (info[v].kind == xfb::ValueKind::INTERNAL && info[v].producer >= 0 &&
-        info[v].capacity > 0)
-      order.push_back(v);
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    return info[a].capacity > info[b].capacity;
-  });
+        info[v].capacity > 0) {
+      planned.push_back(v);
+      requests.push_back({info[v].producer, info[v].lastUse, info[v].capacity});
+    }
+  Result<ArenaPlan> plan = planArena(requests, kPlanAlign);
+  if (!plan.ok() || plan->arenaBytes > kMaxArenaBytes)
+    return Error("xnnpack blob: the internal values need more than " +
+                 std::to_string(kMaxArenaBytes) + " bytes");
   offsets.assign(info.size(), 0);
-  std::vector<uint32_t> placed;
-  uint64_t total = 0;
-  std::vector<std::pair<uint64_t, uint64_t>> busy; // [begin, end)
-  for (uint32_t v : order) {
-    const ValueInfo &a = info[v];
-    const uint64_t size = alignUp(a.capacity, kPlanAlign);
-    busy.clear();
-    for (uint32_t u : placed) {
-      const ValueInfo &b = info[u];
-      if (a.producer <= b.lastUse && b.producer <= a.lastUse)
-        busy.push_back(
-            {offsets[u], offsets[u] + alignUp(b.capacity, kPlanAlign)});
-    }
-    std::sort(busy.begin(), busy.end());
-    uint64_t off = 0;
-    for (const auto &r : busy) {
-      if (r.first >= off + size)
-        break;
-      off = std::max(off, r.second);
-    }
-    if (off + size > kMaxArenaBytes)
-      return Error("xnnpack blob: the internal values need more than " +
-                   std::to_string(kMaxArenaBytes) + " bytes");
-    offsets[v] = size_t(off);
-    total = std::max(total, off + size);
-    placed.push_back(v);
-  }
-  return size_t(total);
+  for (size_t i = 0; i < planned.size(); ++i)
+    offsets[planned[i]] = size_t(plan->offsets[i]);
+  return size_t(plan->arenaBytes);
 }
 
 class XnnpackBackend final : public Backend {

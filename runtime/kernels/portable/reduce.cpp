@@ -1,11 +1,14 @@
-//===- reduce.cpp - sum, mean, amax, softmax ------------------------------===//
+//===- reduce.cpp - sum, mean, amax, softmax, topk ------------------------===//
 //
 // Reductions take ints = [keepdim, dim...]; no dims reduces every dimension.
-// Float sums and means accumulate in double; amax propagates NaN.
+// Float sums and means accumulate in double; amax propagates NaN. softmax
+// and topk work along one dimension.
 //
 //===----------------------------------------------------------------------===//
 #include "common.h"
 #include "kernels.h"
+
+#include <algorithm>
 
 namespace etllm::rt::portable {
 namespace {
@@ -196,6 +199,69 @@ Status kernelSoftmax(const KernelArgs &a) {
       }
       return Status();
     });
+  });
+}
+
+// ints = [k, dim]. Outputs: the k largest entries along dim (largest first;
+// equal entries in index order, NaN the largest) and their i64 indices.
+Status kernelTopK(const KernelArgs &a) {
+  const char *op = "topk";
+  const Tensor &in = *a.inputs[0];
+  Tensor &values = *a.outputs[0];
+  Tensor &indices = *a.outputs[1];
+  ETLLM_RETURN_IF_ERROR(checkPlain(op, in));
+  if (values.dtype != in.dtype || indices.dtype != DType::I64)
+    return unsupportedDTypes(op, in.dtype, values.dtype, indices.dtype);
+  if (in.rank < 1)
+    return opError(op, "the input must have rank >= 1");
+  int dim = 0;
+  ETLLM_RETURN_IF_ERROR(normalizeDim(op, a.ints[1], in.rank, dim));
+  const int64_t k = a.ints[0], len = in.sizes[dim];
+  if (k < 1 || k > len)
+    return opError(op, "k = " + std::to_string(k) +
+                           " is out of range for a dimension of size " +
+                           std::to_string(len) + " of " + in.shapeString());
+  Shape s = Shape::of(in);
+  s.sizes[dim] = k;
+  void *scratch = nullptr;
+  ETLLM_RETURN_IF_ERROR(
+      getScratch(op, a, size_t(len) * sizeof(int64_t), scratch));
+  ETLLM_RETURN_IF_ERROR(resizeTo(op, values, s));
+  ETLLM_RETURN_IF_ERROR(resizeTo(op, indices, s));
+  const int64_t outer = prod(in.sizes, 0, dim);
+  const int64_t inner = prod(in.sizes, dim + 1, in.rank);
+  int64_t *order = static_cast<int64_t *>(scratch);
+  return dispatchNumeric(in.dtype, op, [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    const T *x = in.ptr<T>();
+    T *y = values.ptr<T>();
+    int64_t *idx = indices.ptr<int64_t>();
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i = 0; i < inner; ++i) {
+        const T *row = x + o * len * inner + i;
+        // Whether entry p comes before entry q.
+        auto before = [&](int64_t p, int64_t q) {
+          if constexpr (kIsFloat<T>) {
+            float vp = toF32(row[p * inner]), vq = toF32(row[q * inner]);
+            if (std::isnan(vp) || std::isnan(vq))
+              return std::isnan(vp) && (!std::isnan(vq) || p < q);
+            return vp > vq || (vp == vq && p < q);
+          } else {
+            return row[p * inner] > row[q * inner] ||
+                   (row[p * inner] == row[q * inner] && p < q);
+          }
+        };
+        for (int64_t j = 0; j < len; ++j)
+          order[j] = j;
+        std::partial_sort(order, order + k, order + len, before);
+        const int64_t base = o * k * inner + i;
+        for (int64_t j = 0; j < k; ++j) {
+          y[base + j * inner] = row[order[j] * inner];
+          idx[base + j * inner] = order[j];
+        }
+      }
+    }
+    return Status();
   });
 }
 

@@ -3,6 +3,7 @@
 #define ETLLM_DIALECT_ETLLM_ETLLMOPS_H
 
 #include "etllm/Dialect/Etllm/EtllmDialect.h"
+#include "etllm/Dialect/Etllm/EtllmInterfaces.h"
 #include "etllm/Dialect/Etllm/EtllmTypes.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -11,6 +12,7 @@
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace mlir::etllm {
 

@@ -2,11 +2,14 @@
 #ifndef ETLLM_DIALECT_ETLLM_OPS_TD
 #define ETLLM_DIALECT_ETLLM_OPS_TD
 
+include "etllm/Dialect/Etllm/EtllmInterfaces.td"
 include "etllm/Dialect/Etllm/EtllmTypes.td"
+include "etllm/Dialect/Etllm/EtllmPlanAttrs.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/CallInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ViewLikeInterface.td"
 
 // The state of every `etllm.buffer` (KV caches). Reads and writes of
 // buffers are ordered through this resource.
@@ -109,6 +112,7 @@ def Etllm_BufferReadOp : Etllm_Op<"buffer.read",
 
 def Etllm_BufferWriteOp : Etllm_Op<"buffer.write",
     [DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+     Etllm_WriteBackKernel<"copy", "name">,
      MemoryEffects<[MemWrite<Etllm_BufferResource>]>]> {
   let summary = "writes a whole value back into a mutable buffer";
   let description = [{
@@ -151,7 +155,7 @@ def Etllm_ConstantOp : Etllm_Op<"constant",
 class Etllm_UnaryOp<string mnemonic, string opSummary,
                     Type T = Etllm_FloatTensor, list<Trait> traits = []>
     : Etllm_Op<mnemonic, !listconcat(traits,
-          [Pure, SameOperandsAndResultType])> {
+          [Pure, SameOperandsAndResultType, Etllm_Kernel<mnemonic>])> {
   let summary = opSummary;
   let description = "Element-wise `" # mnemonic # "`.\n\n```mlir\n%y = etllm."
     # mnemonic # " %x : tensor<1x?x64xf32>\n```";
@@ -175,7 +179,8 @@ def Etllm_SigmoidOp : Etllm_UnaryOp<"sigmoid", "logistic sigmoid">;
 def Etllm_SiluOp : Etllm_UnaryOp<"silu", "x * sigmoid(x)">;
 def Etllm_ReluOp : Etllm_UnaryOp<"relu", "max(x, 0)">;
 
-def Etllm_GeluOp : Etllm_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+def Etllm_GeluOp : Etllm_Op<"gelu", [Pure, SameOperandsAndResultType,
+    Etllm_Kernel<"gelu", [Etllm_Enum<"approximate">]>]> {
   let summary = "Gaussian error linear unit";
   let description = [{
     `approximate = none` is x * Phi(x) with erf; `tanh` is the tanh
@@ -199,7 +204,8 @@ def Etllm_LogicalNotOp : Etllm_UnaryOp<"logical_not", "boolean not",
 class Etllm_BinaryOp<string mnemonic, string opSummary,
                      Type T = Etllm_NumTensor, list<Trait> traits = []>
     : Etllm_Op<mnemonic, !listconcat(traits,
-          [Pure, InferTypeOpAdaptorWithIsCompatible])> {
+          [Pure, InferTypeOpAdaptorWithIsCompatible,
+           Etllm_Kernel<mnemonic>])> {
   let summary = opSummary;
   let description = "Element-wise `" # mnemonic # "` with NumPy-style "
     # "broadcasting; both operands have the same element type.\n\n```mlir\n"
@@ -226,7 +232,8 @@ def Etllm_LogicalOrOp : Etllm_BinaryOp<"logical_or", "boolean or",
                                        Etllm_BoolTensor>;
 
 class Etllm_CompareOp<string mnemonic, string opSummary>
-    : Etllm_Op<mnemonic, [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+    : Etllm_Op<mnemonic, [Pure, InferTypeOpAdaptorWithIsCompatible,
+                          Etllm_Kernel<mnemonic>]> {
   let summary = opSummary;
   let description = "Element-wise comparison `" # mnemonic # "` with "
     # "broadcasting; the result is i1.\n\n```mlir\n%m = etllm." # mnemonic
@@ -245,7 +252,7 @@ def Etllm_GtOp : Etllm_CompareOp<"gt", "greater than">;
 def Etllm_GeOp : Etllm_CompareOp<"ge", "greater than or equal">;
 
 def Etllm_WhereOp : Etllm_Op<"where",
-    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+    [Pure, InferTypeOpAdaptorWithIsCompatible, Etllm_Kernel<"where">]> {
   let summary = "select by condition, with broadcasting";
   let description = [{
     `result[i] = condition[i] ? on_true[i] : on_false[i]`, broadcasting all
@@ -264,7 +271,8 @@ def Etllm_WhereOp : Etllm_Op<"where",
 }
 
 def Etllm_MaskedFillOp : Etllm_Op<"masked_fill",
-    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+    [Pure, InferTypeOpAdaptorWithIsCompatible,
+     Etllm_Kernel<"masked_fill", [], [Etllm_Float<"value">]>]> {
   let summary = "replace elements where a mask is true";
   let description = [{
     `result = mask ? value : input`; the mask broadcasts to the input.
@@ -281,7 +289,8 @@ def Etllm_MaskedFillOp : Etllm_Op<"masked_fill",
                        "functional-type(operands, results)";
 }
 
-def Etllm_ConvertOp : Etllm_Op<"convert", [Pure, SameOperandsAndResultShape]> {
+def Etllm_ConvertOp : Etllm_Op<"convert",
+    [Pure, SameOperandsAndResultShape, Etllm_Kernel<"convert">]> {
   let summary = "element type conversion (torch .to(dtype))";
   let description = [{
     Float to float rounds to nearest even; float to integer truncates toward
@@ -302,7 +311,8 @@ def Etllm_ConvertOp : Etllm_Op<"convert", [Pure, SameOperandsAndResultShape]> {
 //===----------------------------------------------------------------------===//
 
 class Etllm_ReduceOp<string mnemonic, string opSummary>
-    : Etllm_Op<mnemonic, [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+    : Etllm_Op<mnemonic, [Pure, InferTypeOpAdaptorWithIsCompatible,
+        Etllm_Kernel<mnemonic, [Etllm_Flag<"keepdim">, Etllm_Each<"dims">]>]> {
   let summary = opSummary;
   let description = "`" # mnemonic # "` over `dims` (negative dims count "
     # "from the end); `keepdim` keeps them as size 1.\n\n```mlir\n%m = etllm."
@@ -319,7 +329,60 @@ def Etllm_SumOp : Etllm_ReduceOp<"sum", "sum">;
 def Etllm_MeanOp : Etllm_ReduceOp<"mean", "arithmetic mean">;
 def Etllm_AmaxOp : Etllm_ReduceOp<"amax", "maximum">;
 
-def Etllm_SoftmaxOp : Etllm_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+def Etllm_TopKOp : Etllm_Op<"topk", [Pure, InferTypeOpAdaptorWithIsCompatible,
+    Etllm_Kernel<"topk", [Etllm_Int<"k">, Etllm_Int<"dim">], [], "TopK">]> {
+  let summary = "the k largest entries along one dimension, with their indices";
+  let description = [{
+    `values` holds the `k` largest entries of `input` along `dim` (default
+    the last), largest first, and `indices` their positions along `dim`:
+    `torch.topk(input, k, dim)` (largest, sorted). Equal entries keep their
+    order (the lower index first) and NaN counts as the largest, so the
+    result is deterministic. A Mixture-of-Experts router picks its experts
+    with it. `k` is at least 1; at run time, at most the size of `dim`.
+
+    ```mlir
+    %w, %e = etllm.topk %probs k 2 : tensor<1x?x8xf32> -> tensor<1x?x2xf32>, tensor<1x?x2xi64>
+    ```
+  }];
+  let arguments = (ins Etllm_NumTensor:$input, Etllm_I64Attr:$k,
+                       DefaultValuedAttr<Etllm_I64Attr, "-1">:$dim);
+  let results = (outs Etllm_NumTensor:$values, RankedTensorOf<[I64]>:$indices);
+  let assemblyFormat = "$input `k` $k (`dim` $dim^)? attr-dict `:` "
+                       "type($input) `->` type(results)";
+  // Shape inference with the helpers of dialects/EtllmOps.cpp, where the
+  // op definitions are compiled.
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      auto in = tensorOf(adaptor.getInput());
+      if (in.getRank() < 1)
+        return fail(loc, "input must have rank >= 1");
+      ::mlir::FailureOr<int64_t> d =
+          checkedDim(loc, adaptor.getDim(), in.getRank());
+      if (::mlir::failed(d))
+        return ::mlir::failure();
+      int64_t k = adaptor.getK(), size = in.getDimSize(*d);
+      if (k < 1 || (!::mlir::ShapedType::isDynamic(size) && k > size))
+        return fail(loc, "k = ", k, " is out of range for a dimension of size ",
+                    size);
+      ::llvm::SmallVector<int64_t> shape(in.getShape());
+      shape[*d] = k;
+      inferred.push_back(
+          ::mlir::RankedTensorType::get(shape, in.getElementType()));
+      inferred.push_back(::mlir::RankedTensorType::get(
+          shape, ::mlir::IntegerType::get(context, 64)));
+      return ::mlir::success();
+    }
+    bool $cppClass::isCompatibleReturnTypes(::mlir::TypeRange l,
+                                            ::mlir::TypeRange r) {
+      return compatibleTypes(l, r);
+    }
+  }];
+}
+
+def Etllm_SoftmaxOp : Etllm_Op<"softmax", [Pure, SameOperandsAndResultType,
+    Etllm_Kernel<"softmax", [Etllm_Int<"dim">]>]> {
   let summary = "softmax along one dimension";
   let description = [{
     Computed in float32 whatever the element type (as
@@ -340,7 +403,7 @@ def Etllm_SoftmaxOp : Etllm_Op<"softmax", [Pure, SameOperandsAndResultType]> {
 //===----------------------------------------------------------------------===//
 
 def Etllm_MatmulOp : Etllm_Op<"matmul",
-    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+    [Pure, InferTypeOpAdaptorWithIsCompatible, Etllm_Kernel<"matmul">]> {
   let summary = "matrix product with batch broadcasting (torch.matmul, bmm)";
   let description = [{
     Both operands have rank >= 2; leading (batch) dimensions broadcast.
@@ -357,7 +420,7 @@ def Etllm_MatmulOp : Etllm_Op<"matmul",
 }
 
 def Etllm_LinearOp : Etllm_Op<"linear",
-    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+    [Pure, InferTypeOpAdaptorWithIsCompatible, Etllm_Kernel<"linear">]> {
   let summary = "y = x W^T + b (torch.nn.functional.linear)";
   let description = [{
     `weight` is [out_features, in_features]; `bias` is [out_features].
@@ -375,7 +438,7 @@ def Etllm_LinearOp : Etllm_Op<"linear",
 }
 
 def Etllm_EmbeddingOp : Etllm_Op<"embedding",
-    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+    [Pure, InferTypeOpAdaptorWithIsCompatible, Etllm_Kernel<"embedding">]> {
   let summary = "row lookup: result[..., :] = weight[indices[...], :]";
   let description = [{
     ```mlir
@@ -393,7 +456,9 @@ def Etllm_EmbeddingOp : Etllm_Op<"embedding",
 // Tensor creation
 //===----------------------------------------------------------------------===//
 
-def Etllm_ArangeOp : Etllm_Op<"arange", [Pure]> {
+def Etllm_ArangeOp : Etllm_Op<"arange", [Pure,
+    Etllm_Kernel<"arange",
+                 [Etllm_Int<"start">, Etllm_Int<"end">, Etllm_Int<"step">]>]> {
   let summary = "the sequence start, start + step, ... (< end)";
   let description = [{
     ```mlir
@@ -409,7 +474,8 @@ def Etllm_ArangeOp : Etllm_Op<"arange", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Etllm_FullOp : Etllm_Op<"full", [Pure]> {
+def Etllm_FullOp : Etllm_Op<"full",
+    [Pure, Etllm_Kernel<"full", [], [Etllm_Float<"value">]>]> {
   let summary = "a statically shaped tensor filled with one value";
   let description = [{
     ```mlir
@@ -422,7 +488,8 @@ def Etllm_FullOp : Etllm_Op<"full", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Etllm_FullLikeOp : Etllm_Op<"full_like", [Pure, SameOperandsAndResultShape]> {
+def Etllm_FullLikeOp : Etllm_Op<"full_like", [Pure, SameOperandsAndResultShape,
+    Etllm_Kernel<"full_like", [], [Etllm_Float<"value">]>]> {
   let summary = "a tensor shaped like the input, filled with one value";
   let description = [{
     ```mlir
@@ -435,7 +502,8 @@ def Etllm_FullLikeOp : Etllm_Op<"full_like", [Pure, SameOperandsAndResultShape]>
       "$input `,` $value attr-dict `:` type($input) `->` type($result)";
 }
 
-def Etllm_TriuOp : Etllm_Op<"triu", [Pure, SameOperandsAndResultType]> {
+def Etllm_TriuOp : Etllm_Op<"triu", [Pure, SameOperandsAndResultType,
+    Etllm_Kernel<"triu", [Etllm_Int<"diagonal">]>]> {
   let summary = "upper triangle of the last two dims (zero elsewhere)";
   let description = [{
     Keeps elements with `col - row >= diagonal`.
@@ -452,7 +520,8 @@ def Etllm_TriuOp : Etllm_Op<"triu", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
-def Etllm_TrilOp : Etllm_Op<"tril", [Pure, SameOperandsAndResultType]> {
+def Etllm_TrilOp : Etllm_Op<"tril", [Pure, SameOperandsAndResultType,
+    Etllm_Kernel<"tril", [Etllm_Int<"diagonal">]>]> {
   let summary = "lower triangle of the last two dims (zero elsewhere)";
   let description = [{
     Keeps elements with `col - row <= diagonal`.
@@ -474,7 +543,8 @@ def Etllm_TrilOp : Etllm_Op<"tril", [Pure, SameOperandsAndResultType]> {
 //===----------------------------------------------------------------------===//
 
 def Etllm_TransposeOp : Etllm_Op<"transpose",
-    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+    [Pure, InferTypeOpAdaptorWithIsCompatible,
+     Etllm_Kernel<"transpose", [Etllm_Int<"dim0">, Etllm_Int<"dim1">]>]> {
   let summary = "swap two dimensions";
   let description = [{
     ```mlir
@@ -489,7 +559,8 @@ def Etllm_TransposeOp : Etllm_Op<"transpose",
 }
 
 def Etllm_PermuteOp : Etllm_Op<"permute",
-    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+    [Pure, InferTypeOpAdaptorWithIsCompatible,
+     Etllm_Kernel<"permute", [Etllm_Each<"dims">]>]> {
   let summary = "reorder dimensions: result dim i = input dim dims[i]";
   let description = [{
     ```mlir
@@ -504,7 +575,10 @@ def Etllm_PermuteOp : Etllm_Op<"permute",
 }
 
 def Etllm_ReshapeOp : Etllm_Op<"reshape",
-    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+    [Pure, InferTypeOpAdaptorWithIsCompatible,
+     Etllm_Kernel<"reshape", [Etllm_Each<"shape">]>,
+     DeclareOpInterfaceMethods<ViewLikeOpInterface>,
+     DeclareOpInterfaceMethods<Etllm_BoundedShapeOpInterface>]> {
   let summary = "same elements, new shape (view/reshape)";
   let description = [{
     `shape` may hold one -1: that size is inferred from the element count
@@ -522,7 +596,9 @@ def Etllm_ReshapeOp : Etllm_Op<"reshape",
 }
 
 def Etllm_UnsqueezeOp : Etllm_Op<"unsqueeze",
-    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+    [Pure, InferTypeOpAdaptorWithIsCompatible,
+     Etllm_Kernel<"unsqueeze", [Etllm_Int<"dim">]>,
+     DeclareOpInterfaceMethods<ViewLikeOpInterface>]> {
   let summary = "insert a size-1 dimension";
   let description = [{
     ```mlir
@@ -536,7 +612,9 @@ def Etllm_UnsqueezeOp : Etllm_Op<"unsqueeze",
 }
 
 def Etllm_SqueezeOp : Etllm_Op<"squeeze",
-    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+    [Pure, InferTypeOpAdaptorWithIsCompatible,
+     Etllm_Kernel<"squeeze", [Etllm_Int<"dim">]>,
+     DeclareOpInterfaceMethods<ViewLikeOpInterface>]> {
   let summary = "remove a size-1 dimension";
   let description = [{
     ```mlir
@@ -551,7 +629,8 @@ def Etllm_SqueezeOp : Etllm_Op<"squeeze",
 }
 
 def Etllm_ExpandOp : Etllm_Op<"expand",
-    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+    [Pure, InferTypeOpAdaptorWithIsCompatible,
+     Etllm_Kernel<"expand", [Etllm_Each<"shape">]>]> {
   let summary = "broadcast size-1 dimensions to a larger size";
   let description = [{
     `shape` has at least the input's rank; -1 keeps the input's size, and
@@ -570,7 +649,9 @@ def Etllm_ExpandOp : Etllm_Op<"expand",
 }
 
 def Etllm_SliceOp : Etllm_Op<"slice",
-    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+    [Pure, InferTypeOpAdaptorWithIsCompatible,
+     Etllm_Kernel<"slice", [Etllm_Int<"dim">, Etllm_Int<"start">, Etllm_Int<"end">,
+                      Etllm_Int<"step">]>]> {
   let summary = "elements start, start + step, ... (< end) of one dimension";
   let description = [{
     PyTorch semantics: negative `start`/`end` count from the end and both are
@@ -590,7 +671,9 @@ def Etllm_SliceOp : Etllm_Op<"slice",
   let hasFolder = 1;
 }
 
-def Etllm_CatOp : Etllm_Op<"cat", [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+def Etllm_CatOp : Etllm_Op<"cat", [Pure, InferTypeOpAdaptorWithIsCompatible,
+    Etllm_Kernel<"cat", [Etllm_Int<"dim">]>,
+    DeclareOpInterfaceMethods<Etllm_BoundedShapeOpInterface>]> {
   let summary = "concatenate along one dimension";
   let description = [{
     ```mlir
@@ -606,7 +689,8 @@ def Etllm_CatOp : Etllm_Op<"cat", [Pure, InferTypeOpAdaptorWithIsCompatible]> {
 }
 
 def Etllm_SplitOp : Etllm_Op<"split",
-    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+    [Pure, InferTypeOpAdaptorWithIsCompatible,
+     Etllm_Kernel<"split", [Etllm_Int<"dim">, Etllm_Each<"sizes">]>]> {
   let summary = "split one dimension into pieces of the given sizes";
   let description = [{
     ```mlir
@@ -622,7 +706,8 @@ def Etllm_SplitOp : Etllm_Op<"split",
 }
 
 def Etllm_IndexSelectOp : Etllm_Op<"index_select",
-    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+    [Pure, InferTypeOpAdaptorWithIsCompatible,
+     Etllm_Kernel<"index_select", [Etllm_Int<"dim">]>]> {
   let summary = "select entries of one dimension by a 1-D index";
   let description = [{
     ```mlir
@@ -638,7 +723,8 @@ def Etllm_IndexSelectOp : Etllm_Op<"index_select",
 }
 
 def Etllm_GatherOp : Etllm_Op<"gather",
-    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+    [Pure, InferTypeOpAdaptorWithIsCompatible,
+     Etllm_Kernel<"gather", [Etllm_Int<"dim">]>]> {
   let summary = "torch.gather: result[i][j] = input[i][index[i][j]] (dim 1)";
   let description = [{
     `index` has the input's rank; the result has the index's shape.
@@ -656,7 +742,8 @@ def Etllm_GatherOp : Etllm_Op<"gather",
 }
 
 def Etllm_IndexCopyOp : Etllm_Op<"index_copy",
-    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+    [Pure, InferTypeOpAdaptorWithIsCompatible,
+     Etllm_Kernel<"index_copy", [Etllm_Int<"dim">]>]> {
   let summary = "functional index_copy: a copy of input with slices replaced";
   let description = [{
     `result = input; result.select(dim, index[i]) = source.select(dim, i)`.
@@ -676,7 +763,8 @@ def Etllm_IndexCopyOp : Etllm_Op<"index_copy",
 }
 
 def Etllm_IndexPutOp : Etllm_Op<"index_put",
-    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+    [Pure, InferTypeOpAdaptorWithIsCompatible,
+     Etllm_Kernel<"index_put", [Etllm_Int<"dim">, Etllm_Flag<"accumulate">]>]> {
   let summary = "functional index_put along one dimension";
   let description = [{
     `input[..., index, ...] = values` (or `+=` with `accumulate`) where the
@@ -702,7 +790,9 @@ def Etllm_IndexPutOp : Etllm_Op<"index_put",
 //===----------------------------------------------------------------------===//
 
 def Etllm_RmsNormOp : Etllm_Op<"rms_norm",
-    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+    [Pure, InferTypeOpAdaptorWithIsCompatible,
+     Etllm_Kernel<"rms_norm", [],
+                  [Etllm_Float<"eps">, Etllm_Float<"weight_offset">]>]> {
   let summary = "RMSNorm over the last dimension";
   let description = [{
     `y = x * rsqrt(mean(x^2, -1) + eps) * (weight + weight_offset)`, with the
@@ -723,7 +813,9 @@ def Etllm_RmsNormOp : Etllm_Op<"rms_norm",
 }
 
 def Etllm_LayerNormOp : Etllm_Op<"layer_norm",
-    [Pure, AttrSizedOperandSegments, InferTypeOpAdaptorWithIsCompatible]> {
+    [Pure, AttrSizedOperandSegments, InferTypeOpAdaptorWithIsCompatible,
+     Etllm_Kernel<"layer_norm", [Etllm_Has<"weight">, Etllm_Has<"bias">],
+                  [Etllm_Float<"eps">]>]> {
   let summary = "LayerNorm over the last dimension";
   let description = [{
     `y = (x - mean) * rsqrt(var + eps) * weight + bias`, statistics in
@@ -742,7 +834,9 @@ def Etllm_LayerNormOp : Etllm_Op<"layer_norm",
                        "attr-dict `:` functional-type(operands, results)";
 }
 
-def Etllm_RopeOp : Etllm_Op<"rope", [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+def Etllm_RopeOp : Etllm_Op<"rope", [Pure, InferTypeOpAdaptorWithIsCompatible,
+    Etllm_Kernel<"rope", [Etllm_Enum<"convention">],
+                 [Etllm_Float<"attention_scaling">]>]> {
   let summary = "rotary position embedding";
   let description = [{
     Rotates the first `2 * len(inv_freq)` entries of the last dimension of
@@ -769,7 +863,10 @@ def Etllm_RopeOp : Etllm_Op<"rope", [Pure, InferTypeOpAdaptorWithIsCompatible]> 
 }
 
 def Etllm_SdpaOp : Etllm_Op<"sdpa",
-    [Pure, AttrSizedOperandSegments, InferTypeOpAdaptorWithIsCompatible]> {
+    [Pure, AttrSizedOperandSegments, InferTypeOpAdaptorWithIsCompatible,
+     Etllm_Kernel<"sdpa", [Etllm_Has<"mask">, Etllm_Has<"positions">,
+                           Etllm_Flag<"causal">, Etllm_Int<"sliding_window">],
+                  [Etllm_Float<"scale">, Etllm_Float<"softcap">]>]> {
   let summary = "scaled dot-product attention (with GQA)";
   let description = [{
     `softmax(softcap(q k^T * scale) + mask) v`, per head, in float32.
@@ -806,6 +903,8 @@ def Etllm_SdpaOp : Etllm_Op<"sdpa",
 
 def Etllm_KvCacheUpdateOp : Etllm_Op<"kv_cache.update",
     [InferTypeOpAdaptorWithIsCompatible,
+     Etllm_Kernel<"kv_cache_update", [Etllm_Int<"dim">]>,
+     DeclareOpInterfaceMethods<Etllm_TiedOpInterface>,
      MemoryEffects<[MemRead<Etllm_BufferResource>,
                     MemWrite<Etllm_BufferResource>]>]> {
   let summary = "in-place update of a KV cache";
@@ -835,7 +934,8 @@ def Etllm_KvCacheUpdateOp : Etllm_Op<"kv_cache.update",
 // Level C: quantization
 //===----------------------------------------------------------------------===//
 
-def Etllm_QuantizeDynamicOp : Etllm_Op<"quantize_dynamic", [Pure]> {
+def Etllm_QuantizeDynamicOp : Etllm_Op<"quantize_dynamic",
+    [Pure, Etllm_Kernel<"quantize_dynamic">]> {
   let summary = "quantize an activation with scales computed at run time";
   let description = [{
     Per-token (one scale per row of the last dimension) or per-tensor, to
@@ -854,7 +954,8 @@ def Etllm_QuantizeDynamicOp : Etllm_Op<"quantize_dynamic", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Etllm_QLinearOp : Etllm_Op<"qlinear", [Pure]> {
+def Etllm_QLinearOp : Etllm_Op<"qlinear",
+    [Pure, Etllm_Kernel<"qlinear", [], [], "QLinear">]> {
   let summary = "linear with a block-quantized weight";
   let description = [{
     `y = x dequant(W)^T + b`. `input` is a float tensor (weight-only
@@ -876,7 +977,8 @@ def Etllm_QLinearOp : Etllm_Op<"qlinear", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Etllm_QEmbeddingOp : Etllm_Op<"qembedding", [Pure]> {
+def Etllm_QEmbeddingOp : Etllm_Op<"qembedding",
+    [Pure, Etllm_Kernel<"qembedding", [], [], "QEmbedding">]> {
   let summary = "row lookup in a block-quantized table";
   let description = [{
     ```mlir
@@ -891,7 +993,8 @@ def Etllm_QEmbeddingOp : Etllm_Op<"qembedding", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Etllm_DequantizeOp : Etllm_Op<"dequantize", [Pure]> {
+def Etllm_DequantizeOp : Etllm_Op<"dequantize",
+    [Pure, Etllm_Kernel<"dequantize">]> {
   let summary = "the float tensor a quantized weight stands for";
   let description = [{
     ```mlir

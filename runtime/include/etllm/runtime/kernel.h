@@ -29,6 +29,32 @@ enum class OpId : uint16_t {
   NumOps
 };
 
+/// A minimal span (C++17 has no std::span).
+template <typename T> struct Span {
+  T *data = nullptr;
+  size_t size = 0;
+  T &operator[](size_t i) const { return data[i]; }
+  T *begin() const { return data; }
+  T *end() const { return data + size; }
+};
+
+/// How an operator reads one of its integer attributes (ops.def
+/// ETLLM_OP_INT, generated from the op contracts).
+enum class IntAttrKind : uint8_t {
+  Value, ///< any integer
+  Enum,  ///< an enum case, in [0, max]
+  Flag,  ///< 0 or 1
+  Input, ///< 0 or 1: whether the optional input it names is present
+  List,  ///< this and every later integer, one per element
+};
+
+/// One integer attribute of an operator's contract.
+struct IntAttrInfo {
+  const char *name;
+  IntAttrKind kind;
+  int64_t max; ///< Enum: the largest case; Flag/Input: 1
+};
+
 /// The static description of an operator (from ops.def).
 struct OpInfo {
   OpId id;
@@ -41,15 +67,15 @@ struct OpInfo {
 const OpInfo &opInfo(OpId id);
 /// Looks an operator up by its program-file name; nullptr when unknown.
 const OpInfo *findOp(const char *name, size_t length);
-
-/// A minimal span (C++17 has no std::span).
-template <typename T> struct Span {
-  T *data = nullptr;
-  size_t size = 0;
-  T &operator[](size_t i) const { return data[i]; }
-  T *begin() const { return data; }
-  T *end() const { return data + size; }
-};
+/// The integer attributes of `id` in order (a List entry stands for every
+/// integer from its index on).
+Span<const IntAttrInfo> intAttrs(OpId id);
+/// The names of the float attributes of `id`, in order.
+Span<const char *const> floatAttrNames(OpId id);
+/// Checks a kernel call's integer attributes against the contract: enums
+/// and flags in range, and the input count the Input flags imply. The
+/// counts themselves are the caller's to check (OpInfo).
+Status checkIntAttrs(OpId id, size_t numInputs, Span<const int64_t> ints);
 
 /// Per-execution resources: the thread pool and a scratch buffer that
 /// grows on first use and is then reused (no per-token allocation).

@@ -30,6 +30,7 @@ struct Case {
   int numOutputs;
   std::vector<int64_t> outShape; // the output's shape before the call
   QuantInfo outQuant;
+  std::vector<DType> outTypes; // per output, when they differ
 };
 
 class AllOps : public ::testing::Test {
@@ -152,6 +153,9 @@ protected:
     Case qd{OpId::QuantizeDynamic, {a4}, DType::QAct};
     qd.outQuant = act;
     cs.push_back(qd);
+    Case topk{OpId::TopK, {a}, DType::F32, {2, -1}, {}, 2};
+    topk.outTypes = {DType::F32, DType::I64};
+    cs.push_back(topk);
     return cs;
   }
 };
@@ -165,8 +169,11 @@ TEST_F(AllOps, SucceedRepeatablyAndRefuseAShortOutput) {
     covered.insert(k.op);
     std::vector<OwnedTensor> outs;
     std::vector<Tensor *> outPtrs;
+    auto typeOf = [&](size_t i) {
+      return i < k.outTypes.size() ? k.outTypes[i] : k.outType;
+    };
     for (int i = 0; i < k.numOutputs; ++i)
-      outs.emplace_back(k.outType, k.outShape, 4096, k.outQuant);
+      outs.emplace_back(typeOf(i), k.outShape, 4096, k.outQuant);
     for (OwnedTensor &o : outs)
       outPtrs.push_back(o.get());
     ASSERT_OK(callKernel(portableKernels().get(k.op), ctx, k.ins, outPtrs,
@@ -189,7 +196,7 @@ TEST_F(AllOps, SucceedRepeatablyAndRefuseAShortOutput) {
       std::vector<OwnedTensor> shortOuts;
       std::vector<Tensor *> shortPtrs;
       for (size_t j = 0; j < outs.size(); ++j)
-        shortOuts.emplace_back(k.outType, k.outShape, j == i ? need - 1 : 4096,
+        shortOuts.emplace_back(typeOf(j), k.outShape, j == i ? need - 1 : 4096,
                                k.outQuant);
       for (OwnedTensor &o : shortOuts)
         shortPtrs.push_back(o.get());

@@ -1,4 +1,4 @@
-//===- reduce_test.cpp - sum, mean, amax, softmax -------------------------===//
+//===- reduce_test.cpp - sum, mean, amax, softmax, topk -------------------===//
 #include "helpers.h"
 
 #include <limits>
@@ -112,6 +112,52 @@ TEST(Softmax, HalfComputesInF32) {
   auto i = makeTensor(DType::I64, {3}, {});
   OwnedTensor iy(DType::I64, {3});
   EXPECT_ERROR(run(OpId::Softmax, {i}, {iy}, {0}), "softmax: unsupported");
+}
+
+TEST(TopK, LastDimLargestFirstTiesInOrderNaNLargest) {
+  auto x = makeTensor(DType::F32, {2, 5},
+                      {1, 7, 3, 7, -2, //
+                       0, kNaN, -kInf, 4, 4});
+  OwnedTensor v(DType::F32, {0}, 128), i(DType::I64, {0}, 128);
+  ASSERT_OK(run(OpId::TopK, {x}, {v, i}, {3, -1}));
+  EXPECT_SHAPE(*v, 2, 3);
+  EXPECT_SHAPE(*i, 2, 3);
+  EXPECT_VALUES(*v, (std::vector<double>{7, 7, 3, kNaN, 4, 4}), 0);
+  EXPECT_VALUES(*i, (std::vector<double>{1, 3, 2, 1, 3, 4}), 0);
+  // k = the whole dimension sorts it.
+  ASSERT_OK(run(OpId::TopK, {x}, {v, i}, {5, 1}));
+  EXPECT_VALUES(*i, (std::vector<double>{1, 3, 2, 0, 4, 1, 3, 4, 0, 2}), 0);
+}
+
+TEST(TopK, InnerDimIntegersAndHalf) {
+  // dim 0 of [3, 2]: per column.
+  auto x = makeTensor(DType::I64, {3, 2}, {5, -1, 9, -3, 5, 8});
+  OwnedTensor v(DType::I64, {0}, 64), i(DType::I64, {0}, 64);
+  ASSERT_OK(run(OpId::TopK, {x}, {v, i}, {2, 0}));
+  EXPECT_SHAPE(*v, 2, 2);
+  EXPECT_VALUES(*v, (std::vector<double>{9, 8, 5, -1}), 0);
+  EXPECT_VALUES(*i, (std::vector<double>{1, 2, 0, 0}), 0);
+  auto h = makeTensor(DType::F16, {1, 1, 4}, {0.25, 2, -1, 1.5});
+  OwnedTensor hv(DType::F16, {0}, 64), hi(DType::I64, {0}, 64);
+  ASSERT_OK(run(OpId::TopK, {h}, {hv, hi}, {1, 2}));
+  EXPECT_SHAPE(*hv, 1, 1, 1);
+  EXPECT_VALUES(*hv, (std::vector<double>{2}), 0);
+  EXPECT_VALUES(*hi, (std::vector<double>{1}), 0);
+}
+
+TEST(TopK, Errors) {
+  auto x = makeTensor(DType::F32, {2, 3}, {});
+  OwnedTensor v(DType::F32, {0}, 64), i(DType::I64, {0}, 64);
+  EXPECT_ERROR(run(OpId::TopK, {x}, {v, i}, {4, -1}),
+               "topk: k = 4 is out of range for a dimension of size 3");
+  EXPECT_ERROR(run(OpId::TopK, {x}, {v, i}, {0, -1}), "out of range");
+  EXPECT_ERROR(run(OpId::TopK, {x}, {v, i}, {1, 2}), "out of range");
+  OwnedTensor i32(DType::I32, {0}, 64);
+  EXPECT_ERROR(run(OpId::TopK, {x}, {v, i32}, {1, -1}), "topk: unsupported");
+  OwnedTensor small(DType::I64, {0}, 8);
+  EXPECT_ERROR(run(OpId::TopK, {x}, {v, small}, {2, -1}), "planned");
+  auto s = makeTensor(DType::F32, {}, {1});
+  EXPECT_ERROR(run(OpId::TopK, {s}, {v, i}, {1, 0}), "rank >= 1");
 }
 
 } // namespace

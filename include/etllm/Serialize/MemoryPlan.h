@@ -1,0 +1,70 @@
+//===- MemoryPlan.h - Where the values of `forward` live --------*- C++ -*-===//
+//
+// Memory planning of a lowered program (Lowering.h): views share their
+// source's storage when it is writable (tied results always share their
+// operand's), every root value lives from its instruction to the last use of
+// any alias of it, and the planned roots are placed in one arena by the
+// runtime's planner (etllm/runtime/memory_planner.h, shared with the xnnpack
+// delegate). A buffer read stays an alias of its buffer, so a write-back of
+// the buffer while the read is still used is an error.
+//
+// The plan is a stage: etllm-plan-memory plans and records the result in
+// the IR (recordPlan: `etllm.plan` on every op and argument of `forward`
+// stored in planned memory, `etllm.memory` on `forward`), and the serializer
+// emits a recorded plan (readPlan) after checking that it still fits the IR
+// (every planned value has a slot large enough, inside the arena, covering
+// its lifetime, and no two live values share a byte). When `forward` has no
+// recorded plan the serializer plans itself, with the same planner.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ETLLM_SERIALIZE_MEMORYPLAN_H
+#define ETLLM_SERIALIZE_MEMORYPLAN_H
+
+#include "mlir/Support/LogicalResult.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace etllm {
+
+class LoweredProgram;
+
+/// The discardable attribute holding a value's place: on an op of
+/// `forward`, an array with one #etllm.slot / #etllm.alias (or unit, for a
+/// result stored elsewhere) per result; on an argument, its #etllm.slot.
+inline constexpr llvm::StringLiteral kPlanAttrName = "etllm.plan";
+/// The attribute on `forward` that says a plan is recorded and sums it up
+/// (the MemoryReport fields).
+inline constexpr llvm::StringLiteral kMemoryAttrName = "etllm.memory";
+
+/// What the memory planner decided (also reported by etllm-plan-memory).
+struct MemoryReport {
+  uint64_t arenaBytes = 0;      // planned activations
+  uint64_t bufferBytes = 0;     // mutable buffers (KV caches)
+  uint64_t constantBytes = 0;   // weights and constants
+  uint64_t naiveArenaBytes = 0; // without reuse: the sum of all values
+  size_t numValues = 0;
+  size_t numInstructions = 0;
+  size_t numAliases = 0;
+};
+
+/// Plans `program`: aliases, lifetimes, offsets and the arena size. Errors
+/// are emitted at the offending op.
+mlir::LogicalResult planMemory(LoweredProgram &program);
+
+/// Records the plan of `program` (planned) on its `forward`, replacing any
+/// recorded before.
+void recordPlan(LoweredProgram &program);
+
+/// Takes the plan recorded on `forward` into `program` (lowered, not
+/// planned) after checking it against the IR; false when `forward` has no
+/// recorded plan. A plan that no longer fits is an error ("stale").
+mlir::FailureOr<bool> readPlan(LoweredProgram &program);
+
+/// The planner's figures for `program` (planned).
+MemoryReport memoryReport(const LoweredProgram &program);
+
+} // namespace etllm
+
+#endif // ETLLM_SERIALIZE_MEMORYPLAN_H

@@ -1,0 +1,245 @@
+//===- Emission.cpp - The program file: header, flatbuffer, segments ----===//
+//
+// Writes a lowered, planned program: the 64-byte header, the flatbuffer
+// (value table, instructions, buffers, constants, segments, delegates,
+// metadata) and the aligned segments: constants (weights produced and
+// written one at a time), delegate blobs, the embedded tokenizer.
+//
+//===----------------------------------------------------------------------===//
+#include "Emission.h"
+
+#include "Metadata.h"
+
+#include "etllm/Serialize/KernelCalls.h"
+#include "etllm/Serialize/Lowering.h"
+#include "etllm/runtime/program.h"
+#include "etllm/schema/program_generated.h"
+
+#include <algorithm>
+#include <cstring>
+
+using namespace mlir;
+using namespace mlir::etllm;
+namespace fbs = ::etllm::schema;
+
+namespace etllm {
+
+/// Segments and the constants in them start at multiples of this.
+static constexpr uint64_t kAlign = 64;
+
+static uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+/// The bytes of constant `c`: produced by a backend, inline, or read (and
+/// converted) from the checkpoint.
+static FailureOr<std::vector<uint8_t>> constantBytes(LoweredProgram &p,
+                                                     ConstRec &c) {
+  if (c.produce)
+    return c.produce();
+  if (!c.fromParameter)
+    return c.inlineData;
+  return p.weights.materialize(cast<ParameterOp>(c.op));
+}
+
+LogicalResult emitProgram(LoweredProgram &p, const SerializeOptions &options,
+                          llvm::raw_ostream &os) {
+  std::vector<ConstRec> &constants = p.constants;
+  std::vector<DelegateRec> &delegates = p.delegates;
+  // Constant segment layout.
+  uint64_t constBytes = 0;
+  for (ConstRec &c : constants) {
+    c.offset = constBytes;
+    constBytes = alignUp(constBytes + c.size, kAlign);
+  }
+
+  // The embedded tokenizer: a file given by the user (a GGUF vocabulary goes
+  // in the metadata).
+  FailureOr<EmbeddedTokenizer> loaded = loadTokenizer(p.module, options);
+  if (failed(loaded))
+    return failure();
+  const EmbeddedTokenizer &tokenizer = *loaded;
+
+  // Segments: 0 = constants, then delegate blobs, then the tokenizer file.
+  flatbuffers::FlatBufferBuilder fb(1 << 20);
+  std::vector<std::pair<uint64_t, uint64_t>> segs;
+  uint64_t segCursor = 0;
+  auto addSegment = [&](uint64_t size) {
+    segs.push_back({segCursor, size});
+    segCursor = alignUp(segCursor + size, kAlign);
+    return uint32_t(segs.size() - 1);
+  };
+  uint32_t constSeg = addSegment(constBytes);
+  std::vector<uint32_t> delegateSegs;
+  for (DelegateRec &d : delegates)
+    delegateSegs.push_back(addSegment(d.blob.size()));
+  int32_t tokSeg = tokenizer.file
+                       ? int32_t(addSegment(tokenizer.file->getBufferSize()))
+                       : -1;
+
+  // Values.
+  std::vector<flatbuffers::Offset<fbs::Tensor>> fbValues;
+  for (const ValueRec &v : p.values) {
+    flatbuffers::Offset<fbs::QuantParams> q = 0;
+    if (v.dtype == rt::DType::QWeight || v.dtype == rt::DType::QAct)
+      q = fbs::CreateQuantParams(fb, v.quant.bits, v.quant.symmetric,
+                                 static_cast<fbs::DType>(v.quant.scaleType),
+                                 v.quant.groupSize, v.quant.perToken);
+    std::vector<int64_t> sizes(v.sizes.begin(), v.sizes.end());
+    std::vector<uint8_t> dyn(v.dynamic.begin(), v.dynamic.end());
+    fbs::StorageKind kind = fbs::StorageKind::PLANNED;
+    switch (v.storage) {
+    case Storage::Planned:
+      kind = fbs::StorageKind::PLANNED;
+      break;
+    case Storage::Constant:
+      kind = fbs::StorageKind::CONSTANT;
+      break;
+    case Storage::Buffer:
+      kind = fbs::StorageKind::BUFFER;
+      break;
+    case Storage::Alias:
+      kind = fbs::StorageKind::ALIAS;
+      break;
+    }
+    auto sizesVec = fb.CreateVector(sizes);
+    auto dynVec = fb.CreateVector(dyn);
+    auto name = fb.CreateString(v.name);
+    fbs::TensorBuilder tb(fb);
+    tb.add_dtype(static_cast<fbs::DType>(v.dtype));
+    tb.add_sizes(sizesVec);
+    tb.add_dynamic_dims(dynVec);
+    tb.add_storage(kind);
+    tb.add_arena(0);
+    tb.add_offset(v.offset);
+    tb.add_capacity(v.capacity);
+    tb.add_constant(v.constant);
+    tb.add_buffer(v.buffer);
+    tb.add_alias_of(v.aliasOf);
+    if (!q.IsNull())
+      tb.add_quant(q);
+    tb.add_name(name);
+    fbValues.push_back(tb.Finish());
+  }
+  std::vector<flatbuffers::Offset<fbs::InstructionEntry>> fbInstrs;
+  for (const InstrRec &in : p.instrs) {
+    std::vector<uint32_t> ins(in.inputs.begin(), in.inputs.end());
+    std::vector<uint32_t> outs(in.outputs.begin(), in.outputs.end());
+    if (in.delegate >= 0) {
+      auto dc = fbs::CreateDelegateCall(fb, in.delegate, fb.CreateVector(ins),
+                                        fb.CreateVector(outs));
+      fbInstrs.push_back(fbs::CreateInstructionEntry(
+          fb, fbs::Instruction::DelegateCall, dc.Union()));
+      continue;
+    }
+    std::vector<int64_t> ints(in.ints.begin(), in.ints.end());
+    std::vector<double> floats(in.floats.begin(), in.floats.end());
+    auto kc = fbs::CreateKernelCall(
+        fb, fb.CreateString(in.op), fb.CreateVector(ins), fb.CreateVector(outs),
+        fb.CreateVector(ints), fb.CreateVector(floats));
+    fbInstrs.push_back(fbs::CreateInstructionEntry(
+        fb, fbs::Instruction::KernelCall, kc.Union()));
+  }
+  std::vector<uint64_t> arenas = {p.arenaSize};
+  auto method = fbs::CreateMethod(
+      fb, fb.CreateString("forward"), fb.CreateVector(fbValues),
+      fb.CreateVector(p.inputs), fb.CreateVector(p.outputs),
+      fb.CreateVector(fbInstrs), fb.CreateVector(arenas));
+
+  std::vector<flatbuffers::Offset<fbs::Buffer>> fbBuffers;
+  for (BufferOp b : p.buffers) {
+    auto t = cast<RankedTensorType>(b.getType());
+    FailureOr<rt::DType> dt = runtimeDType(b, t);
+    if (failed(dt))
+      return failure();
+    std::vector<int64_t> sizes(t.getShape().begin(), t.getShape().end());
+    auto bytes = rt::storageBytes(*dt, sizes.data(), sizes.size(), {});
+    fbBuffers.push_back(fbs::CreateBuffer(
+        fb, fb.CreateString(b.getSymName().str()), static_cast<fbs::DType>(*dt),
+        fb.CreateVector(sizes), bytes.ok() ? *bytes : 0));
+  }
+  std::vector<flatbuffers::Offset<fbs::Constant>> fbConsts;
+  for (const ConstRec &c : constants)
+    fbConsts.push_back(fbs::CreateConstant(fb, fb.CreateString(c.name),
+                                           constSeg, c.offset, c.size));
+  std::vector<flatbuffers::Offset<fbs::Segment>> fbSegs;
+  for (auto [off, size] : segs)
+    fbSegs.push_back(fbs::CreateSegment(fb, off, size));
+  std::vector<flatbuffers::Offset<fbs::Delegate>> fbDelegates;
+  for (size_t i = 0; i < delegates.size(); ++i) {
+    std::vector<flatbuffers::Offset<fbs::KeyValue>> specs;
+    for (auto &[k, v] : delegates[i].specs)
+      specs.push_back(
+          fbs::CreateKeyValue(fb, fb.CreateString(k), fb.CreateString(v)));
+    fbDelegates.push_back(
+        fbs::CreateDelegate(fb, fb.CreateString(delegates[i].backend),
+                            delegateSegs[i], fb.CreateVector(specs)));
+  }
+
+  FailureOr<flatbuffers::Offset<fbs::Metadata>> meta =
+      buildMetadata(fb, p, options, tokenizer, tokSeg);
+  if (failed(meta))
+    return failure();
+  std::vector<flatbuffers::Offset<fbs::Method>> methods = {method};
+  auto program = fbs::CreateProgram(
+      fb, /*version=*/rt::kProgramFormatVersion, fb.CreateVector(methods),
+      fb.CreateVector(fbBuffers), fb.CreateVector(fbConsts),
+      fb.CreateVector(fbSegs), fb.CreateVector(fbDelegates), *meta);
+  fbs::FinishProgramBuffer(fb, program);
+
+  // Header.
+  rt::FileHeader h{};
+  std::memcpy(h.magic, rt::kProgramMagic, 8);
+  h.version = rt::kProgramFormatVersion;
+  h.headerSize = sizeof(rt::FileHeader);
+  h.flatbufferOffset = sizeof(rt::FileHeader);
+  h.flatbufferSize = fb.GetSize();
+  h.segmentAlignment = kAlign;
+  h.segmentBase = alignUp(h.flatbufferOffset + h.flatbufferSize, kAlign);
+  h.segmentDataSize = segCursor;
+  uint64_t written = 0;
+  auto emit = [&](const void *p, size_t n) {
+    os.write(static_cast<const char *>(p), n);
+    written += n;
+  };
+  auto padTo = [&](uint64_t target) {
+    static const char zeros[kAlign] = {};
+    while (written < target) {
+      size_t n = std::min<uint64_t>(kAlign, target - written);
+      emit(zeros, n);
+    }
+  };
+  emit(&h, sizeof h);
+  emit(fb.GetBufferPointer(), fb.GetSize());
+  padTo(h.segmentBase);
+  // Constants, produced and written one at a time.
+  uint64_t doneBytes = 0;
+  if (options.progressBytes)
+    options.progressBytes(0, constBytes);
+  for (ConstRec &c : constants) {
+    padTo(h.segmentBase + segs[constSeg].first + c.offset);
+    FailureOr<std::vector<uint8_t>> bytes = constantBytes(p, c);
+    if (failed(bytes))
+      return failure();
+    if (bytes->size() != c.size)
+      return c.op->emitError("internal error: materialized ")
+             << bytes->size() << " bytes, planned " << c.size;
+    emit(bytes->data(), bytes->size());
+    doneBytes += c.size;
+    if (options.progress && constBytes)
+      options.progress(double(doneBytes) / double(constBytes));
+    if (options.progressBytes)
+      options.progressBytes(doneBytes, constBytes);
+  }
+  for (size_t i = 0; i < delegates.size(); ++i) {
+    padTo(h.segmentBase + segs[delegateSegs[i]].first);
+    emit(delegates[i].blob.data(), delegates[i].blob.size());
+  }
+  if (tokenizer.file) {
+    padTo(h.segmentBase + segs[tokSeg].first);
+    emit(tokenizer.file->getBufferStart(), tokenizer.file->getBufferSize());
+  }
+  padTo(h.segmentBase + h.segmentDataSize);
+  os.flush();
+  return success();
+}
+
+} // namespace etllm

@@ -1,0 +1,381 @@
+//===- Lowering.cpp - `forward` as the runtime's value table --------------===//
+//
+// Every value of `forward` becomes an entry of the value table: its runtime
+// dtype, its upper-bound shape (dynamic dimensions at the sequence bound
+// unless the op bounds them, BoundedShapeOpInterface) and its storage
+// (constants and parameters in the constant segment, buffer reads in their
+// buffer, tied results in their operand's storage, the rest planned). Every
+// op with a kernel contract becomes a kernel call; buffer.write becomes the
+// write-back copy unless the value already lives in the buffer; delegate
+// calls ask their backend for a blob.
+//
+//===----------------------------------------------------------------------===//
+#include "etllm/Serialize/Lowering.h"
+
+#include "ProgramConfig.h"
+
+#include "etllm/Serialize/KernelCalls.h"
+#include "etllm/Target/Backend.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <algorithm>
+#include <cstring>
+
+using namespace mlir;
+using namespace mlir::etllm;
+
+namespace etllm {
+
+LoweredProgram::LoweredProgram(ModuleOp module)
+    : module(module), weights(module) {}
+
+FailureOr<uint32_t> LoweredProgram::addValue(Value v, Operation *op) {
+  ValueRec r;
+  FailureOr<rt::DType> dt = runtimeDType(op, v.getType());
+  if (failed(dt))
+    return failure();
+  r.dtype = *dt;
+  ArrayRef<int64_t> shape = shapeOf(v.getType());
+  if (shape.size() > size_t(rt::kMaxRank))
+    return op->emitError("rank ")
+           << shape.size() << " exceeds the runtime's " << rt::kMaxRank;
+  // Upper bounds for dynamic dimensions: the sequence bound, unless the op
+  // bounds the dimension itself (BoundedShapeOpInterface).
+  auto bounded = dyn_cast_or_null<BoundedShapeOpInterface>(op);
+  auto operandBounds = [&](Value operand) -> ArrayRef<int64_t> {
+    auto it = index.find(operand);
+    if (it == index.end())
+      return {};
+    return values[it->second].sizes;
+  };
+  for (auto [i, d] : llvm::enumerate(shape)) {
+    bool dyn = ShapedType::isDynamic(d);
+    int64_t bound = d;
+    if (dyn) {
+      bound = seqBound;
+      if (auto result = dyn_cast<OpResult>(v); bounded && result)
+        if (std::optional<int64_t> b = bounded.getResultDimBound(
+                result.getResultNumber(), i, operandBounds))
+          bound = *b;
+    }
+    r.sizes.push_back(bound);
+    r.dynamic.push_back(dyn);
+  }
+  r.quant = quantInfoOf(v.getType());
+  auto bytes =
+      rt::storageBytes(r.dtype, r.sizes.data(), r.sizes.size(), r.quant);
+  if (!bytes.ok())
+    return op->emitError("value cannot be stored: ") << bytes.message();
+  r.capacity = *bytes;
+  r.def = int64_t(instrs.size());
+  StringRef path = getModulePath(op);
+  r.name = path.str();
+  r.value = v;
+  uint32_t id = values.size();
+  values.push_back(std::move(r));
+  if (v)
+    index[v] = id;
+  return id;
+}
+
+FailureOr<uint32_t> LoweredProgram::lookup(Value v, Operation *user) {
+  auto it = index.find(v);
+  if (it == index.end())
+    return user->emitError("operand is not defined before its use in ")
+           << "`forward`";
+  return it->second;
+}
+
+uint32_t LoweredProgram::rootOf(uint32_t id) const {
+  while (values[id].storage == Storage::Alias)
+    id = values[id].aliasOf;
+  return id;
+}
+
+/// The bytes of a small dense constant in the runtime dtype.
+static FailureOr<std::vector<uint8_t>>
+denseBytes(Operation *op, ElementsAttr attr, rt::DType dt) {
+  auto dense = dyn_cast<DenseElementsAttr>(attr);
+  if (!dense)
+    return op->emitError("only dense constants can be serialized");
+  int64_t n = dense.getNumElements();
+  std::vector<uint8_t> out(n * std::max<size_t>(rt::elementSize(dt), 1));
+  auto put = [&](int64_t i, const void *p, size_t s) {
+    std::memcpy(out.data() + i * s, p, s);
+  };
+  if (isa<FloatType>(dense.getElementType())) {
+    int64_t i = 0;
+    for (APFloat v : dense.getValues<APFloat>()) {
+      if (dt == rt::DType::F32) {
+        float f = v.convertToFloat();
+        put(i, &f, 4);
+      } else {
+        uint16_t h = uint16_t(v.bitcastToAPInt().getZExtValue());
+        put(i, &h, 2);
+      }
+      ++i;
+    }
+    return out;
+  }
+  int64_t i = 0;
+  for (APInt v : dense.getValues<APInt>()) {
+    int64_t s =
+        v.getBitWidth() == 1 ? int64_t(v.getZExtValue()) : v.getSExtValue();
+    switch (dt) {
+    case rt::DType::I64:
+      put(i, &s, 8);
+      break;
+    case rt::DType::I32: {
+      int32_t x = int32_t(s);
+      put(i, &x, 4);
+      break;
+    }
+    case rt::DType::I8:
+    case rt::DType::Bool: {
+      int8_t x = int8_t(s);
+      put(i, &x, 1);
+      break;
+    }
+    default:
+      return op->emitError("unsupported constant element type");
+    }
+    ++i;
+  }
+  return out;
+}
+
+LogicalResult LoweredProgram::lowerOp(Operation *op) {
+  InstrRec in;
+  in.origin = op;
+  auto operand = [&](Value v) -> LogicalResult {
+    FailureOr<uint32_t> id = lookup(v, op);
+    if (failed(id))
+      return failure();
+    in.inputs.push_back(*id);
+    return success();
+  };
+  auto result = [&](Value v) -> LogicalResult {
+    FailureOr<uint32_t> id = addValue(v, op);
+    if (failed(id))
+      return failure();
+    in.outputs.push_back(*id);
+    return success();
+  };
+  // A kernel call: name and attributes from describeKernelCall.
+  auto simple = [&]() -> LogicalResult {
+    FailureOr<KernelCall> call = describeKernelCall(op);
+    if (failed(call))
+      return op->emitError("cannot serialize this operation");
+    in.op = call->op;
+    in.ints = call->ints;
+    in.floats = call->floats;
+    for (Value v : op->getOperands())
+      if (failed(operand(v)))
+        return failure();
+    for (Value v : op->getResults())
+      if (failed(result(v)))
+        return failure();
+    // A tied result is its operand's storage, updated in place; a view's
+    // result may share its source's storage (decided when planning).
+    if (auto tied = dyn_cast<TiedOpInterface>(op)) {
+      for (unsigned r = 0; r < in.outputs.size(); ++r)
+        if (std::optional<unsigned> o = tied.getTiedResultOperandIndex(r)) {
+          values[in.outputs[r]].storage = Storage::Alias;
+          values[in.outputs[r]].aliasOf = in.inputs[*o];
+        }
+    } else if (auto view = dyn_cast<ViewLikeOpInterface>(op)) {
+      values[in.outputs[0]].viewOf = index.lookup(view.getViewSource());
+    }
+    instrs.push_back(std::move(in));
+    return success();
+  };
+
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      // Values without instructions.
+      .Case([&](ConstantOp c) -> LogicalResult {
+        FailureOr<uint32_t> id = addValue(c.getResult(), op);
+        if (failed(id))
+          return failure();
+        ConstRec rec;
+        rec.name = "constant." + std::to_string(constants.size());
+        rec.op = op;
+        FailureOr<std::vector<uint8_t>> bytes =
+            denseBytes(op, c.getValue(), values[*id].dtype);
+        if (failed(bytes))
+          return failure();
+        rec.inlineData = std::move(*bytes);
+        rec.size = rec.inlineData.size();
+        values[*id].storage = Storage::Constant;
+        values[*id].constant = constants.size();
+        constants.push_back(std::move(rec));
+        return success();
+      })
+      .Case([&](ParameterGetOp g) -> LogicalResult {
+        auto it = paramConstant.find(g.getName());
+        if (it != paramConstant.end()) {
+          index[g.getResult()] = it->second;
+          return success();
+        }
+        auto decl = SymbolTable::lookupNearestSymbolFrom<ParameterOp>(
+            op, g.getNameAttr());
+        FailureOr<uint32_t> id = addValue(g.getResult(), op);
+        if (failed(id))
+          return failure();
+        ConstRec rec;
+        rec.name = g.getName().str();
+        rec.op = decl;
+        rec.fromParameter = true;
+        FailureOr<uint64_t> size = weights.byteSize(decl);
+        if (failed(size))
+          return failure();
+        rec.size = *size;
+        values[*id].storage = Storage::Constant;
+        values[*id].constant = constants.size();
+        values[*id].name = rec.name;
+        constants.push_back(std::move(rec));
+        paramConstant[g.getName()] = *id;
+        return success();
+      })
+      .Case([&](BufferReadOp r) -> LogicalResult {
+        FailureOr<uint32_t> id = addValue(r.getResult(), op);
+        if (failed(id))
+          return failure();
+        values[*id].storage = Storage::Buffer;
+        values[*id].buffer = bufferIndex.lookup(r.getName());
+        values[*id].name = r.getName().str();
+        return success();
+      })
+      .Case([&](BufferWriteOp w) -> LogicalResult {
+        FailureOr<uint32_t> src = lookup(w.getValue(), op);
+        if (failed(src))
+          return failure();
+        uint32_t buf = bufferIndex.lookup(w.getName());
+        uint32_t root = rootOf(*src);
+        if (values[root].storage == Storage::Buffer &&
+            values[root].buffer == buf)
+          return success(); // already in the buffer (in-place update)
+        // The write-back target: a value stored in the buffer.
+        ValueRec target = values[*src];
+        target.storage = Storage::Buffer;
+        target.buffer = buf;
+        target.def = instrs.size();
+        target.lastUse = -1;
+        target.isOutput = false;
+        target.name = w.getName().str();
+        target.value = Value();
+        uint32_t dst = values.size();
+        values.push_back(std::move(target));
+        in.op = BufferWriteOp::getKernelContract().kernel;
+        in.writeBack = true;
+        in.inputs.push_back(*src);
+        in.outputs.push_back(dst);
+        instrs.push_back(std::move(in));
+        return success();
+      })
+      .Case([&](DelegateCallOp call) -> LogicalResult {
+        const BackendCompiler *backend = findBackendCompiler(call.getBackend());
+        if (!backend)
+          return call.emitError("no backend '")
+                 << call.getBackend() << "' is registered";
+        auto fn = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+            op, call.getCalleeAttr());
+        DelegateRec rec;
+        rec.backend = call.getBackend().str();
+        struct Context : DelegateContext {
+          LoweredProgram &pb;
+          Operation *at;
+          explicit Context(LoweredProgram &pb, Operation *at)
+              : pb(pb), at(at) {}
+          WeightStore &weights() override { return pb.weights; }
+          int64_t dynamicDimBound() const override { return pb.seqBound; }
+          uint32_t addConstant(const std::string &name, uint64_t size,
+                               std::function<FailureOr<std::vector<uint8_t>>()>
+                                   produce) override {
+            ConstRec c;
+            c.name = name;
+            c.size = size;
+            c.op = at;
+            c.produce = std::move(produce);
+            pb.constants.push_back(std::move(c));
+            return pb.constants.size() - 1;
+          }
+        } context(*this, op);
+        if (failed(backend->serialize(fn, context, rec.blob, rec.specs)))
+          return failure();
+        in.delegate = delegates.size();
+        delegates.push_back(std::move(rec));
+        for (Value v : call.getArgs())
+          if (failed(operand(v)))
+            return failure();
+        for (Value v : call.getResults())
+          if (failed(result(v)))
+            return failure();
+        instrs.push_back(std::move(in));
+        return success();
+      })
+      .Default([&](Operation *o) -> LogicalResult { return simple(); });
+}
+
+LogicalResult LoweredProgram::lower(bool materializeDelegates) {
+  forward = module.lookupSymbol<func::FuncOp>("forward");
+  if (!forward)
+    return module.emitError("the module has no `forward` function");
+  if (!forward.getBody().hasOneBlock())
+    return forward.emitError("`forward` must have a single block");
+  ProgramConfig config = readProgramConfig(module);
+  seqBound = config.maxSeqLen;
+  for (auto b : module.getOps<BufferOp>()) {
+    bufferIndex[b.getSymName()] = buffers.size();
+    buffers.push_back(b);
+  }
+  Block &body = forward.getBody().front();
+  for (BlockArgument arg : body.getArguments()) {
+    FailureOr<uint32_t> id = addValue(arg, forward);
+    if (failed(id))
+      return failure();
+    if (seqBound <= 0 && llvm::is_contained(values[*id].dynamic, true))
+      return forward.emitError("dynamic dimensions need a bound: set ")
+             << config.maxSeqLenSource;
+    values[*id].name = "input." + std::to_string(arg.getArgNumber());
+    inputs.push_back(*id);
+  }
+  for (Operation &op : body) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      for (Value v : ret.getOperands()) {
+        FailureOr<uint32_t> id = lookup(v, &op);
+        if (failed(id))
+          return failure();
+        outputs.push_back(*id);
+        values[*id].isOutput = true;
+      }
+      continue;
+    }
+    if (isa<DelegateCallOp>(op) && !materializeDelegates) {
+      // Planning only: account for the call's results.
+      InstrRec in;
+      in.origin = &op;
+      in.delegate = 0;
+      for (Value v : op.getOperands()) {
+        FailureOr<uint32_t> id = lookup(v, &op);
+        if (failed(id))
+          return failure();
+        in.inputs.push_back(*id);
+      }
+      for (Value v : op.getResults()) {
+        FailureOr<uint32_t> id = addValue(v, &op);
+        if (failed(id))
+          return failure();
+        in.outputs.push_back(*id);
+      }
+      instrs.push_back(std::move(in));
+      continue;
+    }
+    if (failed(lowerOp(&op)))
+      return failure();
+  }
+  return success();
+}
+
+} // namespace etllm

@@ -1,0 +1,137 @@
+//===- Metadata.cpp - The program's metadata table ------------------------===//
+#include "Metadata.h"
+
+#include "ChatTemplateInfo.h"
+#include "ProgramConfig.h"
+
+#include "etllm/Formats/Checkpoint.h"
+#include "etllm/Serialize/Lowering.h"
+#include "etllm/runtime/tokenizer.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SHA256.h"
+
+using namespace mlir;
+using namespace mlir::etllm;
+namespace fbs = ::etllm::schema;
+
+namespace etllm {
+
+static std::string sha256File(const std::string &path) {
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                         /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return "";
+  llvm::SHA256 h;
+  h.update(llvm::arrayRefFromStringRef((*buf)->getBuffer()));
+  std::array<uint8_t, 32> digest = h.final();
+  return llvm::toHex(digest, /*LowerCase=*/true);
+}
+
+FailureOr<EmbeddedTokenizer> loadTokenizer(ModuleOp module,
+                                           const SerializeOptions &options) {
+  EmbeddedTokenizer t;
+  if (!options.tokenizerPath.empty()) {
+    auto buf = llvm::MemoryBuffer::getFile(options.tokenizerPath, false, false);
+    if (!buf)
+      return module.emitError("cannot read the tokenizer '")
+             << options.tokenizerPath << "': " << buf.getError().message();
+    t.file = std::move(*buf);
+    auto tok = rt::loadTokenizerFromBuffer(
+        reinterpret_cast<const uint8_t *>(t.file->getBufferStart()),
+        t.file->getBufferSize(), options.tokenizerPath);
+    if (!tok.ok())
+      return module.emitError(tok.message());
+    t.kind = rt::tokenizerKindName((*tok)->kind());
+    t.tokenizer = std::move(tok.value());
+  }
+  return t;
+}
+
+FailureOr<flatbuffers::Offset<fbs::Metadata>>
+buildMetadata(flatbuffers::FlatBufferBuilder &fb, LoweredProgram &p,
+              const SerializeOptions &options,
+              const EmbeddedTokenizer &tokenizer, int32_t tokenizerSegment) {
+  ModuleOp module = p.module;
+  ProgramConfig config = readProgramConfig(module);
+  flatbuffers::Offset<fbs::TokenizerInfo> tokInfo = 0;
+  const formats::Checkpoint *ckpt = nullptr;
+  if (module->hasAttr(EtllmDialect::kCheckpointAttrName)) {
+    ckpt = p.weights.checkpoint(module);
+    if (!ckpt)
+      return failure();
+  }
+  if (tokenizer.file) {
+    auto kind = fb.CreateString(tokenizer.kind);
+    auto name =
+        fb.CreateString(llvm::sys::path::filename(options.tokenizerPath).str());
+    fbs::TokenizerInfoBuilder tb(fb);
+    tb.add_kind(kind);
+    tb.add_file_segment(tokenizerSegment);
+    tb.add_file_name(name);
+    tb.add_bos_id(config.bosTokenId);
+    tb.add_eos_id(config.eosTokenIds.empty() ? -1 : config.eosTokenIds.front());
+    tokInfo = tb.Finish();
+  } else if (ckpt && ckpt->ggufTokenizer()) {
+    const formats::GgufTokenizerInfo &t = *ckpt->ggufTokenizer();
+    // The runtime's tokenizer kind is the GGUF tokenizer model's name,
+    // prefixed (gguf-llama, gguf-gpt2, ...): no list of names here.
+    auto kind = fb.CreateString("gguf-" + t.model);
+    auto pre = fb.CreateString(t.pre);
+    auto tokens = fb.CreateVectorOfStrings(t.tokens);
+    auto scores = fb.CreateVector(t.scores);
+    auto types = fb.CreateVector(t.tokenTypes);
+    auto merges = fb.CreateVectorOfStrings(t.merges);
+    fbs::TokenizerInfoBuilder tb(fb);
+    tb.add_kind(kind);
+    tb.add_pre(pre);
+    tb.add_tokens(tokens);
+    tb.add_scores(scores);
+    tb.add_token_types(types);
+    tb.add_merges(merges);
+    tb.add_bos_id(t.bosTokenId);
+    tb.add_eos_id(t.eosTokenId);
+    tb.add_unk_id(t.unknownTokenId);
+    tb.add_pad_id(t.paddingTokenId);
+    tb.add_eot_id(t.eotTokenId);
+    tb.add_add_bos(t.addBosToken.value_or(true));
+    tb.add_add_space_prefix(t.addSpacePrefix.value_or(true));
+    tokInfo = tb.Finish();
+  }
+  // Inputs are recorded by file name (never the directory they came from, so
+  // a program does not leak the exporter's paths and the same inputs give the
+  // same bytes wherever they are) and content hash.
+  auto inputName = [](const std::string &path) {
+    return llvm::sys::path::filename(path).str();
+  };
+  std::vector<flatbuffers::Offset<fbs::KeyValue>> inputsKv;
+  if (ckpt)
+    for (const auto &f : ckpt->files())
+      inputsKv.push_back(fbs::CreateKeyValue(
+          fb, fb.CreateString(inputName(f->path())),
+          fb.CreateString(options.hashInputs ? "sha256:" + sha256File(f->path())
+                                             : std::string())));
+  if (!options.tokenizerPath.empty())
+    inputsKv.push_back(fbs::CreateKeyValue(
+        fb, fb.CreateString(inputName(options.tokenizerPath)),
+        fb.CreateString(options.hashInputs
+                            ? "sha256:" + sha256File(options.tokenizerPath)
+                            : std::string())));
+  auto prov = fbs::CreateProvenance(
+      fb, fb.CreateString(ETLLM_VERSION), fb.CreateString(options.pipeline),
+      fb.CreateString(options.configYaml),
+      fb.CreateVectorOfStrings(options.stages), fb.CreateVector(inputsKv));
+  FailureOr<std::optional<ChatTemplateData>> chat =
+      findChatTemplate(module, ckpt, options, tokenizer.tokenizer.get());
+  if (failed(chat))
+    return failure();
+  flatbuffers::Offset<fbs::ChatTemplateInfo> chatInfo =
+      *chat ? writeChatTemplateInfo(fb, **chat) : 0;
+  return fbs::CreateMetadata(fb, fb.CreateString(modelConfigJson(module)),
+                             config.vocabSize, p.seqBound, config.bosTokenId,
+                             fb.CreateVector(config.eosTokenIds), tokInfo, prov,
+                             chatInfo);
+}
+
+} // namespace etllm

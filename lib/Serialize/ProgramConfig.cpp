@@ -1,0 +1,33 @@
+//===- ProgramConfig.cpp - What the serializer reads of the model config --===//
+#include "ProgramConfig.h"
+
+#include "etllm/Dialect/Etllm/EtllmDialect.h"
+#include "etllm/Dialect/Etllm/EtllmModelConfig.h"
+
+using namespace mlir;
+using namespace mlir::etllm;
+
+namespace etllm {
+
+ProgramConfig readProgramConfig(ModuleOp module) {
+  ProgramConfig c;
+  c.maxSeqLenSource = (llvm::Twine("max_seq_len in the module's ") +
+                       EtllmDialect::kModelConfigAttrName)
+                          .str();
+  ModelConfigAttr cfg = getModelConfig(module);
+  if (!cfg)
+    return c;
+  c.maxSeqLen = cfg.getMaxSeqLen();
+  c.vocabSize = cfg.getVocabSize();
+  c.bosTokenId = cfg.getBosTokenId();
+  c.eosTokenIds.assign(cfg.getEosTokenIds().begin(),
+                       cfg.getEosTokenIds().end());
+  return c;
+}
+
+std::string modelConfigJson(ModuleOp module) {
+  ModelConfigAttr cfg = getModelConfig(module);
+  return cfg ? cfg.toJson() : "{}";
+}
+
+} // namespace etllm
