@@ -13,10 +13,11 @@
 #include "ChatTemplateInfo.h"
 #include "etllm/Dialect/Etllm/EtllmModelConfig.h"
 #include "etllm/Dialect/Etllm/EtllmOps.h"
+#include "etllm/Formats/Checkpoint.h"
 #include "etllm/Serialize/KernelCalls.h"
+#include "etllm/Serialize/Streaming.h"
 #include "etllm/Serialize/WeightStore.h"
 #include "etllm/Target/Backend.h"
-#include "etllm/Formats/Checkpoint.h"
 #include "etllm/runtime/program.h"
 #include "etllm/runtime/tensor.h"
 #include "etllm/runtime/tokenizer.h"
@@ -29,7 +30,6 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/SHA256.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -45,6 +45,9 @@ namespace etllm {
 namespace {
 
 constexpr uint64_t kAlign = 64;
+/// Constant bytes produced ahead of the writer at most (besides the one it
+/// waits for).
+constexpr uint64_t kMaxBufferedConstantBytes = uint64_t(256) << 20;
 
 uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
@@ -608,17 +611,6 @@ std::string configJson(ModuleOp module) {
   return cfg ? cfg.toJson() : "{}";
 }
 
-std::string sha256File(const std::string &path) {
-  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                         /*RequiresNullTerminator=*/false);
-  if (!buf)
-    return "";
-  llvm::SHA256 h;
-  h.update(llvm::arrayRefFromStringRef((*buf)->getBuffer()));
-  std::array<uint8_t, 32> digest = h.final();
-  return llvm::toHex(digest, /*LowerCase=*/true);
-}
-
 LogicalResult ProgramBuilder::write(const SerializeOptions &options,
                                     llvm::raw_ostream &os) {
   // Constant segment layout.
@@ -646,6 +638,34 @@ LogicalResult ProgramBuilder::write(const SerializeOptions &options,
     tokenizerKind = rt::tokenizerKindName((*tok)->kind());
     embeddedTokenizer = std::move(tok.value());
   }
+
+  // The inputs are hashed (over their mapped bytes) and the constants
+  // produced on every core while the flatbuffer is built; the constants are
+  // written in order as they come (Streaming.h).
+  const formats::Checkpoint *ckpt = nullptr;
+  if (module->hasAttr(EtllmDialect::kCheckpointAttrName))
+    ckpt = weights.checkpoint(module);
+  InputHasher hasher;
+  std::vector<size_t> fileHashes;
+  size_t tokenizerHash = 0;
+  if (options.hashInputs) {
+    if (ckpt)
+      for (const auto &f : ckpt->files())
+        fileHashes.push_back(hasher.add(f->data(), f->size()));
+    if (tokenizerFile)
+      tokenizerHash = hasher.add(
+          reinterpret_cast<const uint8_t *>(tokenizerFile->getBufferStart()),
+          tokenizerFile->getBufferSize());
+    hasher.start();
+  }
+  std::vector<uint64_t> constSizes;
+  for (const ConstRec &c : constants)
+    constSizes.push_back(c.size);
+  OrderedProducer producer(
+      module.getContext(), std::move(constSizes),
+      options.threads ? options.threads : defaultProducerThreads(),
+      kMaxBufferedConstantBytes,
+      [this](size_t i) { return constantBytes(constants[i]); });
 
   // Segments: 0 = constants, then delegate blobs, then the tokenizer file.
   flatbuffers::FlatBufferBuilder fb(1 << 20);
@@ -772,13 +792,10 @@ LogicalResult ProgramBuilder::write(const SerializeOptions &options,
     eos.assign(cfg.getEosTokenIds().begin(), cfg.getEosTokenIds().end());
   }
   flatbuffers::Offset<fbs::TokenizerInfo> tokInfo = 0;
-  const formats::Checkpoint *ckpt = nullptr;
-  if (module->hasAttr(EtllmDialect::kCheckpointAttrName))
-    ckpt = weights.checkpoint(module);
   if (tokenizerFile) {
     auto kind = fb.CreateString(tokenizerKind);
-    auto name = fb.CreateString(
-        llvm::sys::path::filename(options.tokenizerPath).str());
+    auto name =
+        fb.CreateString(llvm::sys::path::filename(options.tokenizerPath).str());
     fbs::TokenizerInfoBuilder tb(fb);
     tb.add_kind(kind);
     tb.add_file_segment(tokSeg);
@@ -820,16 +837,17 @@ LogicalResult ProgramBuilder::write(const SerializeOptions &options,
   };
   std::vector<flatbuffers::Offset<fbs::KeyValue>> inputsKv;
   if (ckpt)
-    for (const auto &f : ckpt->files())
+    for (size_t i = 0; i < ckpt->files().size(); ++i)
       inputsKv.push_back(fbs::CreateKeyValue(
-          fb, fb.CreateString(inputName(f->path())),
-          fb.CreateString(options.hashInputs ? "sha256:" + sha256File(f->path())
-                                             : std::string())));
+          fb, fb.CreateString(inputName(ckpt->files()[i]->path())),
+          fb.CreateString(options.hashInputs
+                              ? "sha256:" + hasher.hex(fileHashes[i])
+                              : std::string())));
   if (!options.tokenizerPath.empty())
     inputsKv.push_back(fbs::CreateKeyValue(
         fb, fb.CreateString(inputName(options.tokenizerPath)),
         fb.CreateString(options.hashInputs
-                            ? "sha256:" + sha256File(options.tokenizerPath)
+                            ? "sha256:" + hasher.hex(tokenizerHash)
                             : std::string())));
   auto prov = fbs::CreateProvenance(
       fb, fb.CreateString(ETLLM_VERSION), fb.CreateString(options.pipeline),
@@ -876,13 +894,13 @@ LogicalResult ProgramBuilder::write(const SerializeOptions &options,
   emit(&h, sizeof h);
   emit(fb.GetBufferPointer(), fb.GetSize());
   padTo(h.segmentBase);
-  // Constants, produced and written one at a time.
+  // Constants, written in order as the producer hands them over.
   uint64_t doneBytes = 0;
   if (options.progressBytes)
     options.progressBytes(0, constBytes);
   for (ConstRec &c : constants) {
     padTo(h.segmentBase + segs[constSeg].first + c.offset);
-    FailureOr<std::vector<uint8_t>> bytes = constantBytes(c);
+    FailureOr<std::vector<uint8_t>> bytes = producer.next();
     if (failed(bytes))
       return failure();
     if (bytes->size() != c.size)

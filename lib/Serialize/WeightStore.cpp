@@ -2,9 +2,9 @@
 #include "etllm/Serialize/WeightStore.h"
 
 #include "etllm/Dialect/Etllm/EtllmOps.h"
+#include "etllm/Formats/Checkpoint.h"
 #include "etllm/Serialize/KernelCalls.h"
 #include "etllm/Serialize/Quantizer.h"
-#include "etllm/Formats/Checkpoint.h"
 #include "etllm/runtime/half.h"
 
 #include <cstring>
@@ -18,6 +18,7 @@ WeightStore::WeightStore(ModuleOp module) : module(module) {}
 WeightStore::~WeightStore() = default;
 
 const formats::Checkpoint *WeightStore::checkpoint(Operation *diagOp) {
+  std::lock_guard<std::mutex> lock(openMutex);
   if (!triedOpen) {
     triedOpen = true;
     auto path =

@@ -33,6 +33,9 @@ struct SerializeOptions {
   std::string tokenizerPath;
   /// Hash the input files for the provenance (SHA-256); off in tests.
   bool hashInputs = true;
+  /// Threads producing the weights (0: every core). The program's bytes do
+  /// not depend on it.
+  unsigned threads = 0;
   /// Called with a fraction in [0, 1] while weights are written.
   std::function<void(double)> progress;
   /// Called with the weight bytes written so far and their total: once
