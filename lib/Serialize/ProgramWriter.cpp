@@ -931,6 +931,7 @@ LogicalResult ProgramBuilder::write(const SerializeOptions &options,
 LogicalResult writeProgram(ModuleOp module, const SerializeOptions &options,
                            llvm::raw_ostream &os, MemoryReport *report) {
   ProgramBuilder builder(module);
+  builder.weights.useCheckpoint(options.checkpoint);
   if (failed(builder.build(/*materializeDelegates=*/true)))
     return failure();
   if (report)

@@ -50,10 +50,13 @@ public:
   /// (the writer produces constants in parallel): they only read the IR and
   /// the mapped checkpoint.
   const formats::Checkpoint *checkpoint(mlir::Operation *forDiagnostics);
+  /// Reads the parameters from `opened` (already open, e.g. by the import
+  /// stage) when it is the checkpoint the module names; null: no effect.
+  void useCheckpoint(std::shared_ptr<const formats::Checkpoint> opened);
 
 private:
   mlir::ModuleOp module;
-  std::unique_ptr<formats::Checkpoint> ckpt;
+  std::shared_ptr<const formats::Checkpoint> ckpt;
   bool triedOpen = false;
   std::mutex openMutex;
 };
