@@ -19,6 +19,37 @@ double DecodeTraffic::meanBytes(int64_t first, int64_t n) const {
          double(kvBytesPerPosition) * rows / double(n);
 }
 
+Result<int64_t> forwardContextLength(const Program &program,
+                                     const std::string &methodName) {
+  const fbs::Method *m = nullptr;
+  for (const fbs::Method *x : *program.schema().methods())
+    if (x->name()->str() == methodName)
+      m = x;
+  if (!m)
+    return Error(program.name() + ": no method '" + methodName + "'");
+  auto value = [&](const flatbuffers::Vector<uint32_t> *list,
+                   uint32_t i) -> const fbs::Tensor * {
+    return list && i < list->size() ? m->values()->Get(list->Get(i)) : nullptr;
+  };
+  const fbs::Tensor *tokens = value(m->inputs(), 0),
+                    *pos = value(m->inputs(), 1),
+                    *logits = value(m->outputs(), 0);
+  auto rank = [](const fbs::Tensor *t) {
+    return t && t->sizes() ? int64_t(t->sizes()->size()) : -1;
+  };
+  if (!tokens || !pos || !logits || m->inputs()->size() != 2 ||
+      m->outputs()->size() != 1 || tokens->dtype() != fbs::DType::I64 ||
+      rank(tokens) != 2 || pos->dtype() != fbs::DType::I64 || rank(pos) != 1 ||
+      logits->dtype() != fbs::DType::F32 || rank(logits) < 1)
+    return Error(program.name() + ": `" + methodName +
+                 "` is not forward(tokens: i64 [1, seq], input_pos: i64 "
+                 "[seq]) -> f32 logits");
+  int64_t ctx = tokens->sizes()->Get(1);
+  if (program.metadata().maxSeqLen > 0)
+    ctx = std::min(ctx, program.metadata().maxSeqLen);
+  return ctx;
+}
+
 std::vector<std::string> delegateBackends(const Program &program) {
   std::vector<std::string> ids;
   if (const auto *ds = program.schema().delegates())

@@ -197,13 +197,6 @@ Result<Instance> instantiate(const LoadedModel &m, size_t threads) {
   return in;
 }
 
-int64_t contextOf(const LoadedModel &m, const Method &f) {
-  int64_t ctx = f.input(0).sizes[1];
-  if (m.program->metadata().maxSeqLen > 0)
-    ctx = std::min(ctx, m.program->metadata().maxSeqLen);
-  return ctx;
-}
-
 std::string mib(double bytes) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / 1048576.0);
@@ -314,15 +307,15 @@ int main(int argc, char **argv) {
     return fail("no tests: every -p, -n and -pg value is 0");
 
   // Every program loads and holds every test it is given (one clear error
-  // before anything is measured).
+  // before anything is measured or printed).
   for (const std::string &path : params.models) {
     auto m = loadModel(path);
     if (!m.ok())
       return fail(m.message());
-    auto in = instantiate(*m, 1);
-    if (!in.ok())
-      return fail(in.message());
-    int64_t ctx = contextOf(*m, *in->forward);
+    auto context = forwardContextLength(*m->program);
+    if (!context.ok())
+      return fail(context.message());
+    int64_t ctx = *context;
     for (const TestInstance &t : tests)
       if (t.model == path && int64_t(t.nDepth) + t.nPrompt + t.nGen > ctx)
         return fail(path + ": test " + t.name() + " needs " +

@@ -91,6 +91,12 @@ TEST(DecodeTraffic, PortableReadsEveryWeightOnce) {
   EXPECT_EQ(t->kvBytesPerPosition,
             uint64_t(kLayers * 2 * kKvHeads * kHeadDim * 4));
   EXPECT_EQ(t->otherBufferBytes, 0u);
+  auto ctx = rt::bench::forwardContextLength(*program);
+  ASSERT_TRUE(ctx.ok()) << ctx.message();
+  EXPECT_EQ(*ctx, 128);
+  auto missing = rt::bench::forwardContextLength(*program, "generate");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.message().find("no method 'generate'"), std::string::npos);
 }
 
 TEST(DecodeTraffic, GatheredEmbeddingAndDelegateWeights) {

@@ -51,6 +51,13 @@ struct DecodeTraffic {
   double meanBytes(int64_t first, int64_t n) const;
 };
 
+/// The context length of `method` (forward(tokens: i64 [1, seq],
+/// input_pos: i64 [seq]) -> f32 logits): the bound of its token input, and
+/// of the program's max_seq_len; an error when the method has another
+/// signature. Reads the program only (no Module).
+Result<int64_t> forwardContextLength(const Program &program,
+                                     const std::string &method = "forward");
+
 /// The distinct backend ids the program delegates to, in order of first use.
 std::vector<std::string> delegateBackends(const Program &program);
 
