@@ -34,32 +34,15 @@ struct Scheme {
 struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
   using QuantizePassBase::QuantizePassBase;
 
-  // Shared so the pass stays copyable (pass managers clone passes).
-  std::shared_ptr<::etllm::formats::Checkpoint> ckpt;
-  bool triedCheckpoint = false;
-
-  /// The checkpoint tensor type behind a parameter (for exact GGUF blocks).
+  /// The checkpoint tensor type behind a parameter (for exact GGUF blocks),
+  /// as the importer recorded it.
   std::optional<::etllm::formats::DType> sourceDType(ParameterOp p) {
-    if (p.getValue())
+    if (p.getValue() || !p.getSourceDtype())
       return std::nullopt;
-    if (!triedCheckpoint) {
-      triedCheckpoint = true;
-      if (auto path = getOperation()->getAttrOfType<StringAttr>(
-              EtllmDialect::kCheckpointAttrName)) {
-        ::etllm::formats::OpenOptions o;
-        o.validateTensors = false;
-        auto opened = ::etllm::formats::openCheckpoint(path.str(), o);
-        if (opened.ok())
-          ckpt = std::shared_ptr<::etllm::formats::Checkpoint>(
-              std::move(opened.value()));
-      }
-    }
-    if (!ckpt)
+    auto dt = ::etllm::formats::parseDType(*p.getSourceDtype());
+    if (!dt.ok())
       return std::nullopt;
-    const ::etllm::formats::TensorRef *t = ckpt->find(p.getSourceName());
-    if (!t)
-      return std::nullopt;
-    return t->dtype;
+    return *dt;
   }
 
   LogicalResult parseScheme(StringRef name, Scheme &s, StringRef option) {
@@ -134,7 +117,7 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
       auto q = b.create<ParameterOp>(
           p.getLoc(), name, t, p.getValueAttr(),
           p.getValue() ? StringAttr() : b.getStringAttr(p.getSourceName()),
-          p.getQkPermuteHeadsAttr());
+          p.getQkPermuteHeadsAttr(), p.getSourceDtypeAttr());
       symbols.insert(q);
       quantized[key] = q;
       return q;

@@ -22,6 +22,8 @@ PKGS=(
   # fuzzing (scripts/fuzz.sh): clang with libFuzzer and the sanitizers; the
   # normal build never uses them
   clang-19 libfuzzer-19-dev libclang-rt-19-dev
+  # SHA-256 of the inputs at export (OpenSSL; lib/Serialize/Streaming.cpp)
+  libssl-dev
   # zlib/zstd/libedit etc. are pulled in by llvm-19-dev
 )
 

@@ -1,5 +1,6 @@
 # -*- Python -*-
 import os
+import sys
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -19,6 +20,8 @@ config.substitutions.append(("%etllm_src", config.etllm_src_root))
 config.substitutions.append(("%debian_python", config.etllm_debian_python))
 config.substitutions.append(("%etllm_bin", config.etllm_tools_dir))
 config.substitutions.append(("%mlir_include", config.mlir_include_dir))
+# The interpreter running lit: checker scripts use the standard library only.
+config.substitutions.append(("%python", sys.executable))
 
 llvm_config.use_default_substitutions()
 # Sanitizer builds (scripts/sanitize.sh): the runtime options and the

@@ -13,6 +13,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace etllm::formats {
 
@@ -24,6 +27,40 @@ float loadHalf(const uint8_t *p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
   return halfToFloat(h);
+}
+
+/// F16 -> F32 of n values: 8 at a time with F16C where the CPU has it (a
+/// quarter of an F16 export's CPU time went here, one value at a time).
+/// Bit-identical to halfToFloat: blocks holding an infinity or a NaN (whose
+/// payload F16C may quiet) take the scalar path.
+void halfsToFloatsScalar(const uint8_t *p, uint64_t n, float *out) {
+  for (uint64_t i = 0; i < n; ++i)
+    out[i] = loadHalf(p + 2 * i);
+}
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+__attribute__((target("avx,f16c"))) void
+halfsToFloatsF16c(const uint8_t *p, uint64_t n, float *out) {
+  const __m128i expMask = _mm_set1_epi16(0x7c00);
+  uint64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + 2 * i));
+    __m128i special = _mm_cmpeq_epi16(_mm_and_si128(h, expMask), expMask);
+    if (_mm_movemask_epi8(special))
+      halfsToFloatsScalar(p + 2 * i, 8, out + i);
+    else
+      _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
+  }
+  halfsToFloatsScalar(p + 2 * i, n - i, out + i);
+}
+#endif
+void halfsToFloats(const uint8_t *p, uint64_t n, float *out) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  static const bool f16c =
+      __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  if (f16c)
+    return halfsToFloatsF16c(p, n, out);
+#endif
+  halfsToFloatsScalar(p, n, out);
 }
 
 void storeHalf(uint8_t *p, float f) {
@@ -319,8 +356,7 @@ Result<std::vector<float>> toFloat32(const TensorRef &tensor) {
       std::memcpy(out.data(), p, *n * 4);
     break;
   case DType::F16:
-    for (uint64_t i = 0; i < *n; ++i)
-      out[i] = loadHalf(p + 2 * i);
+    halfsToFloats(p, *n, out.data());
     break;
   case DType::BF16:
     for (uint64_t i = 0; i < *n; ++i) {

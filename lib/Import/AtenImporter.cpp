@@ -2152,6 +2152,9 @@ LogicalResult Importer::declare(const json &t,
     d.kind = Decl::Parameter;
     if (!isStatic)
       return fail(what + ": a parameter needs a static shape");
+    // The checkpoint tensor's storage type, for the quantize pass (exact
+    // GGUF blocks), as the graph builder records it.
+    StringAttr sourceDtype;
     if (t.contains("data")) {
       if (failed(inlineValue()))
         return failure();
@@ -2167,9 +2170,10 @@ LogicalResult Importer::declare(const json &t,
         return fail(
             what + " has shape " + ::etllm::formats::shapeToString(ref->shape) +
             " in the checkpoint " + ckpt->path() + ", not " + shapeStr(*shape));
+      sourceDtype = b.getStringAttr(::etllm::formats::dtypeName(ref->dtype));
     }
     b.create<ParameterOp>(loc, name, d.type, d.value, StringAttr(),
-                          IntegerAttr());
+                          IntegerAttr(), sourceDtype);
   } else if (kind == "buffer") {
     d.kind = Decl::Buffer;
     if (!isStatic)

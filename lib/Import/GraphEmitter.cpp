@@ -32,10 +32,15 @@ Value GraphEmitter::param(const std::string &name, ArrayRef<int64_t> shape) {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPoint(module.getBody(),
                         std::prev(module.getBody()->end(), 1));
-    auto decl = b.create<ParameterOp>(loc, name, type, ElementsAttr(),
-                                      StringAttr(), IntegerAttr());
+    auto decl =
+        b.create<ParameterOp>(loc, name, type, ElementsAttr(), StringAttr(),
+                              IntegerAttr(), StringAttr());
     if (t && t->qkPermuteHeads > 0)
       decl.setQkPermuteHeadsAttr(b.getI64IntegerAttr(t->qkPermuteHeads));
+    // The storage type, for the quantize pass (exact GGUF blocks) without
+    // opening the checkpoint again.
+    if (t)
+      decl.setSourceDtypeAttr(b.getStringAttr(formats::dtypeName(t->dtype)));
   }
   return val<ParameterGetOp>(type, FlatSymbolRefAttr::get(ctx, name));
 }

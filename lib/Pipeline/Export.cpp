@@ -119,6 +119,7 @@ llvm::Error runExport(Artifact input, const ExportConfig &config,
   so.tokenizerPath = tokenizerPath;
   so.chatTemplatePath = request.chatTemplatePath;
   so.noChatTemplate = request.noChatTemplate;
+  so.threads = request.threads;
   so.progressBytes = request.progressBytes;
   // Only long writes (big models) report progress: every 10% after the
   // first second.

@@ -89,6 +89,7 @@ Artifact Artifact::clone() const {
   a.kind = kind;
   a.checkpointPath = checkpointPath;
   a.program = program;
+  a.openedCheckpoint = openedCheckpoint;
   if (module)
     a.module = mlir::OwningOpRef<mlir::ModuleOp>((*module).clone());
   return a;
@@ -114,7 +115,9 @@ public:
     auto module = buildExportedGraph(&context, **ckpt, options);
     if (!module)
       return stageError(stageName, llvm::toString(module.takeError()));
-    return Artifact::ir(std::move(*module));
+    Artifact out = Artifact::ir(std::move(*module));
+    out.openedCheckpoint = std::move(ckpt.value());
+    return out;
   }
 
 private:
@@ -168,7 +171,7 @@ public:
     };
     if (path.empty()) {
       llvm::raw_string_ostream os(out.program);
-      if (mlir::failed(writeProgram(*input.module, options, os)))
+      if (mlir::failed(writeProgram(*input.module, withCheckpoint(input), os)))
         return failure("serialization failed");
       os.flush();
       return out;
@@ -185,7 +188,8 @@ public:
         return stageError(stageName,
                           "cannot write '" + tmp + "': " + ec.message());
       llvm::sys::RemoveFileOnSignal(tmp);
-      bool ok = mlir::succeeded(writeProgram(*input.module, options, os));
+      bool ok = mlir::succeeded(
+          writeProgram(*input.module, withCheckpoint(input), os));
       os.close();
       if (!ok || os.has_error()) {
         os.clear_error();
@@ -206,6 +210,13 @@ public:
   }
 
 private:
+  /// The options, with the checkpoint the import stage left open.
+  SerializeOptions withCheckpoint(const Artifact &input) const {
+    SerializeOptions o = options;
+    if (!o.checkpoint)
+      o.checkpoint = input.openedCheckpoint;
+    return o;
+  }
   SerializeOptions options;
   std::string path;
   std::string stageName = "serialize";

@@ -2,16 +2,18 @@
 //
 // Writes a lowered, planned program: the 64-byte header, the flatbuffer
 // (value table, instructions, buffers, constants, segments, delegates,
-// metadata) and the aligned segments: constants (weights produced and
-// written one at a time), delegate blobs, the embedded tokenizer.
+// metadata) and the aligned segments: constants (weights produced on every
+// core, written in order), delegate blobs, the embedded tokenizer.
 //
 //===----------------------------------------------------------------------===//
 #include "Emission.h"
 
 #include "Metadata.h"
 
+#include "etllm/Formats/Checkpoint.h"
 #include "etllm/Serialize/KernelCalls.h"
 #include "etllm/Serialize/Lowering.h"
+#include "etllm/Serialize/Streaming.h"
 #include "etllm/runtime/program.h"
 #include "etllm/schema/program_generated.h"
 
@@ -28,6 +30,10 @@ namespace etllm {
 static constexpr uint64_t kAlign = 64;
 
 static uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+/// Constant bytes produced ahead of the writer at most (besides the one it
+/// waits for).
+static constexpr uint64_t kMaxBufferedConstantBytes = uint64_t(256) << 20;
 
 /// The bytes of constant `c`: produced by a backend, inline, or read (and
 /// converted) from the checkpoint.
@@ -57,6 +63,35 @@ LogicalResult emitProgram(LoweredProgram &p, const SerializeOptions &options,
   if (failed(loaded))
     return failure();
   const EmbeddedTokenizer &tokenizer = *loaded;
+
+  // The inputs are hashed (over their mapped bytes) and the constants
+  // produced on every core while the flatbuffer is built; the constants are
+  // written in order as they come (Streaming.h).
+  const formats::Checkpoint *ckpt = nullptr;
+  if (p.module->hasAttr(EtllmDialect::kCheckpointAttrName)) {
+    ckpt = p.weights.checkpoint(p.module);
+    if (!ckpt)
+      return failure();
+  }
+  InputHasher hasher;
+  if (options.hashInputs) {
+    if (ckpt)
+      for (const auto &f : ckpt->files())
+        hasher.add(f->data(), f->size());
+    if (tokenizer.file)
+      hasher.add(
+          reinterpret_cast<const uint8_t *>(tokenizer.file->getBufferStart()),
+          tokenizer.file->getBufferSize());
+    hasher.start();
+  }
+  std::vector<uint64_t> constSizes;
+  for (const ConstRec &c : constants)
+    constSizes.push_back(c.size);
+  OrderedProducer producer(
+      p.module.getContext(), std::move(constSizes),
+      options.threads ? options.threads : defaultProducerThreads(),
+      kMaxBufferedConstantBytes,
+      [&p, &constants](size_t i) { return constantBytes(p, constants[i]); });
 
   // Segments: 0 = constants, then delegate blobs, then the tokenizer file.
   flatbuffers::FlatBufferBuilder fb(1 << 20);
@@ -175,7 +210,8 @@ LogicalResult emitProgram(LoweredProgram &p, const SerializeOptions &options,
   }
 
   FailureOr<flatbuffers::Offset<fbs::Metadata>> meta =
-      buildMetadata(fb, p, options, tokenizer, tokSeg);
+      buildMetadata(fb, p, options, tokenizer, tokSeg,
+                    [&](size_t i) { return hasher.hex(i); });
   if (failed(meta))
     return failure();
   std::vector<flatbuffers::Offset<fbs::Method>> methods = {method};
@@ -210,13 +246,13 @@ LogicalResult emitProgram(LoweredProgram &p, const SerializeOptions &options,
   emit(&h, sizeof h);
   emit(fb.GetBufferPointer(), fb.GetSize());
   padTo(h.segmentBase);
-  // Constants, produced and written one at a time.
+  // Constants, written in order as the producer hands them over.
   uint64_t doneBytes = 0;
   if (options.progressBytes)
     options.progressBytes(0, constBytes);
   for (ConstRec &c : constants) {
     padTo(h.segmentBase + segs[constSeg].first + c.offset);
-    FailureOr<std::vector<uint8_t>> bytes = constantBytes(p, c);
+    FailureOr<std::vector<uint8_t>> bytes = producer.next();
     if (failed(bytes))
       return failure();
     if (bytes->size() != c.size)

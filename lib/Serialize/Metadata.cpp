@@ -10,24 +10,12 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/SHA256.h"
 
 using namespace mlir;
 using namespace mlir::etllm;
 namespace fbs = ::etllm::schema;
 
 namespace etllm {
-
-static std::string sha256File(const std::string &path) {
-  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                         /*RequiresNullTerminator=*/false);
-  if (!buf)
-    return "";
-  llvm::SHA256 h;
-  h.update(llvm::arrayRefFromStringRef((*buf)->getBuffer()));
-  std::array<uint8_t, 32> digest = h.final();
-  return llvm::toHex(digest, /*LowerCase=*/true);
-}
 
 FailureOr<EmbeddedTokenizer> loadTokenizer(ModuleOp module,
                                            const SerializeOptions &options) {
@@ -52,7 +40,8 @@ FailureOr<EmbeddedTokenizer> loadTokenizer(ModuleOp module,
 FailureOr<flatbuffers::Offset<fbs::Metadata>>
 buildMetadata(flatbuffers::FlatBufferBuilder &fb, LoweredProgram &p,
               const SerializeOptions &options,
-              const EmbeddedTokenizer &tokenizer, int32_t tokenizerSegment) {
+              const EmbeddedTokenizer &tokenizer, int32_t tokenizerSegment,
+              const std::function<std::string(size_t)> &digest) {
   ModuleOp module = p.module;
   ProgramConfig config = readProgramConfig(module);
   flatbuffers::Offset<fbs::TokenizerInfo> tokInfo = 0;
@@ -106,18 +95,19 @@ buildMetadata(flatbuffers::FlatBufferBuilder &fb, LoweredProgram &p,
     return llvm::sys::path::filename(path).str();
   };
   std::vector<flatbuffers::Offset<fbs::KeyValue>> inputsKv;
+  size_t input = 0;
+  auto addInput = [&](const std::string &path) {
+    std::string hash =
+        options.hashInputs ? "sha256:" + digest(input) : std::string();
+    ++input;
+    inputsKv.push_back(fbs::CreateKeyValue(fb, fb.CreateString(inputName(path)),
+                                           fb.CreateString(hash)));
+  };
   if (ckpt)
     for (const auto &f : ckpt->files())
-      inputsKv.push_back(fbs::CreateKeyValue(
-          fb, fb.CreateString(inputName(f->path())),
-          fb.CreateString(options.hashInputs ? "sha256:" + sha256File(f->path())
-                                             : std::string())));
+      addInput(f->path());
   if (!options.tokenizerPath.empty())
-    inputsKv.push_back(fbs::CreateKeyValue(
-        fb, fb.CreateString(inputName(options.tokenizerPath)),
-        fb.CreateString(options.hashInputs
-                            ? "sha256:" + sha256File(options.tokenizerPath)
-                            : std::string())));
+    addInput(options.tokenizerPath);
   auto prov = fbs::CreateProvenance(
       fb, fb.CreateString(ETLLM_VERSION), fb.CreateString(options.pipeline),
       fb.CreateString(options.configYaml),

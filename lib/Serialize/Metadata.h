@@ -15,6 +15,7 @@
 
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -38,10 +39,13 @@ loadTokenizer(mlir::ModuleOp module, const SerializeOptions &options);
 /// Builds the metadata table. `tokenizerSegment` is the embedded file's
 /// segment (-1: none). Fails (with a diagnostic) when a chat template cannot
 /// be rendered or the module names a checkpoint that cannot be opened.
+/// `digest(i)` is the hex SHA-256 of input `i`: the checkpoint's files in
+/// order, then the tokenizer file (called only when options.hashInputs).
 mlir::FailureOr<flatbuffers::Offset<schema::Metadata>>
 buildMetadata(flatbuffers::FlatBufferBuilder &fb, LoweredProgram &program,
               const SerializeOptions &options,
-              const EmbeddedTokenizer &tokenizer, int32_t tokenizerSegment);
+              const EmbeddedTokenizer &tokenizer, int32_t tokenizerSegment,
+              const std::function<std::string(size_t)> &digest);
 
 } // namespace etllm
 

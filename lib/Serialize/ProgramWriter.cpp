@@ -8,8 +8,9 @@
 //    stage (etllm-plan-memory), checked against the IR; without one, the
 //    same planner runs here (views and tied results share storage,
 //    lifetimes over the instruction order, the arena greedy by size).
-// 3. Emission.cpp: header + flatbuffer + segments, weights streamed one at a
-//    time; Metadata.cpp the model config, tokenizer and provenance.
+// 3. Emission.cpp: header + flatbuffer + segments, weights produced on every
+//    core and streamed in order (Streaming.h); Metadata.cpp the model
+//    config, tokenizer and provenance.
 //
 //===----------------------------------------------------------------------===//
 #include "etllm/Serialize/ProgramWriter.h"
@@ -25,6 +26,7 @@ namespace etllm {
 LogicalResult writeProgram(ModuleOp module, const SerializeOptions &options,
                            llvm::raw_ostream &os, MemoryReport *report) {
   LoweredProgram program(module);
+  program.weights.useCheckpoint(options.checkpoint);
   if (failed(program.lower(/*materializeDelegates=*/true)))
     return failure();
   // The recorded plan, or (IR that did not go through the planning stage:

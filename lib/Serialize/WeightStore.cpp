@@ -7,6 +7,8 @@
 #include "etllm/Serialize/Quantizer.h"
 #include "etllm/runtime/half.h"
 
+#include "llvm/Support/FileSystem.h"
+
 #include <cstring>
 
 using namespace mlir;
@@ -17,7 +19,25 @@ namespace etllm {
 WeightStore::WeightStore(ModuleOp module) : module(module) {}
 WeightStore::~WeightStore() = default;
 
+void WeightStore::useCheckpoint(
+    std::shared_ptr<const formats::Checkpoint> opened) {
+  std::lock_guard<std::mutex> lock(openMutex);
+  auto path =
+      module->getAttrOfType<StringAttr>(EtllmDialect::kCheckpointAttrName);
+  if (!opened || triedOpen || !path)
+    return;
+  // The module records the absolute path; `opened` the one it was given.
+  bool same = opened->path() == path.getValue();
+  if (!same && llvm::sys::fs::equivalent(opened->path(), path.getValue(), same))
+    return;
+  if (!same)
+    return;
+  ckpt = std::move(opened);
+  triedOpen = true;
+}
+
 const formats::Checkpoint *WeightStore::checkpoint(Operation *diagOp) {
+  std::lock_guard<std::mutex> lock(openMutex);
   if (!triedOpen) {
     triedOpen = true;
     auto path =

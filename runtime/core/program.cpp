@@ -7,6 +7,7 @@
 #include <flatbuffers/flatbuffers.h>
 #include <pthreadpool.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -438,8 +439,11 @@ Result<std::unique_ptr<Module>> Module::create(std::shared_ptr<Program> program,
     }
 
   // Delegates.
+  // Records which constants each delegate asks for (Module::
+  // delegateConstants: what a call of that delegate reads).
   struct ProgramConstants : ConstantTable {
     const Program &p;
+    mutable std::vector<uint32_t> requested;
     explicit ProgramConstants(const Program &p) : p(p) {}
     size_t size() const override {
       return p.schema().constants() ? p.schema().constants()->size() : 0;
@@ -450,6 +454,9 @@ Result<std::unique_ptr<Module>> Module::create(std::shared_ptr<Program> program,
         return Error("constant index " + std::to_string(index) +
                      " is out of range");
       const fbs::Constant *c = p.schema().constants()->Get(index);
+      if (std::find(requested.begin(), requested.end(), index) ==
+          requested.end())
+        requested.push_back(index);
       return std::make_pair(p.segmentData(c->segment()) + c->offset(),
                             size_t(c->size()));
     }
@@ -465,6 +472,7 @@ Result<std::unique_ptr<Module>> Module::create(std::shared_ptr<Program> program,
       if (d->compile_specs())
         for (const fbs::KeyValue *kv : *d->compile_specs())
           specs.push_back({str(kv->key()), str(kv->value())});
+      constants.requested.clear();
       auto inst = backend->init(program->segmentData(d->segment()),
                                 program->segmentSize(d->segment()), specs,
                                 constants, *mod->ctx_);
@@ -472,6 +480,8 @@ Result<std::unique_ptr<Module>> Module::create(std::shared_ptr<Program> program,
         return Error(program->name() + ": backend '" + d->backend()->str() +
                      "': " + inst.message());
       mod->delegates_.push_back(std::move(inst.value()));
+      std::sort(constants.requested.begin(), constants.requested.end());
+      mod->delegateConstants_.push_back(std::move(constants.requested));
     }
 
   for (const fbs::Method *m : *fb.methods()) {
@@ -588,6 +598,11 @@ void Module::resetState() {
     std::memset(reinterpret_cast<void *>((p + 63) & ~uintptr_t(63)), 0,
                 bufferSizes_[i]);
   }
+}
+
+const std::vector<uint32_t> &Module::delegateConstants(size_t i) const {
+  static const std::vector<uint32_t> none;
+  return i < delegateConstants_.size() ? delegateConstants_[i] : none;
 }
 
 size_t Module::bufferBytes() const {

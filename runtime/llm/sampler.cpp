@@ -22,7 +22,7 @@ template <typename Less>
 bool sortNucleusOnly(std::vector<Candidate> &candidates, float topP,
                      int32_t vocab, const Less &byProb) {
   // A full sort of a 128k vocabulary took 12.6 ms per token (3.9 ms with
-  // this cut; etllm_sampler_bench, docs/Benchmarks.md). With
+  // this cut; etllm_sampler_bench, docs/Performance.md). With
   // top-p, a token below (1 - topP) / (V - 1) cannot be in the nucleus: all
   // such tokens together hold less than 1 - topP (llama2.c's cut). Sort the
   // others only, and fall back (false) unless they do reach topP when

@@ -1,29 +1,44 @@
-//===- etllm-bench.cpp - Measure a program's speed and memory -------------===//
+//===- etllm-bench.cpp - Speed, memory and quality of programs ------------===//
 //
-//   etllm-bench MODEL.pte [--prompt-tokens N] [--gen-tokens N] [--threads N]
-//               [--repeat R] [--warmup W] [--json]
+//   etllm-bench -m MODEL.pte[,MODEL2.pte] [-p N] [-n N] [-pg PP,TG] [-d N]
+//               [-b N] [-t N,M] [-r N] [--delay S] [-o md|csv|json|jsonl|sql]
+//               [--bandwidth-mib N] [--no-warmup] [--progress] [-v]
+//   etllm-bench -m MODEL.pte -f TEXT [-c N] [--chunks N] [-t N]
 //
-// Runs the program the way the runner does (one prefill call over N prompt
-// tokens, then one call per generated token, greedy on the program's own
-// logits) R times after W warm-up runs, and reports load time, prefill and
-// decode tokens per second (median and min..max over the runs), time to
-// first token, planned memory and peak RSS. Part of the runtime: it links no
-// LLVM/MLIR, so the RSS is the runtime's own.
+// Speaks llama.cpp's llama-bench (flags, tests, timing, output layouts; see
+// etllm/runtime/bench/llama_bench.h), and adds what llama-bench does not
+// report: load time, time to first token, peak RSS, and from the same run a
+// memory-read bandwidth probe and the decode roofline ratio (tok/s x bytes a
+// decode step reads, derived from the program, / measured bandwidth). With
+// -f it computes the perplexity of a text with llama-perplexity's definition
+// instead. Part of the runtime: it links no LLVM/MLIR, so the RSS is the
+// runtime's own.
 //
 //===----------------------------------------------------------------------===//
 #include "etllm/runtime/backend.h"
+#include "etllm/runtime/bench/bandwidth.h"
+#include "etllm/runtime/bench/llama_bench.h"
+#include "etllm/runtime/bench/traffic.h"
+#include "etllm/runtime/llm/perplexity.h"
 #include "etllm/runtime/llm/runner.h"
 #include "etllm/runtime/program.h"
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 using namespace etllm::rt;
+using namespace etllm::rt::bench;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -33,168 +48,495 @@ int fail(const std::string &m) {
   return 1;
 }
 
-double ms(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
+double msSince(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+uint64_t nsSince(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t)
+      .count();
 }
 
-struct Run {
-  double prefillMs = 0, decodeMs = 0;
-  int64_t decoded = 0;
+/// The CPU's name, as llama-bench's cpu_info shows it.
+std::string cpuInfo() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("model name", 0) == 0) {
+      size_t c = line.find(':');
+      if (c != std::string::npos) {
+        size_t b = line.find_first_not_of(" \t", c + 1);
+        return b == std::string::npos ? "" : line.substr(b);
+      }
+    }
+  return "unknown";
+}
+
+/// Peak RSS since the last resetPeakRss() (Linux VmHWM), else the
+/// process's.
+uint64_t peakRss() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmHWM:", 0) == 0)
+      return std::strtoull(line.c_str() + 6, nullptr, 10) * 1024;
+  return llm::peakRssBytes();
+}
+void resetPeakRss() {
+  std::ofstream f("/proc/self/clear_refs");
+  if (f)
+    f << "5";
+}
+
+/// Matrices of a dense decoder from the model config (the "params" column;
+/// norms and biases are below its two decimals).
+uint64_t paramsFromConfig(const std::string &json) {
+  auto j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object())
+    return 0;
+  auto get = [&](const char *k) -> int64_t {
+    auto it = j.find(k);
+    return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
+  };
+  int64_t v = get("vocab_size"), h = get("hidden_size"),
+          l = get("num_hidden_layers"), nh = get("num_attention_heads"),
+          nkv = get("num_key_value_heads"), hd = get("head_dim"),
+          f = get("intermediate_size");
+  if (hd == 0 && nh > 0)
+    hd = h / nh;
+  if (nkv == 0)
+    nkv = nh;
+  bool tied = j.value("tie_word_embeddings", false);
+  int64_t perLayer = h * hd * (nh + 2 * nkv) + nh * hd * h + 3 * h * f;
+  int64_t n = v * h * (tied ? 1 : 2) + l * perLayer;
+  return n > 0 ? uint64_t(n) : 0;
+}
+
+/// "llama 1.0B xnnpack-8da4w": like llama-bench's "llama 1B Q4_0".
+std::string modelType(const Program &p, uint64_t params) {
+  auto j = nlohmann::json::parse(p.metadata().modelConfigJson, nullptr, false);
+  std::string arch = j.is_object() ? j.value("model_type", "") : "";
+  if (arch.empty())
+    arch = "?";
+  char size[32];
+  if (params >= 1000000000ull)
+    std::snprintf(size, sizeof size, "%.1fB", params / 1e9);
+  else if (params >= 1000000ull)
+    std::snprintf(size, sizeof size, "%.0fM", params / 1e6);
+  else
+    std::snprintf(size, sizeof size, "%.0fK", params / 1e3);
+  std::string recipe =
+      p.metadata().pipeline.empty() ? std::string("?") : p.metadata().pipeline;
+  return arch + " " + size + " " + recipe;
+}
+
+struct LoadedModel {
+  std::string path;
+  std::shared_ptr<Program> program;
+  double programLoadMs = 0;
+  std::string type, backends;
+  uint64_t params = 0;
+  int64_t maxSeq = 0, vocab = 0;
+  int64_t bos = -1;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
+Result<LoadedModel> loadModel(const std::string &path) {
+  LoadedModel m;
+  m.path = path;
+  auto t0 = Clock::now();
+  auto program = Program::load(path);
+  if (!program.ok())
+    return program.error();
+  m.programLoadMs = msSince(t0);
+  m.program = *program;
+  const ProgramMetadata &md = m.program->metadata();
+  m.params = paramsFromConfig(md.modelConfigJson);
+  m.type = modelType(*m.program, m.params);
+  std::vector<std::string> ids = delegateBackends(*m.program);
+  for (const std::string &id : ids)
+    m.backends += (m.backends.empty() ? "" : ",") + id;
+  if (m.backends.empty())
+    m.backends = "portable";
+  m.bos = md.bosId;
+  return m;
+}
+
+/// A Module of a loaded model with its `forward` checked.
+struct Instance {
+  std::unique_ptr<Module> module;
+  Method *forward = nullptr;
+  double createMs = 0;
+  DecodeTraffic traffic;
+};
+
+Result<Instance> instantiate(const LoadedModel &m, size_t threads) {
+  Instance in;
+  auto t0 = Clock::now();
+  ModuleOptions mo;
+  mo.numThreads = threads;
+  auto module = Module::create(m.program, mo);
+  if (!module.ok())
+    return module.error();
+  in.module = std::move(module.value());
+  auto method = in.module->method("forward");
+  if (!method.ok())
+    return method.error();
+  in.createMs = msSince(t0);
+  in.forward = *method;
+  const Method &f = *in.forward;
+  if (f.numInputs() != 2 || f.numOutputs() != 1 ||
+      f.input(0).dtype != DType::I64 || f.input(0).rank != 2 ||
+      f.input(1).dtype != DType::I64 || f.input(1).rank != 1 ||
+      f.output(0).dtype != DType::F32 || f.output(0).rank < 1)
+    return Error(m.program->name() +
+                 ": `forward` is not forward(tokens: i64 [1, seq], "
+                 "input_pos: i64 [seq]) -> f32 logits");
+  auto traffic = analyzeDecodeTraffic(*in.module);
+  if (!traffic.ok())
+    return traffic.error();
+  in.traffic = *traffic;
+  return in;
+}
+
+std::string mib(double bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / 1048576.0);
+  return buf;
+}
+
+int runPerplexity(const BenchParams &params) {
+  if (params.output != OutputFormat::Markdown &&
+      params.output != OutputFormat::Json &&
+      params.output != OutputFormat::Jsonl &&
+      params.output != OutputFormat::None)
+    return fail("-o " + std::string(outputFormatName(params.output)) +
+                ": perplexity prints md, json or jsonl");
+  std::ifstream f(params.perplexityFile, std::ios::binary);
+  if (!f)
+    return fail(params.perplexityFile + ": cannot open");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string text = ss.str();
+  if (text.empty())
+    return fail(params.perplexityFile + ": the file is empty");
+  nlohmann::json all = nlohmann::json::array();
+  for (const std::string &path : params.models) {
+    auto m = loadModel(path);
+    if (!m.ok())
+      return fail(m.message());
+    auto in = instantiate(*m, size_t(params.nThreads.front()));
+    if (!in.ok())
+      return fail(in.message());
+    Result<std::unique_ptr<Tokenizer>> tok =
+        params.tokenizer.empty() ? llm::tokenizerForProgram(*m->program)
+                                 : loadTokenizer(params.tokenizer);
+    if (!tok.ok())
+      return fail(tok.message());
+    auto tokens = (*tok)->encodeOrdinary(text, /*addBos=*/true);
+    if (!tokens.ok())
+      return fail(params.perplexityFile + ": " + tokens.message());
+    int32_t bos = (*tok)->bosId();
+    llm::PerplexityOptions po;
+    po.contextLength = params.nCtx;
+    po.maxChunks = params.chunks;
+    po.bosId =
+        !tokens->empty() && bos >= 0 && tokens->front() == bos ? bos : -1;
+    bool md = params.output == OutputFormat::Markdown;
+    int64_t nChunk = int64_t(tokens->size()) / params.nCtx;
+    if (params.chunks >= 0)
+      nChunk = std::min(nChunk, params.chunks);
+    if (md)
+      std::printf("perplexity: %s: %zu tokens, calculating perplexity over "
+                  "%lld chunks, n_ctx=%lld\n",
+                  path.c_str(), tokens->size(), (long long)nChunk,
+                  (long long)params.nCtx);
+    auto r = llm::evaluatePerplexity(
+        *in->module, *in->forward, *tokens, po, [&](int64_t i, double ppl) {
+          if (md) {
+            std::printf("[%lld]%.4lf,", (long long)(i + 1), ppl);
+            std::fflush(stdout);
+          }
+        });
+    if (!r.ok())
+      return fail(path + ": " + r.message());
+    if (md)
+      std::printf("\nFinal estimate: PPL = %.4lf +/- %.5lf\n", r->ppl,
+                  r->pplUncertainty);
+    nlohmann::json j;
+    j["model_filename"] = path;
+    j["model_type"] = m->type;
+    j["n_ctx"] = params.nCtx;
+    j["n_chunks"] = r->chunks;
+    j["n_tokens"] = r->inputTokens;
+    j["n_scored"] = r->scoredTokens;
+    j["n_threads"] = params.nThreads.front();
+    j["add_bos"] = po.bosId >= 0;
+    j["all_position_logits"] = r->allPositionLogits;
+    j["ppl"] = r->ppl;
+    j["ppl_uncertainty"] = r->pplUncertainty;
+    j["mean_nll"] = r->meanNll;
+    j["seconds"] = r->seconds;
+    j["running_ppl"] = r->runningPpl;
+    all.push_back(j);
+  }
+  if (params.output == OutputFormat::Json)
+    std::printf("%s\n", all.dump(2).c_str());
+  else if (params.output == OutputFormat::Jsonl)
+    for (const auto &j : all)
+      std::printf("%s\n", j.dump().c_str());
+  return 0;
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string path;
-  int64_t promptTokens = 32, genTokens = 64;
-  int repeat = 5, warmup = 1;
-  size_t threads = std::max(1u, std::thread::hardware_concurrency());
-  bool json = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto num = [&](int64_t &out) {
-      if (i + 1 >= argc)
-        return false;
-      char *end;
-      out = std::strtoll(argv[++i], &end, 10);
-      return *end == '\0' && out >= 0;
-    };
-    int64_t v;
-    if (a == "--prompt-tokens" && num(v) && v > 0)
-      promptTokens = v;
-    else if (a == "--gen-tokens" && num(v))
-      genTokens = v;
-    else if (a == "--threads" && num(v) && v > 0)
-      threads = size_t(v);
-    else if (a == "--repeat" && num(v) && v > 0)
-      repeat = int(v);
-    else if (a == "--warmup" && num(v))
-      warmup = int(v);
-    else if (a == "--json")
-      json = true;
-    else if (a == "-h" || a == "--help") {
-      std::printf("usage: etllm-bench MODEL.pte [--prompt-tokens N] "
-                  "[--gen-tokens N] [--threads N] [--repeat R] [--warmup W] "
-                  "[--json]\n");
-      return 0;
-    } else if (a[0] != '-' && path.empty())
-      path = a;
-    else
-      return fail("bad argument '" + a + "'");
+  bool help = false;
+  auto parsed = parseBenchArgs(argc, argv, help);
+  if (help) {
+    std::fputs(benchUsage(argv[0]).c_str(), stdout);
+    return 0;
   }
-  if (path.empty())
-    return fail("no program file given");
-
+  if (!parsed.ok())
+    return fail(parsed.message());
+  const BenchParams &params = *parsed;
   registerBuiltinBackends();
-  auto t0 = Clock::now();
-  auto program = Program::load(path);
-  if (!program.ok())
-    return fail(program.message());
-  ModuleOptions mo;
-  mo.numThreads = threads;
-  auto module = Module::create(*program, mo);
-  if (!module.ok())
-    return fail(module.message());
-  auto method = (*module)->method("forward");
-  if (!method.ok())
-    return fail(method.message());
-  double loadMs = ms(t0, Clock::now());
-  Method &m = **method;
-  int64_t maxSeq = m.input(0).sizes[1];
-  if (promptTokens + genTokens > maxSeq)
-    return fail("prompt + generated tokens (" +
-                std::to_string(promptTokens + genTokens) +
-                ") exceed the program's context of " + std::to_string(maxSeq));
-  int64_t vocab = (*program)->metadata().vocabSize;
-  if (vocab <= 0)
-    vocab = m.output(0).sizes[m.output(0).rank - 1];
+  if (!params.perplexityFile.empty())
+    return runPerplexity(params);
 
-  auto call = [&](const std::vector<int64_t> &tokens, int64_t start) -> Status {
-    int64_t n = tokens.size();
-    std::vector<int64_t> pos(n);
-    for (int64_t i = 0; i < n; ++i)
-      pos[i] = start + i;
-    int64_t ts[2] = {1, n};
-    ETLLM_RETURN_IF_ERROR(m.setInput(0, DType::I64, ts, 2, tokens.data()));
-    ETLLM_RETURN_IF_ERROR(m.setInput(1, DType::I64, &n, 1, pos.data()));
-    return m.execute();
-  };
-  auto argmax = [&]() {
-    const Tensor &o = m.output(0);
-    const float *row = o.ptr<float>() + (o.numel() - vocab);
-    return int64_t(std::max_element(row, row + vocab) - row);
-  };
-  std::vector<int64_t> prompt(promptTokens);
-  for (int64_t i = 0; i < promptTokens; ++i)
-    prompt[i] = (1 + 7 * i) % vocab;
+  std::vector<TestInstance> tests = testInstances(params);
+  if (tests.empty())
+    return fail("no tests: every -p, -n and -pg value is 0");
 
-  std::vector<Run> runs;
-  for (int r = 0; r < warmup + repeat; ++r) {
-    (*module)->resetState();
-    Run run;
-    auto a = Clock::now();
-    if (Status st = call(prompt, 0); !st.ok())
-      return fail(st.message());
-    run.prefillMs = ms(a, Clock::now());
-    int64_t next = argmax();
-    auto d = Clock::now();
-    for (int64_t g = 1; g < genTokens; ++g) {
-      if (Status st = call({next}, promptTokens + g - 1); !st.ok())
-        return fail(st.message());
-      next = argmax();
-      ++run.decoded;
+  // Every program loads and holds every test it is given (one clear error
+  // before anything is measured or printed).
+  for (const std::string &path : params.models) {
+    auto m = loadModel(path);
+    if (!m.ok())
+      return fail(m.message());
+    auto context = forwardContextLength(*m->program);
+    if (!context.ok())
+      return fail(context.message());
+    int64_t ctx = *context;
+    for (const TestInstance &t : tests)
+      if (t.model == path && int64_t(t.nDepth) + t.nPrompt + t.nGen > ctx)
+        return fail(path + ": test " + t.name() + " needs " +
+                    std::to_string(int64_t(t.nDepth) + t.nPrompt + t.nGen) +
+                    " positions, more than the program's context of " +
+                    std::to_string(ctx) +
+                    " (export with --set model.max_seq_len=N)");
+  }
+
+  // The bandwidth probe, before any model is loaded (its buffer is gone
+  // before peak RSS is measured).
+  std::vector<size_t> threadCounts;
+  for (int t : params.nThreads)
+    if (std::find(threadCounts.begin(), threadCounts.end(), size_t(t)) ==
+        threadCounts.end())
+      threadCounts.push_back(size_t(t));
+  std::vector<BandwidthResult> bandwidth;
+  std::vector<std::string> notes;
+  if (params.bandwidthMiB != 0) {
+    size_t bytes = params.bandwidthMiB < 0 ? defaultProbeBytes()
+                                           : size_t(params.bandwidthMiB) << 20;
+    auto bw = measureReadBandwidth(threadCounts, bytes);
+    if (!bw.ok())
+      return fail(bw.message());
+    bandwidth = *bw;
+    std::string note = "memory read bandwidth (" + std::to_string(bytes >> 20) +
+                       " MiB buffer, best of " +
+                       std::to_string(bandwidth.front().samples.size()) +
+                       ", 4 KiB / huge pages):";
+    for (const BandwidthResult &b : bandwidth) {
+      char buf[128];
+      std::snprintf(buf, sizeof buf, " %zu thread%s %.2f / %.2f GB/s;",
+                    b.threads, b.threads == 1 ? "" : "s",
+                    b.bestSmallPages / 1e9, b.bestHugePages / 1e9);
+      note += buf;
     }
-    run.decodeMs = ms(d, Clock::now());
-    if (r >= warmup)
-      runs.push_back(run);
+    note.pop_back();
+    notes.push_back(note);
+    if (params.verbose)
+      std::fprintf(stderr, "etllm-bench: %s\n", note.c_str());
   }
-  std::vector<double> prefill, decode, ttft;
-  for (const Run &r : runs) {
-    prefill.push_back(promptTokens / (r.prefillMs / 1000.0));
-    decode.push_back(r.decoded ? r.decoded / (r.decodeMs / 1000.0) : 0);
-    ttft.push_back(r.prefillMs);
-  }
-  auto mn = [](const std::vector<double> &v) {
-    return *std::min_element(v.begin(), v.end());
+  auto bandwidthAt = [&](int threads) {
+    for (const BandwidthResult &b : bandwidth)
+      if (b.threads == size_t(threads))
+        return b.best;
+    return 0.0;
   };
-  auto mx = [](const std::vector<double> &v) {
-    return *std::max_element(v.begin(), v.end());
-  };
-  uint64_t rss = llm::peakRssBytes();
-  size_t planned = m.plannedBytes() + (*module)->bufferBytes();
-  if (json) {
-    std::printf("{\"program\":\"%s\",\"file_bytes\":%zu,\"threads\":%zu,"
-                "\"prompt_tokens\":%lld,\"gen_tokens\":%lld,\"runs\":%zu,"
-                "\"load_ms\":%.3f,\"ttft_ms_median\":%.3f,"
-                "\"prefill_tokens_per_second_median\":%.2f,"
-                "\"decode_tokens_per_second_median\":%.2f,"
-                "\"decode_tokens_per_second_min\":%.2f,"
-                "\"decode_tokens_per_second_max\":%.2f,"
-                "\"planned_bytes\":%zu,\"peak_rss_bytes\":%llu}\n",
-                path.c_str(), (*program)->fileSize(), threads,
-                (long long)promptTokens, (long long)genTokens, runs.size(),
-                loadMs, median(ttft), median(prefill), median(decode),
-                mn(decode), mx(decode), planned, (unsigned long long)rss);
-  } else {
-    std::printf("program      %s (%.1f MiB)\n", path.c_str(),
-                (*program)->fileSize() / 1048576.0);
-    std::printf("threads      %zu\n", threads);
-    std::printf("load         %.2f ms\n", loadMs);
-    std::printf("prefill      %lld tokens: %.1f tok/s median (%.1f .. %.1f), "
-                "first token %.2f ms\n",
-                (long long)promptTokens, median(prefill), mn(prefill),
-                mx(prefill), median(ttft));
-    std::printf("decode       %lld tokens: %.1f tok/s median (%.1f .. %.1f)\n",
-                (long long)genTokens - 1, median(decode), mn(decode),
-                mx(decode));
-    std::printf("memory       planned %.1f MiB, peak RSS %.1f MiB\n",
-                planned / 1048576.0, rss / 1048576.0);
-    std::printf("runs         %zu (+%d warm-up)\n", runs.size(), warmup);
+
+  std::unique_ptr<Printer> out = makePrinter(params.output);
+  std::unique_ptr<Printer> err = makePrinter(params.outputErr);
+  if (out) {
+    out->out = stdout;
+    out->header(params);
   }
+  if (err) {
+    err->out = stderr;
+    err->header(params);
+  }
+
+  std::string cpu = cpuInfo();
+  std::mt19937 rng(1234);
+  std::unique_ptr<LoadedModel> model;
+  std::unique_ptr<Instance> inst;
+  int instThreads = 0;
+  std::vector<int64_t> scratch, posScratch;
+  size_t index = 0;
+  for (const TestInstance &t : tests) {
+    ++index;
+    if (params.progress)
+      std::fprintf(stderr, "etllm-bench: benchmark %zu/%zu: starting\n", index,
+                   tests.size());
+    if (!model || model->path != t.model) {
+      inst.reset();
+      model.reset();
+      resetPeakRss();
+      auto m = loadModel(t.model);
+      if (!m.ok())
+        return fail(m.message());
+      model = std::make_unique<LoadedModel>(std::move(m.value()));
+      instThreads = 0;
+    }
+    if (!inst || instThreads != t.nThreads) {
+      inst.reset();
+      auto in = instantiate(*model, size_t(t.nThreads));
+      if (!in.ok())
+        return fail(in.message());
+      inst = std::make_unique<Instance>(std::move(in.value()));
+      instThreads = t.nThreads;
+      const DecodeTraffic &tr = inst->traffic;
+      std::string note = t.model + ": a decode step reads " +
+                         mib(double(tr.weightBytes)) + " of constants (of " +
+                         mib(double(tr.constantBytes)) + ") + " +
+                         std::to_string(tr.kvBytesPerPosition) +
+                         " bytes of KV cache per position";
+      if (std::find(notes.begin(), notes.end(), note) == notes.end())
+        notes.push_back(note);
+      if (params.verbose)
+        std::fprintf(stderr, "etllm-bench: %s\n", note.c_str());
+    }
+    Method &f = *inst->forward;
+    Module &mod = *inst->module;
+    int64_t vocab = f.output(0).dim(-1);
+    std::uniform_int_distribution<int64_t> randomToken(0, vocab - 1);
+    int64_t bos = model->bos >= 0 && model->bos < vocab ? model->bos : -1;
+    // llama-bench's test_prompt: BOS first (when the model has one), then
+    // random tokens, in batches of n_batch.
+    auto runPrompt = [&](int n, int64_t start) -> Status {
+      for (int done = 0; done < n;) {
+        int count = std::min(n - done, t.nBatch);
+        scratch.resize(count);
+        posScratch.resize(count);
+        for (int i = 0; i < count; ++i) {
+          scratch[i] = done == 0 && i == 0 && bos >= 0 ? bos : randomToken(rng);
+          posScratch[i] = start + done + i;
+        }
+        int64_t sizes[2] = {1, count};
+        int64_t n64 = count;
+        ETLLM_RETURN_IF_ERROR(
+            f.setInput(0, DType::I64, sizes, 2, scratch.data()));
+        ETLLM_RETURN_IF_ERROR(
+            f.setInput(1, DType::I64, &n64, 1, posScratch.data()));
+        ETLLM_RETURN_IF_ERROR(f.execute());
+        done += count;
+      }
+      return Status();
+    };
+    // llama-bench's test_gen: one token per call, BOS first.
+    auto runGen = [&](int n, int64_t start) -> Status {
+      int64_t token = bos >= 0 ? bos : randomToken(rng);
+      int64_t one = 1, sizes[2] = {1, 1};
+      for (int i = 0; i < n; ++i) {
+        int64_t pos = start + i;
+        ETLLM_RETURN_IF_ERROR(f.setInput(0, DType::I64, sizes, 2, &token));
+        ETLLM_RETURN_IF_ERROR(f.setInput(1, DType::I64, &one, 1, &pos));
+        ETLLM_RETURN_IF_ERROR(f.execute());
+        token = randomToken(rng);
+      }
+      return Status();
+    };
+    auto check = [&](Status st) {
+      if (!st.ok())
+        std::exit(fail(t.model + ": " + t.name() + ": " + st.message()));
+    };
+
+    TestResult r;
+    r.inst = t;
+    r.cpuInfo = cpu;
+    r.backends = model->backends;
+    r.modelType = model->type;
+    r.modelSize = inst->traffic.constantBytes;
+    r.modelParams = model->params;
+    r.fileSize = model->program->fileSize();
+    r.loadMs = model->programLoadMs + inst->createMs;
+    r.plannedBytes = f.plannedBytes() + mod.bufferBytes();
+    if (t.nGen > 0)
+      r.bytesPerToken =
+          inst->traffic.meanBytes(int64_t(t.nDepth) + t.nPrompt, t.nGen);
+    r.bandwidth = bandwidthAt(t.nThreads);
+    {
+      char buf[64];
+      std::time_t now = std::time(nullptr);
+      std::strftime(buf, sizeof buf, "%FT%TZ", std::gmtime(&now));
+      r.testTime = buf;
+    }
+    if (params.delay > 0)
+      std::this_thread::sleep_for(std::chrono::seconds(params.delay));
+    if (!params.noWarmup) {
+      mod.resetState();
+      if (t.nPrompt > 0) {
+        if (params.progress)
+          std::fprintf(stderr,
+                       "etllm-bench: benchmark %zu/%zu: warmup prompt run\n",
+                       index, tests.size());
+        check(runPrompt(t.nPrompt, 0));
+      }
+      if (t.nGen > 0) {
+        if (params.progress)
+          std::fprintf(stderr,
+                       "etllm-bench: benchmark %zu/%zu: warmup generation "
+                       "run\n",
+                       index, tests.size());
+        check(runGen(1, t.nPrompt));
+      }
+    }
+    for (int rep = 0; rep < params.reps; ++rep) {
+      mod.resetState();
+      if (t.nDepth > 0) {
+        if (params.progress)
+          std::fprintf(stderr,
+                       "etllm-bench: benchmark %zu/%zu: depth run %d/%d\n",
+                       index, tests.size(), rep + 1, params.reps);
+        check(runPrompt(t.nDepth, 0));
+      }
+      auto t0 = Clock::now();
+      if (t.nPrompt > 0) {
+        if (params.progress)
+          std::fprintf(stderr,
+                       "etllm-bench: benchmark %zu/%zu: prompt run %d/%d\n",
+                       index, tests.size(), rep + 1, params.reps);
+        check(runPrompt(t.nPrompt, t.nDepth));
+        r.ttftNs.push_back(nsSince(t0));
+      }
+      if (t.nGen > 0) {
+        if (params.progress)
+          std::fprintf(stderr,
+                       "etllm-bench: benchmark %zu/%zu: generation run "
+                       "%d/%d\n",
+                       index, tests.size(), rep + 1, params.reps);
+        check(runGen(t.nGen, int64_t(t.nDepth) + t.nPrompt));
+      }
+      r.samplesNs.push_back(nsSince(t0));
+    }
+    r.peakRssBytes = peakRss();
+    if (out)
+      out->test(r);
+    if (err)
+      err->test(r);
+  }
+  if (out)
+    out->footer(notes);
+  if (err)
+    err->footer(notes);
   return 0;
 }

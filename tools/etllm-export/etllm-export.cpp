@@ -3,7 +3,7 @@
 //   etllm-export (--model PATH | --hf-id ORG/NAME[@REV]) [--tokenizer PATH]
 //                [--config export_config.yaml] [--set key=value ...]
 //                [--pipeline NAME] [--dump-dir DIR]
-//                [--stop-after-stage STAGE] -o OUT(.pte|.mlir)
+//                [--stop-after-stage STAGE] [--jobs N] -o OUT(.pte|.mlir)
 //
 // PATH is a Hugging Face directory, a .gguf or a llama2.c .bin, detected
 // from the content; ORG/NAME a model in the local Hugging Face cache. The
@@ -101,6 +101,12 @@ static cl::opt<bool>
           cl::desc("No progress on stderr (default: progress: a bar on a "
                    "terminal, plain lines otherwise)"),
           cl::cat(category));
+// ("threads" is taken by an option inside libLLVM.)
+static cl::opt<unsigned> jobs(
+    "jobs",
+    cl::desc("Threads converting and packing the weights (default 0: every "
+             "core; the program is the same with any number)"),
+    cl::init(0), cl::cat(category));
 
 namespace {
 using Clock = std::chrono::steady_clock;
@@ -239,6 +245,13 @@ int main(int argc, char **argv) {
   request.stopAfterStage = stopAfter;
   request.chatTemplatePath = chatTemplatePath;
   request.noChatTemplate = noChatTemplate;
+  // More threads than this only cost stacks (the writer also stops at one
+  // per constant).
+  constexpr unsigned kMaxJobs = 1024;
+  if (jobs > kMaxJobs)
+    return fail("--jobs: at most " + std::to_string(kMaxJobs) +
+                " threads, not " + std::to_string(jobs));
+  request.threads = jobs;
   if (noChatTemplate && !chatTemplatePath.empty())
     return fail("--chat-template and --no-chat-template contradict each other");
   request.progress = [](const std::string &line) { progress(line); };

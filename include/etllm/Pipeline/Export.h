@@ -52,6 +52,9 @@ struct ExportRequest {
   /// all (SerializeOptions::chatTemplatePath / noChatTemplate).
   std::string chatTemplatePath;
   bool noChatTemplate = false;
+  /// Threads producing the weights (SerializeOptions::threads; 0: every
+  /// core). The program's bytes do not depend on it.
+  unsigned threads = 0;
   /// Progress lines ("stage import done", "writing weights 40%"); null for
   /// none.
   std::function<void(const std::string &)> progress;

@@ -38,7 +38,10 @@ struct Artifact {
   mlir::OwningOpRef<mlir::ModuleOp> module; // Kind::IR
   std::string program;     // Kind::Program: the file bytes, or empty when
   std::string programPath; // the stage wrote them to this file
-
+  /// Kind::IR from the import stage: the checkpoint the parameters read,
+  /// kept open (mapped) for the serializer, so that an export maps each
+  /// input once.
+  std::shared_ptr<const formats::Checkpoint> openedCheckpoint;
 
   static Artifact checkpoint(std::string path);
   static Artifact ir(mlir::OwningOpRef<mlir::ModuleOp> module);

@@ -17,10 +17,15 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace etllm {
+
+namespace formats {
+class Checkpoint;
+} // namespace formats
 
 class WeightStore;
 
@@ -35,6 +40,12 @@ struct SerializeOptions {
   std::string tokenizerPath;
   /// Hash the input files for the provenance (SHA-256); off in tests.
   bool hashInputs = true;
+  /// Threads producing the weights (0: every core). The program's bytes do
+  /// not depend on it.
+  unsigned threads = 0;
+  /// The checkpoint the module's etllm.checkpoint names, already open (the
+  /// import stage's); null: the writer opens it.
+  std::shared_ptr<const formats::Checkpoint> checkpoint;
   /// Called with a fraction in [0, 1] while weights are written.
   std::function<void(double)> progress;
   /// Called with the weight bytes written so far and their total: once

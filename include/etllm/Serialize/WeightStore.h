@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -44,13 +45,20 @@ public:
   /// Size in bytes of the materialized parameter (no data is read).
   mlir::FailureOr<uint64_t> byteSize(mlir::etllm::ParameterOp param);
   /// The checkpoint the module's parameters come from (opened on first use);
-  /// null with an error emitted when it cannot be opened.
+  /// null with an error emitted when it cannot be opened. materialize,
+  /// floatValues and checkpoint may be called from several threads at once
+  /// (the writer produces constants in parallel): they only read the IR and
+  /// the mapped checkpoint.
   const formats::Checkpoint *checkpoint(mlir::Operation *forDiagnostics);
+  /// Reads the parameters from `opened` (already open, e.g. by the import
+  /// stage) when it is the checkpoint the module names; null: no effect.
+  void useCheckpoint(std::shared_ptr<const formats::Checkpoint> opened);
 
 private:
   mlir::ModuleOp module;
-  std::unique_ptr<formats::Checkpoint> ckpt;
+  std::shared_ptr<const formats::Checkpoint> ckpt;
   bool triedOpen = false;
+  std::mutex openMutex;
 };
 
 } // namespace etllm

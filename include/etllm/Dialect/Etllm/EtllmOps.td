@@ -32,13 +32,19 @@ def Etllm_ParameterOp : Etllm_Op<"parameter", [Symbol]> {
     type means the serializer quantizes (or, for already-quantized GGUF
     blocks of the same scheme, repacks exactly).
 
+    `source_dtype` is the element type the checkpoint stores the tensor in
+    (`F16`, `Q4_0`, ...: the names of etllm::formats::dtypeName), recorded
+    at import so that passes can choose exact schemes for already-quantized
+    weights without opening the checkpoint again.
+
     Small tests may give the value inline instead (`= dense<...>`).
 
     Example:
 
     ```mlir
     etllm.parameter @model.layers.0.self_attn.q_proj.weight : tensor<64x64xf32>
-        {qk_permute_heads = 8 : i64, source = "blk.0.attn_q.weight"}
+        {qk_permute_heads = 8 : i64, source = "blk.0.attn_q.weight",
+         source_dtype = "Q4_0"}
     etllm.parameter @w : tensor<2xf32> = dense<[1.0, 2.0]> : tensor<2xf32>
     ```
   }];
@@ -47,7 +53,8 @@ def Etllm_ParameterOp : Etllm_Op<"parameter", [Symbol]> {
     TypeAttrOf<Etllm_ParamType>:$type,
     OptionalAttr<ElementsAttr>:$value,
     OptionalAttr<StrAttr>:$source,
-    OptionalAttr<Etllm_I64Attr>:$qk_permute_heads
+    OptionalAttr<Etllm_I64Attr>:$qk_permute_heads,
+    OptionalAttr<StrAttr>:$source_dtype
   );
   let assemblyFormat = "$sym_name `:` $type (`=` $value^)? attr-dict";
   let hasVerifier = 1;

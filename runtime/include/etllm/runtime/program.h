@@ -165,6 +165,7 @@ public:
   create(std::shared_ptr<Program> program, const ModuleOptions &options = {});
   ~Module();
   Program &program() { return *program_; }
+  const Program &program() const { return *program_; }
   /// The method `name`, or an error listing the program's methods.
   Result<Method *> method(const std::string &name);
   /// Zeroes the mutable buffers (a new conversation).
@@ -172,6 +173,12 @@ public:
   ExecContext &context() { return *ctx_; }
   /// Bytes of mutable-buffer memory.
   size_t bufferBytes() const;
+  /// Number of delegate instances (one per Program delegate).
+  size_t numDelegates() const { return delegates_.size(); }
+  /// The program constants (indices, ascending) delegate `i` asked for when
+  /// it was initialized: the weights a call of it may read. Empty for an
+  /// index out of range.
+  const std::vector<uint32_t> &delegateConstants(size_t i) const;
 
 private:
   Module() = default;
@@ -180,6 +187,7 @@ private:
   std::vector<size_t> bufferSizes_;
   std::vector<std::unique_ptr<Method>> methods_;
   std::vector<std::unique_ptr<DelegateInstance>> delegates_;
+  std::vector<std::vector<uint32_t>> delegateConstants_;
   std::unique_ptr<ExecContext> ctx_;
   pthreadpool *pool_ = nullptr;
   friend class Method;
