@@ -229,6 +229,30 @@ void mlir::etllm::setModelConfig(ModuleOp module, ModelConfigAttr config) {
 
 LogicalResult EtllmDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
+  if (attr.getName() == kLoraAttrName) {
+    auto list = dyn_cast<ArrayAttr>(attr.getValue());
+    auto bad = [&]() {
+      return op->emitError()
+             << "'" << kLoraAttrName
+             << "' must be an array of {path = \"...\", scale = <f64>}";
+    };
+    if (!isa<ModuleOp>(op))
+      return op->emitError()
+             << "'" << kLoraAttrName << "' belongs on a builtin.module";
+    if (!list)
+      return bad();
+    for (Attribute a : list) {
+      auto d = dyn_cast<DictionaryAttr>(a);
+      if (!d || d.size() != 2 || !d.getAs<StringAttr>("path") ||
+          !d.getAs<FloatAttr>("scale"))
+        return bad();
+      if (!d.getAs<FloatAttr>("scale").getValue().isFinite())
+        return op->emitError()
+               << "'" << kLoraAttrName << "': the scale of adapter '"
+               << d.getAs<StringAttr>("path").getValue() << "' is not finite";
+    }
+    return success();
+  }
   if (attr.getName() != kModelConfigAttrName)
     return success();
   if (!isa<ModuleOp>(op))

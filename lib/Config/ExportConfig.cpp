@@ -111,6 +111,15 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        "Backends in priority order for partitioning; empty keeps the "
        "recipe's. Operations no backend takes run on portable kernels.",
        "[xnnpack]"},
+      {"lora",
+       ConfigType::StringList,
+       "[]",
+       {},
+       "LoRA adapters (PEFT directories: adapter_config.json + "
+       "adapter_model.safetensors) merged into the float weights before "
+       "quantization, each `PATH` or `PATH:SCALE` (scale 1 by default); "
+       "`--lora` adds more (docs/LoRA.md).",
+       "[\"adapters/chat:0.5\"]"},
       {"tokenizer",
        ConfigType::String,
        "",

@@ -165,6 +165,27 @@ buildExportedGraph(MLIRContext *context, const Checkpoint &checkpoint,
         entry.getKey(), builder.getStringAttr(entry.getValue())));
   (*module)->setAttr(EtllmDialect::kCheckpointAttrName,
                      builder.getStringAttr(ec ? checkpoint.path() : absPath));
+  if (!options.lora.empty()) {
+    SmallVector<Attribute> adapters;
+    for (const ::etllm::formats::LoraSpec &spec : options.lora) {
+      auto adapter = ::etllm::formats::LoraAdapter::open(spec.path);
+      if (!adapter.ok())
+        return makeError(adapter.message());
+      if (::etllm::rt::Status st = (*adapter)->checkAgainst(checkpoint);
+          !st.ok())
+        return makeError(st.message());
+      std::error_code aec;
+      std::string abs =
+          std::filesystem::absolute(spec.path, aec).lexically_normal();
+      adapters.push_back(builder.getDictionaryAttr(
+          {builder.getNamedAttr("path",
+                                builder.getStringAttr(aec ? spec.path : abs)),
+           builder.getNamedAttr("scale",
+                                builder.getF64FloatAttr(spec.scale))}));
+    }
+    (*module)->setAttr(EtllmDialect::kLoraAttrName,
+                       builder.getArrayAttr(adapters));
+  }
   setModelConfig(*module, configAttr(context, c, maxSeq, options.dtype));
   (*module)->setAttr(EtllmDialect::kModuleClassesAttrName,
                      builder.getDictionaryAttr(classes));
