@@ -174,6 +174,37 @@ static std::string knownKeys() {
   return s;
 }
 
+/// True if `s` is well-formed UTF-8 (no overlong forms, surrogates or code
+/// points past U+10FFFF). Config strings must be: yaml-cpp's emitter
+/// replaces invalid bytes, so toYaml() could not give the value back (found
+/// by the export-config fuzzer). A few lines rather than LLVM's ConvertUTF:
+/// this library links no LLVM.
+static bool isUtf8(const std::string &s) {
+  const auto *p = reinterpret_cast<const unsigned char *>(s.data());
+  const unsigned char *end = p + s.size();
+  while (p < end) {
+    unsigned c = *p;
+    int n = c < 0x80         ? 0
+            : (c >> 5) == 6  ? 1
+            : (c >> 4) == 14 ? 2
+            : (c >> 3) == 30 ? 3
+                             : -1;
+    if (n < 0 || end - p <= n)
+      return false;
+    unsigned cp = n == 0 ? c : c & (0x3f >> n);
+    for (int i = 1; i <= n; ++i) {
+      if ((p[i] & 0xc0) != 0x80)
+        return false;
+      cp = (cp << 6) | (p[i] & 0x3f);
+    }
+    static const unsigned kMin[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+      return false;
+    p += n + 1;
+  }
+  return true;
+}
+
 /// The values an Int key allows, as text: "-1, 0 or a power of two in
 /// [2, 65536]".
 static std::string describeRange(const ConfigKey &key) {
@@ -204,6 +235,8 @@ static Result<std::string> checkValue(const ConfigKey &key,
     for (const YAML::Node &item : node) {
       if (!item.IsScalar())
         return bad("expected a list of strings");
+      if (!isUtf8(item.Scalar()))
+        return bad("a list item is not valid UTF-8");
       out << item.Scalar();
     }
     out << YAML::EndSeq;
@@ -240,6 +273,8 @@ static Result<std::string> checkValue(const ConfigKey &key,
     case ConfigType::Bool:
       return std::string(node.as<bool>() ? "true" : "false");
     case ConfigType::String:
+      if (!isUtf8(v))
+        return bad("the value is not valid UTF-8");
       return v;
     case ConfigType::Enum: {
       for (const char *a : key.allowed)
