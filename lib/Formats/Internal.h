@@ -9,6 +9,7 @@
 #define ETLLM_LIB_FORMATS_INTERNAL_H
 
 #include "etllm/Formats/Checkpoint.h"
+#include "etllm/Formats/Limits.h"
 #include "etllm/Models/Family.h"
 
 #include <algorithm>
@@ -137,8 +138,9 @@ private:
   uint64_t pos_ = 0;
 };
 
-/// The largest dimension or size any reader accepts for config values.
-constexpr int64_t kMaxConfigDim = 10000000;
+/// The largest dimension or size any reader accepts for config values
+/// (declared in etllm/Formats/Limits.h).
+using formats::kMaxConfigDim;
 
 /// True if `path` is a directory.
 bool isDirectory(const std::string &path);

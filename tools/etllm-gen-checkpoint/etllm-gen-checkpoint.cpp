@@ -7,7 +7,9 @@
 
 #include "etllm/Formats/Checkpoint.h"
 #include "etllm/Formats/Generator.h"
+#include "etllm/Formats/Limits.h"
 #include "etllm/Models/Registry.h"
+#include "etllm/runtime/flags.h"
 
 #include <cerrno>
 #include <chrono>
@@ -43,18 +45,6 @@ std::string usage() {
          "         --format {hf,gguf} [--preset " + presets + "]\n" + kOptions;
 }
 
-bool parseInt(const char *s, int64_t &out) {
-  if (!s || !*s)
-    return false;
-  char *end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(s, &end, 10);
-  if (errno || *end)
-    return false;
-  out = v;
-  return true;
-}
-
 int fail(const std::string &msg) {
   std::fprintf(stderr, "etllm-gen-checkpoint: error: %s\n", msg.c_str());
   return 1;
@@ -75,11 +65,14 @@ int main(int argc, char **argv) {
       return true;
     };
     const char *v = nullptr;
+    // Sizes go through the runtime's one flag parser (flags.h), bounded
+    // as the checkpoint readers bound config values.
     auto intOpt = [&](std::optional<int64_t> &dst) -> int {
-      int64_t n;
-      if (!value(v) || !parseInt(v, n))
-        return fail(a + " needs an integer argument");
-      dst = n;
+      Result<int64_t> n = etllm::rt::parseInteger(
+          a, i + 1 < argc ? argv[++i] : nullptr, 1, kMaxConfigDim);
+      if (!n.ok())
+        return fail(n.message());
+      dst = *n;
       return 0;
     };
     if (a == "-h" || a == "--help") {
@@ -142,10 +135,11 @@ int main(int argc, char **argv) {
         return fail("--rope-scaling needs a value");
       o.ropeScaling = v;
     } else if (a == "--seed") {
-      int64_t n;
-      if (!value(v) || !parseInt(v, n))
-        return fail("--seed needs an integer argument");
-      o.seed = static_cast<uint64_t>(n);
+      Result<uint64_t> n =
+          etllm::rt::parseUnsigned(a, i + 1 < argc ? argv[++i] : nullptr);
+      if (!n.ok())
+        return fail(n.message());
+      o.seed = *n;
     } else if (a == "--verify") {
       verify = true;
     } else if (a == "-o" || a == "--output") {

@@ -30,6 +30,13 @@ struct ConfigKey {
   std::vector<const char *> allowed; // Enum: the values
   const char *description;
   const char *example;
+  /// Int keys: the values allowed, [min, max] (checked by the runtime's
+  /// one number parser, etllm/runtime/flags.h), plus `special` ones; with
+  /// `powerOfTwo`, positive values must be powers of two.
+  int64_t min = INT64_MIN;
+  int64_t max = INT64_MAX;
+  std::vector<int64_t> special = {};
+  bool powerOfTwo = false;
 };
 
 /// Every key, in documentation order.
