@@ -3,7 +3,10 @@ independent float64 NumPy reference written from the modeling code
 (deepseek_reference.py): every logit of a prefill and of the decode steps
 after it within 1e-4 of the largest reference logit (relative).
 
-The xnnpack-fp32 program of the split GGUF is held to the same tolerance.
+The xnnpack-fp32 program of the split GGUF is held to the same tolerance,
+and so are the latent-cache programs (model.mla_cache: latent, the absorbed
+attention) of the HF and split GGUF files through portable and
+xnnpack-fp32.
 
 Covered: DeepSeek-V2-Lite-like (q_proj), DeepSeek-V2-like (q LoRA) and
 DeepSeek-V3-like models, with YaRN (V2-Lite's mscale 0.707, V3's 1.0) and
@@ -51,11 +54,12 @@ def checkpoints(tmp_path_factory, tool):
     return out
 
 
-def program_logits(model, tmp_path, recipe="portable"):
+def program_logits(model, tmp_path, recipe="portable", mla_cache="expanded"):
     pte = tmp_path / "model.pte"
     etllm.export(model, pte, {"pipeline": {"name": recipe},
                               "model": {"last_logits_only": False,
-                                        "max_seq_len": 64}})
+                                        "max_seq_len": 64,
+                                        "mla_cache": mla_cache}})
     prog = etllm.Program(pte)
     first = np.array(prog.forward(TOKENS[:PREFILL], 0))[0]
     rows = [first]
@@ -87,6 +91,27 @@ def test_xnnpack_fp32_logits_match_the_float64_reference(checkpoints, case,
     cfg, weights = ref.load_hf(checkpoints[case]["hf"])
     want = ref.forward(cfg, weights, TOKENS)
     got = program_logits(checkpoints[case]["split"], tmp_path, "xnnpack-fp32")
+    err = np.abs(got - want).max() / np.abs(want).max()
+    assert err <= RTOL, f"max relative error {err:.3g}"
+    assert (got.argmax(-1) == want.argmax(-1)).all()
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("recipe", ["portable", "xnnpack-fp32"])
+@pytest.mark.parametrize("source", ["hf", "split"])
+def test_latent_cache_logits_match_the_float64_reference(checkpoints, case,
+                                                         recipe, source,
+                                                         tmp_path, tool):
+    # Level B: the latent cache and the absorbed attention
+    # (model.mla_cache: latent) compute the same function.
+    cfg, weights = ref.load_hf(checkpoints[case]["hf"])
+    want = ref.forward(cfg, weights, TOKENS)
+    got = program_logits(checkpoints[case][source], tmp_path, recipe,
+                         "latent")
+    text = subprocess.run([tool("etllm-translate"), "--pte-to-text",
+                           str(tmp_path / "model.pte")], check=True,
+                          capture_output=True, text=True).stdout
+    assert "self_attn.latent_cache" in text and "k_cache" not in text
     err = np.abs(got - want).max() / np.abs(want).max()
     assert err <= RTOL, f"max relative error {err:.3g}"
     assert (got.argmax(-1) == want.argmax(-1)).all()

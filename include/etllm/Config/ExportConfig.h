@@ -30,6 +30,10 @@ struct ConfigKey {
   std::vector<const char *> allowed; // Enum: the values
   const char *description;
   const char *example;
+  /// False for keys added after programs were first recorded: the resolved
+  /// configuration a program embeds (toYaml) leaves such a key out while it
+  /// holds its default, so a program that does not use it keeps its bytes.
+  bool writtenWhenDefault = true;
 };
 
 /// Every key, in documentation order.
