@@ -97,7 +97,8 @@ LogicalResult ModelConfigAttr::verify(
     APFloat ropeTheta, APFloat attentionScale, int64_t slidingWindow,
     APFloat attnLogitSoftcapping, APFloat finalLogitSoftcapping,
     bool tieWordEmbeddings, int64_t bosTokenId, ArrayRef<int64_t> eosTokenIds,
-    ArrayRef<bool> layerSlidingWindow) {
+    ArrayRef<bool> layerSlidingWindow, int64_t qLoraRank, int64_t kvLoraRank,
+    int64_t qkNopeHeadDim, int64_t vHeadDim) {
   (void)architecture;
   (void)modelType;
   (void)tieWordEmbeddings;
@@ -115,7 +116,11 @@ LogicalResult ModelConfigAttr::verify(
       {"vocab_size", vocabSize},
       {"max_seq_len", maxSeqLen},
       {"rotary_dim", rotaryDim},
-      {"sliding_window", slidingWindow}};
+      {"sliding_window", slidingWindow},
+      {"q_lora_rank", qLoraRank},
+      {"kv_lora_rank", kvLoraRank},
+      {"qk_nope_head_dim", qkNopeHeadDim},
+      {"v_head_dim", vHeadDim}};
   for (auto [name, v] : sizes)
     if (v < 0)
       return emitError() << name << " must not be negative, got " << v;
@@ -136,6 +141,12 @@ LogicalResult ModelConfigAttr::verify(
     if (&v->getSemantics() != &APFloat::IEEEdouble() || !v->isFinite() ||
         v->isNegative())
       return emitError() << name << " must be a finite, non-negative double";
+  if (kvLoraRank == 0 && (qLoraRank || qkNopeHeadDim || vHeadDim))
+    return emitError() << "q_lora_rank, qk_nope_head_dim and v_head_dim "
+                          "need kv_lora_rank (multi-head latent attention)";
+  if (kvLoraRank > 0 && (qkNopeHeadDim == 0 || vHeadDim == 0))
+    return emitError() << "multi-head latent attention needs "
+                          "qk_nope_head_dim and v_head_dim";
   if (rmsNormEps.convertToDouble() >= 1)
     return emitError() << "rms_norm_eps must be smaller than 1";
   auto token = [&](int64_t id, int64_t lowest) {
@@ -208,6 +219,13 @@ std::string ModelConfigAttr::toJson() const {
   for (bool b : getLayerSlidingWindow())
     sliding.push_back(b);
   obj["layer_sliding_window"] = std::move(sliding);
+  if (getKvLoraRank() > 0) {
+    // Only MLA programs carry these (the others' metadata is unchanged).
+    obj["q_lora_rank"] = getQLoraRank();
+    obj["kv_lora_rank"] = getKvLoraRank();
+    obj["qk_nope_head_dim"] = getQkNopeHeadDim();
+    obj["v_head_dim"] = getVHeadDim();
+  }
   std::string s;
   llvm::raw_string_ostream os(s);
   os << llvm::json::Value(std::move(obj));

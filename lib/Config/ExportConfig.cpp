@@ -43,6 +43,21 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        "every position's: what generation needs, and much cheaper in "
        "prefill.",
        "false"},
+      {"model.mla_cache",
+       ConfigType::Enum,
+       "expanded",
+       {"expanded", "latent"},
+       "Multi-head latent attention (DeepSeek): `expanded` caches every "
+       "head's keys and values as the modeling code does; `latent` caches "
+       "the compressed latent and the rotated shared key "
+       "(kv_lora_rank + qk_rope_head_dim values per token and layer) and "
+       "attends in the absorbed form. Other models ignore it.",
+       "latent",
+       INT64_MIN,
+       INT64_MAX,
+       {},
+       false,
+       /*writtenWhenDefault=*/false},
       {"pipeline.name",
        ConfigType::Enum,
        "portable",
@@ -131,7 +146,12 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        "adapter_model.safetensors) merged into the float weights before "
        "quantization, each `PATH` or `PATH:SCALE` (scale 1 by default); "
        "`--lora` adds more (docs/LoRA.md).",
-       "[\"adapters/chat:0.5\"]"},
+       "[\"adapters/chat:0.5\"]",
+       INT64_MIN,
+       INT64_MAX,
+       {},
+       false,
+       /*writtenWhenDefault=*/false},
       {"tokenizer",
        ConfigType::String,
        "",
@@ -420,6 +440,8 @@ std::string ExportConfig::toYaml() const {
   std::ostringstream os;
   for (const ConfigKey &k : exportConfigSchema()) {
     std::string v = values_.at(k.name);
+    if (!k.writtenWhenDefault && v == k.defaultText)
+      continue;
     if (k.type == ConfigType::String) {
       // Quoted by yaml-cpp, so that any string (quotes, backslashes, line
       // breaks) reads back as itself; found by the export-config fuzzer.

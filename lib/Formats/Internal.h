@@ -173,6 +173,28 @@ inline double getField(const ModelConfig &c, models::ConfigField field) {
     return c.attentionMultiplier;
   case models::ConfigField::LogitsScaling:
     return c.logitsScaling;
+  case models::ConfigField::QLoraRank:
+    return static_cast<double>(c.qLoraRank);
+  case models::ConfigField::KvLoraRank:
+    return static_cast<double>(c.kvLoraRank);
+  case models::ConfigField::QkNopeHeadDim:
+    return static_cast<double>(c.qkNopeHeadDim);
+  case models::ConfigField::VHeadDim:
+    return static_cast<double>(c.vHeadDim);
+  case models::ConfigField::FirstKDenseReplace:
+    return static_cast<double>(c.firstKDenseReplace);
+  case models::ConfigField::MoeIntermediateSize:
+    return static_cast<double>(c.moeIntermediateSize);
+  case models::ConfigField::NRoutedExperts:
+    return static_cast<double>(c.nRoutedExperts);
+  case models::ConfigField::NSharedExperts:
+    return static_cast<double>(c.nSharedExperts);
+  case models::ConfigField::NumExpertsPerTok:
+    return static_cast<double>(c.numExpertsPerTok);
+  case models::ConfigField::RoutedScalingFactor:
+    return c.routedScalingFactor;
+  case models::ConfigField::MoeLayerFreq:
+    return static_cast<double>(c.moeLayerFreq);
   }
   return 0;
 }
@@ -204,7 +226,47 @@ inline void setField(ModelConfig &c, models::ConfigField field, double v) {
   case models::ConfigField::LogitsScaling:
     c.logitsScaling = v;
     return;
+  case models::ConfigField::QLoraRank:
+    c.qLoraRank = static_cast<int64_t>(v);
+    return;
+  case models::ConfigField::KvLoraRank:
+    c.kvLoraRank = static_cast<int64_t>(v);
+    return;
+  case models::ConfigField::QkNopeHeadDim:
+    c.qkNopeHeadDim = static_cast<int64_t>(v);
+    return;
+  case models::ConfigField::VHeadDim:
+    c.vHeadDim = static_cast<int64_t>(v);
+    return;
+  case models::ConfigField::FirstKDenseReplace:
+    c.firstKDenseReplace = static_cast<int64_t>(v);
+    return;
+  case models::ConfigField::MoeIntermediateSize:
+    c.moeIntermediateSize = static_cast<int64_t>(v);
+    return;
+  case models::ConfigField::NRoutedExperts:
+    c.nRoutedExperts = static_cast<int64_t>(v);
+    return;
+  case models::ConfigField::NSharedExperts:
+    c.nSharedExperts = static_cast<int64_t>(v);
+    return;
+  case models::ConfigField::NumExpertsPerTok:
+    c.numExpertsPerTok = static_cast<int64_t>(v);
+    return;
+  case models::ConfigField::RoutedScalingFactor:
+    c.routedScalingFactor = v;
+    return;
+  case models::ConfigField::MoeLayerFreq:
+    c.moeLayerFreq = static_cast<int64_t>(v);
+    return;
   }
+}
+
+/// True for keys whose value is an integer (read as one, written as one).
+inline bool isIntegerKey(const models::ConfigKey &key) {
+  return key.range == models::KeyRange::Dim ||
+         key.range == models::KeyRange::Count ||
+         key.range == models::KeyRange::AtLeastNumLayers;
 }
 
 /// What an unset (zero) family field stands for.
@@ -212,6 +274,10 @@ inline double fallbackValue(const ModelConfig &c, models::KeyFallback f) {
   switch (f) {
   case models::KeyFallback::Zero:
     return 0;
+  case models::KeyFallback::One:
+    return 1;
+  case models::KeyFallback::NumLayers:
+    return static_cast<double>(c.numLayers);
   case models::KeyFallback::HeadDim:
     return static_cast<double>(c.headDim);
   case models::KeyFallback::MaxPositionEmbeddings:
@@ -223,7 +289,8 @@ inline double fallbackValue(const ModelConfig &c, models::KeyFallback f) {
 /// Checks `v` against the key's range; `error(what)` makes the error (it
 /// names the file and the key).
 template <typename MakeError>
-Status checkKeyRange(const models::ConfigKey &key, double v, MakeError error) {
+Status checkKeyRange(const models::ConfigKey &key, double v, int64_t numLayers,
+                     MakeError error) {
   switch (key.range) {
   case models::KeyRange::NonNegative:
     if (!(v >= 0))
@@ -240,6 +307,23 @@ Status checkKeyRange(const models::ConfigKey &key, double v, MakeError error) {
       return error("absurdly large value " +
                    std::to_string(static_cast<int64_t>(v)) + " (limit " +
                    std::to_string(kMaxConfigDim) + ")");
+    break;
+  case models::KeyRange::Count:
+  case models::KeyRange::AtLeastNumLayers:
+    if (!(v >= 0) || v != static_cast<double>(static_cast<int64_t>(v)))
+      return error("must be a non-negative integer, got " + std::to_string(v));
+    if (v > static_cast<double>(kMaxConfigDim))
+      return error("absurdly large value " +
+                   std::to_string(static_cast<int64_t>(v)) + " (limit " +
+                   std::to_string(kMaxConfigDim) + ")");
+    if (key.range == models::KeyRange::AtLeastNumLayers &&
+        static_cast<int64_t>(v) < numLayers)
+      return error(std::to_string(static_cast<int64_t>(v)) + " makes layers " +
+                   std::to_string(static_cast<int64_t>(v)) + ".." +
+                   std::to_string(numLayers - 1) +
+                   " mixture-of-experts layers, which are not supported yet "
+                   "(only dense layers: a value >= " +
+                   std::to_string(numLayers) + ", the layer count)");
     break;
   }
   return Status();

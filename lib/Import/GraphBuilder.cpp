@@ -45,13 +45,21 @@ LogicalResult buildModel(GraphEmitter &e, const ::etllm::ImportOptions &options,
                 dyn = ShapedType::kDynamic;
   BlockSet blocks = selectBlocks(e.family.blocks);
 
-  // Mutable buffers: one K and one V cache per layer.
+  // Mutable buffers: one K and one V cache per layer (MLA: the expanded
+  // per-head keys [nope | rope] and values StaticCache holds).
   b.setInsertionPointToEnd(e.module.getBody());
   auto cacheType = e.tensorType({1, Hkv, T, Dh}, e.dtype);
-  for (int64_t i = 0; i < c.numLayers; ++i)
-    for (const char *kv : {"k_cache", "v_cache"})
-      b.create<BufferOp>(e.loc, e.path(HfModule::Attention, i) + "." + kv,
-                         cacheType);
+  auto valueCacheType = cacheType;
+  if (c.isMla()) {
+    cacheType = e.tensorType({1, c.numHeads, T, c.qkHeadDim()}, e.dtype);
+    valueCacheType = e.tensorType({1, c.numHeads, T, c.vHeadDim}, e.dtype);
+  }
+  for (int64_t i = 0; i < c.numLayers; ++i) {
+    b.create<BufferOp>(e.loc, e.path(HfModule::Attention, i) + ".k_cache",
+                       cacheType);
+    b.create<BufferOp>(e.loc, e.path(HfModule::Attention, i) + ".v_cache",
+                       valueCacheType);
+  }
 
   auto tokensType = e.tensorType({1, dyn}, i64);
   auto posType = e.tensorType({dyn}, i64);
@@ -82,6 +90,7 @@ LogicalResult buildModel(GraphEmitter &e, const ::etllm::ImportOptions &options,
         !c.layerUsesSlidingWindow.empty() && c.layerUsesSlidingWindow[i];
     layer.mask = sliding ? masks.sliding : masks.full;
     layer.cacheType = cacheType;
+    layer.valueCacheType = valueCacheType;
     layer.normAddsOne = addOne;
     h = blocks.decoderLayer(e, layer, blocks, h);
   }
@@ -109,7 +118,8 @@ ModelConfigAttr configAttr(MLIRContext *ctx, const ModelConfig &c,
       llvm::APFloat(c.finalLogitSoftcapping), c.tieWordEmbeddings, c.bosTokenId,
       c.eosTokenIds,
       SmallVector<bool>(c.layerUsesSlidingWindow.begin(),
-                        c.layerUsesSlidingWindow.end()));
+                        c.layerUsesSlidingWindow.end()),
+      c.qLoraRank, c.kvLoraRank, c.qkNopeHeadDim, c.vHeadDim);
 }
 
 } // namespace

@@ -53,10 +53,27 @@ const FamilySpec *findByModelType(std::string_view hfModelType) {
   });
 }
 
+const FamilySpec *
+findByGgufArch(std::string_view ggufArch,
+               const std::function<std::optional<int64_t>(GgufKey)> &value) {
+  const FamilySpec *fallback = nullptr;
+  for (const FamilySpec *f : families()) {
+    if (!f->gguf.arch || !f->gguf.readsBack || f->gguf.arch != ggufArch)
+      continue;
+    if (f->gguf.identityKey == GgufKey::None)
+      return f;
+    if (value)
+      if (std::optional<int64_t> v = value(f->gguf.identityKey);
+          v && *v == f->gguf.identityValue)
+        return f;
+    if (f->gguf.identityDefault)
+      fallback = f;
+  }
+  return fallback;
+}
+
 const FamilySpec *findByGgufArch(std::string_view ggufArch) {
-  return findIf([&](const FamilySpec &f) {
-    return f.gguf.arch && f.gguf.readsBack && f.gguf.arch == ggufArch;
-  });
+  return findByGgufArch(ggufArch, nullptr);
 }
 
 const FamilySpec *findById(std::string_view id) {

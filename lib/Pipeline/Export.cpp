@@ -57,6 +57,7 @@ void applyConfigToRecipeOptions(const ExportConfig &c, RecipeOptions &o) {
   o.embedding = c.getString("quantization.embedding");
   o.embeddingGroupSize = c.getInt("quantization.embedding_group_size");
   o.outputLayer = c.getString("quantization.output_layer");
+  o.mlaCache = c.getString("model.mla_cache");
   for (const std::string &e : c.getList("quantization.exclude"))
     o.exclude.push_back(e);
   for (const std::string &b : c.getList("backends"))

@@ -197,7 +197,8 @@ FailureOr<std::vector<uint8_t>> WeightStore::materialize(ParameterOp param) {
     if (!c)
       return failure();
     const formats::TensorRef *t = c->find(param.getSourceName());
-    if (t && t->shape == std::vector<int64_t>(shape.begin(), shape.end())) {
+    if (t && t->parts.empty() &&
+        t->shape == std::vector<int64_t>(shape.begin(), shape.end())) {
       std::vector<uint8_t> raw;
       bool f32Target = isa<RankedTensorType>(type) &&
                        cast<RankedTensorType>(type).getElementType().isF32();

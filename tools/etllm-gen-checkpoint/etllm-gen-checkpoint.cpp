@@ -27,12 +27,17 @@ const char *kOptions =
     "         [--hidden N --layers N --heads N --kv-heads N --head-dim N\n"
     "          --ffn N --vocab N --max-seq N]\n"
     "         [--dtype f32|f16|bf16] [--gguf-type f32|f16|bf16|q8_0|q4_0]\n"
-    "         [--tied|--untied] [--rope-scaling none|llama3|linear:F]\n"
+    "         [--tied|--untied] [--rope-scaling none|llama3|linear:F|\n"
+    "          yarn:FACTOR:ORIGINAL:MSCALE:MSCALE_ALL_DIM]\n"
+    "         [--q-lora-rank N --kv-lora-rank N --gguf-kv-b split|joint]\n"
     "         [--seed S] [--verify] -o OUT\n"
     "\n"
     "Writes an HF directory (config.json + model.safetensors) or the GGUF\n"
     "file llama.cpp's converter would make of it. --verify reopens the\n"
-    "result and checks its config and tensors.\n";
+    "result and checks its config and tensors. Multi-head latent attention\n"
+    "families (DeepSeek) take the LoRA ranks (--q-lora-rank 0: q_proj) and\n"
+    "the GGUF form of kv_b_proj (split attn_k_b/attn_v_b, as llama.cpp's\n"
+    "converter writes it, or the older joint attn_kv_b).\n";
 
 std::string usage() {
   std::string archs, presets = "tiny";
@@ -116,6 +121,16 @@ int main(int argc, char **argv) {
     } else if (a == "--max-seq") {
       if (intOpt(o.maxSeq))
         return 1;
+    } else if (a == "--q-lora-rank") {
+      if (intOpt(o.qLoraRank))
+        return 1;
+    } else if (a == "--kv-lora-rank") {
+      if (intOpt(o.kvLoraRank))
+        return 1;
+    } else if (a == "--gguf-kv-b") {
+      if (!value(v))
+        return fail("--gguf-kv-b needs a value");
+      o.ggufKvB = v;
     } else if (a == "--dtype" || a == "--gguf-type") {
       if (!value(v))
         return fail(a + " needs a value");
@@ -175,7 +190,11 @@ int main(int argc, char **argv) {
         got.numKvHeads != want->numKvHeads || got.headDim != want->headDim ||
         got.vocabSize != want->vocabSize ||
         got.intermediateSize != want->intermediateSize ||
-        got.tieWordEmbeddings != want->tieWordEmbeddings)
+        got.tieWordEmbeddings != want->tieWordEmbeddings ||
+        got.qLoraRank != want->qLoraRank ||
+        got.kvLoraRank != want->kvLoraRank ||
+        got.qkNopeHeadDim != want->qkNopeHeadDim ||
+        got.vHeadDim != want->vHeadDim)
       return fail("verify: the config read back differs from the one "
                   "generated");
     Status v = validateAgainstConfig(**ck, *want);

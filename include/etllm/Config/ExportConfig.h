@@ -37,6 +37,10 @@ struct ConfigKey {
   int64_t max = INT64_MAX;
   std::vector<int64_t> special = {};
   bool powerOfTwo = false;
+  /// False for keys added after programs were first recorded: the resolved
+  /// configuration a program embeds (toYaml) leaves such a key out while it
+  /// holds its default, so a program that does not use it keeps its bytes.
+  bool writtenWhenDefault = true;
 };
 
 /// Every key, in documentation order.

@@ -10,6 +10,8 @@
 
 #include "etllm/Models/Family.h"
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,7 +26,13 @@ const FamilySpec *findByArchitecture(std::string_view hfArchitecture);
 /// The family of a transformers model_type ("llama"), or null.
 const FamilySpec *findByModelType(std::string_view hfModelType);
 /// The family a GGUF general.architecture opens as ("llama"), or null.
+/// When families share the architecture, the one marked identityDefault.
 const FamilySpec *findByGgufArch(std::string_view ggufArch);
+/// The same for a file whose metadata `value` gives (the family whose
+/// identityKey holds its identityValue).
+const FamilySpec *
+findByGgufArch(std::string_view ggufArch,
+               const std::function<std::optional<int64_t>(GgufKey)> &value);
 /// The family of a generator id (--arch), or null.
 const FamilySpec *findById(std::string_view id);
 /// The family llama2.c checkpoints import as.

@@ -44,9 +44,21 @@ TEST(Registry, NamesAreUniqueAndLookupsFindThem) {
       EXPECT_EQ(ggufArchForModelType(f->hfModelType), f->gguf.arch);
       const FamilySpec *reader = findByGgufArch(f->gguf.arch);
       ASSERT_NE(reader, nullptr) << "no family opens " << f->gguf.arch;
-      if (f->gguf.readsBack) {
+      if (f->gguf.readsBack && f->gguf.identityKey == GgufKey::None) {
         EXPECT_EQ(reader, f);
         EXPECT_TRUE(ggufArchs.insert(f->gguf.arch).second);
+      } else if (f->gguf.readsBack) {
+        // Families sharing an architecture: a file with the family's
+        // identity value opens as it, one without the key as the default.
+        EXPECT_EQ(findByGgufArch(f->gguf.arch,
+                                 [&](GgufKey k) -> std::optional<int64_t> {
+                                   if (k == f->gguf.identityKey)
+                                     return f->gguf.identityValue;
+                                   return std::nullopt;
+                                 }),
+                  f);
+        EXPECT_TRUE(reader->gguf.identityDefault);
+        EXPECT_EQ(f == reader, f->gguf.identityDefault);
       }
     }
     llama2c += f->llama2c;
