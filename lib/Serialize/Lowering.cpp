@@ -231,6 +231,9 @@ LogicalResult LoweredProgram::lowerOp(Operation *op) {
         if (failed(size))
           return failure();
         rec.size = *size;
+        rec.elements = 1;
+        for (int64_t d : shapeOf(decl.getType()))
+          rec.elements *= uint64_t(d);
         values[*id].storage = Storage::Constant;
         values[*id].constant = constants.size();
         values[*id].name = rec.name;
@@ -300,6 +303,19 @@ LogicalResult LoweredProgram::lowerOp(Operation *op) {
             c.produce = std::move(produce);
             pb.constants.push_back(std::move(c));
             return pb.constants.size() - 1;
+          }
+          uint32_t
+          addWeight(const std::string &name, uint64_t size, uint64_t elements,
+                    std::function<FailureOr<std::vector<uint8_t>>()> produce)
+              override {
+            auto it = pb.delegateWeights.find(name);
+            if (it != pb.delegateWeights.end() &&
+                pb.constants[it->second].size == size)
+              return it->second;
+            uint32_t id = addConstant(name, size, std::move(produce));
+            pb.constants[id].elements = elements;
+            pb.delegateWeights[name] = id;
+            return id;
           }
         } context(*this, op);
         if (failed(backend->serialize(fn, context, rec.blob, rec.specs)))

@@ -32,6 +32,8 @@ struct Spec {
   fbs::DType dtype = fbs::DType::F32;
   std::vector<int64_t> ints;
   std::vector<double> floats;
+  uint32_t version = kProgramFormatVersion;
+  bool perBlockQAct = false; // x becomes an int8 QAct per block of 32
 };
 
 /// forward(x: f32[?<=4]) -> x + c, c a constant [4]; plus a zeroed buffer.
@@ -45,9 +47,18 @@ std::vector<uint8_t> buildProgram(const Spec &s = {}) {
                              fb.CreateVector(dyn), kind, 0, offset, 16,
                              constant, 0, 0, 0, fb.CreateString("t"));
   };
+  auto qact = [&]() {
+    std::vector<int64_t> sizes = {4};
+    std::vector<uint8_t> dyn = {1};
+    auto q = fbs::CreateQuantParams(fb, 8, true, fbs::DType::F32, 32, true);
+    return fbs::CreateTensor(fb, fbs::DType::QACT, fb.CreateVector(sizes),
+                             fb.CreateVector(dyn), fbs::StorageKind::PLANNED, 0,
+                             0, 256, 0, 0, 0, q, fb.CreateString("x"));
+  };
   std::vector<flatbuffers::Offset<fbs::Tensor>> values = {
-      tensor(fbs::StorageKind::PLANNED, 0, 0, true),                 // x
-      tensor(fbs::StorageKind::CONSTANT, 0, s.constantIndex, false), // c
+      s.perBlockQAct ? qact()
+                     : tensor(fbs::StorageKind::PLANNED, 0, 0, true), // x
+      tensor(fbs::StorageKind::CONSTANT, 0, s.constantIndex, false),  // c
       tensor(s.outputIntoConstant ? fbs::StorageKind::CONSTANT
                                   : fbs::StorageKind::PLANNED,
              s.plannedOffset, 0, true)}; // y
@@ -81,7 +92,7 @@ std::vector<uint8_t> buildProgram(const Spec &s = {}) {
 
   FileHeader h{};
   std::memcpy(h.magic, kProgramMagic, 8);
-  h.version = kProgramFormatVersion;
+  h.version = s.version;
   h.headerSize = sizeof h;
   h.flatbufferOffset = sizeof h;
   h.flatbufferSize = fb.GetSize();
@@ -189,6 +200,28 @@ TEST(Program, RejectsBrokenHeaders) {
   expectRejected(bad, "segment data range");
   bad = {good.begin(), good.end() - 32}; // truncated segment data
   expectRejected(bad, "segment data range");
+}
+
+TEST(Program, ReadsEveryFormatVersion) {
+  // Version 1 (files written before per-block activations) and 2 load.
+  for (uint32_t v = kMinProgramFormatVersion; v <= kProgramFormatVersion; ++v) {
+    Spec s;
+    s.version = v;
+    auto p = load(buildProgram(s));
+    ASSERT_TRUE(p.ok()) << "version " << v << ": " << p.message();
+  }
+  Spec s;
+  s.version = 0;
+  expectRejected(buildProgram(s), "format version 0 is not supported");
+  // A per-block QAct means something else to a version-1 reader: a file
+  // that says version 1 cannot hold one.
+  s.version = 1;
+  s.perBlockQAct = true;
+  s.arenaSize = 512;
+  expectRejected(buildProgram(s), "needs format version 2");
+  s.version = 2;
+  auto p = load(buildProgram(s));
+  EXPECT_TRUE(p.ok()) << p.message();
 }
 
 TEST(Program, RejectsACorruptFlatbuffer) {

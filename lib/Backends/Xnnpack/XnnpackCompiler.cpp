@@ -3,7 +3,8 @@
 // The optimized CPU backend ("xnnpack", after ExecuTorch's CPU delegate).
 // Legality: f32 activations, static innermost dimension, and the ops its
 // runtime half has optimized kernels for (linear/qlinear with parameter
-// weights, dynamic activation quantization, element-wise math, RMSNorm).
+// weights, dynamic activation quantization per token or per block,
+// element-wise math, RMSNorm).
 // Serialization: the subgraph as an EXN1 flatbuffer whose constants are
 // program constants, linear weights packed into the kernels' layouts.
 //
@@ -65,7 +66,7 @@ public:
         .Case([](QuantizeDynamicOp q) {
           auto t = cast<QActType>(q.getType());
           return isF32Tensor(q.getInput().getType()) && t.getBits() == 8 &&
-                 t.getGranularity() == ActQuantGranularity::per_token;
+                 t.getGranularity() != ActQuantGranularity::per_tensor;
         })
         .Case<AddOp, SubOp, MulOp>([](Operation *o) {
           return llvm::all_of(o->getOperandTypes(),
@@ -77,6 +78,18 @@ public:
         .Case([](RmsNormOp n) {
           return isF32Tensor(n.getType()) &&
                  (!n.getWeight() || isParam(n.getWeight()));
+        })
+        .Case([](QEmbeddingOp e) {
+          // A table the block layout holds (the tied lm_head's, read by
+          // both from one copy).
+          auto w = cast<QWeightType>(e.getWeight().getType());
+          auto idx = cast<RankedTensorType>(e.getIndices().getType());
+          return isParam(e.getWeight()) && w.getRank() == 2 &&
+                 rt::xnnpack::PackedQBlockLayout::supports(w.getShape().back(),
+                                                           quantInfoOf(w)) &&
+                 isF32Tensor(e.getType(), true) &&
+                 (idx.getElementType().isInteger(64) ||
+                  idx.getElementType().isInteger(32));
         })
         .Default([](Operation *) { return false; });
   }
@@ -106,8 +119,16 @@ LogicalResult XnnpackCompiler::serialize(
   for (Operation &op : body) {
     if (auto l = dyn_cast<LinearOp>(op))
       packing[l.getWeight()] = xfb::Packing::F32_NR8;
-    if (auto l = dyn_cast<QLinearOp>(op))
-      packing[l.getWeight()] = xfb::Packing::QWEIGHT_NR8;
+    if (auto l = dyn_cast<QLinearOp>(op)) {
+      // The block layout when it holds the weight's groups (multiples of
+      // 32, or one per row); else the dense QWeight and the portable kernel.
+      auto w = cast<QWeightType>(l.getWeight().getType());
+      if (rt::xnnpack::PackedQBlockLayout::supports(w.getShape().back(),
+                                                    quantInfoOf(w)))
+        packing[l.getWeight()] = xfb::Packing::QWEIGHT_R16;
+    }
+    if (auto e = dyn_cast<QEmbeddingOp>(op))
+      packing[e.getWeight()] = xfb::Packing::QWEIGHT_R16; // legality checked
   }
 
   auto addValue = [&](Value v, xfb::ValueKind kind, uint32_t idx,
@@ -161,8 +182,8 @@ LogicalResult XnnpackCompiler::serialize(
       int64_t rows = shape.size() == 2 ? shape[0] : 1, cols = shape.back();
       rt::QuantInfo q = quantInfoOf(t);
       uint64_t size;
-      if (pack == xfb::Packing::QWEIGHT_NR8) {
-        auto l = rt::xnnpack::PackedQWeightLayout::compute(rows, cols, q);
+      if (pack == xfb::Packing::QWEIGHT_R16) {
+        auto l = rt::xnnpack::PackedQBlockLayout::compute(rows, cols, q);
         if (!l.ok())
           return op.emitError("xnnpack: ") << l.message();
         size = l->totalBytes;
@@ -175,8 +196,16 @@ LogicalResult XnnpackCompiler::serialize(
         size = *s;
       }
       Operation *diag = param;
-      uint32_t constant = ctx.addConstant(
-          prefix + param.getSymName().str(), size,
+      // Named by parameter and packing, not by delegate: every delegate
+      // call that reads the weight in this packing shares one copy.
+      const char *suffix = pack == xfb::Packing::QWEIGHT_R16 ? "@r16"
+                           : pack == xfb::Packing::F32_NR8   ? "@nr8"
+                                                             : "";
+      uint64_t elements = 1;
+      for (int64_t d : shape)
+        elements *= uint64_t(d);
+      uint32_t constant = ctx.addWeight(
+          "xnnpack/" + param.getSymName().str() + suffix, size, elements,
           [weights, param, pack, rows, cols, q,
            diag]() mutable -> FailureOr<std::vector<uint8_t>> {
             if (pack == xfb::Packing::F32_NR8) {
@@ -188,7 +217,7 @@ LogicalResult XnnpackCompiler::serialize(
             FailureOr<std::vector<uint8_t>> bytes = weights->materialize(param);
             if (failed(bytes) || pack == xfb::Packing::DENSE)
               return bytes;
-            auto packed = rt::xnnpack::packQWeight(bytes->data(), bytes->size(),
+            auto packed = rt::xnnpack::packQBlocks(bytes->data(), bytes->size(),
                                                    rows, cols, q);
             if (!packed.ok())
               return diag->emitError("xnnpack: ") << packed.message();

@@ -15,6 +15,7 @@
 #include "etllm/runtime/xnnpack/backend.h"
 
 #include "internal.h"
+#include "qdot.h"
 
 #include "etllm/runtime/memory_planner.h"
 #include "etllm/runtime/xnnpack/packing.h"
@@ -40,7 +41,7 @@ constexpr size_t kPlanAlign = 64;
 /// Largest scratch init reserves in the ExecContext.
 constexpr size_t kMaxReservedScratch = size_t(256) << 20;
 
-enum class Kind { Dense, PackedLinear, PackedQLinear };
+enum class Kind { Dense, PackedLinear, PackedQLinear, PackedQEmbedding };
 
 /// What init learned about one blob value.
 struct ValueInfo {
@@ -57,6 +58,7 @@ struct ValueInfo {
 struct Node {
   OpId op = OpId::NumOps;
   Kind kind = Kind::Dense;
+  QDotWeight qweight;           // PackedQLinear: the weight, checked at init
   std::vector<uint32_t> values; // inputs, then outputs
   size_t numInputs = 0;
   std::vector<int64_t> ints;
@@ -75,6 +77,8 @@ public:
   std::vector<Tensor *> bound; // per value: the tensor nodes use
   std::vector<uint32_t> inputValues, outputValues; // by call position
   std::vector<Node> nodes;
+  /// Weights converted at init (legacy QWEIGHT_NR8 constants).
+  std::vector<std::vector<uint8_t>> converted;
   std::unique_ptr<uint8_t[]> arena;
   size_t arenaBytes = 0;
 };
@@ -122,7 +126,7 @@ Status readValue(uint32_t v, const xfb::Value *val, ValueInfo &vi) {
   if (uint8_t(val->kind()) > uint8_t(xfb::ValueKind::CONSTANT))
     return blobError(what + ": invalid kind " +
                      std::to_string(unsigned(val->kind())));
-  if (uint8_t(val->packing()) > uint8_t(xfb::Packing::F32_NR8))
+  if (uint8_t(val->packing()) > uint8_t(xfb::Packing::QWEIGHT_R16))
     return blobError(what + ": invalid packing " +
                      std::to_string(unsigned(val->packing())));
   vi.kind = val->kind();
@@ -159,9 +163,12 @@ Status readValue(uint32_t v, const xfb::Value *val, ValueInfo &vi) {
   return Status();
 }
 
-/// Checks a constant's bytes against its value description.
+/// Checks a constant's bytes against its value description. A legacy
+/// QWEIGHT_NR8 weight is converted (into `converted`) to QWEIGHT_R16, or to
+/// a dense QWeight when its group has no block layout; vi.packing becomes
+/// the packing the nodes read.
 Status checkConstant(uint32_t v, ValueInfo &vi, const ConstantTable &constants,
-                     Tensor &t) {
+                     Tensor &t, std::vector<std::vector<uint8_t>> &converted) {
   const std::string what =
       valueName(v) + " (constant " + std::to_string(vi.index) + ")";
   for (int i = 0; i < vi.proto.rank; ++i)
@@ -174,18 +181,32 @@ Status checkConstant(uint32_t v, ValueInfo &vi, const ConstantTable &constants,
   const size_t size = c->second;
   size_t need = 0;
   const Tensor &p = vi.proto;
+  const bool qweight2d = p.dtype == DType::QWeight && p.rank == 2;
   switch (vi.packing) {
   case xfb::Packing::DENSE:
     need = vi.capacity;
     break;
   case xfb::Packing::QWEIGHT_NR8: {
-    if (p.dtype != DType::QWeight || p.rank != 2)
+    if (!qweight2d)
       return blobError(what +
                        ": QWEIGHT_NR8 packing needs a 2-D qweight, "
                        "got " +
                        p.shapeString());
-    Result<PackedQWeightLayout> l =
-        PackedQWeightLayout::compute(p.sizes[0], p.sizes[1], p.quant);
+    Result<LegacyQWeightLayout> l =
+        LegacyQWeightLayout::compute(p.sizes[0], p.sizes[1], p.quant);
+    if (!l.ok())
+      return blobError(what + ": " + l.message());
+    need = l->totalBytes;
+    break;
+  }
+  case xfb::Packing::QWEIGHT_R16: {
+    if (!qweight2d)
+      return blobError(what +
+                       ": QWEIGHT_R16 packing needs a 2-D qweight, "
+                       "got " +
+                       p.shapeString());
+    Result<PackedQBlockLayout> l =
+        PackedQBlockLayout::compute(p.sizes[0], p.sizes[1], p.quant);
     if (!l.ok())
       return blobError(what + ": " + l.message());
     need = l->totalBytes;
@@ -215,6 +236,29 @@ Status checkConstant(uint32_t v, ValueInfo &vi, const ConstantTable &constants,
   t = p;
   t.data = const_cast<uint8_t *>(data); // never written: not a node output
   t.capacity = size;
+  if (vi.packing == xfb::Packing::QWEIGHT_NR8) {
+    // Programs written before QWEIGHT_R16: back to QWeightLayout with the
+    // legacy layout's f32 scales (lossless), then into the block layout.
+    Result<std::vector<uint8_t>> plain =
+        unpackLegacyQWeight(data, size, p.sizes[0], p.sizes[1], p.quant);
+    if (!plain.ok())
+      return blobError(what + ": " + plain.message());
+    t.quant.scaleType = DType::F32;
+    vi.packing = xfb::Packing::DENSE;
+    if (PackedQBlockLayout::supports(p.sizes[1], t.quant)) {
+      Result<std::vector<uint8_t>> packed = packQBlocks(
+          plain->data(), plain->size(), p.sizes[0], p.sizes[1], t.quant);
+      if (!packed.ok())
+        return blobError(what + ": " + packed.message());
+      converted.push_back(std::move(packed.value()));
+      vi.packing = xfb::Packing::QWEIGHT_R16;
+    } else {
+      converted.push_back(std::move(plain.value()));
+    }
+    t.data = converted.back().data();
+    t.capacity = converted.back().size();
+    vi.proto.quant.scaleType = DType::F32;
+  }
   return Status();
 }
 
@@ -345,7 +389,8 @@ Result<std::unique_ptr<DelegateInstance>> XnnpackBackend::init(
                          valueName(uint32_t(pos[vi.index])));
       pos[vi.index] = int(v);
     } else if (vi.kind == xfb::ValueKind::CONSTANT) {
-      ETLLM_RETURN_IF_ERROR(checkConstant(v, vi, constants, inst->tensors[v]));
+      ETLLM_RETURN_IF_ERROR(
+          checkConstant(v, vi, constants, inst->tensors[v], inst->converted));
     }
   }
 
@@ -402,18 +447,19 @@ Result<std::unique_ptr<DelegateInstance>> XnnpackBackend::init(
         return blobError(what + ": input " + std::to_string(i) + " (" +
                          valueName(v) + ") is used before it is produced");
       if (vi.packing != xfb::Packing::DENSE) {
-        const bool ok =
-            i == 1 &&
-            ((op->id == OpId::Linear && vi.packing == xfb::Packing::F32_NR8) ||
-             (op->id == OpId::QLinear &&
-              vi.packing == xfb::Packing::QWEIGHT_NR8));
+        const bool r16 = vi.packing == xfb::Packing::QWEIGHT_R16;
+        const bool ok = (i == 1 && op->id == OpId::Linear &&
+                         vi.packing == xfb::Packing::F32_NR8) ||
+                        (i == 1 && op->id == OpId::QLinear && r16) ||
+                        (i == 0 && op->id == OpId::QEmbedding && r16);
         if (!ok)
           return blobError(what + ": input " + std::to_string(i) + " (" +
                            valueName(v) +
                            ") is a packed constant, which this operator "
                            "cannot read");
-        node.kind =
-            op->id == OpId::Linear ? Kind::PackedLinear : Kind::PackedQLinear;
+        node.kind = op->id == OpId::Linear    ? Kind::PackedLinear
+                    : op->id == OpId::QLinear ? Kind::PackedQLinear
+                                              : Kind::PackedQEmbedding;
       }
       vi.lastUse = int(n);
       node.values.push_back(v);
@@ -442,8 +488,16 @@ Result<std::unique_ptr<DelegateInstance>> XnnpackBackend::init(
     if (nfloats)
       node.floats.assign(fn->floats()->begin(), fn->floats()->end());
     node.args.assign(node.values.size(), nullptr);
-    if (node.kind != Kind::Dense)
+    if (node.kind == Kind::PackedLinear || node.kind == Kind::PackedQLinear)
       ETLLM_RETURN_IF_ERROR(checkPackedNode(what, node, info));
+    if (node.kind == Kind::PackedQLinear ||
+        node.kind == Kind::PackedQEmbedding) {
+      Result<QDotWeight> w = qdotWeight(
+          inst->tensors[node.values[node.kind == Kind::PackedQLinear ? 1 : 0]]);
+      if (!w.ok())
+        return blobError(what + ": " + w.message());
+      node.qweight = *w;
+    }
   }
   for (uint32_t i = 0; i < numOut; ++i)
     if (info[uint32_t(outputPos[i])].producer < 0)
@@ -485,14 +539,9 @@ Result<std::unique_ptr<DelegateInstance>> XnnpackBackend::init(
     if (node.kind != Kind::PackedQLinear)
       continue;
     const Tensor &x = info[node.values[0]].proto;
-    const Tensor &w = info[node.values[1]].proto;
-    Result<PackedQWeightLayout> l =
-        PackedQWeightLayout::compute(w.sizes[0], w.sizes[1], w.quant);
-    if (!l.ok())
-      continue; // cannot happen: checked with the constant
     const int64_t M = prodSizes(x.sizes, 0, x.rank - 1);
-    scratch = std::max(scratch, qlinearPackedScratch(isa_, &ctx, M, *l,
-                                                     x.dtype == DType::QAct));
+    scratch = std::max(scratch,
+                       qlinearPackedScratch(isa_, &ctx, M, node.qweight.l, x));
   }
   // ExecContext::scratch cannot report an allocation failure: only reserve
   // sane sizes up front (larger ones grow on first use, as in portable).
@@ -580,7 +629,10 @@ Status XnnpackInstance::execute(Span<Tensor *const> inputs,
       st = linearPacked(a, isa);
       break;
     case Kind::PackedQLinear:
-      st = qlinearPacked(a, isa);
+      st = qlinearRun(a, isa, node.qweight);
+      break;
+    case Kind::PackedQEmbedding:
+      st = qembeddingRun(a, node.qweight);
       break;
     case Kind::Dense:
       st = runDense(node.op, a, isa);

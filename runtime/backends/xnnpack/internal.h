@@ -21,14 +21,21 @@
 #if defined(__x86_64__) || defined(__i386__)
 #define ETLLM_XNN_X86 1
 #include <immintrin.h>
-/// Marks a function compiled for AVX2 + FMA (called only when the CPU has
-/// them: see detectIsa()).
-#define ETLLM_XNN_AVX2 __attribute__((target("avx2,fma")))
+/// Marks a function compiled for AVX2 + FMA + F16C (called only when the
+/// CPU has them: see detectIsa()).
+#define ETLLM_XNN_AVX2 __attribute__((target("avx2,fma,f16c")))
 #else
 #define ETLLM_XNN_X86 0
 #endif
 
 namespace etllm::rt::xnnpack {
+
+/// Whether `isa` runs the AVX2 code of the kernels without a wider variant
+/// (every x86 path includes AVX2, FMA and F16C).
+inline bool hasAvx2(Isa isa) { return ETLLM_XNN_X86 && isa != Isa::Generic; }
+/// Whether the CPU has the VEX-encoded AVX-VNNI (else Isa::AvxVnni runs the
+/// EVEX encoding of the same kernels).
+bool hasVexVnni();
 
 //===----------------------------------------------------------------------===//
 // Errors and shapes
@@ -68,12 +75,6 @@ Status resizeLike(const char *op, Tensor &out, const Tensor &in, int64_t last);
 Status checkLinearOperands(const char *op, const Tensor &x, int64_t N,
                            int64_t K, const Tensor *bias, const Tensor &out,
                            int64_t &M);
-
-/// The scratch bytes qlinearPacked needs for M input rows (f32, or QAct
-/// when `quantAct`) with the thread pool of `ctx`: the delegate reserves
-/// the upper bound at init so that execute does not grow it.
-size_t qlinearPackedScratch(Isa isa, const ExecContext *ctx, int64_t M,
-                            const PackedQWeightLayout &l, bool quantAct);
 
 /// Work (multiply-adds) below which a matrix kernel runs on the calling
 /// thread: a thread-pool dispatch costs microseconds (far more when the
