@@ -146,6 +146,32 @@ denseBytes(Operation *op, ElementsAttr attr, rt::DType dt) {
   return out;
 }
 
+/// A result the callee of `call` computes as an in-place update of a cache
+/// it takes as an argument is that argument's storage (the delegate writes
+/// the cache, as a portable kv_cache_update would). The same when planning
+/// and when serializing, so the recorded plan matches.
+static void tieInPlaceCacheResults(DelegateCallOp call, InstrRec &in,
+                                   std::vector<ValueRec> &values) {
+  auto fn = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+      call, call.getCalleeAttr());
+  if (!fn || fn.getBody().empty())
+    return;
+  Block &body = fn.getBody().front();
+  auto ret = dyn_cast<func::ReturnOp>(body.getTerminator());
+  if (!ret || ret.getNumOperands() != in.outputs.size())
+    return;
+  for (auto [j, r] : llvm::enumerate(ret.getOperands())) {
+    auto upd = r.getDefiningOp<KvCacheUpdateOp>();
+    auto arg = upd ? dyn_cast<BlockArgument>(upd.getCache()) : nullptr;
+    if (!arg || arg.getOwner() != &body ||
+        arg.getArgNumber() >= in.inputs.size())
+      continue;
+    ValueRec &out = values[in.outputs[j]];
+    out.storage = Storage::Alias;
+    out.aliasOf = in.inputs[arg.getArgNumber()];
+  }
+}
+
 LogicalResult LoweredProgram::lowerOp(Operation *op) {
   InstrRec in;
   in.origin = op;
@@ -328,6 +354,7 @@ LogicalResult LoweredProgram::lowerOp(Operation *op) {
         for (Value v : call.getResults())
           if (failed(result(v)))
             return failure();
+        tieInPlaceCacheResults(call, in, values);
         instrs.push_back(std::move(in));
         return success();
       })
@@ -385,6 +412,7 @@ LogicalResult LoweredProgram::lower(bool materializeDelegates) {
           return failure();
         in.outputs.push_back(*id);
       }
+      tieInPlaceCacheResults(cast<DelegateCallOp>(op), in, values);
       instrs.push_back(std::move(in));
       continue;
     }

@@ -42,6 +42,18 @@ bool isF32Tensor(Type t, bool allowDynamicLast = false) {
 
 bool isParam(Value v) { return v && v.getDefiningOp<ParameterGetOp>(); }
 
+bool isIndexVector(Type t) {
+  auto tt = dyn_cast<RankedTensorType>(t);
+  return tt && tt.getRank() == 1 &&
+         (tt.getElementType().isInteger(64) ||
+          tt.getElementType().isInteger(32));
+}
+
+bool isF32Rank4(Type t) {
+  auto tt = dyn_cast<RankedTensorType>(t);
+  return tt && tt.getRank() == 4 && isF32Tensor(t);
+}
+
 class XnnpackCompiler : public BackendCompiler {
 public:
   llvm::StringRef id() const override { return "xnnpack"; }
@@ -79,6 +91,35 @@ public:
           return isF32Tensor(n.getType()) &&
                  (!n.getWeight() || isParam(n.getWeight()));
         })
+        // The attention block: views and head transposes, RoPE, the in-place
+        // cache update and SDPA over the cache (a mask stays portable: the
+        // recipes' attention is causal with positions).
+        .Case<ReshapeOp, TransposeOp, SliceOp>([](Operation *o) {
+          return isF32Tensor(o->getOperand(0).getType(), true) &&
+                 isF32Tensor(o->getResult(0).getType(), true);
+        })
+        .Case([](RopeOp r) {
+          return isF32Rank4(r.getType()) &&
+                 isF32Rank4(r.getInput().getType()) &&
+                 isIndexVector(r.getPositions().getType());
+        })
+        .Case([](KvCacheUpdateOp u) {
+          return isF32Rank4(u.getCache().getType()) &&
+                 isF32Rank4(u.getValue().getType()) &&
+                 isIndexVector(u.getPositions().getType()) &&
+                 // A mutable buffer (an argument, once outlined): the call
+                 // updates it in place.
+                 (u.getCache().getDefiningOp<BufferReadOp>() ||
+                  isa<BlockArgument>(u.getCache()));
+        })
+        .Case([](SdpaOp a) {
+          return !a.getMask() && isF32Rank4(a.getType()) &&
+                 isF32Rank4(a.getQuery().getType()) &&
+                 isF32Rank4(a.getKey().getType()) &&
+                 isF32Rank4(a.getValue().getType()) &&
+                 (!a.getPositions() ||
+                  isIndexVector(a.getPositions().getType()));
+        })
         .Case([](QEmbeddingOp e) {
           // A table the block layout holds (the tied lm_head's, read by
           // both from one copy).
@@ -95,6 +136,8 @@ public:
   }
 
   bool isProfitable(ArrayRef<Operation *> ops) const override {
+    // (Runs are as long as the partitioner makes them: a decoder layer, or
+    // with all its ops legal the whole forward, is one delegate call.)
     // Worth a call only with real work in it.
     return llvm::any_of(ops, [](Operation *op) {
       return isa<LinearOp, QLinearOp, RmsNormOp>(op);

@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <new>
+#include <tuple>
 
 namespace etllm::rt::xnnpack {
 
@@ -41,7 +42,13 @@ constexpr size_t kPlanAlign = 64;
 /// Largest scratch init reserves in the ExecContext.
 constexpr size_t kMaxReservedScratch = size_t(256) << 20;
 
-enum class Kind { Dense, PackedLinear, PackedQLinear, PackedQEmbedding };
+enum class Kind {
+  Dense,
+  PackedLinear,
+  PackedQLinear,
+  PackedQEmbedding,
+  Rope // with a table built at init (else Dense)
+};
 
 /// What init learned about one blob value.
 struct ValueInfo {
@@ -58,8 +65,9 @@ struct ValueInfo {
 struct Node {
   OpId op = OpId::NumOps;
   Kind kind = Kind::Dense;
-  QDotWeight qweight;           // PackedQLinear: the weight, checked at init
-  std::vector<uint32_t> values; // inputs, then outputs
+  QDotWeight qweight;              // PackedQLinear: the weight, checked at init
+  const RopeTable *rope = nullptr; // Rope: the table built at init
+  std::vector<uint32_t> values;    // inputs, then outputs
   size_t numInputs = 0;
   std::vector<int64_t> ints;
   std::vector<double> floats;
@@ -79,6 +87,9 @@ public:
   std::vector<Node> nodes;
   /// Weights converted at init (legacy QWEIGHT_NR8 constants).
   std::vector<std::vector<uint8_t>> converted;
+  /// RoPE tables, one per (inv_freq constant, scaling, bound).
+  std::vector<std::unique_ptr<RopeTable>> ropeTables;
+  std::vector<std::tuple<uint32_t, double, int64_t>> ropeKeys;
   std::unique_ptr<uint8_t[]> arena;
   size_t arenaBytes = 0;
 };
@@ -505,6 +516,35 @@ Result<std::unique_ptr<DelegateInstance>> XnnpackBackend::init(
                        valueName(uint32_t(outputPos[i])) +
                        ") is never produced");
 
+  // RoPE tables (positions up to the positions' bound: max_seq_len), for
+  // the rope nodes whose inv_freq is a constant.
+  for (Node &node : inst->nodes) {
+    if (node.op != OpId::Rope || node.values.size() != 4 ||
+        node.floats.size() != 1)
+      continue;
+    const ValueInfo &fi = info[node.values[2]];
+    const ValueInfo &pi = info[node.values[1]];
+    if (fi.kind != xfb::ValueKind::CONSTANT || pi.proto.rank != 1)
+      continue;
+    const auto key =
+        std::make_tuple(fi.index, node.floats[0], pi.proto.sizes[0]);
+    size_t t = 0;
+    while (t < inst->ropeKeys.size() && inst->ropeKeys[t] != key)
+      ++t;
+    if (t == inst->ropeKeys.size()) {
+      auto table = std::make_unique<RopeTable>();
+      if (!table
+               ->build(inst->tensors[node.values[2]], float(node.floats[0]),
+                       pi.proto.sizes[0])
+               .ok())
+        continue; // not an f32 vector: the portable kernel reports it
+      inst->ropeTables.push_back(std::move(table));
+      inst->ropeKeys.push_back(key);
+    }
+    node.kind = Kind::Rope;
+    node.rope = inst->ropeTables[t].get();
+  }
+
   // Memory plan.
   std::vector<size_t> offsets;
   Result<size_t> arenaBytes = planMemory(info, offsets);
@@ -542,6 +582,16 @@ Result<std::unique_ptr<DelegateInstance>> XnnpackBackend::init(
     const int64_t M = prodSizes(x.sizes, 0, x.rank - 1);
     scratch = std::max(scratch,
                        qlinearPackedScratch(isa_, &ctx, M, node.qweight.l, x));
+  }
+  for (const Node &node : inst->nodes) {
+    if (node.op != OpId::Sdpa || node.values.size() < 4)
+      continue;
+    const Tensor &q = info[node.values[0]].proto;
+    const Tensor &v = info[node.values[2]].proto;
+    if (q.rank == 4 && v.rank == 4)
+      scratch = std::max(scratch,
+                         sdpaScratchBytes(q.sizes[0], q.sizes[1], q.sizes[2],
+                                          v.sizes[1], v.sizes[2], v.sizes[3]));
   }
   // ExecContext::scratch cannot report an allocation failure: only reserve
   // sane sizes up front (larger ones grow on first use, as in portable).
@@ -634,6 +684,13 @@ Status XnnpackInstance::execute(Span<Tensor *const> inputs,
     case Kind::PackedQEmbedding:
       st = qembeddingRun(a, node.qweight);
       break;
+    case Kind::Rope: {
+      bool handled = false;
+      st = ropeKernel(a, isa, node.rope, handled);
+      if (!handled)
+        st = runDense(node.op, a, isa);
+      break;
+    }
     case Kind::Dense:
       st = runDense(node.op, a, isa);
       break;

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #if defined(__x86_64__) || defined(__i386__)
 #define ETLLM_XNN_X86 1
@@ -379,6 +380,27 @@ ETLLM_XNN_AVX2 inline __m256 erf8(__m256 x) {
 //===----------------------------------------------------------------------===//
 // Entry points of the kernel files (dispatched by kernels.cpp).
 //===----------------------------------------------------------------------===//
+
+/// RoPE's cos/sin of positions [0, positions) (each row: R cos, R sin),
+/// built once per delegate instance from a constant inv_freq.
+struct RopeTable {
+  int64_t R = 0, positions = 0;
+  float scaling = 1.0f;
+  std::vector<float> freq, cosSin;
+  Status build(const Tensor &invFreq, float attentionScaling, int64_t bound);
+};
+
+/// rope with a table (declines, handled = false, when it does not apply).
+Status ropeKernel(const KernelArgs &a, Isa isa, const RopeTable *table,
+                  bool &handled);
+Status sdpaKernel(const KernelArgs &a, Isa isa, bool &handled);
+Status kvCacheUpdateKernel(const KernelArgs &a, Isa isa, bool &handled);
+Status transposeKernel(const KernelArgs &a, Isa isa, bool &handled);
+Status reshapeKernel(const KernelArgs &a, Isa isa, bool &handled);
+Status sliceKernel(const KernelArgs &a, Isa isa, bool &handled);
+/// The scratch sdpaKernel needs for q [B, H, S, *], values [*, *, T, Dv].
+size_t sdpaScratchBytes(int64_t B, int64_t H, int64_t S, int64_t Hkv, int64_t T,
+                        int64_t Dv);
 
 Status quantizeDynamicKernel(const KernelArgs &a, Isa isa, bool &handled);
 Status rmsNormKernel(const KernelArgs &a, Isa isa, bool &handled);

@@ -150,6 +150,16 @@ DenseKernelFn denseKernel(OpId id) {
     return tanhKernel;
   case OpId::Relu:
     return reluKernel;
+  case OpId::Sdpa:
+    return sdpaKernel;
+  case OpId::KvCacheUpdate:
+    return kvCacheUpdateKernel;
+  case OpId::Transpose:
+    return transposeKernel;
+  case OpId::Reshape:
+    return reshapeKernel;
+  case OpId::Slice:
+    return sliceKernel;
   default:
     return nullptr;
   }
