@@ -5,6 +5,7 @@
 // verifier must catch.
 //
 //===----------------------------------------------------------------------===//
+#include "etllm/runtime/parallel.h"
 #include "etllm/runtime/program.h"
 #include "etllm/schema/program_generated.h"
 
@@ -325,6 +326,43 @@ TEST(Program, RandomByteFlipsNeverCrash) {
     if ((*f)->setInput(0, DType::F32, &n, 1, x).ok())
       (void)(*f)->execute();
   }
+}
+
+} // namespace
+
+namespace {
+
+TEST(ThreadPool, LateWorkersSendTheLoopsInlineForAWhile) {
+  pthreadpool_t pool = pthreadpool_create(2);
+  ExecContext ctx(pool);
+  ASSERT_EQ(detail::poolFor(&ctx), pool);
+  // A job whose workers kept the caller waiting 1 ms (its own share took
+  // 10 us), then one on time: the count starts over.
+  detail::noteJob(&ctx, 1000000, 10000);
+  detail::noteJob(&ctx, 20000, 10000);
+  detail::noteJob(&ctx, 1000000, 10000);
+  EXPECT_EQ(detail::poolFor(&ctx), pool);
+  // Two late jobs in a row: the loops run on the calling thread...
+  detail::noteJob(&ctx, 1000000, 10000);
+  EXPECT_EQ(detail::poolFor(&ctx), nullptr);
+  std::vector<int> seen(64, 0);
+  parallelForTiles(&ctx, seen.size(), 4, [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; ++i)
+      seen[i] += 1;
+  });
+  for (int s : seen)
+    EXPECT_EQ(s, 1);
+  // ... until the pause is over.
+  ctx.poolHealth().inlineUntilNs = detail::nowNs() - 1;
+  EXPECT_EQ(detail::poolFor(&ctx), pool);
+  // Waiting no longer than the caller's own work is not late.
+  detail::noteJob(&ctx, 900000, 500000);
+  detail::noteJob(&ctx, 900000, 500000);
+  EXPECT_EQ(detail::poolFor(&ctx), pool);
+  parallelFor(&ctx, seen.size(), [&](size_t i) { seen[i] += 1; });
+  for (int s : seen)
+    EXPECT_EQ(s, 2);
+  pthreadpool_destroy(pool);
 }
 
 } // namespace

@@ -67,7 +67,11 @@ struct Node {
   Kind kind = Kind::Dense;
   QDotWeight qweight;              // PackedQLinear: the weight, checked at init
   const RopeTable *rope = nullptr; // Rope: the table built at init
-  std::vector<uint32_t> values;    // inputs, then outputs
+  /// PackedQLinear: this node and the next group - 1 ones read the same
+  /// input and run as one (qlinearGroupRun); the others are skipped.
+  int group = 1;
+  bool inGroup = false;
+  std::vector<uint32_t> values; // inputs, then outputs
   size_t numInputs = 0;
   std::vector<int64_t> ints;
   std::vector<double> floats;
@@ -516,6 +520,39 @@ Result<std::unique_ptr<DelegateInstance>> XnnpackBackend::init(
                        valueName(uint32_t(outputPos[i])) +
                        ") is never produced");
 
+  // Consecutive packed qlinears of one input (q, k, v; gate, up) run as one
+  // group: one parallel loop, the input prepared once. The members run at
+  // the same time, so none reads what another writes (no input of one is
+  // produced in the group) and their outputs live until the group's end
+  // (the planner gives them distinct memory even when one is never read).
+  auto readsOnlyEarlier = [&](const Node &node, size_t lead) {
+    for (size_t i = 0; i < node.numInputs; ++i)
+      if (info[node.values[i]].producer >= int(lead))
+        return false;
+    return true;
+  };
+  for (size_t n = 0; n < inst->nodes.size();) {
+    Node &lead = inst->nodes[n];
+    size_t e = n + 1;
+    if (lead.kind == Kind::PackedQLinear && readsOnlyEarlier(lead, n))
+      while (e < inst->nodes.size() && e - n < size_t(kMaxQLinearGroup) &&
+             inst->nodes[e].kind == Kind::PackedQLinear &&
+             inst->nodes[e].values[0] == lead.values[0] &&
+             inst->nodes[e].qweight.l.k == lead.qweight.l.k &&
+             readsOnlyEarlier(inst->nodes[e], n))
+        ++e;
+    lead.group = int(e - n);
+    for (size_t m = n; m < e; ++m) {
+      inst->nodes[m].inGroup = m > n;
+      for (size_t o = inst->nodes[m].numInputs;
+           o < inst->nodes[m].values.size(); ++o) {
+        ValueInfo &vi = info[inst->nodes[m].values[o]];
+        vi.lastUse = std::max(vi.lastUse, int(e - 1));
+      }
+    }
+    n = e;
+  }
+
   // RoPE tables (positions up to the positions' bound: max_seq_len), for
   // the rope nodes whose inv_freq is a constant.
   for (Node &node : inst->nodes) {
@@ -662,24 +699,40 @@ Status XnnpackInstance::execute(Span<Tensor *const> inputs,
         checkBinding("output", i, outputs[i], info[v], false));
     bound[v] = outputs[i];
   }
+  KernelArgs groupArgs[kMaxQLinearGroup];
+  const QDotWeight *groupWeights[kMaxQLinearGroup];
   for (size_t n = 0; n < nodes.size(); ++n) {
     Node &node = nodes[n];
-    for (size_t i = 0; i < node.values.size(); ++i)
-      node.args[i] = bound[node.values[i]];
-    KernelArgs a;
-    a.inputs = {node.args.data(), node.numInputs};
-    a.outputs = {node.args.data() + node.numInputs,
-                 node.args.size() - node.numInputs};
-    a.ints = {node.ints.data(), node.ints.size()};
-    a.floats = {node.floats.data(), node.floats.size()};
-    a.ctx = &ctx;
+    if (node.inGroup)
+      continue; // run with its group's first node
+    auto argsOf = [&](Node &nd) {
+      for (size_t i = 0; i < nd.values.size(); ++i)
+        nd.args[i] = bound[nd.values[i]];
+      KernelArgs a;
+      a.inputs = {nd.args.data(), nd.numInputs};
+      a.outputs = {nd.args.data() + nd.numInputs,
+                   nd.args.size() - nd.numInputs};
+      a.ints = {nd.ints.data(), nd.ints.size()};
+      a.floats = {nd.floats.data(), nd.floats.size()};
+      a.ctx = &ctx;
+      return a;
+    };
+    KernelArgs a = argsOf(node);
     Status st;
     switch (node.kind) {
     case Kind::PackedLinear:
       st = linearPacked(a, isa);
       break;
     case Kind::PackedQLinear:
-      st = qlinearRun(a, isa, node.qweight);
+      if (node.group == 1) {
+        st = qlinearRun(a, isa, node.qweight);
+        break;
+      }
+      for (int g = 0; g < node.group; ++g) {
+        groupArgs[g] = g == 0 ? a : argsOf(nodes[n + size_t(g)]);
+        groupWeights[g] = &nodes[n + size_t(g)].qweight;
+      }
+      st = qlinearGroupRun(groupArgs, groupWeights, size_t(node.group), isa);
       break;
     case Kind::PackedQEmbedding:
       st = qembeddingRun(a, node.qweight);

@@ -111,6 +111,23 @@ Result<QDotWeight> qdotWeight(const Tensor &wt);
 /// init): checks only the input, bias and output.
 Status qlinearRun(const KernelArgs &a, Isa isa, const QDotWeight &w);
 
+/// Most qlinears one group may hold.
+inline constexpr int kMaxQLinearGroup = 8;
+
+/// One qlinear of a group.
+struct QLinearPart {
+  const QDotWeight *w;
+  const float *bias;
+  float *y;
+};
+
+/// n qlinears that read the same input (q, k and v; gate and up), as one:
+/// the input is prepared once and one parallel loop covers the row groups
+/// of all weights (one dispatch instead of n). Each args[i] is a qlinear's
+/// arguments, w[i] its checked weight.
+Status qlinearGroupRun(const KernelArgs *args, const QDotWeight *const *w,
+                       size_t n, Isa isa);
+
 /// qembedding (out[i] = dequantized row indices[i] of the table, f32) on a
 /// table checked by qdotWeight: the same values as portable's qembedding.
 Status qembeddingRun(const KernelArgs &a, const QDotWeight &w);

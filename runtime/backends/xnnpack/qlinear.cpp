@@ -194,19 +194,56 @@ size_t floatScratchBytes(Isa isa, const ExecContext *ctx, int64_t M,
          size_t(gemm::kChunk) * sizeof(float);
 }
 
-Status qlinearFloat(ExecContext *ctx, Isa isa, const QDotWeight &w,
-                    const float *x, int64_t M, const float *bias, float *y) {
-  const int64_t N = w.l.n, K = w.l.k, RG = w.l.rowGroups;
-  const ExecContext *pctx =
-      parallelContext(ctx, uint64_t(M) * uint64_t(N) * uint64_t(K));
-  const size_t tile = defaultTile(pctx, size_t(RG));
+/// The row groups of all parts, in order: part i covers [first[i],
+/// first[i + 1]).
+struct PartRanges {
+  int64_t first[kMaxQLinearGroup + 1] = {};
+  void build(const QLinearPart *parts, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+      first[i + 1] = first[i] + parts[i].w->l.rowGroups;
+  }
+  /// Calls fn(part, rgBegin, rgEnd) for the parts' pieces of [b, e).
+  template <typename Fn>
+  void split(size_t n, int64_t b, int64_t e, const Fn &fn) const {
+    for (size_t i = 0; i < n && b < e; ++i) {
+      const int64_t lo = std::max(b, first[i]), hi = std::min(e, first[i + 1]);
+      if (lo < hi)
+        fn(i, lo - first[i], hi - first[i]);
+    }
+  }
+};
+
+/// Total multiply-adds of the parts for M rows (the parallel threshold).
+uint64_t groupWork(const QLinearPart *parts, size_t n, int64_t M) {
+  uint64_t w = 0;
+  for (size_t i = 0; i < n; ++i)
+    w += uint64_t(M) * uint64_t(parts[i].w->l.n) * uint64_t(parts[i].w->l.k);
+  return w;
+}
+
+Status qlinearFloat(ExecContext *ctx, Isa isa, const float *x, int64_t M,
+                    const QLinearPart *parts, size_t n) {
   if (!ctx)
     return kernelError("qlinear", "needs an execution context (scratch)");
-  float *scratch =
-      static_cast<float *>(ctx->scratch(floatScratchBytes(isa, ctx, M, w.l)));
-  if (QDotF32Fn fn = M <= kQDotF32MaxRows ? qdotF32Kernel(isa, w.l) : nullptr) {
-    // A few rows: dequantize in registers.
-    const int64_t KB = w.l.kBlocks;
+  const PackedQBlockLayout &l0 = parts[0].w->l;
+  const int64_t K = l0.k;
+  bool fewRows = M <= kQDotF32MaxRows;
+  size_t withKernel = 0;
+  for (size_t i = 0; i < n; ++i)
+    withKernel += qdotF32Kernel(isa, parts[i].w->l) != nullptr;
+  if (fewRows && withKernel != 0 && withKernel != n) {
+    // Only some parts have a register-dequantizing kernel: each on its own.
+    for (size_t i = 0; i < n; ++i)
+      ETLLM_RETURN_IF_ERROR(qlinearFloat(ctx, isa, x, M, parts + i, 1));
+    return Status();
+  }
+  fewRows = fewRows && withKernel == n;
+  if (fewRows) {
+    const ExecContext *pctx = parallelContext(ctx, groupWork(parts, n, M));
+    // A few rows: dequantize in registers, all parts in one parallel loop.
+    float *scratch =
+        static_cast<float *>(ctx->scratch(fewRowsScratchBytes(M, l0)));
+    const int64_t KB = l0.kBlocks;
     QDotF32Act act;
     act.blocks = KB;
     float *sums = scratch;
@@ -231,29 +268,53 @@ Status qlinearFloat(ExecContext *ctx, Isa isa, const QDotWeight &w,
           s += act.x[m * act.stride + b * kQBlock + k];
         sums[m * KB + b] = s;
       }
-    parallelForTiles(pctx, size_t(RG), tile, [&](size_t b, size_t e) {
-      fn(w, act, M, int64_t(b), int64_t(e), bias, y, N);
-    });
+    PartRanges pr;
+    pr.build(parts, n);
+    const int64_t total = pr.first[n];
+    parallelForTiles(pctx, size_t(total), defaultTile(pctx, size_t(total)),
+                     [&](size_t b, size_t e) {
+                       pr.split(n, int64_t(b), int64_t(e),
+                                [&](size_t i, int64_t r0, int64_t r1) {
+                                  qdotF32Kernel(isa, parts[i].w->l)(
+                                      *parts[i].w, act, M, r0, r1,
+                                      parts[i].bias, parts[i].y,
+                                      parts[i].w->l.n);
+                                });
+                     });
     return Status();
   }
+  // Many rows: per part (nothing is shared between them here), dequantize
+  // chunks into scratch and run the f32 GEMM over them. The scratch is sized
+  // from the tiles this call uses (the pool may be paused, parallel.h).
   const size_t chunkFloats = size_t(kQRows) * size_t(gemm::kChunk);
-  parallelForTiles(pctx, size_t(RG), tile, [&](size_t b, size_t e) {
-    float *buf = scratch + (b / tile) * chunkFloats;
-    for (size_t rg = b; rg < e; ++rg) {
-      const int64_t n0 = int64_t(rg) * kQRows;
-      const int nb = N - n0 > kNR ? 2 : 1;
-      for (int64_t k0 = 0; k0 < K; k0 += gemm::kChunk) {
-        const int64_t kc = std::min<int64_t>(gemm::kChunk, K - k0);
-        dequantChunk(w, int64_t(rg), k0, kc, buf);
-        gemm::Tile t{x + k0, K,
-                     buf,    kc * kNR,
-                     kc,     bias ? bias + n0 : nullptr,
-                     k0 > 0, y + n0,
-                     N,      int(std::min<int64_t>(N - n0, kQRows))};
-        gemm::panelRowsN(isa, nb, t, M);
+  for (size_t i = 0; i < n; ++i) {
+    const QDotWeight &w = *parts[i].w;
+    const float *bias = parts[i].bias;
+    float *y = parts[i].y;
+    const int64_t N = w.l.n, RG = w.l.rowGroups;
+    const ExecContext *ppctx =
+        parallelContext(ctx, uint64_t(M) * uint64_t(N) * uint64_t(K));
+    const size_t tile = defaultTile(ppctx, size_t(RG));
+    float *scratch = static_cast<float *>(
+        ctx->scratch(numTiles(size_t(RG), tile) * chunkFloats * sizeof(float)));
+    parallelForTiles(ppctx, size_t(RG), tile, [&](size_t b, size_t e) {
+      float *buf = scratch + (b / tile) * chunkFloats;
+      for (size_t rg = b; rg < e; ++rg) {
+        const int64_t n0 = int64_t(rg) * kQRows;
+        const int nb = N - n0 > kNR ? 2 : 1;
+        for (int64_t k0 = 0; k0 < K; k0 += gemm::kChunk) {
+          const int64_t kc = std::min<int64_t>(gemm::kChunk, K - k0);
+          dequantChunk(w, int64_t(rg), k0, kc, buf);
+          gemm::Tile t{x + k0, K,
+                       buf,    kc * kNR,
+                       kc,     bias ? bias + n0 : nullptr,
+                       k0 > 0, y + n0,
+                       N,      int(std::min<int64_t>(N - n0, kQRows))};
+          gemm::panelRowsN(isa, nb, t, M);
+        }
       }
-    }
-  });
+    });
+  }
   return Status();
 }
 
@@ -276,9 +337,10 @@ TokenScratch tokenScratch(int64_t M, const PackedQBlockLayout &l) {
   return s;
 }
 
-Status qlinearQAct(ExecContext *ctx, Isa isa, const QDotWeight &w,
-                   const Tensor &x, int64_t M, const float *bias, float *y) {
-  const int64_t K = w.l.k, KB = w.l.kBlocks;
+Status qlinearQAct(ExecContext *ctx, Isa isa, const Tensor &x, int64_t M,
+                   const QLinearPart *parts, size_t n) {
+  const PackedQBlockLayout &l0 = parts[0].w->l;
+  const int64_t K = l0.k, KB = l0.kBlocks;
   const QActLayout xl = QActLayout::compute(M, K, x.quant);
   const uint8_t *xb = x.ptr<uint8_t>();
   QDotAct act;
@@ -291,7 +353,7 @@ Status qlinearQAct(ExecContext *ctx, Isa isa, const QDotWeight &w,
   } else {
     if (!ctx)
       return kernelError("qlinear", "needs an execution context (scratch)");
-    const TokenScratch sl = tokenScratch(M, w.l);
+    const TokenScratch sl = tokenScratch(M, l0);
     uint8_t *scratch = static_cast<uint8_t *>(ctx->scratch(sl.total()));
     int32_t *sums = reinterpret_cast<int32_t *>(scratch);
     int8_t *rows = reinterpret_cast<int8_t *>(scratch + sl.sums);
@@ -319,13 +381,21 @@ Status qlinearQAct(ExecContext *ctx, Isa isa, const QDotWeight &w,
       }
     }
   }
-  const QDotFn fn = qdotKernel(isa, w.l, act.perToken());
-  const int64_t RG = w.l.rowGroups;
-  const ExecContext *pctx =
-      parallelContext(ctx, uint64_t(M) * uint64_t(w.l.n) * uint64_t(K));
-  parallelForTiles(pctx, size_t(RG), defaultTile(pctx, size_t(RG)),
+  QDotFn fns[kMaxQLinearGroup];
+  for (size_t i = 0; i < n; ++i)
+    fns[i] = qdotKernel(isa, parts[i].w->l, act.perToken());
+  PartRanges pr;
+  pr.build(parts, n);
+  const int64_t total = pr.first[n];
+  const ExecContext *pctx = parallelContext(ctx, groupWork(parts, n, M));
+  parallelForTiles(pctx, size_t(total), defaultTile(pctx, size_t(total)),
                    [&](size_t b, size_t e) {
-                     fn(w, act, M, int64_t(b), int64_t(e), bias, y, w.l.n);
+                     pr.split(n, int64_t(b), int64_t(e),
+                              [&](size_t i, int64_t r0, int64_t r1) {
+                                fns[i](*parts[i].w, act, M, r0, r1,
+                                       parts[i].bias, parts[i].y,
+                                       parts[i].w->l.n);
+                              });
                    });
   return Status();
 }
@@ -363,11 +433,12 @@ size_t qlinearPackedScratch(Isa isa, const ExecContext *ctx, int64_t M,
                   floatScratchBytes(isa, ctx, M, l));
 }
 
-Status qlinearRun(const KernelArgs &a, Isa isa, const QDotWeight &w) {
+Status qlinearGroupRun(const KernelArgs *args, const QDotWeight *const *w,
+                       size_t n, Isa isa) {
   const char *op = "qlinear";
-  const Tensor &x = *a.inputs[0];
-  const Tensor *bias = a.inputs.size > 2 ? a.inputs[2] : nullptr;
-  Tensor &out = *a.outputs[0];
+  if (n == 0 || n > size_t(kMaxQLinearGroup))
+    return kernelError(op, "a group of " + std::to_string(n) + " qlinears");
+  const Tensor &x = *args[0].inputs[0];
   ETLLM_RETURN_IF_ERROR(checkStorage(op, "input", x));
   if (x.dtype != DType::F32 && x.dtype != DType::QAct)
     return kernelError(op, std::string("packed qlinear needs an f32 or qact "
@@ -379,17 +450,32 @@ Status qlinearRun(const KernelArgs &a, Isa isa, const QDotWeight &w) {
         (x.quant.groupSize != kQActBlock || !x.quant.symmetric))))
     return kernelError(op, "quantized activations must be 8-bit, per token, "
                            "per tensor or symmetric per block of 32");
-  const int64_t N = w.l.n, K = w.l.k;
-  int64_t M;
-  ETLLM_RETURN_IF_ERROR(checkLinearOperands(op, x, N, K, bias, out, M));
-  ETLLM_RETURN_IF_ERROR(resizeLike(op, out, x, N));
+  QLinearPart parts[kMaxQLinearGroup];
+  int64_t M = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const KernelArgs &a = args[i];
+    if (a.inputs[0] != &x || w[i]->l.k != w[0]->l.k)
+      return kernelError(op, "the qlinears of a group share their input");
+    const Tensor *bias = a.inputs.size > 2 ? a.inputs[2] : nullptr;
+    Tensor &out = *a.outputs[0];
+    int64_t Mi;
+    ETLLM_RETURN_IF_ERROR(
+        checkLinearOperands(op, x, w[i]->l.n, w[i]->l.k, bias, out, Mi));
+    ETLLM_RETURN_IF_ERROR(resizeLike(op, out, x, w[i]->l.n));
+    M = Mi;
+    parts[i] = {w[i], bias ? bias->ptr<float>() : nullptr, out.ptr<float>()};
+  }
   if (M == 0)
     return Status();
-  const float *pb = bias ? bias->ptr<float>() : nullptr;
-  float *py = out.ptr<float>();
+  ExecContext *ctx = args[0].ctx;
   if (x.dtype == DType::QAct)
-    return qlinearQAct(a.ctx, isa, w, x, M, pb, py);
-  return qlinearFloat(a.ctx, isa, w, x.ptr<float>(), M, pb, py);
+    return qlinearQAct(ctx, isa, x, M, parts, n);
+  return qlinearFloat(ctx, isa, x.ptr<float>(), M, parts, n);
+}
+
+Status qlinearRun(const KernelArgs &a, Isa isa, const QDotWeight &w) {
+  const QDotWeight *pw = &w;
+  return qlinearGroupRun(&a, &pw, 1, isa);
 }
 
 Status qembeddingRun(const KernelArgs &a, const QDotWeight &w) {

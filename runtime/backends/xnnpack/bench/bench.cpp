@@ -23,7 +23,9 @@
 // the packed weight's bytes per second (decode: the memory bandwidth the
 // kernel draws). Each iteration reads the next of enough copies of the
 // weight (at least 256 MiB in all) that it comes from memory, not from the
-// last-level cache, as in a model's decode step.
+// last-level cache, as in a model's decode step. ETLLM_BENCH_CACHED=1 uses
+// one copy instead (the weight stays in the caches): the kernel's compute
+// throughput, for A/B comparisons that do not depend on the memory system.
 //
 //===----------------------------------------------------------------------===//
 #include "etllm/runtime/half.h"
@@ -36,6 +38,7 @@
 #include <pthreadpool.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -67,7 +70,11 @@ std::vector<OwnedTensor> &copiesOf(Tensor *t) {
   auto &c = cache[t];
   if (!c.empty())
     return c;
-  const size_t n = std::max<size_t>(1, (size_t(256) << 20) / t->capacity + 1);
+  const char *cached = std::getenv("ETLLM_BENCH_CACHED");
+  const size_t n =
+      cached && *cached == '1'
+          ? 1
+          : std::max<size_t>(1, (size_t(256) << 20) / t->capacity + 1);
   for (size_t i = 0; i < n; ++i) {
     OwnedTensor o(t->dtype, {t->sizes[0], t->sizes[1]}, t->capacity, t->quant);
     std::memcpy(o->data, t->data, t->capacity);

@@ -350,6 +350,76 @@ TEST_P(BackendTest, LegacyPackedWeightsStillRun) {
   }
 }
 
+TEST_P(BackendTest, QLinearsOfOneInputRunAsAGroup) {
+  // x -> quantize_dynamic (per block) -> three qlinears of that input, with
+  // weights of different widths and layouts (run as one group), then two of
+  // the float x (a second group: register-dequantizing for a few rows, the
+  // dequantizing GEMM for more): each matches portable.
+  std::mt19937 gen(51);
+  // Shapes large enough that the 2-thread configurations split the groups'
+  // row groups over the pool; an odd number of blocks of 32.
+  const int64_t K = 416;
+  constexpr int kW = 5;
+  RandomQWeight w[kW] = {
+      makeRandomQWeight(72, K, 4, true, 32, DType::F16, gen),
+      makeRandomQWeight(16, K, 4, false, 32, DType::F32, gen),
+      makeRandomQWeight(61, K, 8, true, K, DType::F32, gen),
+      makeRandomQWeight(88, K, 4, true, 32, DType::F16, gen),
+      makeRandomQWeight(101, K, 8, false, 32, DType::F32, gen)};
+  TestConstants c;
+  using K_ = xfb::ValueKind;
+  BlobBuilder b;
+  const std::vector<uint8_t> dyn = {0, 1, 0};
+  const uint32_t x = b.f32({1, kMaxS, K}, K_::INPUT, 0, dyn);
+  BlobBuilder::ValueDesc qa;
+  qa.dtype = DType::QAct;
+  qa.sizes = {1, kMaxS, K};
+  qa.dynamic = dyn;
+  qa.q.bits = 8;
+  qa.q.symmetric = true;
+  qa.q.groupSize = kQActBlock;
+  const uint32_t vq = b.value(qa);
+  uint32_t vw[kW], vy[kW];
+  for (int i = 0; i < kW; ++i) {
+    BlobBuilder::ValueDesc wd;
+    wd.dtype = DType::QWeight;
+    wd.sizes = {w[i].n, K};
+    wd.kind = K_::CONSTANT;
+    wd.index = c.add(w[i].packed->data, w[i].packed->capacity);
+    wd.packing = xfb::Packing::QWEIGHT_R16;
+    wd.q = w[i].q;
+    vw[i] = b.value(wd);
+    vy[i] = b.f32({1, kMaxS, w[i].n}, K_::OUTPUT, uint32_t(i), dyn);
+  }
+  b.node("quantize_dynamic", {x}, {vq});
+  for (int i = 0; i < 3; ++i)
+    b.node("qlinear", {vq, vw[i]}, {vy[i]});
+  b.node("qlinear", {x, vw[3]}, {vy[3]});
+  b.node("qlinear", {x, vw[4]}, {vy[4]});
+  auto inst = initBlob(b.finish(), c, GetParam().isa);
+  ASSERT_TRUE(inst.ok()) << inst.message();
+  Context ctx(GetParam().threads);
+  for (int64_t S : std::vector<int64_t>{1, 3, 4, 5, kMaxS}) {
+    OwnedTensor xt = f32Tensor({1, S, K}, randomFloats(size_t(S * K), gen),
+                               size_t(kMaxS * K));
+    OwnedTensor outs[kW];
+    std::vector<Tensor *> outPtrs;
+    for (int i = 0; i < kW; ++i) {
+      outs[i] = OwnedTensor(DType::F32, {1, kMaxS, w[i].n});
+      outPtrs.push_back(outs[i]);
+    }
+    ASSERT_OK(execute(**inst, {xt}, outPtrs, *ctx));
+    OwnedTensor ref(DType::QAct, {1, S, K}, 0, qa.q);
+    ASSERT_OK(runPortable(OpId::QuantizeDynamic, {xt}, {ref}));
+    for (int i = 0; i < kW; ++i) {
+      OwnedTensor r = f32Output(size_t(S * w[i].n));
+      ASSERT_OK(runPortable(OpId::QLinear,
+                            {i < 3 ? ref.get() : xt.get(), w[i].dense}, {r}));
+      expectOutputsClose(*outs[i], *r);
+    }
+  }
+}
+
 TEST_P(BackendTest, ExecuteChecksBindings) {
   std::unique_ptr<Mlp> mlp = makeMlp(43);
   auto inst = initBlob(mlp->blob, mlp->constants, GetParam().isa);
