@@ -115,7 +115,8 @@ Type QActType::parse(AsmParser &parser) {
   std::optional<ActQuantGranularity> g =
       symbolizeActQuantGranularity(granularity);
   if (!g) {
-    parser.emitError(loc, "expected 'per_token' or 'per_tensor', got '")
+    parser.emitError(loc,
+                     "expected 'per_token', 'per_tensor' or 'per_block', got '")
         << granularity << "'";
     return {};
   }
@@ -144,6 +145,8 @@ LogicalResult QActType::verify(function_ref<InFlightDiagnostic()> emitError,
   if (bits != 8)
     return emitError() << "dynamic activation quantization is 8-bit, got "
                        << bits;
+  if (granularity == ActQuantGranularity::per_block && !symmetric)
+    return emitError() << "per-block activation quantization is symmetric";
   return success();
 }
 

@@ -27,6 +27,14 @@ namespace {
 /// partitioned themselves.
 bool isFree(Operation *op) { return isa<ConstantOp, ParameterGetOp>(op); }
 
+/// Ops that do not break a run of one backend: the free ops, and reads of
+/// mutable buffers (no instruction: their value is the buffer itself, an
+/// input of the delegate call that uses it). Reads still keep their place
+/// among the ops with buffer effects.
+bool isTransparent(Operation *op) {
+  return isFree(op) || isa<BufferReadOp>(op);
+}
+
 struct PartitionPass : public ::etllm::impl::PartitionPassBase<PartitionPass> {
   using PartitionPassBase::PartitionPassBase;
 
@@ -107,7 +115,7 @@ struct PartitionPass : public ::etllm::impl::PartitionPassBase<PartitionPass> {
       while (!ready.empty()) {
         Operation *c = ready.top();
         ready.pop();
-        if (isFree(c) || owner[c] == current) {
+        if (isTransparent(c) || owner[c] == current) {
           pick = c;
           break;
         }
@@ -119,7 +127,7 @@ struct PartitionPass : public ::etllm::impl::PartitionPassBase<PartitionPass> {
       }
       for (Operation *s : skipped)
         ready.push(s);
-      if (!isFree(pick))
+      if (!isTransparent(pick))
         current = owner[pick];
       order.push_back(pick);
       for (Operation *d : dependents[pick])
@@ -130,10 +138,10 @@ struct PartitionPass : public ::etllm::impl::PartitionPassBase<PartitionPass> {
     for (Operation *op : order)
       op->moveBefore(terminator);
 
-    // 3. Runs of one backend (free ops do not break a run).
+    // 3. Runs of one backend (free ops and buffer reads do not break a run).
     SmallVector<std::pair<int, SmallVector<Operation *>>> runs;
     for (Operation *op : order) {
-      if (isFree(op))
+      if (isTransparent(op))
         continue;
       int who = owner[op];
       if (runs.empty() || runs.back().first != who)
@@ -174,6 +182,11 @@ struct PartitionPass : public ::etllm::impl::PartitionPassBase<PartitionPass> {
         for (Operation *u : r.getUsers())
           if (!inRun.contains(u))
             outputs.insert(r);
+      // An in-place cache update is a result even when only the run reads
+      // it: the call then writes the cache, and the serializer gives the
+      // result the storage of the call's cache input.
+      if (isa<KvCacheUpdateOp>(op))
+        outputs.insert(op->getResult(0));
     }
     std::string name =
         (backend->id() + "_" + Twine(counters[backend->id()]++)).str();

@@ -24,8 +24,9 @@ namespace {
 
 /// A weight scheme resolved for one layer.
 struct Scheme {
-  unsigned bits = 0; // 0: keep float
-  bool dynamicActivations = false;
+  unsigned bits = 0;               // 0: keep float
+  bool dynamicActivations = false; // int8 per token (8da)
+  bool blockActivations = false;   // int8 per block of 32 (Q8_0)
   int64_t groupSize = 32;
   bool symmetric = true;
   bool f16Scales = false;
@@ -64,6 +65,13 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (activations != "f32" && activations != "int8-block") {
+      module.emitError("etllm-quantize: activations must be f32 or "
+                       "int8-block, got '")
+          << activations << "'";
+      return signalPassFailure();
+    }
+    const bool blockActs = activations == "int8-block";
     Scheme base;
     base.groupSize = groupSize;
     base.symmetric = symmetric;
@@ -75,10 +83,12 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
     base.f16Scales = scaleType == "f16";
     if (failed(parseScheme(linear, base, "linear")))
       return signalPassFailure();
+    base.blockActivations = blockActs && !base.dynamicActivations;
     Scheme output = base;
     if (outputLayer != "same") {
       if (failed(parseScheme(outputLayer, output, "output-layer")))
         return signalPassFailure();
+      output.blockActivations = blockActs && !output.dynamicActivations;
       // An 8-bit output layer is per channel, as in ExecuTorch's recipes:
       // the vocabulary projection is the most error-sensitive linear and
       // per-row int8 keeps it near float at half the size of group-wise.
@@ -87,6 +97,7 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
     }
     Scheme emb = base;
     emb.dynamicActivations = false;
+    emb.blockActivations = false;
     emb.groupSize = embeddingGroupSize;
     if (embedding == "none")
       emb.bits = 0;
@@ -164,6 +175,11 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
                                              : Type(b.getF32Type()));
     };
 
+    // One quantize_dynamic per activation and scheme, shared by the layers
+    // that read it (q, k and v projections; gate and up).
+    std::map<std::pair<const void *, const void *>, QuantizeDynamicOp>
+        quantizedActs;
+
     SmallVector<LinearOp> linears;
     SmallVector<EmbeddingOp> embeddings;
     module.walk([&](Operation *op) {
@@ -201,14 +217,26 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
       if (StringRef gp = getModulePath(get); !gp.empty())
         setModulePath(qget, gp);
       Value x = lin.getInput();
-      if (used.dynamicActivations) {
+      if (used.dynamicActivations || used.blockActivations) {
         auto xt = cast<RankedTensorType>(x.getType());
         auto act = QActType::get(&getContext(), xt.getShape(), 8,
-                                 ActQuantGranularity::per_token,
-                                 /*symmetric=*/false);
-        auto q = b.create<QuantizeDynamicOp>(lin.getLoc(), act, x);
-        setModulePath(q, path);
-        x = q.getResult();
+                                 used.blockActivations
+                                     ? ActQuantGranularity::per_block
+                                     : ActQuantGranularity::per_token,
+                                 /*symmetric=*/used.blockActivations);
+        auto key = std::make_pair(x.getAsOpaquePointer(),
+                                  Type(act).getAsOpaquePointer());
+        auto it = quantizedActs.find(key);
+        if (it != quantizedActs.end() &&
+            it->second->getBlock() == lin->getBlock() &&
+            it->second->isBeforeInBlock(lin)) {
+          x = it->second.getResult();
+        } else {
+          auto q = b.create<QuantizeDynamicOp>(lin.getLoc(), act, x);
+          setModulePath(q, path);
+          quantizedActs[key] = q;
+          x = q.getResult();
+        }
       }
       auto ql = b.create<QLinearOp>(lin.getLoc(), lin.getType(), x, qget,
                                     lin.getBias());

@@ -95,26 +95,41 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        "false"},
       {"quantization.scale_dtype",
        ConfigType::Enum,
-       "float32",
-       {"float32", "float16"},
-       "Storage type of the scales (and offsets).",
+       "pipeline",
+       {"pipeline", "float32", "float16"},
+       "Storage type of the scales (and offsets). `pipeline` keeps the "
+       "recipe's (float16 for xnnpack-int4: Q4_0's 4.5 bits per weight; "
+       "float32 otherwise).",
        "float16"},
+      {"quantization.activations",
+       ConfigType::Enum,
+       "pipeline",
+       {"pipeline", "float32", "int8-block"},
+       "Activations of int4/int8 linear layers: float32 (weight-only) or "
+       "int8-block (quantized at run time to int8 per block of 32 values, "
+       "symmetric, as llama.cpp does for Q4_0/Q8_0). `pipeline` keeps the "
+       "recipe's (int8-block for xnnpack-int4, float32 otherwise). The 8da "
+       "schemes always quantize per token.",
+       "float32"},
       {"quantization.embedding",
        ConfigType::Enum,
        "pipeline",
        {"pipeline", "none", "int8", "int4"},
        "Token-embedding table quantization. `pipeline` keeps the recipe's "
-       "(int8 per row for xnnpack-8da4w, none otherwise).",
+       "(int4 group 32 for xnnpack-int4, int8 per row for xnnpack-8da4w and "
+       "xnnpack-int8, none otherwise).",
        "int8"},
       {"quantization.embedding_group_size",
        ConfigType::Int,
-       "-1",
+       "0",
        {},
-       "Group size of the embedding quantization; -1 is one group per row.",
+       "Group size of the embedding quantization; -1 is one group per row, "
+       "0 keeps the recipe's (32 for xnnpack-int4, whose embedding table is "
+       "the tied lm_head's; one per row otherwise).",
        "32",
        2,
        1 << 16,
-       {-1},
+       {-1, 0},
        true},
       {"quantization.output_layer",
        ConfigType::Enum,

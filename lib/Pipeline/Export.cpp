@@ -52,8 +52,10 @@ void applyConfigToRecipeOptions(const ExportConfig &c, RecipeOptions &o) {
   o.linear = c.getString("quantization.linear");
   o.groupSize = c.getInt("quantization.group_size");
   o.symmetric = c.getBool("quantization.symmetric");
-  o.scaleType =
-      c.getString("quantization.scale_dtype") == "float16" ? "f16" : "f32";
+  const std::string scales = c.getString("quantization.scale_dtype");
+  o.scaleType = scales == "float16" ? "f16" : scales == "float32" ? "f32" : "";
+  const std::string acts = c.getString("quantization.activations");
+  o.activations = acts == "float32" ? "f32" : acts == "pipeline" ? "" : acts;
   o.embedding = c.getString("quantization.embedding");
   o.embeddingGroupSize = c.getInt("quantization.embedding_group_size");
   o.outputLayer = c.getString("quantization.output_layer");

@@ -19,6 +19,9 @@ struct Recipe {
   std::vector<std::string> backends;
   const char *embedding = "none";
   const char *outputLayer = "same";
+  const char *scaleType = "f32";
+  const char *activations = "f32";
+  int64_t embeddingGroupSize = -1;
 };
 
 const std::vector<Recipe> &recipes() {
@@ -36,11 +39,17 @@ const std::vector<Recipe> &recipes() {
        32,
        {"xnnpack"}},
       {"xnnpack-int4",
-       "int4 group-wise weights (group 32), fp32 activations, "
-       "on the CPU backend",
+       "int4 group-wise weights (group 32, f16 scales: Q4_0's bytes), int8 "
+       "activations per block of 32 (Q8_0), int4 embedding (one table with "
+       "a tied lm_head), on the CPU backend",
        "int4",
        32,
-       {"xnnpack"}},
+       {"xnnpack"},
+       "int4",
+       "same",
+       "f16",
+       "int8-block",
+       32},
       {"xnnpack-8da4w",
        "int8 dynamic per-token activations x int4 group-wise "
        "weights (group 32), int8 per-row embedding, 8da8w lm_head: "
@@ -51,11 +60,16 @@ const std::vector<Recipe> &recipes() {
        "int8",
        "8da8w"},
       {"xnnpack-int8",
-       "int8 per-channel weights, fp32 activations, on the "
-       "CPU backend",
+       "int8 per-channel weights, fp32 activations, int8 per-row embedding "
+       "(one table with a tied lm_head), on the CPU backend",
        "int8",
        -1,
-       {"xnnpack"}},
+       {"xnnpack"},
+       "int8",
+       "same",
+       "f32",
+       "f32",
+       -1},
   };
   return r;
 }
@@ -95,7 +109,12 @@ std::vector<StageSpec> recipeStages(const std::string &recipe,
   std::string linear = orRecipe(o.linear, r->linear);
   std::string embedding = orRecipe(o.embedding, r->embedding);
   std::string outputLayer = orRecipe(o.outputLayer, r->outputLayer);
+  std::string scaleType = orRecipe(o.scaleType, r->scaleType);
+  std::string activations = orRecipe(o.activations, r->activations);
   int64_t groupSize = o.groupSize == 0 ? r->groupSize : o.groupSize.getValue();
+  int64_t embeddingGroupSize = o.embeddingGroupSize == 0
+                                   ? r->embeddingGroupSize
+                                   : o.embeddingGroupSize.getValue();
   std::vector<std::string> backends(o.backends.begin(), o.backends.end());
   if (backends.empty())
     backends = r->backends;
@@ -125,9 +144,10 @@ std::vector<StageSpec> recipeStages(const std::string &recipe,
     q.linear = linear;
     q.groupSize = groupSize;
     q.symmetric = o.symmetric;
-    q.scaleType = o.scaleType;
+    q.scaleType = scaleType;
+    q.activations = activations;
     q.embedding = embedding;
-    q.embeddingGroupSize = o.embeddingGroupSize;
+    q.embeddingGroupSize = embeddingGroupSize;
     q.outputLayer = outputLayer;
     // The options hold an ArrayRef: keep the list alive in the stage.
     std::vector<std::string> exclude(o.exclude.begin(), o.exclude.end());

@@ -216,8 +216,8 @@ LogicalResult emitProgram(LoweredProgram &p, const SerializeOptions &options,
   }
   std::vector<flatbuffers::Offset<fbs::Constant>> fbConsts;
   for (const ConstRec &c : constants)
-    fbConsts.push_back(fbs::CreateConstant(fb, fb.CreateString(c.name),
-                                           constSeg, c.offset, c.size));
+    fbConsts.push_back(fbs::CreateConstant(
+        fb, fb.CreateString(c.name), constSeg, c.offset, c.size, c.elements));
   std::vector<flatbuffers::Offset<fbs::Segment>> fbSegs;
   for (auto [off, size] : segs)
     fbSegs.push_back(fbs::CreateSegment(fb, off, size));
@@ -238,16 +238,22 @@ LogicalResult emitProgram(LoweredProgram &p, const SerializeOptions &options,
   if (failed(meta))
     return failure();
   std::vector<flatbuffers::Offset<fbs::Method>> methods = {method};
+  // Version 2 only when a version-1 reader would misread the program: a
+  // per-block QAct outside the delegate blobs (program.h).
+  uint32_t version = 1;
+  for (const ValueRec &v : p.values)
+    if (v.dtype == rt::DType::QAct && v.quant.groupSize != 0)
+      version = 2;
   auto program = fbs::CreateProgram(
-      fb, /*version=*/rt::kProgramFormatVersion, fb.CreateVector(methods),
-      fb.CreateVector(fbBuffers), fb.CreateVector(fbConsts),
-      fb.CreateVector(fbSegs), fb.CreateVector(fbDelegates), *meta);
+      fb, version, fb.CreateVector(methods), fb.CreateVector(fbBuffers),
+      fb.CreateVector(fbConsts), fb.CreateVector(fbSegs),
+      fb.CreateVector(fbDelegates), *meta);
   fbs::FinishProgramBuffer(fb, program);
 
   // Header.
   rt::FileHeader h{};
   std::memcpy(h.magic, rt::kProgramMagic, 8);
-  h.version = rt::kProgramFormatVersion;
+  h.version = version;
   h.headerSize = sizeof(rt::FileHeader);
   h.flatbufferOffset = sizeof(rt::FileHeader);
   h.flatbufferSize = fb.GetSize();

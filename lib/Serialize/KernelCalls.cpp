@@ -25,7 +25,10 @@ rt::QuantInfo quantInfoOf(Type t) {
   } else if (auto q = dyn_cast<QActType>(t)) {
     info.bits = q.getBits();
     info.symmetric = q.getSymmetric();
-    info.perToken = q.getGranularity() == ActQuantGranularity::per_token;
+    info.perToken = q.getGranularity() != ActQuantGranularity::per_tensor;
+    info.groupSize = q.getGranularity() == ActQuantGranularity::per_block
+                         ? rt::kQActBlock
+                         : 0;
     info.scaleType = rt::DType::F32;
   }
   return info;

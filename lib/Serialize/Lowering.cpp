@@ -146,6 +146,32 @@ denseBytes(Operation *op, ElementsAttr attr, rt::DType dt) {
   return out;
 }
 
+/// A result the callee of `call` computes as an in-place update of a cache
+/// it takes as an argument is that argument's storage (the delegate writes
+/// the cache, as a portable kv_cache_update would). The same when planning
+/// and when serializing, so the recorded plan matches.
+static void tieInPlaceCacheResults(DelegateCallOp call, InstrRec &in,
+                                   std::vector<ValueRec> &values) {
+  auto fn = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+      call, call.getCalleeAttr());
+  if (!fn || fn.getBody().empty())
+    return;
+  Block &body = fn.getBody().front();
+  auto ret = dyn_cast<func::ReturnOp>(body.getTerminator());
+  if (!ret || ret.getNumOperands() != in.outputs.size())
+    return;
+  for (auto [j, r] : llvm::enumerate(ret.getOperands())) {
+    auto upd = r.getDefiningOp<KvCacheUpdateOp>();
+    auto arg = upd ? dyn_cast<BlockArgument>(upd.getCache()) : nullptr;
+    if (!arg || arg.getOwner() != &body ||
+        arg.getArgNumber() >= in.inputs.size())
+      continue;
+    ValueRec &out = values[in.outputs[j]];
+    out.storage = Storage::Alias;
+    out.aliasOf = in.inputs[arg.getArgNumber()];
+  }
+}
+
 LogicalResult LoweredProgram::lowerOp(Operation *op) {
   InstrRec in;
   in.origin = op;
@@ -231,6 +257,9 @@ LogicalResult LoweredProgram::lowerOp(Operation *op) {
         if (failed(size))
           return failure();
         rec.size = *size;
+        rec.elements = 1;
+        for (int64_t d : shapeOf(decl.getType()))
+          rec.elements *= uint64_t(d);
         values[*id].storage = Storage::Constant;
         values[*id].constant = constants.size();
         values[*id].name = rec.name;
@@ -301,6 +330,19 @@ LogicalResult LoweredProgram::lowerOp(Operation *op) {
             pb.constants.push_back(std::move(c));
             return pb.constants.size() - 1;
           }
+          uint32_t
+          addWeight(const std::string &name, uint64_t size, uint64_t elements,
+                    std::function<FailureOr<std::vector<uint8_t>>()> produce)
+              override {
+            auto it = pb.delegateWeights.find(name);
+            if (it != pb.delegateWeights.end() &&
+                pb.constants[it->second].size == size)
+              return it->second;
+            uint32_t id = addConstant(name, size, std::move(produce));
+            pb.constants[id].elements = elements;
+            pb.delegateWeights[name] = id;
+            return id;
+          }
         } context(*this, op);
         if (failed(backend->serialize(fn, context, rec.blob, rec.specs)))
           return failure();
@@ -312,6 +354,7 @@ LogicalResult LoweredProgram::lowerOp(Operation *op) {
         for (Value v : call.getResults())
           if (failed(result(v)))
             return failure();
+        tieInPlaceCacheResults(call, in, values);
         instrs.push_back(std::move(in));
         return success();
       })
@@ -369,6 +412,7 @@ LogicalResult LoweredProgram::lower(bool materializeDelegates) {
           return failure();
         in.outputs.push_back(*id);
       }
+      tieInPlaceCacheResults(cast<DelegateCallOp>(op), in, values);
       instrs.push_back(std::move(in));
       continue;
     }

@@ -103,9 +103,10 @@ Result<std::shared_ptr<Program>> Program::verify(std::shared_ptr<Program> p) {
   std::memcpy(&h, p->data_, sizeof h);
   if (std::memcmp(h.magic, kProgramMagic, 8) != 0)
     return bad("bad magic (not an etllm program file)");
-  if (h.version != kProgramFormatVersion)
+  if (h.version < kMinProgramFormatVersion || h.version > kProgramFormatVersion)
     return bad("format version " + std::to_string(h.version) +
-               " is not supported (this runtime reads version " +
+               " is not supported (this runtime reads versions " +
+               std::to_string(kMinProgramFormatVersion) + " to " +
                std::to_string(kProgramFormatVersion) + ")");
   if (h.headerSize != sizeof(FileHeader))
     return bad("header size " + std::to_string(h.headerSize));
@@ -215,6 +216,11 @@ Result<std::shared_ptr<Program>> Program::verify(std::shared_ptr<Program> p) {
         if (!t->quant() || (q.bits != 4 && q.bits != 8) ||
             (q.scaleType != DType::F32 && q.scaleType != DType::F16))
           return bad(what + ": invalid quantization parameters");
+        if (dt == DType::QAct && q.groupSize != 0 && h.version < 2)
+          return bad(what +
+                     ": a per-block quantized activation needs format "
+                     "version 2, the file says " +
+                     std::to_string(h.version));
       }
       Result<size_t> bytes = storageBytes(dt, sizes.data(), rank, q);
       if (!bytes.ok())

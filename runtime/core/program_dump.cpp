@@ -1,6 +1,8 @@
 //===- program_dump.cpp - Readable listing of a program file --------------===//
 #include "etllm/runtime/program.h"
 
+#include <cstdio>
+
 #include "etllm/schema/program_generated.h"
 
 #include <sstream>
@@ -48,7 +50,14 @@ std::string dumpProgram(const Program &program) {
   for (uint32_t i = 0; i < nconst; ++i) {
     const fbs::Constant *c = p.constants()->Get(i);
     os << "  [" << i << "] " << c->name()->str() << ": segment " << c->segment()
-       << " offset " << c->offset() << " size " << c->size() << "\n";
+       << " offset " << c->offset() << " size " << c->size();
+    if (c->elements() > 0) {
+      char bits[32];
+      std::snprintf(bits, sizeof bits, "%.2f",
+                    8.0 * double(c->size()) / double(c->elements()));
+      os << " (" << c->elements() << " values, " << bits << " bits each)";
+    }
+    os << "\n";
   }
   uint32_t nbuf = p.buffers() ? p.buffers()->size() : 0;
   os << "buffers: " << nbuf << "\n";

@@ -49,9 +49,27 @@ QActLayout QActLayout::compute(int64_t rows, int64_t cols) {
   QActLayout l;
   l.rows = rows;
   l.cols = cols;
+  l.rowStride = cols;
+  l.blocks = 1;
   l.scalesOff = alignUp(size_t(rows * cols), kQuantSectionAlign);
   l.zpOff = alignUp(l.scalesOff + size_t(rows) * 4, kQuantSectionAlign);
   l.totalBytes = l.zpOff + size_t(rows) * 4;
+  return l;
+}
+
+QActLayout QActLayout::compute(int64_t rows, int64_t cols, const QuantInfo &q) {
+  if (q.groupSize != kQActBlock)
+    return compute(rows, cols);
+  QActLayout l;
+  l.rows = rows;
+  l.cols = cols;
+  l.perBlock = true;
+  l.blocks = (cols + kQActBlock - 1) / kQActBlock;
+  l.rowStride = l.blocks * kQActBlock;
+  const size_t params = size_t(rows * l.blocks) * 4;
+  l.scalesOff = alignUp(size_t(rows * l.rowStride), kQuantSectionAlign);
+  l.sumsOff = alignUp(l.scalesOff + params, kQuantSectionAlign);
+  l.totalBytes = l.sumsOff + params;
   return l;
 }
 
@@ -74,8 +92,14 @@ Result<size_t> storageBytes(DType t, const int64_t *sizes, int rank,
     if (cols == 0)
       return size_t(0);
     int64_t rows = int64_t(numel) / cols;
-    if (t == DType::QAct)
-      return QActLayout::compute(rows, cols).totalBytes;
+    if (t == DType::QAct) {
+      if (q.groupSize != 0 &&
+          (q.groupSize != kQActBlock || !q.symmetric || !q.perToken))
+        return Error("quantized activations are per token, per tensor or "
+                     "symmetric per block of " +
+                     std::to_string(kQActBlock));
+      return QActLayout::compute(rows, cols, q).totalBytes;
+    }
     Result<QWeightLayout> l = QWeightLayout::compute(rows, cols, q);
     if (!l.ok())
       return l.error();

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "etllm/runtime/flags.h"
+#include "etllm/runtime/parallel.h"
 #include "etllm/runtime/program.h"
 #include "etllm/schema/program_generated.h"
 
@@ -36,6 +37,8 @@ struct Spec {
   std::vector<int64_t> ints;
   std::vector<double> floats;
   int numOutputs = 1;
+  uint32_t version = kProgramFormatVersion;
+  bool perBlockQAct = false; // x becomes an int8 QAct per block of 32
 };
 
 /// forward(x: f32[?<=4]) -> x + c, c a constant [4]; plus a zeroed buffer.
@@ -49,9 +52,18 @@ std::vector<uint8_t> buildProgram(const Spec &s = {}) {
                              fb.CreateVector(dyn), kind, 0, offset, 16,
                              constant, 0, 0, 0, fb.CreateString("t"));
   };
+  auto qact = [&]() {
+    std::vector<int64_t> sizes = {4};
+    std::vector<uint8_t> dyn = {1};
+    auto q = fbs::CreateQuantParams(fb, 8, true, fbs::DType::F32, 32, true);
+    return fbs::CreateTensor(fb, fbs::DType::QACT, fb.CreateVector(sizes),
+                             fb.CreateVector(dyn), fbs::StorageKind::PLANNED, 0,
+                             0, 256, 0, 0, 0, q, fb.CreateString("x"));
+  };
   std::vector<flatbuffers::Offset<fbs::Tensor>> values = {
-      tensor(fbs::StorageKind::PLANNED, 0, 0, true),                 // x
-      tensor(fbs::StorageKind::CONSTANT, 0, s.constantIndex, false), // c
+      s.perBlockQAct ? qact()
+                     : tensor(fbs::StorageKind::PLANNED, 0, 0, true), // x
+      tensor(fbs::StorageKind::CONSTANT, 0, s.constantIndex, false),  // c
       tensor(s.outputIntoConstant ? fbs::StorageKind::CONSTANT
                                   : fbs::StorageKind::PLANNED,
              s.plannedOffset, 0, true)}; // y
@@ -87,7 +99,7 @@ std::vector<uint8_t> buildProgram(const Spec &s = {}) {
 
   FileHeader h{};
   std::memcpy(h.magic, kProgramMagic, 8);
-  h.version = kProgramFormatVersion;
+  h.version = s.version;
   h.headerSize = sizeof h;
   h.flatbufferOffset = sizeof h;
   h.flatbufferSize = fb.GetSize();
@@ -195,6 +207,36 @@ TEST(Program, RejectsBrokenHeaders) {
   expectRejected(bad, "segment data range");
   bad = {good.begin(), good.end() - 32}; // truncated segment data
   expectRejected(bad, "segment data range");
+}
+
+TEST(Program, ReadsEveryFormatVersion) {
+  // Version 1 (files written before per-block activations) and 2 load.
+  for (uint32_t v = kMinProgramFormatVersion; v <= kProgramFormatVersion; ++v) {
+    Spec s;
+    s.version = v;
+    auto p = load(buildProgram(s));
+    ASSERT_TRUE(p.ok()) << "version " << v << ": " << p.message();
+  }
+  Spec s;
+  s.version = 0;
+  expectRejected(buildProgram(s), "format version 0 is not supported");
+  // A per-block QAct means something else to a version-1 reader: a file
+  // that says version 1 cannot hold one.
+  s.version = 1;
+  s.perBlockQAct = true;
+  s.arenaSize = 512;
+  expectRejected(buildProgram(s), "needs format version 2");
+  // Version 2 may hold one: the format check passes. (The load still
+  // refuses this tiny program, whose `add` takes the QAct: the per-op
+  // verification checks operand types before anything runs.)
+  s.version = 2;
+  auto p = load(buildProgram(s));
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.message().find("format version"), std::string::npos)
+      << p.message();
+  EXPECT_NE(p.message().find("input 1 is f32 but input 0 is qact"),
+            std::string::npos)
+      << p.message();
 }
 
 TEST(Program, RejectsACorruptFlatbuffer) {
@@ -408,6 +450,43 @@ TEST(Program, RandomByteFlipsNeverCrash) {
     if ((*f)->setInput(0, DType::F32, &n, 1, x).ok())
       (void)(*f)->execute();
   }
+}
+
+} // namespace
+
+namespace {
+
+TEST(ThreadPool, LateWorkersSendTheLoopsInlineForAWhile) {
+  pthreadpool_t pool = pthreadpool_create(2);
+  ExecContext ctx(pool);
+  ASSERT_EQ(detail::poolFor(&ctx), pool);
+  // A job whose workers kept the caller waiting 1 ms (its own share took
+  // 10 us), then one on time: the count starts over.
+  detail::noteJob(&ctx, 1000000, 10000);
+  detail::noteJob(&ctx, 20000, 10000);
+  detail::noteJob(&ctx, 1000000, 10000);
+  EXPECT_EQ(detail::poolFor(&ctx), pool);
+  // Two late jobs in a row: the loops run on the calling thread...
+  detail::noteJob(&ctx, 1000000, 10000);
+  EXPECT_EQ(detail::poolFor(&ctx), nullptr);
+  std::vector<int> seen(64, 0);
+  parallelForTiles(&ctx, seen.size(), 4, [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; ++i)
+      seen[i] += 1;
+  });
+  for (int s : seen)
+    EXPECT_EQ(s, 1);
+  // ... until the pause is over.
+  ctx.poolHealth().inlineUntilNs = detail::nowNs() - 1;
+  EXPECT_EQ(detail::poolFor(&ctx), pool);
+  // Waiting no longer than the caller's own work is not late.
+  detail::noteJob(&ctx, 900000, 500000);
+  detail::noteJob(&ctx, 900000, 500000);
+  EXPECT_EQ(detail::poolFor(&ctx), pool);
+  parallelFor(&ctx, seen.size(), [&](size_t i) { seen[i] += 1; });
+  for (int s : seen)
+    EXPECT_EQ(s, 2);
+  pthreadpool_destroy(pool);
 }
 
 } // namespace

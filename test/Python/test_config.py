@@ -73,7 +73,7 @@ def test_set_errors_name_the_key(tool, tmp_path):
      "two in \\[2, 65536\\]\\)"),
     ("quantization.group_size=-7", "-7 is out of range"),
     ("quantization.group_size=1099511627776", "is out of range"),
-    ("quantization.embedding_group_size=0", "0 is out of range"),
+    ("quantization.embedding_group_size=1", "1 is out of range"),
     ("model.max_seq_len=16777216", "16777216 is out of range"),
     ("model.max_seq_len=nan", "'nan' is not an integer"),
 ])

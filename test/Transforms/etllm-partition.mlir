@@ -81,3 +81,49 @@ func.func @forward(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %s : tensor<4xf32>
 }
 
+
+// -----
+
+// A decoder layer's attention is one subgraph: the cache reads stay
+// outside (their values are the buffers, inputs of the call) without
+// splitting it, and the in-place cache updates are results of the call even
+// though only the subgraph reads them (the serializer gives them the
+// buffers' storage, so the call writes the caches).
+// CHECK-LABEL: func.func private @xnnpack_0
+// CHECK-SAME: (%{{.+}}: tensor<1x?x16xf32>, %{{.+}}: tensor<?xi64>, %[[KC:.+]]: tensor<1x2x32x8xf32>, %[[VC:.+]]: tensor<1x2x32x8xf32>) -> (tensor<1x2x32x8xf32>, tensor<1x2x32x8xf32>, tensor<1x?x16xf32>)
+// CHECK: etllm.linear
+// CHECK: etllm.rope
+// CHECK: %[[K:.+]] = etllm.kv_cache.update %[[KC]]
+// CHECK: %[[V:.+]] = etllm.kv_cache.update %[[VC]]
+// CHECK: etllm.sdpa {{.*}}, %[[K]], %[[V]]
+// CHECK: return %[[K]], %[[V]], %{{.+}}
+// CHECK-LABEL: func.func @forward
+// CHECK: etllm.buffer.read @kc
+// CHECK: etllm.buffer.read @vc
+// CHECK: etllm.delegate.call "xnnpack" @xnnpack_0
+// CHECK-NOT: etllm.delegate.call
+// CHECK: return
+etllm.parameter @wq : tensor<16x16xf32>
+etllm.parameter @wk : tensor<16x16xf32>
+etllm.buffer @kc : tensor<1x2x32x8xf32>
+etllm.buffer @vc : tensor<1x2x32x8xf32>
+func.func @forward(%x: tensor<1x?x16xf32>, %pos: tensor<?xi64>) -> tensor<1x?x16xf32> {
+  %f = etllm.constant dense<[1.0, 0.1, 0.01, 0.001]> : tensor<4xf32>
+  %wq = etllm.parameter.get @wq : tensor<16x16xf32>
+  %wk = etllm.parameter.get @wk : tensor<16x16xf32>
+  %q0 = etllm.linear %x, %wq : (tensor<1x?x16xf32>, tensor<16x16xf32>) -> tensor<1x?x16xf32>
+  %q1 = etllm.reshape %q0 [1, -1, 2, 8] : tensor<1x?x16xf32> -> tensor<1x?x2x8xf32>
+  %q2 = etllm.transpose %q1 1, 2 : tensor<1x?x2x8xf32> -> tensor<1x2x?x8xf32>
+  %q = etllm.rope %q2, %pos, %f convention <rotate_half> : (tensor<1x2x?x8xf32>, tensor<?xi64>, tensor<4xf32>) -> tensor<1x2x?x8xf32>
+  %k0 = etllm.linear %x, %wk : (tensor<1x?x16xf32>, tensor<16x16xf32>) -> tensor<1x?x16xf32>
+  %k1 = etllm.reshape %k0 [1, -1, 2, 8] : tensor<1x?x16xf32> -> tensor<1x?x2x8xf32>
+  %k2 = etllm.transpose %k1 1, 2 : tensor<1x?x2x8xf32> -> tensor<1x2x?x8xf32>
+  %kc = etllm.buffer.read @kc : tensor<1x2x32x8xf32>
+  %ku = etllm.kv_cache.update %kc[%pos], %k2 : (tensor<1x2x32x8xf32>, tensor<?xi64>, tensor<1x2x?x8xf32>) -> tensor<1x2x32x8xf32>
+  %vc = etllm.buffer.read @vc : tensor<1x2x32x8xf32>
+  %vu = etllm.kv_cache.update %vc[%pos], %k2 : (tensor<1x2x32x8xf32>, tensor<?xi64>, tensor<1x2x?x8xf32>) -> tensor<1x2x32x8xf32>
+  %a = etllm.sdpa %q, %ku, %vu positions %pos causal scale 0.35 : (tensor<1x2x?x8xf32>, tensor<1x2x32x8xf32>, tensor<1x2x32x8xf32>, tensor<?xi64>) -> tensor<1x2x?x8xf32>
+  %a1 = etllm.transpose %a 1, 2 : tensor<1x2x?x8xf32> -> tensor<1x?x2x8xf32>
+  %o = etllm.reshape %a1 [1, -1, 16] : tensor<1x?x2x8xf32> -> tensor<1x?x16xf32>
+  return %o : tensor<1x?x16xf32>
+}

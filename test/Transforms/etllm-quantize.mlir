@@ -1,6 +1,9 @@
 // RUN: etllm-opt %s --split-input-file --etllm-quantize="linear=int4 group-size=32" --verify-diagnostics | FileCheck %s --check-prefix=INT4
 // RUN: etllm-opt %s --split-input-file --etllm-quantize="linear=8da4w group-size=32 scale-type=f16" --verify-diagnostics | FileCheck %s --check-prefix=DA
 // RUN: etllm-opt %s --split-input-file --etllm-quantize="linear=int8 group-size=-1 symmetric=false embedding=int8 output-layer=none exclude=model.layers.1.*" | FileCheck %s --check-prefix=INT8
+// RUN: etllm-opt %s --split-input-file --etllm-quantize="linear=int4 scale-type=f16 activations=int8-block" | FileCheck %s --check-prefix=BLK
+// RUN: not etllm-opt %s --split-input-file --etllm-quantize="linear=int4 activations=int4" 2>&1 | FileCheck %s --check-prefix=BADACT
+// BADACT: activations must be f32 or int8-block, got 'int4'
 
 // A linear with a parameter weight becomes qlinear on a qweight parameter
 // (same name: every use was quantized).
@@ -14,6 +17,11 @@
 // DA: etllm.qlinear %[[A]], %{{.+}}, %{{.+}} {{.*}}: (!etllm.qact<1x?x64, i8, per_token, asym>, !etllm.qweight<16x64, i4, group 32, sym, f16>, tensor<16xf32>) -> tensor<1x?x16xf32>
 // INT8: etllm.parameter @w : !etllm.qweight<16x64, i8, group 64, asym, f32>
 // INT8-LABEL: func.func @linear
+// With activations=int8-block, the activation is quantized per block of 32
+// (symmetric) at run time.
+// BLK-LABEL: func.func @linear
+// BLK: %[[A:.+]] = etllm.quantize_dynamic %{{.+}} : tensor<1x?x64xf32> -> !etllm.qact<1x?x64, i8, per_block, sym>
+// BLK: etllm.qlinear %[[A]], %{{.+}}, %{{.+}} {{.*}}: (!etllm.qact<1x?x64, i8, per_block, sym>, !etllm.qweight<16x64, i4, group 32, sym, f16>, tensor<16xf32>) -> tensor<1x?x16xf32>
 etllm.parameter @w : tensor<16x64xf32>
 etllm.parameter @b : tensor<16xf32>
 func.func @linear(%x: tensor<1x?x64xf32>) -> tensor<1x?x16xf32> {
@@ -78,4 +86,27 @@ func.func @excluded_and_dynamic(%x: tensor<1x?x64xf32>, %wdyn: tensor<8x64xf32>)
   %a = etllm.linear %x, %w {etllm.module = "model.layers.1.self_attn.q_proj"} : (tensor<1x?x64xf32>, tensor<8x64xf32>) -> tensor<1x?x8xf32>
   %b = etllm.linear %x, %wdyn {etllm.module = "model.layers.0.self_attn.q_proj"} : (tensor<1x?x64xf32>, tensor<8x64xf32>) -> tensor<1x?x8xf32>
   return %a, %b : tensor<1x?x8xf32>, tensor<1x?x8xf32>
+}
+
+// -----
+
+// Layers that read one activation share one quantize_dynamic.
+// INT4-LABEL: func.func @shared_input
+// INT8-LABEL: func.func @shared_input
+// DA-LABEL: func.func @shared_input
+// DA: %[[A:.+]] = etllm.quantize_dynamic
+// DA-NOT: etllm.quantize_dynamic
+// BLK-LABEL: func.func @shared_input
+// BLK: %[[A:.+]] = etllm.quantize_dynamic
+// BLK-NOT: etllm.quantize_dynamic
+// BLK: etllm.qlinear %[[A]]
+// BLK: etllm.qlinear %[[A]]
+etllm.parameter @wq : tensor<16x64xf32>
+etllm.parameter @wk : tensor<8x64xf32>
+func.func @shared_input(%x: tensor<1x?x64xf32>) -> (tensor<1x?x16xf32>, tensor<1x?x8xf32>) {
+  %wq = etllm.parameter.get @wq : tensor<16x64xf32>
+  %wk = etllm.parameter.get @wk : tensor<8x64xf32>
+  %q = etllm.linear %x, %wq {etllm.module = "model.layers.0.self_attn.q_proj"} : (tensor<1x?x64xf32>, tensor<16x64xf32>) -> tensor<1x?x16xf32>
+  %k = etllm.linear %x, %wk {etllm.module = "model.layers.0.self_attn.k_proj"} : (tensor<1x?x64xf32>, tensor<8x64xf32>) -> tensor<1x?x8xf32>
+  return %q, %k : tensor<1x?x16xf32>, tensor<1x?x8xf32>
 }

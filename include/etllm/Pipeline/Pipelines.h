@@ -47,16 +47,23 @@ struct RecipeOptions : public mlir::PassPipelineOptions<RecipeOptions> {
   Option<bool> symmetric{*this, "symmetric",
                          llvm::cl::desc("Symmetric weight quantization"),
                          llvm::cl::init(true)};
-  Option<std::string> scaleType{*this, "scale-type",
-                                llvm::cl::desc("Scale storage: f32 or f16"),
-                                llvm::cl::init("f32")};
+  Option<std::string> scaleType{
+      *this, "scale-type",
+      llvm::cl::desc("Scale storage: f32 or f16 (default: recipe)"),
+      llvm::cl::init("")};
+  Option<std::string> activations{
+      *this, "activations",
+      llvm::cl::desc("Activations of int4/int8 layers: f32 or int8-block "
+                     "(default: recipe)"),
+      llvm::cl::init("")};
   Option<std::string> embedding{
       *this, "embedding",
       llvm::cl::desc("Embedding: none, int8, int4 (default: recipe)"),
       llvm::cl::init("")};
   Option<int64_t> embeddingGroupSize{
       *this, "embedding-group-size",
-      llvm::cl::desc("Embedding group size; -1 per row"), llvm::cl::init(-1)};
+      llvm::cl::desc("Embedding group size; -1 per row (default: recipe)"),
+      llvm::cl::init(0)};
   Option<std::string> outputLayer{
       *this, "output-layer",
       llvm::cl::desc("lm_head scheme: same, none, int8, int4, 8da8w, 8da4w "

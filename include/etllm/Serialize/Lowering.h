@@ -70,7 +70,8 @@ struct InstrRec {
 struct ConstRec {
   std::string name;
   uint64_t size = 0;
-  uint64_t offset = 0; ///< within the constant segment
+  uint64_t elements = 0; ///< logical values of a weight (0: unknown)
+  uint64_t offset = 0;   ///< within the constant segment
   mlir::Operation *op = nullptr;
   std::vector<uint8_t> inlineData; ///< small constants, produced eagerly
   bool fromParameter = false;
@@ -114,6 +115,8 @@ public:
   int64_t seqBound = 0;
   llvm::DenseMap<mlir::Value, uint32_t> index;
   llvm::StringMap<uint32_t> paramConstant, bufferIndex;
+  /// Backend weights by name (DelegateContext::addWeight): one copy each.
+  llvm::StringMap<uint32_t> delegateWeights;
 
 private:
   mlir::FailureOr<uint32_t> addValue(mlir::Value v, mlir::Operation *op);

@@ -48,6 +48,16 @@ public:
   virtual uint32_t addConstant(
       const std::string &name, uint64_t size,
       std::function<mlir::FailureOr<std::vector<uint8_t>>()> produce) = 0;
+  /// addConstant for a weight of `elements` logical values (listings show
+  /// its bits per weight). A second call with the same name returns the
+  /// first one's index: several delegate calls that read one weight (a tied
+  /// embedding and lm_head) share one copy. The default adds a constant.
+  virtual uint32_t
+  addWeight(const std::string &name, uint64_t size, uint64_t elements,
+            std::function<mlir::FailureOr<std::vector<uint8_t>>()> produce) {
+    (void)elements;
+    return addConstant(name, size, std::move(produce));
+  }
 };
 
 /// The compiler half of a backend.

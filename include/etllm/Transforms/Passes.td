@@ -125,6 +125,10 @@ def QuantizePass : Pass<"etllm-quantize", "mlir::ModuleOp"> {
     optionally `etllm.embedding` into `etllm.qembedding`. With `linear=8da4w`
     or `8da8w` the activation is quantized per token at run time
     (`etllm.quantize_dynamic`, int8 asymmetric) and the product is integer.
+    With `int4`/`int8` and `activations=int8-block` the activation is
+    quantized at run time per block of 32 values (symmetric int8, one f32
+    scale per block: llama.cpp's Q8_0 activations for Q4_0/Q8_0 weights);
+    with `activations=f32` the layer is weight-only.
 
     * a group size that does not divide a layer's input features falls
       back to one group per row for that layer (remark);
@@ -150,6 +154,9 @@ def QuantizePass : Pass<"etllm-quantize", "mlir::ModuleOp"> {
            "Embedding group size; -1 = per row">,
     Option<"outputLayer", "output-layer", "std::string", "\"same\"",
            "Scheme of lm_head: same, none, int8, int4, 8da8w, 8da4w">,
+    Option<"activations", "activations", "std::string", "\"f32\"",
+           "Activations of int4/int8 layers: f32 (weight-only) or int8-block "
+           "(int8 per block of 32, symmetric, quantized at run time)">,
     ListOption<"exclude", "exclude", "std::string",
                "Linear layers (module path patterns) kept in float">,
   ];

@@ -3,7 +3,8 @@
 // The optimized CPU backend ("xnnpack", after ExecuTorch's CPU delegate).
 // Legality: f32 activations, static innermost dimension, and the ops its
 // runtime half has optimized kernels for (linear/qlinear with parameter
-// weights, dynamic activation quantization, element-wise math, RMSNorm).
+// weights, dynamic activation quantization per token or per block,
+// element-wise math, RMSNorm).
 // Serialization: the subgraph as an EXN1 flatbuffer whose constants are
 // program constants, linear weights packed into the kernels' layouts.
 //
@@ -41,6 +42,18 @@ bool isF32Tensor(Type t, bool allowDynamicLast = false) {
 
 bool isParam(Value v) { return v && v.getDefiningOp<ParameterGetOp>(); }
 
+bool isIndexVector(Type t) {
+  auto tt = dyn_cast<RankedTensorType>(t);
+  return tt && tt.getRank() == 1 &&
+         (tt.getElementType().isInteger(64) ||
+          tt.getElementType().isInteger(32));
+}
+
+bool isF32Rank4(Type t) {
+  auto tt = dyn_cast<RankedTensorType>(t);
+  return tt && tt.getRank() == 4 && isF32Tensor(t);
+}
+
 class XnnpackCompiler : public BackendCompiler {
 public:
   llvm::StringRef id() const override { return "xnnpack"; }
@@ -65,7 +78,7 @@ public:
         .Case([](QuantizeDynamicOp q) {
           auto t = cast<QActType>(q.getType());
           return isF32Tensor(q.getInput().getType()) && t.getBits() == 8 &&
-                 t.getGranularity() == ActQuantGranularity::per_token;
+                 t.getGranularity() != ActQuantGranularity::per_tensor;
         })
         .Case<AddOp, SubOp, MulOp>([](Operation *o) {
           return llvm::all_of(o->getOperandTypes(),
@@ -78,10 +91,53 @@ public:
           return isF32Tensor(n.getType()) &&
                  (!n.getWeight() || isParam(n.getWeight()));
         })
+        // The attention block: views and head transposes, RoPE, the in-place
+        // cache update and SDPA over the cache (a mask stays portable: the
+        // recipes' attention is causal with positions).
+        .Case<ReshapeOp, TransposeOp, SliceOp>([](Operation *o) {
+          return isF32Tensor(o->getOperand(0).getType(), true) &&
+                 isF32Tensor(o->getResult(0).getType(), true);
+        })
+        .Case([](RopeOp r) {
+          return isF32Rank4(r.getType()) &&
+                 isF32Rank4(r.getInput().getType()) &&
+                 isIndexVector(r.getPositions().getType());
+        })
+        .Case([](KvCacheUpdateOp u) {
+          return isF32Rank4(u.getCache().getType()) &&
+                 isF32Rank4(u.getValue().getType()) &&
+                 isIndexVector(u.getPositions().getType()) &&
+                 // A mutable buffer (an argument, once outlined): the call
+                 // updates it in place.
+                 (u.getCache().getDefiningOp<BufferReadOp>() ||
+                  isa<BlockArgument>(u.getCache()));
+        })
+        .Case([](SdpaOp a) {
+          return !a.getMask() && isF32Rank4(a.getType()) &&
+                 isF32Rank4(a.getQuery().getType()) &&
+                 isF32Rank4(a.getKey().getType()) &&
+                 isF32Rank4(a.getValue().getType()) &&
+                 (!a.getPositions() ||
+                  isIndexVector(a.getPositions().getType()));
+        })
+        .Case([](QEmbeddingOp e) {
+          // A table the block layout holds (the tied lm_head's, read by
+          // both from one copy).
+          auto w = cast<QWeightType>(e.getWeight().getType());
+          auto idx = cast<RankedTensorType>(e.getIndices().getType());
+          return isParam(e.getWeight()) && w.getRank() == 2 &&
+                 rt::xnnpack::PackedQBlockLayout::supports(w.getShape().back(),
+                                                           quantInfoOf(w)) &&
+                 isF32Tensor(e.getType(), true) &&
+                 (idx.getElementType().isInteger(64) ||
+                  idx.getElementType().isInteger(32));
+        })
         .Default([](Operation *) { return false; });
   }
 
   bool isProfitable(ArrayRef<Operation *> ops) const override {
+    // (Runs are as long as the partitioner makes them: a decoder layer, or
+    // with all its ops legal the whole forward, is one delegate call.)
     // Worth a call only with real work in it.
     return llvm::any_of(ops, [](Operation *op) {
       return isa<LinearOp, QLinearOp, RmsNormOp>(op);
@@ -106,8 +162,16 @@ LogicalResult XnnpackCompiler::serialize(
   for (Operation &op : body) {
     if (auto l = dyn_cast<LinearOp>(op))
       packing[l.getWeight()] = xfb::Packing::F32_NR8;
-    if (auto l = dyn_cast<QLinearOp>(op))
-      packing[l.getWeight()] = xfb::Packing::QWEIGHT_NR8;
+    if (auto l = dyn_cast<QLinearOp>(op)) {
+      // The block layout when it holds the weight's groups (multiples of
+      // 32, or one per row); else the dense QWeight and the portable kernel.
+      auto w = cast<QWeightType>(l.getWeight().getType());
+      if (rt::xnnpack::PackedQBlockLayout::supports(w.getShape().back(),
+                                                    quantInfoOf(w)))
+        packing[l.getWeight()] = xfb::Packing::QWEIGHT_R16;
+    }
+    if (auto e = dyn_cast<QEmbeddingOp>(op))
+      packing[e.getWeight()] = xfb::Packing::QWEIGHT_R16; // legality checked
   }
 
   auto addValue = [&](Value v, xfb::ValueKind kind, uint32_t idx,
@@ -161,8 +225,8 @@ LogicalResult XnnpackCompiler::serialize(
       int64_t rows = shape.size() == 2 ? shape[0] : 1, cols = shape.back();
       rt::QuantInfo q = quantInfoOf(t);
       uint64_t size;
-      if (pack == xfb::Packing::QWEIGHT_NR8) {
-        auto l = rt::xnnpack::PackedQWeightLayout::compute(rows, cols, q);
+      if (pack == xfb::Packing::QWEIGHT_R16) {
+        auto l = rt::xnnpack::PackedQBlockLayout::compute(rows, cols, q);
         if (!l.ok())
           return op.emitError("xnnpack: ") << l.message();
         size = l->totalBytes;
@@ -175,8 +239,16 @@ LogicalResult XnnpackCompiler::serialize(
         size = *s;
       }
       Operation *diag = param;
-      uint32_t constant = ctx.addConstant(
-          prefix + param.getSymName().str(), size,
+      // Named by parameter and packing, not by delegate: every delegate
+      // call that reads the weight in this packing shares one copy.
+      const char *suffix = pack == xfb::Packing::QWEIGHT_R16 ? "@r16"
+                           : pack == xfb::Packing::F32_NR8   ? "@nr8"
+                                                             : "";
+      uint64_t elements = 1;
+      for (int64_t d : shape)
+        elements *= uint64_t(d);
+      uint32_t constant = ctx.addWeight(
+          "xnnpack/" + param.getSymName().str() + suffix, size, elements,
           [weights, param, pack, rows, cols, q,
            diag]() mutable -> FailureOr<std::vector<uint8_t>> {
             if (pack == xfb::Packing::F32_NR8) {
@@ -188,7 +260,7 @@ LogicalResult XnnpackCompiler::serialize(
             FailureOr<std::vector<uint8_t>> bytes = weights->materialize(param);
             if (failed(bytes) || pack == xfb::Packing::DENSE)
               return bytes;
-            auto packed = rt::xnnpack::packQWeight(bytes->data(), bytes->size(),
+            auto packed = rt::xnnpack::packQBlocks(bytes->data(), bytes->size(),
                                                    rows, cols, q);
             if (!packed.ok())
               return diag->emitError("xnnpack: ") << packed.message();

@@ -15,6 +15,7 @@
 #include "etllm/runtime/xnnpack/backend.h"
 
 #include "internal.h"
+#include "qdot.h"
 
 #include "etllm/runtime/memory_planner.h"
 #include "etllm/runtime/xnnpack/packing.h"
@@ -24,6 +25,7 @@
 
 #include <algorithm>
 #include <new>
+#include <tuple>
 
 namespace etllm::rt::xnnpack {
 
@@ -40,7 +42,13 @@ constexpr size_t kPlanAlign = 64;
 /// Largest scratch init reserves in the ExecContext.
 constexpr size_t kMaxReservedScratch = size_t(256) << 20;
 
-enum class Kind { Dense, PackedLinear, PackedQLinear };
+enum class Kind {
+  Dense,
+  PackedLinear,
+  PackedQLinear,
+  PackedQEmbedding,
+  Rope // with a table built at init (else Dense)
+};
 
 /// What init learned about one blob value.
 struct ValueInfo {
@@ -57,6 +65,12 @@ struct ValueInfo {
 struct Node {
   OpId op = OpId::NumOps;
   Kind kind = Kind::Dense;
+  QDotWeight qweight;              // PackedQLinear: the weight, checked at init
+  const RopeTable *rope = nullptr; // Rope: the table built at init
+  /// PackedQLinear: this node and the next group - 1 ones read the same
+  /// input and run as one (qlinearGroupRun); the others are skipped.
+  int group = 1;
+  bool inGroup = false;
   std::vector<uint32_t> values; // inputs, then outputs
   size_t numInputs = 0;
   std::vector<int64_t> ints;
@@ -75,6 +89,11 @@ public:
   std::vector<Tensor *> bound; // per value: the tensor nodes use
   std::vector<uint32_t> inputValues, outputValues; // by call position
   std::vector<Node> nodes;
+  /// Weights converted at init (legacy QWEIGHT_NR8 constants).
+  std::vector<std::vector<uint8_t>> converted;
+  /// RoPE tables, one per (inv_freq constant, scaling, bound).
+  std::vector<std::unique_ptr<RopeTable>> ropeTables;
+  std::vector<std::tuple<uint32_t, double, int64_t>> ropeKeys;
   std::unique_ptr<uint8_t[]> arena;
   size_t arenaBytes = 0;
 };
@@ -122,7 +141,7 @@ Status readValue(uint32_t v, const xfb::Value *val, ValueInfo &vi) {
   if (uint8_t(val->kind()) > uint8_t(xfb::ValueKind::CONSTANT))
     return blobError(what + ": invalid kind " +
                      std::to_string(unsigned(val->kind())));
-  if (uint8_t(val->packing()) > uint8_t(xfb::Packing::F32_NR8))
+  if (uint8_t(val->packing()) > uint8_t(xfb::Packing::QWEIGHT_R16))
     return blobError(what + ": invalid packing " +
                      std::to_string(unsigned(val->packing())));
   vi.kind = val->kind();
@@ -159,9 +178,12 @@ Status readValue(uint32_t v, const xfb::Value *val, ValueInfo &vi) {
   return Status();
 }
 
-/// Checks a constant's bytes against its value description.
+/// Checks a constant's bytes against its value description. A legacy
+/// QWEIGHT_NR8 weight is converted (into `converted`) to QWEIGHT_R16, or to
+/// a dense QWeight when its group has no block layout; vi.packing becomes
+/// the packing the nodes read.
 Status checkConstant(uint32_t v, ValueInfo &vi, const ConstantTable &constants,
-                     Tensor &t) {
+                     Tensor &t, std::vector<std::vector<uint8_t>> &converted) {
   const std::string what =
       valueName(v) + " (constant " + std::to_string(vi.index) + ")";
   for (int i = 0; i < vi.proto.rank; ++i)
@@ -174,18 +196,32 @@ Status checkConstant(uint32_t v, ValueInfo &vi, const ConstantTable &constants,
   const size_t size = c->second;
   size_t need = 0;
   const Tensor &p = vi.proto;
+  const bool qweight2d = p.dtype == DType::QWeight && p.rank == 2;
   switch (vi.packing) {
   case xfb::Packing::DENSE:
     need = vi.capacity;
     break;
   case xfb::Packing::QWEIGHT_NR8: {
-    if (p.dtype != DType::QWeight || p.rank != 2)
+    if (!qweight2d)
       return blobError(what +
                        ": QWEIGHT_NR8 packing needs a 2-D qweight, "
                        "got " +
                        p.shapeString());
-    Result<PackedQWeightLayout> l =
-        PackedQWeightLayout::compute(p.sizes[0], p.sizes[1], p.quant);
+    Result<LegacyQWeightLayout> l =
+        LegacyQWeightLayout::compute(p.sizes[0], p.sizes[1], p.quant);
+    if (!l.ok())
+      return blobError(what + ": " + l.message());
+    need = l->totalBytes;
+    break;
+  }
+  case xfb::Packing::QWEIGHT_R16: {
+    if (!qweight2d)
+      return blobError(what +
+                       ": QWEIGHT_R16 packing needs a 2-D qweight, "
+                       "got " +
+                       p.shapeString());
+    Result<PackedQBlockLayout> l =
+        PackedQBlockLayout::compute(p.sizes[0], p.sizes[1], p.quant);
     if (!l.ok())
       return blobError(what + ": " + l.message());
     need = l->totalBytes;
@@ -215,6 +251,29 @@ Status checkConstant(uint32_t v, ValueInfo &vi, const ConstantTable &constants,
   t = p;
   t.data = const_cast<uint8_t *>(data); // never written: not a node output
   t.capacity = size;
+  if (vi.packing == xfb::Packing::QWEIGHT_NR8) {
+    // Programs written before QWEIGHT_R16: back to QWeightLayout with the
+    // legacy layout's f32 scales (lossless), then into the block layout.
+    Result<std::vector<uint8_t>> plain =
+        unpackLegacyQWeight(data, size, p.sizes[0], p.sizes[1], p.quant);
+    if (!plain.ok())
+      return blobError(what + ": " + plain.message());
+    t.quant.scaleType = DType::F32;
+    vi.packing = xfb::Packing::DENSE;
+    if (PackedQBlockLayout::supports(p.sizes[1], t.quant)) {
+      Result<std::vector<uint8_t>> packed = packQBlocks(
+          plain->data(), plain->size(), p.sizes[0], p.sizes[1], t.quant);
+      if (!packed.ok())
+        return blobError(what + ": " + packed.message());
+      converted.push_back(std::move(packed.value()));
+      vi.packing = xfb::Packing::QWEIGHT_R16;
+    } else {
+      converted.push_back(std::move(plain.value()));
+    }
+    t.data = converted.back().data();
+    t.capacity = converted.back().size();
+    vi.proto.quant.scaleType = DType::F32;
+  }
   return Status();
 }
 
@@ -345,7 +404,8 @@ Result<std::unique_ptr<DelegateInstance>> XnnpackBackend::init(
                          valueName(uint32_t(pos[vi.index])));
       pos[vi.index] = int(v);
     } else if (vi.kind == xfb::ValueKind::CONSTANT) {
-      ETLLM_RETURN_IF_ERROR(checkConstant(v, vi, constants, inst->tensors[v]));
+      ETLLM_RETURN_IF_ERROR(
+          checkConstant(v, vi, constants, inst->tensors[v], inst->converted));
     }
   }
 
@@ -402,18 +462,19 @@ Result<std::unique_ptr<DelegateInstance>> XnnpackBackend::init(
         return blobError(what + ": input " + std::to_string(i) + " (" +
                          valueName(v) + ") is used before it is produced");
       if (vi.packing != xfb::Packing::DENSE) {
-        const bool ok =
-            i == 1 &&
-            ((op->id == OpId::Linear && vi.packing == xfb::Packing::F32_NR8) ||
-             (op->id == OpId::QLinear &&
-              vi.packing == xfb::Packing::QWEIGHT_NR8));
+        const bool r16 = vi.packing == xfb::Packing::QWEIGHT_R16;
+        const bool ok = (i == 1 && op->id == OpId::Linear &&
+                         vi.packing == xfb::Packing::F32_NR8) ||
+                        (i == 1 && op->id == OpId::QLinear && r16) ||
+                        (i == 0 && op->id == OpId::QEmbedding && r16);
         if (!ok)
           return blobError(what + ": input " + std::to_string(i) + " (" +
                            valueName(v) +
                            ") is a packed constant, which this operator "
                            "cannot read");
-        node.kind =
-            op->id == OpId::Linear ? Kind::PackedLinear : Kind::PackedQLinear;
+        node.kind = op->id == OpId::Linear    ? Kind::PackedLinear
+                    : op->id == OpId::QLinear ? Kind::PackedQLinear
+                                              : Kind::PackedQEmbedding;
       }
       vi.lastUse = int(n);
       node.values.push_back(v);
@@ -442,14 +503,84 @@ Result<std::unique_ptr<DelegateInstance>> XnnpackBackend::init(
     if (nfloats)
       node.floats.assign(fn->floats()->begin(), fn->floats()->end());
     node.args.assign(node.values.size(), nullptr);
-    if (node.kind != Kind::Dense)
+    if (node.kind == Kind::PackedLinear || node.kind == Kind::PackedQLinear)
       ETLLM_RETURN_IF_ERROR(checkPackedNode(what, node, info));
+    if (node.kind == Kind::PackedQLinear ||
+        node.kind == Kind::PackedQEmbedding) {
+      Result<QDotWeight> w = qdotWeight(
+          inst->tensors[node.values[node.kind == Kind::PackedQLinear ? 1 : 0]]);
+      if (!w.ok())
+        return blobError(what + ": " + w.message());
+      node.qweight = *w;
+    }
   }
   for (uint32_t i = 0; i < numOut; ++i)
     if (info[uint32_t(outputPos[i])].producer < 0)
       return blobError("output " + std::to_string(i) + " (" +
                        valueName(uint32_t(outputPos[i])) +
                        ") is never produced");
+
+  // Consecutive packed qlinears of one input (q, k, v; gate, up) run as one
+  // group: one parallel loop, the input prepared once. The members run at
+  // the same time, so none reads what another writes (no input of one is
+  // produced in the group) and their outputs live until the group's end
+  // (the planner gives them distinct memory even when one is never read).
+  auto readsOnlyEarlier = [&](const Node &node, size_t lead) {
+    for (size_t i = 0; i < node.numInputs; ++i)
+      if (info[node.values[i]].producer >= int(lead))
+        return false;
+    return true;
+  };
+  for (size_t n = 0; n < inst->nodes.size();) {
+    Node &lead = inst->nodes[n];
+    size_t e = n + 1;
+    if (lead.kind == Kind::PackedQLinear && readsOnlyEarlier(lead, n))
+      while (e < inst->nodes.size() && e - n < size_t(kMaxQLinearGroup) &&
+             inst->nodes[e].kind == Kind::PackedQLinear &&
+             inst->nodes[e].values[0] == lead.values[0] &&
+             inst->nodes[e].qweight.l.k == lead.qweight.l.k &&
+             readsOnlyEarlier(inst->nodes[e], n))
+        ++e;
+    lead.group = int(e - n);
+    for (size_t m = n; m < e; ++m) {
+      inst->nodes[m].inGroup = m > n;
+      for (size_t o = inst->nodes[m].numInputs;
+           o < inst->nodes[m].values.size(); ++o) {
+        ValueInfo &vi = info[inst->nodes[m].values[o]];
+        vi.lastUse = std::max(vi.lastUse, int(e - 1));
+      }
+    }
+    n = e;
+  }
+
+  // RoPE tables (positions up to the positions' bound: max_seq_len), for
+  // the rope nodes whose inv_freq is a constant.
+  for (Node &node : inst->nodes) {
+    if (node.op != OpId::Rope || node.values.size() != 4 ||
+        node.floats.size() != 1)
+      continue;
+    const ValueInfo &fi = info[node.values[2]];
+    const ValueInfo &pi = info[node.values[1]];
+    if (fi.kind != xfb::ValueKind::CONSTANT || pi.proto.rank != 1)
+      continue;
+    const auto key =
+        std::make_tuple(fi.index, node.floats[0], pi.proto.sizes[0]);
+    size_t t = 0;
+    while (t < inst->ropeKeys.size() && inst->ropeKeys[t] != key)
+      ++t;
+    if (t == inst->ropeKeys.size()) {
+      auto table = std::make_unique<RopeTable>();
+      if (!table
+               ->build(inst->tensors[node.values[2]], float(node.floats[0]),
+                       pi.proto.sizes[0])
+               .ok())
+        continue; // not an f32 vector: the portable kernel reports it
+      inst->ropeTables.push_back(std::move(table));
+      inst->ropeKeys.push_back(key);
+    }
+    node.kind = Kind::Rope;
+    node.rope = inst->ropeTables[t].get();
+  }
 
   // Memory plan.
   std::vector<size_t> offsets;
@@ -485,14 +616,19 @@ Result<std::unique_ptr<DelegateInstance>> XnnpackBackend::init(
     if (node.kind != Kind::PackedQLinear)
       continue;
     const Tensor &x = info[node.values[0]].proto;
-    const Tensor &w = info[node.values[1]].proto;
-    Result<PackedQWeightLayout> l =
-        PackedQWeightLayout::compute(w.sizes[0], w.sizes[1], w.quant);
-    if (!l.ok())
-      continue; // cannot happen: checked with the constant
     const int64_t M = prodSizes(x.sizes, 0, x.rank - 1);
-    scratch = std::max(scratch, qlinearPackedScratch(isa_, &ctx, M, *l,
-                                                     x.dtype == DType::QAct));
+    scratch = std::max(scratch,
+                       qlinearPackedScratch(isa_, &ctx, M, node.qweight.l, x));
+  }
+  for (const Node &node : inst->nodes) {
+    if (node.op != OpId::Sdpa || node.values.size() < 4)
+      continue;
+    const Tensor &q = info[node.values[0]].proto;
+    const Tensor &v = info[node.values[2]].proto;
+    if (q.rank == 4 && v.rank == 4)
+      scratch = std::max(scratch,
+                         sdpaScratchBytes(q.sizes[0], q.sizes[1], q.sizes[2],
+                                          v.sizes[1], v.sizes[2], v.sizes[3]));
   }
   // ExecContext::scratch cannot report an allocation failure: only reserve
   // sane sizes up front (larger ones grow on first use, as in portable).
@@ -563,25 +699,51 @@ Status XnnpackInstance::execute(Span<Tensor *const> inputs,
         checkBinding("output", i, outputs[i], info[v], false));
     bound[v] = outputs[i];
   }
+  KernelArgs groupArgs[kMaxQLinearGroup];
+  const QDotWeight *groupWeights[kMaxQLinearGroup];
   for (size_t n = 0; n < nodes.size(); ++n) {
     Node &node = nodes[n];
-    for (size_t i = 0; i < node.values.size(); ++i)
-      node.args[i] = bound[node.values[i]];
-    KernelArgs a;
-    a.inputs = {node.args.data(), node.numInputs};
-    a.outputs = {node.args.data() + node.numInputs,
-                 node.args.size() - node.numInputs};
-    a.ints = {node.ints.data(), node.ints.size()};
-    a.floats = {node.floats.data(), node.floats.size()};
-    a.ctx = &ctx;
+    if (node.inGroup)
+      continue; // run with its group's first node
+    auto argsOf = [&](Node &nd) {
+      for (size_t i = 0; i < nd.values.size(); ++i)
+        nd.args[i] = bound[nd.values[i]];
+      KernelArgs a;
+      a.inputs = {nd.args.data(), nd.numInputs};
+      a.outputs = {nd.args.data() + nd.numInputs,
+                   nd.args.size() - nd.numInputs};
+      a.ints = {nd.ints.data(), nd.ints.size()};
+      a.floats = {nd.floats.data(), nd.floats.size()};
+      a.ctx = &ctx;
+      return a;
+    };
+    KernelArgs a = argsOf(node);
     Status st;
     switch (node.kind) {
     case Kind::PackedLinear:
       st = linearPacked(a, isa);
       break;
     case Kind::PackedQLinear:
-      st = qlinearPacked(a, isa);
+      if (node.group == 1) {
+        st = qlinearRun(a, isa, node.qweight);
+        break;
+      }
+      for (int g = 0; g < node.group; ++g) {
+        groupArgs[g] = g == 0 ? a : argsOf(nodes[n + size_t(g)]);
+        groupWeights[g] = &nodes[n + size_t(g)].qweight;
+      }
+      st = qlinearGroupRun(groupArgs, groupWeights, size_t(node.group), isa);
       break;
+    case Kind::PackedQEmbedding:
+      st = qembeddingRun(a, node.qweight);
+      break;
+    case Kind::Rope: {
+      bool handled = false;
+      st = ropeKernel(a, isa, node.rope, handled);
+      if (!handled)
+        st = runDense(node.op, a, isa);
+      break;
+    }
     case Kind::Dense:
       st = runDense(node.op, a, isa);
       break;

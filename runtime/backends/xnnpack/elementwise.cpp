@@ -104,7 +104,7 @@ Status unaryKernel(const char *op, const KernelArgs &a, Isa isa,
   float *y = out.ptr<float>();
   parallelForTiles(a.ctx, n, kElementwiseTile, [&](size_t b, size_t e) {
 #if ETLLM_XNN_X86
-    if (isa == Isa::Avx2)
+    if (hasAvx2(isa))
       return unaryAvx2<U>(x + b, y + b, e - b);
 #endif
     unaryGeneric<U>(x + b, y + b, e - b);
@@ -173,7 +173,7 @@ template <Bin B, bool Swap>
 void binaryRun(Isa isa, const float *a, const float *b, size_t sb, float *o,
                size_t n) {
 #if ETLLM_XNN_X86
-  if (isa == Isa::Avx2)
+  if (hasAvx2(isa))
     return binaryAvx2<B, Swap>(a, b, sb, o, n);
 #endif
   binaryGeneric<B, Swap>(a, b, sb, o, n);
@@ -351,7 +351,7 @@ Status rmsNormKernel(const KernelArgs &a, Isa isa, bool &handled) {
       float *yr = py + int64_t(r) * D;
       double ss;
 #if ETLLM_XNN_X86
-      if (isa == Isa::Avx2)
+      if (hasAvx2(isa))
         ss = sumSquaresAvx2(xr, D);
       else
 #endif
@@ -359,7 +359,7 @@ Status rmsNormKernel(const KernelArgs &a, Isa isa, bool &handled) {
       const float ms = float(ss / double(D));
       const float inv = 1.0f / std::sqrt(ms + eps);
 #if ETLLM_XNN_X86
-      if (isa == Isa::Avx2) {
+      if (hasAvx2(isa)) {
         scaleRowAvx2(xr, pw, offset, inv, yr, D);
         continue;
       }

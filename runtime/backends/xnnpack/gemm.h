@@ -166,7 +166,7 @@ inline constexpr int64_t kChunk = 256;
 template <int NB> void panelRows(Isa isa, Tile t, int64_t M) {
   int64_t m = 0;
 #if ETLLM_XNN_X86
-  if (isa == Isa::Avx2) {
+  if (hasAvx2(isa)) {
     for (; m + kMRAvx2 <= M; m += kMRAvx2) {
       tileAvx2<kMRAvx2, NB>(t);
       t.x += kMRAvx2 * t.ldx;

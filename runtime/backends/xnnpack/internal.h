@@ -17,18 +17,26 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #if defined(__x86_64__) || defined(__i386__)
 #define ETLLM_XNN_X86 1
 #include <immintrin.h>
-/// Marks a function compiled for AVX2 + FMA (called only when the CPU has
-/// them: see detectIsa()).
-#define ETLLM_XNN_AVX2 __attribute__((target("avx2,fma")))
+/// Marks a function compiled for AVX2 + FMA + F16C (called only when the
+/// CPU has them: see detectIsa()).
+#define ETLLM_XNN_AVX2 __attribute__((target("avx2,fma,f16c")))
 #else
 #define ETLLM_XNN_X86 0
 #endif
 
 namespace etllm::rt::xnnpack {
+
+/// Whether `isa` runs the AVX2 code of the kernels without a wider variant
+/// (every x86 path includes AVX2, FMA and F16C).
+inline bool hasAvx2(Isa isa) { return ETLLM_XNN_X86 && isa != Isa::Generic; }
+/// Whether the CPU has the VEX-encoded AVX-VNNI (else Isa::AvxVnni runs the
+/// EVEX encoding of the same kernels).
+bool hasVexVnni();
 
 //===----------------------------------------------------------------------===//
 // Errors and shapes
@@ -68,12 +76,6 @@ Status resizeLike(const char *op, Tensor &out, const Tensor &in, int64_t last);
 Status checkLinearOperands(const char *op, const Tensor &x, int64_t N,
                            int64_t K, const Tensor *bias, const Tensor &out,
                            int64_t &M);
-
-/// The scratch bytes qlinearPacked needs for M input rows (f32, or QAct
-/// when `quantAct`) with the thread pool of `ctx`: the delegate reserves
-/// the upper bound at init so that execute does not grow it.
-size_t qlinearPackedScratch(Isa isa, const ExecContext *ctx, int64_t M,
-                            const PackedQWeightLayout &l, bool quantAct);
 
 /// Work (multiply-adds) below which a matrix kernel runs on the calling
 /// thread: a thread-pool dispatch costs microseconds (far more when the
@@ -378,6 +380,27 @@ ETLLM_XNN_AVX2 inline __m256 erf8(__m256 x) {
 //===----------------------------------------------------------------------===//
 // Entry points of the kernel files (dispatched by kernels.cpp).
 //===----------------------------------------------------------------------===//
+
+/// RoPE's cos/sin of positions [0, positions) (each row: R cos, R sin),
+/// built once per delegate instance from a constant inv_freq.
+struct RopeTable {
+  int64_t R = 0, positions = 0;
+  float scaling = 1.0f;
+  std::vector<float> freq, cosSin;
+  Status build(const Tensor &invFreq, float attentionScaling, int64_t bound);
+};
+
+/// rope with a table (declines, handled = false, when it does not apply).
+Status ropeKernel(const KernelArgs &a, Isa isa, const RopeTable *table,
+                  bool &handled);
+Status sdpaKernel(const KernelArgs &a, Isa isa, bool &handled);
+Status kvCacheUpdateKernel(const KernelArgs &a, Isa isa, bool &handled);
+Status transposeKernel(const KernelArgs &a, Isa isa, bool &handled);
+Status reshapeKernel(const KernelArgs &a, Isa isa, bool &handled);
+Status sliceKernel(const KernelArgs &a, Isa isa, bool &handled);
+/// The scratch sdpaKernel needs for q [B, H, S, *], values [*, *, T, Dv].
+size_t sdpaScratchBytes(int64_t B, int64_t H, int64_t S, int64_t Hkv, int64_t T,
+                        int64_t Dv);
 
 Status quantizeDynamicKernel(const KernelArgs &a, Isa isa, bool &handled);
 Status rmsNormKernel(const KernelArgs &a, Isa isa, bool &handled);

@@ -1,36 +1,92 @@
 //===- kernels.cpp - ISA selection and the dense-kernel table -------------===//
 #include "internal.h"
 
+#include <cstdlib>
+#include <cstring>
+#if ETLLM_XNN_X86
+#include <cpuid.h>
+#endif
+
 namespace etllm::rt::xnnpack {
 
+namespace {
+
+#if ETLLM_XNN_X86
+/// F16C (vcvtph2ps), from cpuid leaf 1 (GCC 12's __builtin_cpu_supports
+/// has no name for it).
+bool hasF16c() {
+  unsigned a, b, c, d;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+#endif
+
+constexpr const char *kIsaNames[kNumIsas] = {"generic", "avx2", "avxvnni",
+                                             "avx512", "avx512vnni"};
+
+} // namespace
+
 bool isaSupported(Isa isa) {
+#if ETLLM_XNN_X86
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") &&
+                    __builtin_cpu_supports("fma") && hasF16c();
+  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
+                      __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512dq") &&
+                      __builtin_cpu_supports("avx512vl");
+  const bool avx512vnni = avx512 && __builtin_cpu_supports("avx512vnni");
   switch (isa) {
   case Isa::Generic:
     return true;
   case Isa::Avx2:
-#if ETLLM_XNN_X86
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-    return false;
-#endif
+    return avx2;
+  case Isa::AvxVnni:
+    return avx2 && (__builtin_cpu_supports("avxvnni") || avx512vnni);
+  case Isa::Avx512:
+    return avx512;
+  case Isa::Avx512Vnni:
+    return avx512vnni;
   }
+  return false;
+#else
+  return isa == Isa::Generic;
+#endif
+}
+
+bool hasVexVnni() {
+#if ETLLM_XNN_X86
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avxvnni");
+#else
+  return false;
+#endif
+}
+
+bool parseIsa(const char *name, Isa &isa) {
+  for (int i = 0; i < kNumIsas; ++i)
+    if (name && std::strcmp(name, kIsaNames[i]) == 0) {
+      isa = Isa(i);
+      return true;
+    }
   return false;
 }
 
 Isa detectIsa() {
-  static const Isa best = isaSupported(Isa::Avx2) ? Isa::Avx2 : Isa::Generic;
+  static const Isa best = [] {
+    int cap = kNumIsas - 1;
+    Isa capped;
+    if (parseIsa(std::getenv("ETLLM_XNNPACK_ISA"), capped))
+      cap = int(capped);
+    for (int i = cap; i > 0; --i)
+      if (isaSupported(Isa(i)))
+        return Isa(i);
+    return Isa::Generic;
+  }();
   return best;
 }
 
 const char *isaName(Isa isa) {
-  switch (isa) {
-  case Isa::Generic:
-    return "generic";
-  case Isa::Avx2:
-    return "avx2";
-  }
-  return "?";
+  return int(isa) < kNumIsas ? kIsaNames[int(isa)] : "?";
 }
 
 Status checkStorage(const char *op, const char *what, const Tensor &t) {
@@ -94,6 +150,16 @@ DenseKernelFn denseKernel(OpId id) {
     return tanhKernel;
   case OpId::Relu:
     return reluKernel;
+  case OpId::Sdpa:
+    return sdpaKernel;
+  case OpId::KvCacheUpdate:
+    return kvCacheUpdateKernel;
+  case OpId::Transpose:
+    return transposeKernel;
+  case OpId::Reshape:
+    return reshapeKernel;
+  case OpId::Slice:
+    return sliceKernel;
   default:
     return nullptr;
   }

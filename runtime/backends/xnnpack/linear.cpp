@@ -82,7 +82,7 @@ Status linearPacked(const KernelArgs &a, Isa isa) {
   }
 
 #if ETLLM_XNN_X86
-  if (isa == Isa::Avx2 && M == 1) {
+  if (hasAvx2(isa) && M == 1) {
     // Decode: memory-bound; panels of 4 blocks, 8 accumulator chains.
     const int64_t panels = (NB + gemm::kGemvBlocks - 1) / gemm::kGemvBlocks;
     parallelForTiles(

@@ -7,12 +7,153 @@
 
 namespace etllm::rt::xnnpack {
 
-Result<PackedQWeightLayout> PackedQWeightLayout::compute(int64_t n, int64_t k,
+namespace {
+
+float loadParam(const uint8_t *p, int64_t i, DType t) {
+  if (t == DType::F16) {
+    uint16_t h;
+    std::memcpy(&h, p + 2 * i, 2);
+    return halfToFloat(h);
+  }
+  float f;
+  std::memcpy(&f, p + 4 * i, 4);
+  return f;
+}
+
+/// The stored value (nibble u or byte) of element k of a QWeightLayout row.
+uint8_t storedValue(const uint8_t *row, int64_t k, unsigned bits) {
+  if (bits == 8)
+    return row[k];
+  return (k % 2 == 0) ? (row[k / 2] & 0xf) : (row[k / 2] >> 4);
+}
+
+/// The signed (sym) or unsigned value of a stored nibble or byte.
+int valueOf(uint8_t stored, unsigned bits, bool sym) {
+  if (bits == 8)
+    return sym ? int(int8_t(stored)) : int(stored);
+  return sym ? int(stored) - 8 : int(stored);
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// PackedQBlockLayout
+//===----------------------------------------------------------------------===//
+
+bool PackedQBlockLayout::supports(int64_t k, const QuantInfo &q) {
+  return (q.bits == 4 || q.bits == 8) && k > 0 && q.groupSize > 0 &&
+         (q.groupSize == k || q.groupSize % kQBlock == 0) &&
+         k % q.groupSize == 0 &&
+         (q.scaleType == DType::F16 || q.scaleType == DType::F32);
+}
+
+Result<PackedQBlockLayout> PackedQBlockLayout::compute(int64_t n, int64_t k,
+                                                       const QuantInfo &q) {
+  Result<QWeightLayout> plain = QWeightLayout::compute(n, k, q);
+  if (!plain.ok())
+    return plain.error();
+  if (!supports(k, q))
+    return Error("the block layout needs groups of a multiple of " +
+                 std::to_string(kQBlock) + " values or one per row, not " +
+                 std::to_string(q.groupSize) + " of " + std::to_string(k));
+  PackedQBlockLayout l;
+  l.n = n;
+  l.k = k;
+  l.groupSize = q.groupSize;
+  l.bits = q.bits;
+  l.symmetric = q.symmetric;
+  l.scaleType = q.scaleType;
+  l.rowGroups = (n + kQRows - 1) / kQRows;
+  l.kBlocks = (k + kQBlock - 1) / kQBlock;
+  l.scaleGroups = k / q.groupSize;
+  l.blocksPerGroup = l.scaleGroups == 1 ? l.kBlocks : q.groupSize / kQBlock;
+  l.tileBytes = size_t(kQRows * kQBlock) * q.bits / 8;
+  // QWeightLayout::compute bounded n * k; the padded sizes add at most one
+  // row group and one block per row.
+  const size_t tiles = size_t(l.rowGroups) * size_t(l.kBlocks);
+  const size_t params = size_t(l.rowGroups) * size_t(l.scaleGroups) *
+                        size_t(kQRows) * elementSize(q.scaleType);
+  l.qdataOff = 0;
+  l.scalesOff = alignUp(tiles * l.tileBytes, kQuantSectionAlign);
+  size_t end = l.scalesOff + params;
+  if (!q.symmetric) {
+    l.offsetsOff = alignUp(end, kQuantSectionAlign);
+    end = l.offsetsOff + params;
+  }
+  l.totalBytes = end;
+  return l;
+}
+
+Result<std::vector<uint8_t>> packQBlocks(const uint8_t *blob, size_t size,
+                                         int64_t rows, int64_t cols,
+                                         const QuantInfo &q) {
+  Result<QWeightLayout> plain = QWeightLayout::compute(rows, cols, q);
+  if (!plain.ok())
+    return plain.error();
+  if (size < plain->totalBytes)
+    return Error("quantized weight blob has " + std::to_string(size) +
+                 " bytes, needs " + std::to_string(plain->totalBytes));
+  Result<PackedQBlockLayout> packed =
+      PackedQBlockLayout::compute(rows, cols, q);
+  if (!packed.ok())
+    return packed.error();
+  const PackedQBlockLayout &l = *packed;
+  std::vector<uint8_t> out(l.totalBytes, 0);
+  const size_t rowBytes = q.bits == 8 ? size_t(cols) : size_t(cols) / 2;
+  // The stored value of q = 0: nibble 8 when symmetric, else 0.
+  const uint8_t zero = (q.bits == 4 && q.symmetric) ? 8 : 0;
+  const size_t ps = elementSize(q.scaleType);
+  for (int64_t rg = 0; rg < l.rowGroups; ++rg) {
+    for (int64_t b = 0; b < l.kBlocks; ++b) {
+      uint8_t *tile =
+          out.data() + l.qdataOff +
+          (size_t(rg) * size_t(l.kBlocks) + size_t(b)) * l.tileBytes;
+      for (int64_t r = 0; r < kQRows; ++r) {
+        const int64_t row = rg * kQRows + r;
+        const uint8_t *src =
+            row < rows ? blob + size_t(row) * rowBytes : nullptr;
+        auto value = [&](int64_t i) -> uint8_t { // i: index in the block
+          const int64_t k = b * kQBlock + i;
+          return (src && k < cols) ? storedValue(src, k, q.bits) : zero;
+        };
+        for (int64_t c = 0; c < kQBlock * int64_t(q.bits) / 32; ++c)
+          for (int64_t j = 0; j < 4; ++j) {
+            uint8_t &dst = tile[(c * kQRows + r) * 4 + j];
+            if (q.bits == 8)
+              dst = value(4 * c + j);
+            else
+              dst = uint8_t(value(4 * c + j) | (value(16 + 4 * c + j) << 4));
+          }
+      }
+    }
+    for (int64_t g = 0; g < l.scaleGroups; ++g)
+      for (int64_t r = 0; r < kQRows; ++r) {
+        const int64_t row = rg * kQRows + r;
+        if (row >= rows)
+          continue; // scale (and offset) 0: already zero
+        const size_t slot =
+            (size_t(rg) * size_t(l.scaleGroups) + size_t(g)) * kQRows + r;
+        const size_t idx = size_t(row) * size_t(l.scaleGroups) + size_t(g);
+        std::memcpy(out.data() + l.scalesOff + slot * ps,
+                    blob + plain->scalesOff + idx * ps, ps);
+        if (!q.symmetric)
+          std::memcpy(out.data() + l.offsetsOff + slot * ps,
+                      blob + plain->offsetsOff + idx * ps, ps);
+      }
+  }
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// The legacy layout (programs written before PackedQBlockLayout)
+//===----------------------------------------------------------------------===//
+
+Result<LegacyQWeightLayout> LegacyQWeightLayout::compute(int64_t n, int64_t k,
                                                          const QuantInfo &q) {
   Result<QWeightLayout> plain = QWeightLayout::compute(n, k, q);
   if (!plain.ok())
     return plain.error();
-  PackedQWeightLayout l;
+  LegacyQWeightLayout l;
   l.n = n;
   l.k = k;
   l.bits = q.bits;
@@ -36,31 +177,20 @@ Result<PackedQWeightLayout> PackedQWeightLayout::compute(int64_t n, int64_t k,
   return l;
 }
 
-static float loadScale(const uint8_t *p, int64_t i, DType t) {
-  if (t == DType::F16) {
-    uint16_t h;
-    std::memcpy(&h, p + 2 * i, 2);
-    return halfToFloat(h);
-  }
-  float f;
-  std::memcpy(&f, p + 4 * i, 4);
-  return f;
-}
-
-Result<std::vector<uint8_t>> packQWeight(const uint8_t *blob, size_t size,
-                                         int64_t rows, int64_t cols,
-                                         const QuantInfo &q) {
+Result<std::vector<uint8_t>> packLegacyQWeight(const uint8_t *blob, size_t size,
+                                               int64_t rows, int64_t cols,
+                                               const QuantInfo &q) {
   Result<QWeightLayout> plain = QWeightLayout::compute(rows, cols, q);
   if (!plain.ok())
     return plain.error();
   if (size < plain->totalBytes)
     return Error("quantized weight blob has " + std::to_string(size) +
                  " bytes, needs " + std::to_string(plain->totalBytes));
-  Result<PackedQWeightLayout> packed =
-      PackedQWeightLayout::compute(rows, cols, q);
+  Result<LegacyQWeightLayout> packed =
+      LegacyQWeightLayout::compute(rows, cols, q);
   if (!packed.ok())
     return packed.error();
-  const PackedQWeightLayout &l = *packed;
+  const LegacyQWeightLayout &l = *packed;
   std::vector<uint8_t> out(l.totalBytes, 0);
   size_t rowBytes = q.bits == 8 ? size_t(cols) : size_t(cols) / 2;
   for (int64_t rb = 0; rb < l.rowBlocks; ++rb)
@@ -75,21 +205,12 @@ Result<std::vector<uint8_t>> packQWeight(const uint8_t *blob, size_t size,
           const uint8_t *src = blob + row * rowBytes + g * l.groupBytes;
           std::memcpy(dst, src, l.groupBytes);
           int64_t idx = row * l.groups + g;
-          scale = loadScale(blob + plain->scalesOff, idx, q.scaleType);
+          scale = loadParam(blob + plain->scalesOff, idx, q.scaleType);
           if (!q.symmetric)
-            offset = loadScale(blob + plain->offsetsOff, idx, q.scaleType);
-          for (int64_t k = 0; k < q.groupSize; ++k) {
-            int v;
-            if (q.bits == 8)
-              v = q.symmetric ? int(int8_t(src[k])) : int(src[k]);
-            else {
-              int u = (k % 2 == 0) ? (src[k / 2] & 0xf) : (src[k / 2] >> 4);
-              v = q.symmetric ? u - 8 : u;
-            }
-            sum += v;
-          }
+            offset = loadParam(blob + plain->offsetsOff, idx, q.scaleType);
+          for (int64_t k = 0; k < q.groupSize; ++k)
+            sum += valueOf(storedValue(src, k, q.bits), q.bits, q.symmetric);
         } else if (q.bits == 4 && q.symmetric) {
-          // Padding rows hold q = 0 (nibble 8) with scale 0.
           std::memset(dst, 0x88, l.groupBytes);
         }
         std::memcpy(out.data() + l.scalesOff + slot * 4, &scale, 4);
@@ -99,6 +220,44 @@ Result<std::vector<uint8_t>> packQWeight(const uint8_t *blob, size_t size,
       }
   return out;
 }
+
+Result<std::vector<uint8_t>> unpackLegacyQWeight(const uint8_t *data,
+                                                 size_t size, int64_t n,
+                                                 int64_t k,
+                                                 const QuantInfo &q) {
+  Result<LegacyQWeightLayout> legacy = LegacyQWeightLayout::compute(n, k, q);
+  if (!legacy.ok())
+    return legacy.error();
+  if (size < legacy->totalBytes)
+    return Error("legacy packed weight has " + std::to_string(size) +
+                 " bytes, needs " + std::to_string(legacy->totalBytes));
+  QuantInfo f32 = q;
+  f32.scaleType = DType::F32;
+  Result<QWeightLayout> plain = QWeightLayout::compute(n, k, f32);
+  if (!plain.ok())
+    return plain.error();
+  const LegacyQWeightLayout &l = *legacy;
+  std::vector<uint8_t> out(plain->totalBytes, 0);
+  const size_t rowBytes = q.bits == 8 ? size_t(k) : size_t(k) / 2;
+  for (int64_t row = 0; row < n; ++row)
+    for (int64_t g = 0; g < l.groups; ++g) {
+      const size_t slot =
+          (size_t(row / kNR) * size_t(l.groups) + size_t(g)) * kNR + row % kNR;
+      std::memcpy(out.data() + size_t(row) * rowBytes + g * l.groupBytes,
+                  data + l.qdataOff + slot * l.groupBytes, l.groupBytes);
+      const size_t idx = size_t(row) * size_t(l.groups) + size_t(g);
+      std::memcpy(out.data() + plain->scalesOff + idx * 4,
+                  data + l.scalesOff + slot * 4, 4);
+      if (!q.symmetric)
+        std::memcpy(out.data() + plain->offsetsOff + idx * 4,
+                    data + l.offsetsOff + slot * 4, 4);
+    }
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// f32
+//===----------------------------------------------------------------------===//
 
 PackedF32Layout PackedF32Layout::compute(int64_t n, int64_t k) {
   PackedF32Layout l;

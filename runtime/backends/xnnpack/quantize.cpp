@@ -10,6 +10,10 @@
 //    generic path's rounding; AVX2 uses vroundps).
 // NaN quantizes to 0 + zp, as in roundClamp (qact_params.h).
 //
+// Per block (symmetric, 32 values, llama.cpp's Q8_0): scale = amax / 127 of
+// the block (the same division as portable), q = nearbyint(x / scale)
+// clamped to [-127, 127], NaN -> 0, and the block's sum of q.
+//
 // Per-tensor activations and non-f32 inputs decline to portable.
 //
 //===----------------------------------------------------------------------===//
@@ -53,6 +57,28 @@ void quantizeRowGeneric(const float *x, int64_t K, bool sym, int8_t *q,
     t = t > 127.0f ? 127.0f : t;
     q[k] = int8_t(int32_t(t));
   }
+}
+
+/// One block of n <= 32 values, as portable: q (32, the tail 0), the scale
+/// and the sum of q.
+void quantizeBlockGeneric(const float *x, int64_t n, int8_t *q, float &scaleOut,
+                          int32_t &sumOut) {
+  float amax = 0.0f;
+  for (int64_t k = 0; k < n; ++k) {
+    const float av = std::fabs(x[k]);
+    amax = amax < av ? av : amax;
+  }
+  float scale;
+  int32_t zp;
+  qactParamsFromRange(true, 0.0f, 0.0f, amax, scale, zp);
+  scaleOut = scale;
+  int32_t sum = 0;
+  for (int64_t k = 0; k < kQActBlock; ++k) {
+    const int32_t v = k < n ? roundClamp(x[k] / scale, -127, 127) : 0;
+    q[k] = int8_t(v);
+    sum += v;
+  }
+  sumOut = sum;
 }
 
 #if ETLLM_XNN_X86
@@ -152,6 +178,54 @@ ETLLM_XNN_AVX2 void quantizeRowAvx2(const float *x, int64_t K, bool sym,
       q[k + i] = int8_t(tmp[i]);
   }
 }
+
+/// One block of n <= 32 values: q (32, the tail 0), its scale and sum.
+ETLLM_XNN_AVX2 void quantizeBlockAvx2(const float *x, int64_t n, int8_t *q,
+                                      float &scaleOut, int32_t &sumOut) {
+  __m256 v[4];
+  const __m256 absMask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  __m256 vam = _mm256_setzero_ps();
+  for (int j = 0; j < 4; ++j) {
+    const int64_t left = n - 8 * j;
+    v[j] = left >= 8  ? _mm256_loadu_ps(x + 8 * j)
+           : left > 0 ? _mm256_maskload_ps(x + 8 * j, avx2::laneMask(int(left)))
+                      : _mm256_setzero_ps();
+    // max returns its second operand when the first is NaN: NaN ignored.
+    vam = _mm256_max_ps(_mm256_and_ps(v[j], absMask), vam);
+  }
+  alignas(32) float lam[8];
+  _mm256_store_ps(lam, vam);
+  float amax = 0.0f;
+  for (int i = 0; i < 8; ++i)
+    amax = amax < lam[i] ? lam[i] : amax;
+  float scale;
+  int32_t zp;
+  qactParamsFromRange(true, 0.0f, 0.0f, amax, scale, zp);
+  scaleOut = scale;
+  const __m256 vs = _mm256_set1_ps(scale);
+  const __m256 lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
+  __m256i r[4];
+  for (int j = 0; j < 4; ++j) {
+    __m256 t = _mm256_div_ps(v[j], vs);
+    t = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    t = _mm256_and_ps(t, _mm256_cmp_ps(t, t, _CMP_ORD_Q)); // NaN -> 0
+    t = _mm256_min_ps(_mm256_max_ps(t, lo), hi);
+    r[j] = _mm256_cvtps_epi32(t);
+  }
+  __m256i s = _mm256_add_epi32(_mm256_add_epi32(r[0], r[1]),
+                               _mm256_add_epi32(r[2], r[3]));
+  __m128i s4 =
+      _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+  sumOut = _mm_cvtsi128_si32(s4);
+  __m256i ab = _mm256_packs_epi32(r[0], r[1]);
+  __m256i cd = _mm256_packs_epi32(r[2], r[3]);
+  __m256i abcd = _mm256_packs_epi16(ab, cd);
+  abcd = _mm256_permutevar8x32_epi32(abcd,
+                                     _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  _mm256_storeu_si256(reinterpret_cast<__m256i *>(q), abcd);
+}
 #endif
 
 } // namespace
@@ -164,8 +238,10 @@ Status quantizeDynamicKernel(const KernelArgs &a, Isa isa, bool &handled) {
     return Status();
   const Tensor &x = *a.inputs[0];
   Tensor &out = *a.outputs[0];
+  const bool perBlock = out.quant.groupSize == kQActBlock;
   if (x.dtype != DType::F32 || out.dtype != DType::QAct || x.rank < 1 ||
-      !out.quant.perToken || (out.quant.bits != 0 && out.quant.bits != 8))
+      !out.quant.perToken || (out.quant.bits != 0 && out.quant.bits != 8) ||
+      (out.quant.groupSize != 0 && (!perBlock || !out.quant.symmetric)))
     return Status();
   handled = true;
   const int64_t K = x.dim(-1), R = prodSizes(x.sizes, 0, x.rank - 1);
@@ -173,20 +249,39 @@ Status quantizeDynamicKernel(const KernelArgs &a, Isa isa, bool &handled) {
   if (K == 0 || R == 0)
     return Status();
   const bool sym = out.quant.symmetric;
-  const QActLayout l = QActLayout::compute(R, K);
+  const QActLayout l = QActLayout::compute(R, K, out.quant);
   uint8_t *base = out.ptr<uint8_t>();
   int8_t *qs = reinterpret_cast<int8_t *>(base);
   float *scales = reinterpret_cast<float *>(base + l.scalesOff);
-  int32_t *zps = reinterpret_cast<int32_t *>(base + l.zpOff);
   const float *px = x.ptr<float>();
   const size_t rowTile =
       std::max<size_t>(1, kElementwiseTile / size_t(std::max<int64_t>(K, 1)));
+  if (perBlock) {
+    int32_t *sums = reinterpret_cast<int32_t *>(base + l.sumsOff);
+    parallelForTiles(a.ctx, size_t(R), rowTile, [&](size_t b, size_t e) {
+      for (size_t r = b; r < e; ++r)
+        for (int64_t blk = 0; blk < l.blocks; ++blk) {
+          const float *src = px + int64_t(r) * K + blk * kQActBlock;
+          const int64_t n = std::min<int64_t>(kQActBlock, K - blk * kQActBlock);
+          int8_t *dst = qs + int64_t(r) * l.rowStride + blk * kQActBlock;
+          const size_t slot = r * size_t(l.blocks) + size_t(blk);
+#if ETLLM_XNN_X86
+          if (hasAvx2(isa))
+            quantizeBlockAvx2(src, n, dst, scales[slot], sums[slot]);
+          else
+#endif
+            quantizeBlockGeneric(src, n, dst, scales[slot], sums[slot]);
+        }
+    });
+    return Status();
+  }
+  int32_t *zps = reinterpret_cast<int32_t *>(base + l.zpOff);
   parallelForTiles(a.ctx, size_t(R), rowTile, [&](size_t b, size_t e) {
     for (size_t r = b; r < e; ++r) {
       float scale;
       int32_t zp;
 #if ETLLM_XNN_X86
-      if (isa == Isa::Avx2)
+      if (hasAvx2(isa))
         quantizeRowAvx2(px + int64_t(r) * K, K, sym, qs + int64_t(r) * K, scale,
                         zp);
       else

@@ -8,6 +8,9 @@
 //
 // quantize_dynamic, per tensor: the one scale and zero point are stored in
 // the slot of every row (so a consumer may read row 0's or its own row's).
+// Per block (llama.cpp's Q8_0 activations): symmetric, scale = amax / 127
+// of each block of 32 values of a row, q in [-127, 127], and the block's
+// sum of q stored beside it (the optimized kernels' correction terms).
 // Rounding is to nearest, ties to even (std::nearbyint, as torch.round).
 //
 //===----------------------------------------------------------------------===//
@@ -97,6 +100,12 @@ Status checkQActBits(const char *op, const Tensor &t) {
   if (t.quant.bits != 0 && t.quant.bits != 8)
     return opError(op, "quantized activations are 8-bit, not " +
                            std::to_string(t.quant.bits) + "-bit");
+  if (t.quant.groupSize != 0 &&
+      (t.quant.groupSize != kQActBlock || !t.quant.symmetric))
+    return opError(op, "quantized activations are per token, per tensor or "
+                       "symmetric per block of " +
+                           std::to_string(kQActBlock) + ", not groups of " +
+                           std::to_string(t.quant.groupSize));
   return Status();
 }
 
@@ -130,14 +139,41 @@ Status kernelQuantizeDynamic(const KernelArgs &a) {
   ETLLM_RETURN_IF_ERROR(resizeTo(op, out, Shape::of(x)));
   if (K == 0 || R == 0)
     return Status();
-  const QActLayout l = QActLayout::compute(R, K);
+  const QActLayout l = QActLayout::compute(R, K, out.quant);
   uint8_t *base = out.ptr<uint8_t>();
   int8_t *qs = reinterpret_cast<int8_t *>(base);
   float *scales = reinterpret_cast<float *>(base + l.scalesOff);
-  int32_t *zps = reinterpret_cast<int32_t *>(base + l.zpOff);
   return dispatchFloat(x.dtype, op, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     const T *px = x.ptr<T>();
+    if (l.perBlock) {
+      // Symmetric, one scale per block of kQActBlock values of a row (the
+      // last block of a row may be shorter; the row's padding is 0).
+      int32_t *sums = reinterpret_cast<int32_t *>(base + l.sumsOff);
+      for (int64_t r = 0; r < R; ++r) {
+        int8_t *qr = qs + r * l.rowStride;
+        for (int64_t b = 0; b < l.blocks; ++b) {
+          const int64_t k0 = b * kQActBlock;
+          const int64_t n = std::min<int64_t>(kQActBlock, K - k0);
+          float scale;
+          int32_t zp;
+          chooseQParams(px + r * K + k0, n, /*symmetric=*/true, scale, zp);
+          int32_t sum = 0;
+          for (int64_t k = 0; k < n; ++k) {
+            const int32_t q =
+                roundClamp(toF32(px[r * K + k0 + k]) / scale, -127, 127);
+            qr[k0 + k] = int8_t(q);
+            sum += q;
+          }
+          for (int64_t k = n; k < kQActBlock; ++k)
+            qr[k0 + k] = 0;
+          scales[r * l.blocks + b] = scale;
+          sums[r * l.blocks + b] = sum;
+        }
+      }
+      return Status();
+    }
+    int32_t *zps = reinterpret_cast<int32_t *>(base + l.zpOff);
     float tScale = 1.0f;
     int32_t tZp = 0;
     if (!perToken)
@@ -197,13 +233,20 @@ Status kernelQLinear(const KernelArgs &a) {
   float *xf = static_cast<float *>(scratch);
   float *bf = xf + xFloats;
   float *rows = bf + biasFloats;
-  // x-hat: the float input, or scale * (q - zp).
+  // x-hat: the float input, scale * (q - zp), or per block scale * q.
   if (x.dtype == DType::QAct) {
     if (M > 0 && K > 0) {
-      const QActLayout l = QActLayout::compute(M, K);
+      const QActLayout l = QActLayout::compute(M, K, x.quant);
       const uint8_t *base = x.ptr<uint8_t>();
       const int8_t *qs = reinterpret_cast<const int8_t *>(base);
-      for (int64_t m = 0; m < M; ++m) {
+      if (l.perBlock) {
+        const float *sc = reinterpret_cast<const float *>(base + l.scalesOff);
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t k = 0; k < K; ++k)
+            xf[m * K + k] = sc[m * l.blocks + k / kQActBlock] *
+                            float(qs[m * l.rowStride + k]);
+      }
+      for (int64_t m = 0; m < M && !l.perBlock; ++m) {
         const int64_t slot = x.quant.perToken ? m : 0;
         float scale;
         int32_t zp;

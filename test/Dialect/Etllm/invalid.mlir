@@ -933,7 +933,15 @@ func.func @f(%x: tensor<1x?x64xf32>) {
 // -----
 
 func.func @f(%x: tensor<1x?x64xf32>) {
-  // expected-error @+1 {{expected 'per_token' or 'per_tensor', got 'per_channel'}}
+  // expected-error @+1 {{expected 'per_token', 'per_tensor' or 'per_block', got 'per_channel'}}
   %0 = etllm.quantize_dynamic %x : tensor<1x?x64xf32> -> !etllm.qact<1x?x64, i8, per_channel, asym>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<1x?x64xf32>) {
+  // expected-error @+1 {{per-block activation quantization is symmetric}}
+  %0 = etllm.quantize_dynamic %x : tensor<1x?x64xf32> -> !etllm.qact<1x?x64, i8, per_block, asym>
   return
 }

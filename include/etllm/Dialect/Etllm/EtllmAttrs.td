@@ -36,6 +36,7 @@ def Etllm_ActQuantGranularity : I32EnumAttr<"ActQuantGranularity",
     "granularity of dynamic activation quantization", [
       I32EnumAttrCase<"per_token", 0>,   // one scale per row (last dim)
       I32EnumAttrCase<"per_tensor", 1>,  // one scale for the whole tensor
+      I32EnumAttrCase<"per_block", 2>,   // one scale per 32 values of a row
     ]> {
   let cppNamespace = "::mlir::etllm";
   let genSpecializedAttr = 0;

@@ -54,8 +54,10 @@ def Etllm_QActType : Etllm_Type<"QAct", "qact"> {
   let summary = "dynamically quantized activation";
   let description = [{
     A float activation quantized at run time to `bits`-bit integers with one
-    scale (and zero point when asymmetric) per row (`per_token`) or per
-    tensor. Produced by `etllm.quantize_dynamic`, consumed by
+    scale (and zero point when asymmetric) per row (`per_token`), per
+    tensor, or per block of 32 consecutive values of a row (`per_block`,
+    symmetric only: llama.cpp's Q8_0 activations, the last block of a row
+    may be shorter). Produced by `etllm.quantize_dynamic`, consumed by
     `etllm.qlinear`. The scales are computed from the data on every run;
     nothing about them is fixed at compile time.
 
@@ -63,6 +65,7 @@ def Etllm_QActType : Etllm_Type<"QAct", "qact"> {
 
     ```mlir
     !etllm.qact<1x?x64, i8, per_token, asym>
+    !etllm.qact<1x?x2048, i8, per_block, sym>
     ```
   }];
   let parameters = (ins

@@ -1,17 +1,34 @@
 //===- bench.cpp - Optimized (xnnpack) vs portable kernels ----------------===//
 //
-// Google Benchmark: linear f32, qlinear int4 with f32 activations
-// (weight-only) and 8da4w (int8 per-token activations x int4 weights), with
-// the recipes' parameters (symmetric int4, group 32, f32 scales;
-// asymmetric per-token activations), for N x K = 2048 x 2048 and
-// 8192 x 2048, S = 1 (decode) and S = 64 (prefill), 1 and 2 threads.
+// Google Benchmark, with the recipes' parameters:
+//  * LinearF32: f32 linear;
+//  * QLinearInt4: int4 (symmetric, group 32, f16 scales) with f32
+//    activations (weight-only);
+//  * QLinearQ4Block: the same weights (Q4_0's bytes) with int8 activations
+//    per block of 32 (llama.cpp's Q8_0): xnnpack-int4;
+//  * QLinearQ8Block: int8 per-channel weights (f32 scales) with per-block
+//    activations: xnnpack-int8;
+//  * QLinear8da4w: int4 (group 32, f32 scales) with int8 per-token
+//    asymmetric activations: xnnpack-8da4w;
+// for N x K = 2048 x 2048, 8192 x 2048 and 2048 x 8192 (a 1B Llama's
+// projections), S = 1 (decode) and S = 128 (prefill), 1 and 2 threads.
+// The portable kernels run on the dense weights (the decode shapes only:
+// they are the reference, not a contender).
 //
 //   etllm_xnnpack_bench --benchmark_repetitions=3
 //       --benchmark_report_aggregates_only=false
+//   ETLLM_XNNPACK_ISA=avx2 etllm_xnnpack_bench ...   (cap the ISA)
 //
-// The "MAC/s" counter is S * N * K multiply-adds per second.
+// Counters: "MAC/s" is S * N * K multiply-adds per second; "weight_B/s"
+// the packed weight's bytes per second (decode: the memory bandwidth the
+// kernel draws). Each iteration reads the next of enough copies of the
+// weight (at least 256 MiB in all) that it comes from memory, not from the
+// last-level cache, as in a model's decode step. ETLLM_BENCH_CACHED=1 uses
+// one copy instead (the weight stays in the caches): the kernel's compute
+// throughput, for A/B comparisons that do not depend on the memory system.
 //
 //===----------------------------------------------------------------------===//
+#include "etllm/runtime/half.h"
 #include "etllm/runtime/kernel.h"
 #include "etllm/runtime/testing.h"
 #include "etllm/runtime/xnnpack/kernels.h"
@@ -20,6 +37,8 @@
 #include <benchmark/benchmark.h>
 #include <pthreadpool.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -34,10 +53,60 @@ namespace xnn = etllm::rt::xnnpack;
 
 constexpr int64_t kGroup = 32;
 
+/// A quantized weight, dense (portable) and packed (xnnpack).
+struct QPair {
+  OwnedTensor dense, packed;
+};
+
 /// The weights of one N x K problem, built once and kept.
 struct Weights {
-  OwnedTensor denseF32, packedF32, denseQ4, packedQ4;
+  OwnedTensor denseF32, packedF32;
+  QPair q4f32, q4f16, q8;
 };
+
+/// Copies of `t` whose bytes add up to at least 256 MiB (t itself first).
+std::vector<OwnedTensor> &copiesOf(Tensor *t) {
+  static std::map<Tensor *, std::vector<OwnedTensor>> cache;
+  auto &c = cache[t];
+  if (!c.empty())
+    return c;
+  const char *cached = std::getenv("ETLLM_BENCH_CACHED");
+  const size_t n =
+      cached && *cached == '1'
+          ? 1
+          : std::max<size_t>(1, (size_t(256) << 20) / t->capacity + 1);
+  for (size_t i = 0; i < n; ++i) {
+    OwnedTensor o(t->dtype, {t->sizes[0], t->sizes[1]}, t->capacity, t->quant);
+    std::memcpy(o->data, t->data, t->capacity);
+    c.push_back(std::move(o));
+  }
+  return c;
+}
+
+QPair makeQ(int64_t N, int64_t K, unsigned bits, int64_t group, DType st,
+            std::mt19937 &gen) {
+  QuantInfo q;
+  q.bits = uint8_t(bits);
+  q.symmetric = true;
+  q.groupSize = group;
+  q.scaleType = st;
+  const int32_t hi = (1 << (bits - 1)) - 1;
+  std::uniform_int_distribution<int32_t> qd(-hi - 1, hi);
+  std::uniform_real_distribution<float> sd(0.001f, 0.01f);
+  std::vector<int32_t> qv(size_t(N * K));
+  for (int32_t &v : qv)
+    v = qd(gen);
+  std::vector<float> scales(size_t(N * (K / group)));
+  for (float &s : scales)
+    s = halfToFloat(floatToHalf(sd(gen)));
+  QPair p;
+  p.dense = etllm::rt::testing::makeQWeight(N, K, q, qv, scales);
+  auto pq =
+      xnn::packQBlocks(p.dense->ptr<uint8_t>(), p.dense->capacity, N, K, q);
+  p.packed = OwnedTensor(DType::QWeight, {N, K}, pq->size(), q);
+  std::memcpy(p.packed->data, pq->data(), pq->size());
+  return p;
+}
 
 Weights &weights(int64_t N, int64_t K) {
   static std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Weights>> cache;
@@ -56,29 +125,20 @@ Weights &weights(int64_t N, int64_t K) {
   slot->packedF32 = OwnedTensor(DType::F32, {N, K}, pf.size());
   std::memcpy(slot->packedF32->data, pf.data(), pf.size());
 
-  QuantInfo q;
-  q.bits = 4;
-  q.symmetric = true;
-  q.groupSize = kGroup;
-  q.scaleType = DType::F32;
-  std::uniform_int_distribution<int32_t> qd(-8, 7);
-  std::uniform_real_distribution<float> sd(0.001f, 0.01f);
-  std::vector<int32_t> qv(size_t(N * K));
-  for (int32_t &v : qv)
-    v = qd(gen);
-  std::vector<float> scales(size_t(N * K / kGroup));
-  for (float &s : scales)
-    s = sd(gen);
-  slot->denseQ4 = etllm::rt::testing::makeQWeight(N, K, q, qv, scales);
-  auto pq = xnn::packQWeight(slot->denseQ4->ptr<uint8_t>(),
-                             slot->denseQ4->capacity, N, K, q);
-  slot->packedQ4 = OwnedTensor(DType::QWeight, {N, K}, pq->size(), q);
-  std::memcpy(slot->packedQ4->data, pq->data(), pq->size());
+  slot->q4f32 = makeQ(N, K, 4, kGroup, DType::F32, gen);
+  slot->q4f16 = makeQ(N, K, 4, kGroup, DType::F16, gen);
+  slot->q8 = makeQ(N, K, 8, K, DType::F32, gen);
   return *slot;
 }
 
 enum class Impl { Portable, Xnnpack };
-enum class Problem { LinearF32, QLinearInt4, QLinear8da4w };
+enum class Problem {
+  LinearF32,
+  QLinearInt4,
+  QLinearQ4Block,
+  QLinearQ8Block,
+  QLinear8da4w
+};
 
 void run(benchmark::State &state, Problem problem, Impl impl) {
   const int64_t N = state.range(0), K = state.range(1), S = state.range(2);
@@ -93,23 +153,41 @@ void run(benchmark::State &state, Problem problem, Impl impl) {
   OwnedTensor x(DType::F32, {1, S, K});
   for (int64_t i = 0; i < S * K; ++i)
     x->ptr<float>()[i] = xd(gen);
+  const bool quantAct = problem == Problem::QLinear8da4w ||
+                        problem == Problem::QLinearQ4Block ||
+                        problem == Problem::QLinearQ8Block;
   QuantInfo aq;
   aq.bits = 8;
-  aq.symmetric = false;
+  aq.symmetric = problem != Problem::QLinear8da4w;
+  aq.groupSize = problem == Problem::QLinear8da4w ? 0 : kQActBlock;
   OwnedTensor qa(DType::QAct, {1, S, K}, 0, aq);
-  if (problem == Problem::QLinear8da4w) {
+  if (quantAct) {
     std::vector<Tensor *> ins = {x}, outs = {qa};
     etllm::rt::testing::callKernel(portableKernels().get(OpId::QuantizeDynamic),
                                    ctx, ins, outs)
         .ok();
   }
   OwnedTensor y(DType::F32, {1, S, N});
-  Tensor *input = problem == Problem::QLinear8da4w ? qa.get() : x.get();
+  Tensor *input = quantAct ? qa.get() : x.get();
   Tensor *weight;
-  if (problem == Problem::LinearF32)
-    weight = impl == Impl::Xnnpack ? w.packedF32.get() : w.denseF32.get();
-  else
-    weight = impl == Impl::Xnnpack ? w.packedQ4.get() : w.denseQ4.get();
+  const bool packed = impl == Impl::Xnnpack;
+  switch (problem) {
+  case Problem::LinearF32:
+    weight = packed ? w.packedF32.get() : w.denseF32.get();
+    break;
+  case Problem::QLinearInt4:
+  case Problem::QLinearQ4Block:
+    weight = packed ? w.q4f16.packed.get() : w.q4f16.dense.get();
+    break;
+  case Problem::QLinearQ8Block:
+    weight = packed ? w.q8.packed.get() : w.q8.dense.get();
+    break;
+  case Problem::QLinear8da4w:
+    weight = packed ? w.q4f32.packed.get() : w.q4f32.dense.get();
+    break;
+  }
+  std::vector<OwnedTensor> &copies = copiesOf(weight);
+  size_t next = 0;
   std::vector<Tensor *> ins = {input, weight}, outs = {y};
   KernelArgs a;
   a.inputs = {ins.data(), ins.size()};
@@ -118,6 +196,8 @@ void run(benchmark::State &state, Problem problem, Impl impl) {
   const OpId op = problem == Problem::LinearF32 ? OpId::Linear : OpId::QLinear;
   const xnn::Isa isa = xnn::detectIsa();
   for (auto _ : state) {
+    ins[1] = copies[next].get();
+    next = (next + 1) % copies.size();
     Status st = impl == Impl::Portable ? portableKernels().get(op)(a)
                 : op == OpId::Linear   ? xnn::linearPacked(a, isa)
                                        : xnn::qlinearPacked(a, isa);
@@ -130,31 +210,48 @@ void run(benchmark::State &state, Problem problem, Impl impl) {
   }
   state.counters["MAC/s"] = benchmark::Counter(
       double(S * N * K), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["weight_B/s"] = benchmark::Counter(
+      double(weight->capacity), benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(impl == Impl::Xnnpack ? xnn::isaName(isa) : "portable");
   if (pool)
     pthreadpool_destroy(pool);
 }
 
-void shapes(benchmark::internal::Benchmark *b) {
+void shapes(benchmark::internal::Benchmark *b, bool prefill) {
   b->ArgNames({"N", "K", "S", "threads"});
-  for (int64_t N : {2048, 8192})
-    for (int64_t S : {1, 64})
+  for (auto [N, K] : std::vector<std::pair<int64_t, int64_t>>{
+           {2048, 2048}, {8192, 2048}, {2048, 8192}})
+    for (int64_t S :
+         prefill ? std::vector<int64_t>{1, 128} : std::vector<int64_t>{1})
       for (int64_t t : {1, 2})
-        b->Args({N, 2048, S, t});
+        b->Args({N, K, S, t});
   b->Unit(benchmark::kMillisecond);
   b->UseRealTime();
 }
+void allShapes(benchmark::internal::Benchmark *b) { shapes(b, true); }
+void decodeShapes(benchmark::internal::Benchmark *b) { shapes(b, false); }
 
-#define ETLLM_BENCH(Name, P, I)                                                \
+#define ETLLM_BENCH(Name, P, I, Shapes)                                        \
   void Name(benchmark::State &s) { run(s, P, I); }                             \
-  BENCHMARK(Name)->Apply(shapes)
+  BENCHMARK(Name)->Apply(Shapes)
 
-ETLLM_BENCH(LinearF32_Portable, Problem::LinearF32, Impl::Portable);
-ETLLM_BENCH(LinearF32_Xnnpack, Problem::LinearF32, Impl::Xnnpack);
-ETLLM_BENCH(QLinearInt4_Portable, Problem::QLinearInt4, Impl::Portable);
-ETLLM_BENCH(QLinearInt4_Xnnpack, Problem::QLinearInt4, Impl::Xnnpack);
-ETLLM_BENCH(QLinear8da4w_Portable, Problem::QLinear8da4w, Impl::Portable);
-ETLLM_BENCH(QLinear8da4w_Xnnpack, Problem::QLinear8da4w, Impl::Xnnpack);
+ETLLM_BENCH(LinearF32_Portable, Problem::LinearF32, Impl::Portable,
+            decodeShapes);
+ETLLM_BENCH(LinearF32_Xnnpack, Problem::LinearF32, Impl::Xnnpack, allShapes);
+ETLLM_BENCH(QLinearInt4_Portable, Problem::QLinearInt4, Impl::Portable,
+            decodeShapes);
+ETLLM_BENCH(QLinearInt4_Xnnpack, Problem::QLinearInt4, Impl::Xnnpack,
+            allShapes);
+ETLLM_BENCH(QLinearQ4Block_Portable, Problem::QLinearQ4Block, Impl::Portable,
+            decodeShapes);
+ETLLM_BENCH(QLinearQ4Block_Xnnpack, Problem::QLinearQ4Block, Impl::Xnnpack,
+            allShapes);
+ETLLM_BENCH(QLinearQ8Block_Xnnpack, Problem::QLinearQ8Block, Impl::Xnnpack,
+            allShapes);
+ETLLM_BENCH(QLinear8da4w_Portable, Problem::QLinear8da4w, Impl::Portable,
+            decodeShapes);
+ETLLM_BENCH(QLinear8da4w_Xnnpack, Problem::QLinear8da4w, Impl::Xnnpack,
+            allShapes);
 
 } // namespace
 

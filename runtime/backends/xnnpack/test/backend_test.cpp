@@ -166,11 +166,16 @@ struct Mlp {
 /// x [1, S, 64] ->
 ///   h = rms_norm(x, norm); hq = quantize_dynamic(h)
 ///   a = silu(qlinear(hq, w1: int4 sym G32, 8da))
-///   b = qlinear(h, w3: int8 asym G16 f16 scales, weight-only)
+///   b = qlinear(h, w3: int8 asym G64 f16 scales, weight-only)
 ///   m = a * b - shift        (row broadcast)
 ///   o = linear(m, w2, b2)   (F32_NR8)
 ///   out0 = o + x; out1 = gelu_tanh(out0)   (out0 is also read inside)
-std::unique_ptr<Mlp> makeMlp(unsigned seed) {
+///
+/// With `legacy`, the quantized weights are in the layout of programs
+/// written before QWEIGHT_R16 (QWEIGHT_NR8) and w3 has groups of 16, which
+/// the block layout cannot hold (init converts w1 to QWEIGHT_R16 and w3 to
+/// a dense QWeight).
+std::unique_ptr<Mlp> makeMlp(unsigned seed, bool legacy = false) {
   auto mlp = std::make_unique<Mlp>();
   std::mt19937 gen(seed);
   mlp->norm = randomFloats(kD, gen, 0.5f, 1.5f);
@@ -178,11 +183,20 @@ std::unique_ptr<Mlp> makeMlp(unsigned seed) {
   mlp->b2 = randomFloats(kD, gen);
   mlp->shift = randomFloats(kH, gen);
   mlp->w1 = makeRandomQWeight(kH, kD, 4, true, 32, DType::F32, gen);
-  mlp->w3 = makeRandomQWeight(kH, kD, 8, false, 16, DType::F16, gen);
+  mlp->w3 =
+      makeRandomQWeight(kH, kD, 8, false, legacy ? 16 : 64, DType::F16, gen);
   TestConstants &c = mlp->constants;
   const uint32_t cNorm = c.add(mlp->norm);
-  const uint32_t cW1 = c.add(mlp->w1.packed->data, mlp->w1.packed->capacity);
-  const uint32_t cW3 = c.add(mlp->w3.packed->data, mlp->w3.packed->capacity);
+  auto addWeight = [&](const RandomQWeight &w) {
+    if (!legacy)
+      return c.add(w.packed->data, w.packed->capacity);
+    auto bytes = packLegacyQWeight(w.dense->ptr<uint8_t>(), w.dense->capacity,
+                                   w.n, w.k, w.q);
+    EXPECT_TRUE(bytes.ok());
+    return c.add(*bytes);
+  };
+  const uint32_t cW1 = addWeight(mlp->w1);
+  const uint32_t cW3 = addWeight(mlp->w3);
   const uint32_t cW2 = c.add(packF32Weight(mlp->w2.data(), kD, kH));
   const uint32_t cB2 = c.add(mlp->b2);
   const uint32_t cShift = c.add(mlp->shift);
@@ -197,7 +211,7 @@ std::unique_ptr<Mlp> makeMlp(unsigned seed) {
   w1.sizes = {kH, kD};
   w1.kind = K::CONSTANT;
   w1.index = cW1;
-  w1.packing = xfb::Packing::QWEIGHT_NR8;
+  w1.packing = legacy ? xfb::Packing::QWEIGHT_NR8 : xfb::Packing::QWEIGHT_R16;
   w1.q = mlp->w1.q;
   const uint32_t vW1 = b.value(w1);
   BlobBuilder::ValueDesc w3 = w1;
@@ -309,6 +323,99 @@ TEST_P(BackendTest, MlpBlockMatchesPortable) {
       EXPECT_EQ(rt::testing::shape(*out0), (std::vector<int64_t>{1, S, kD}));
       expectOutputsClose(*out0, *ref0);
       expectOutputsClose(*out1, *ref1);
+    }
+  }
+}
+
+TEST_P(BackendTest, LegacyPackedWeightsStillRun) {
+  // A blob of a program written before QWEIGHT_R16: init converts its
+  // weights (one to the block layout, one, with groups of 16, to a dense
+  // QWeight for the portable kernel) and the block computes the same.
+  std::unique_ptr<Mlp> mlp = makeMlp(46, /*legacy=*/true);
+  auto inst = initBlob(mlp->blob, mlp->constants, GetParam().isa);
+  ASSERT_TRUE(inst.ok()) << inst.message();
+  Context ctx(GetParam().threads);
+  std::mt19937 gen(17);
+  for (int64_t S : std::vector<int64_t>{1, kMaxS}) {
+    OwnedTensor x = f32Tensor({1, S, kD}, randomFloats(size_t(S * kD), gen),
+                              size_t(kMaxS * kD));
+    OwnedTensor out0(DType::F32, {1, kMaxS, kD}),
+        out1(DType::F32, {1, kMaxS, kD});
+    OwnedTensor ref0 = f32Output(size_t(S * kD)),
+                ref1 = f32Output(size_t(S * kD));
+    portableMlp(*mlp, *x, *ref0, *ref1);
+    ASSERT_OK(execute(**inst, {x}, {out0, out1}, *ctx));
+    expectOutputsClose(*out0, *ref0);
+    expectOutputsClose(*out1, *ref1);
+  }
+}
+
+TEST_P(BackendTest, QLinearsOfOneInputRunAsAGroup) {
+  // x -> quantize_dynamic (per block) -> three qlinears of that input, with
+  // weights of different widths and layouts (run as one group), then two of
+  // the float x (a second group: register-dequantizing for a few rows, the
+  // dequantizing GEMM for more): each matches portable.
+  std::mt19937 gen(51);
+  // Shapes large enough that the 2-thread configurations split the groups'
+  // row groups over the pool; an odd number of blocks of 32.
+  const int64_t K = 416;
+  constexpr int kW = 5;
+  RandomQWeight w[kW] = {
+      makeRandomQWeight(72, K, 4, true, 32, DType::F16, gen),
+      makeRandomQWeight(16, K, 4, false, 32, DType::F32, gen),
+      makeRandomQWeight(61, K, 8, true, K, DType::F32, gen),
+      makeRandomQWeight(88, K, 4, true, 32, DType::F16, gen),
+      makeRandomQWeight(101, K, 8, false, 32, DType::F32, gen)};
+  TestConstants c;
+  using K_ = xfb::ValueKind;
+  BlobBuilder b;
+  const std::vector<uint8_t> dyn = {0, 1, 0};
+  const uint32_t x = b.f32({1, kMaxS, K}, K_::INPUT, 0, dyn);
+  BlobBuilder::ValueDesc qa;
+  qa.dtype = DType::QAct;
+  qa.sizes = {1, kMaxS, K};
+  qa.dynamic = dyn;
+  qa.q.bits = 8;
+  qa.q.symmetric = true;
+  qa.q.groupSize = kQActBlock;
+  const uint32_t vq = b.value(qa);
+  uint32_t vw[kW], vy[kW];
+  for (int i = 0; i < kW; ++i) {
+    BlobBuilder::ValueDesc wd;
+    wd.dtype = DType::QWeight;
+    wd.sizes = {w[i].n, K};
+    wd.kind = K_::CONSTANT;
+    wd.index = c.add(w[i].packed->data, w[i].packed->capacity);
+    wd.packing = xfb::Packing::QWEIGHT_R16;
+    wd.q = w[i].q;
+    vw[i] = b.value(wd);
+    vy[i] = b.f32({1, kMaxS, w[i].n}, K_::OUTPUT, uint32_t(i), dyn);
+  }
+  b.node("quantize_dynamic", {x}, {vq});
+  for (int i = 0; i < 3; ++i)
+    b.node("qlinear", {vq, vw[i]}, {vy[i]});
+  b.node("qlinear", {x, vw[3]}, {vy[3]});
+  b.node("qlinear", {x, vw[4]}, {vy[4]});
+  auto inst = initBlob(b.finish(), c, GetParam().isa);
+  ASSERT_TRUE(inst.ok()) << inst.message();
+  Context ctx(GetParam().threads);
+  for (int64_t S : std::vector<int64_t>{1, 3, 4, 5, kMaxS}) {
+    OwnedTensor xt = f32Tensor({1, S, K}, randomFloats(size_t(S * K), gen),
+                               size_t(kMaxS * K));
+    OwnedTensor outs[kW];
+    std::vector<Tensor *> outPtrs;
+    for (int i = 0; i < kW; ++i) {
+      outs[i] = OwnedTensor(DType::F32, {1, kMaxS, w[i].n});
+      outPtrs.push_back(outs[i]);
+    }
+    ASSERT_OK(execute(**inst, {xt}, outPtrs, *ctx));
+    OwnedTensor ref(DType::QAct, {1, S, K}, 0, qa.q);
+    ASSERT_OK(runPortable(OpId::QuantizeDynamic, {xt}, {ref}));
+    for (int i = 0; i < kW; ++i) {
+      OwnedTensor r = f32Output(size_t(S * w[i].n));
+      ASSERT_OK(runPortable(OpId::QLinear,
+                            {i < 3 ? ref.get() : xt.get(), w[i].dense}, {r}));
+      expectOutputsClose(*outs[i], *r);
     }
   }
 }
@@ -678,7 +785,7 @@ TEST(HostileBlobTest, BadQuantizedValues) {
     wd.sizes = {8, 64};
     wd.kind = K::CONSTANT;
     wd.index = c;
-    wd.packing = xfb::Packing::QWEIGHT_NR8;
+    wd.packing = xfb::Packing::QWEIGHT_R16;
     wd.q = w.q;
     BlobBuilder::ValueDesc qa;
     qa.dtype = DType::QAct;
@@ -710,6 +817,20 @@ TEST(HostileBlobTest, BadQuantizedValues) {
   {
     auto s = build([](VD &wd, VD &) { wd.q.groupSize = 64; }); // other layout
     EXPECT_REJECTED(s, s->b.finish(), "the packing needs");
+  }
+  {
+    auto s = build([](VD &wd, VD &) { wd.q.groupSize = 16; });
+    EXPECT_REJECTED(s, s->b.finish(), "block layout");
+  }
+  {
+    auto s = build([](VD &wd, VD &) { wd.q.scaleType = DType::F16; });
+    EXPECT_REJECTED(s, s->b.finish(), "the packing needs"); // f32 bytes
+  }
+  {
+    auto s = build([](VD &, VD &qa) {
+      qa.q.groupSize = 32; // per block: symmetric only
+    });
+    EXPECT_REJECTED(s, s->b.finish(), "symmetric per block");
   }
   {
     auto s = build([](VD &wd, VD &) { wd.q.scaleType = DType::I8; });

@@ -40,35 +40,53 @@ inline std::string configName(const ::testing::TestParamInfo<Config> &info) {
          std::to_string(info.param.threads) + "t";
 }
 
-/// Every ISA this CPU runs, without and with a 2-thread pool. (An ISA the
-/// CPU lacks is not listed: its code cannot run here.)
+/// Every ISA this CPU runs. (An ISA the CPU lacks is not listed: its code
+/// cannot run here; the test log names the ones that ran.)
+inline std::vector<Isa> allIsas() {
+  std::vector<Isa> v;
+  for (int i = 0; i < kNumIsas; ++i)
+    if (isaSupported(Isa(i)))
+      v.push_back(Isa(i));
+  return v;
+}
+
+/// Every ISA this CPU runs, without and with a 2-thread pool.
 inline std::vector<Config> allConfigs() {
   std::vector<Config> c;
-  for (Isa isa : {Isa::Generic, Isa::Avx2})
-    if (isaSupported(isa))
-      for (int t : {1, 2})
-        c.push_back({isa, t});
+  for (Isa isa : allIsas())
+    for (int t : {1, 2})
+      c.push_back({isa, t});
   return c;
 }
 
-/// An execution context with an optional thread pool.
+/// An execution context with an optional thread pool. The pools are
+/// created once per thread count and shared by every context of the test
+/// process (a new pool's workers spin before their first job: creating one
+/// per case would cost more than the cases).
 class Context {
 public:
   explicit Context(int threads) {
-    if (threads > 1)
-      pool_ = pthreadpool_create(size_t(threads));
-    ctx_ = std::make_unique<ExecContext>(pool_);
-  }
-  ~Context() {
-    ctx_.reset();
-    if (pool_)
-      pthreadpool_destroy(pool_);
+    ctx_ = std::make_unique<ExecContext>(threads > 1 ? pool(threads) : nullptr);
   }
   ExecContext &operator*() { return *ctx_; }
   ExecContext *get() { return ctx_.get(); }
 
 private:
-  pthreadpool_t pool_ = nullptr;
+  static pthreadpool_t pool(int threads) {
+    struct Pools {
+      std::vector<std::pair<int, pthreadpool_t>> list;
+      ~Pools() {
+        for (auto &p : list)
+          pthreadpool_destroy(p.second);
+      }
+    };
+    static Pools pools;
+    for (auto &p : pools.list)
+      if (p.first == threads)
+        return p.second;
+    pools.list.push_back({threads, pthreadpool_create(size_t(threads))});
+    return pools.list.back().second;
+  }
   std::unique_ptr<ExecContext> ctx_;
 };
 
@@ -201,11 +219,13 @@ inline RandomQWeight makeRandomQWeight(int64_t n, int64_t k, unsigned bits,
     }
   }
   w.dense = rt::testing::makeQWeight(n, k, w.q, w.values, w.scales, w.offsets);
-  Result<std::vector<uint8_t>> p =
-      packQWeight(w.dense->ptr<uint8_t>(), w.dense->capacity, n, k, w.q);
-  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.message());
-  if (p.ok())
-    w.packed = bytesTensor(DType::QWeight, n, k, *p, w.q);
+  if (PackedQBlockLayout::supports(k, w.q)) {
+    Result<std::vector<uint8_t>> p =
+        packQBlocks(w.dense->ptr<uint8_t>(), w.dense->capacity, n, k, w.q);
+    EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.message());
+    if (p.ok())
+      w.packed = bytesTensor(DType::QWeight, n, k, *p, w.q);
+  }
   return w;
 }
 

@@ -8,14 +8,19 @@
 //    portable's (s * q), or within 1 ulp (asymmetric: the AVX2 path fuses
 //    s * q + o into one FMA), and the sum is reassociated as in linear:
 //    |optimized - portable| <= 1e-5 mag (see linear_test.cpp).
-//  * quantized activations (8da): the optimized kernel is exact in int32 up
-//    to the per-group rescale sx * sw * (D - zp sum qw) (+ o sx (sum qx -
-//    G zp)), i.e. a handful of f32 roundings per group; portable rounds
-//    every xhat = sx (q - zp), every weight and every partial sum. Both are
-//    within a few u * mag per group of the exact value, so the same
-//    1e-5 mag bound holds with margin. A wrong zero-point or offset term
-//    would be off by ~|zp| or ~G |o| |sx| per group: far above it (the
-//    asymmetric cases below use zero points up to +-128).
+//  * quantized activations (per block of 32, or per token): the optimized
+//    kernels are exact in int32 per block (qdot.h) up to the rescale
+//    dw dx s (+ o dx sum q), or dw s (+ o (sum q - 32 zp)) and sx at the
+//    end, i.e. a handful of f32 roundings per block; portable rounds every
+//    xhat, every weight and every partial sum. Both are within a few
+//    u * mag per block of the exact value, so the same 1e-5 mag bound
+//    holds with margin. A wrong zero-point, offset or nibble-bias term
+//    would be off by ~|zp|, ~32 |o| |sx| or ~8 |sum q| per block: far above
+//    it (the asymmetric cases below use zero points up to +-128).
+//
+// Every case runs on every ISA path this CPU has (generic, AVX2, 256-bit
+// VNNI, AVX-512, AVX-512 VNNI: the parameter names say which ran), without
+// and with a 2-thread pool.
 //
 //===----------------------------------------------------------------------===//
 #include "helpers.h"
@@ -25,12 +30,24 @@ namespace {
 
 constexpr double kQLinearRel = 1e-5;
 
-/// Reads a QAct [M, K] (per token or per tensor) as floats xhat.
+/// Reads a QAct [M, K] (per token, per tensor or per block) as floats xhat.
 std::vector<double> dequantAct(const Tensor &qa) {
   const int64_t K = qa.dim(-1), M = qa.numel() / std::max<int64_t>(K, 1);
-  const QActLayout l = QActLayout::compute(M, K);
+  const QActLayout l = QActLayout::compute(M, K, qa.quant);
   const uint8_t *base = qa.ptr<uint8_t>();
   std::vector<double> xh(size_t(M * K));
+  if (l.perBlock) {
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t k = 0; k < K; ++k) {
+        float s;
+        std::memcpy(
+            &s, base + l.scalesOff + size_t(m * l.blocks + k / kQActBlock) * 4,
+            4);
+        xh[size_t(m * K + k)] =
+            double(s) * int32_t(int8_t(base[m * l.rowStride + k]));
+      }
+    return xh;
+  }
   for (int64_t m = 0; m < M; ++m) {
     const int64_t slot = qa.quant.perToken ? m : 0;
     float s;
@@ -89,11 +106,10 @@ struct WeightCase {
   int64_t group, k;
 };
 
-/// Groups exercising every kernel path: G % 32 == 0 (AVX2 4-bit integer
-/// path, with 1, 2, 4 and 8 chunks unrolled: 32..256), % 16 (8-bit Wide16),
-/// % 8 only (vectorized dequantization, generic integer path), % 8 != 0
-/// (generic everything), per-channel (G = K), and groups beyond one int16
-/// accumulation block or with a run-time chunk count (288 = 9 x 32, 512).
+/// The groups the block layout supports: one block (32), several blocks
+/// per scale (64..512, 288 = 9 x 32), one per row with K a multiple of 32
+/// (256) or not (80: 2.5 blocks; 172: stories260K's FFN; 36; 6: less
+/// than one block), the tail block padded.
 std::vector<WeightCase> weightCases() {
   std::vector<WeightCase> c;
   for (unsigned bits : {4u, 8u})
@@ -102,10 +118,11 @@ std::vector<WeightCase> weightCases() {
                                                                   {64, 192},
                                                                   {128, 256},
                                                                   {256, 512},
-                                                                  {16, 48},
-                                                                  {24, 72},
-                                                                  {6, 36},
+                                                                  {256, 256},
                                                                   {80, 80},
+                                                                  {172, 172},
+                                                                  {36, 36},
+                                                                  {6, 6},
                                                                   {288, 288},
                                                                   {512, 1024}})
         c.push_back({bits, sym, g, k});
@@ -127,7 +144,7 @@ TEST_P(QLinearTest, FloatActivationsMatchPortable) {
   unsigned seed = 100;
   for (const WeightCase &wc : weightCases())
     for (int64_t M : {1, 3, 8})
-      for (int64_t N : {8, 13, 29})
+      for (int64_t N : {8, 13, 16, 29})
         for (DType st : {DType::F32, DType::F16}) {
           std::mt19937 gen(seed++);
           const bool bias = (seed % 2) == 0;
@@ -142,10 +159,11 @@ TEST_P(QLinearTest, FloatActivationsMatchPortable) {
   reportWorst("FloatActivationsMatchPortable");
 }
 
-/// Quantizes random floats with portable quantize_dynamic.
+/// Quantizes random floats with portable quantize_dynamic (per block of 32
+/// when perBlock, which is symmetric).
 OwnedTensor quantizedActivations(std::vector<int64_t> shape, bool sym,
                                  bool perToken, std::mt19937 &gen,
-                                 float range = 3.0f) {
+                                 float range = 3.0f, bool perBlock = false) {
   int64_t numel = 1;
   for (int64_t s : shape)
     numel *= s;
@@ -158,19 +176,65 @@ OwnedTensor quantizedActivations(std::vector<int64_t> shape, bool sym,
   OwnedTensor x = f32Tensor(shape, xv);
   QuantInfo q;
   q.bits = 8;
-  q.symmetric = sym;
-  q.perToken = perToken;
+  q.symmetric = sym || perBlock;
+  q.perToken = perToken || perBlock;
+  q.groupSize = perBlock ? kQActBlock : 0;
   OwnedTensor qa(DType::QAct, shape, 0, q);
   EXPECT_OK(runPortable(OpId::QuantizeDynamic, {x}, {qa}));
   return qa;
 }
 
+TEST_P(QLinearTest, BlockActivationsMatchPortable) {
+  unsigned seed = 300;
+  // M = 4, 8 and 13: the prefill tiles (4 rows at 256 bits, 8 at 512),
+  // alone and with rows left over.
+  for (const WeightCase &wc : weightCases())
+    for (int64_t M : {1, 4, 8, 13})
+      for (int64_t N : {8, 13, 16, 29, 33}) {
+        std::mt19937 gen(seed++);
+        const bool bias = (seed % 2) == 0;
+        const DType st = (seed % 3) ? DType::F16 : DType::F32;
+        RandomQWeight w =
+            makeRandomQWeight(N, wc.k, wc.bits, wc.sym, wc.group, st, gen);
+        OwnedTensor qa =
+            quantizedActivations({M, wc.k}, true, true, gen, 3.0f, true);
+        compareQLinear(GetParam(), *qa, dequantAct(*qa), w, bias, gen,
+                       caseName(wc, M, N, st, bias) + " act per block");
+      }
+  reportWorst("BlockActivationsMatchPortable");
+}
+
+TEST_P(QLinearTest, StoriesShapes) {
+  // stories260K's projections (K 64 and 172, N up to the 512-token vocab),
+  // a 6-token prefill and a decode step, per block and per token.
+  unsigned seed = 700;
+  for (unsigned bits : {4u, 8u})
+    for (int64_t K : {64, 172})
+      for (int64_t G : {int64_t(32), K})
+        for (int64_t N : {32, 64, 172, 512})
+          for (int64_t M : {1, 6})
+            for (bool perBlock : {true, false}) {
+              if (K % G)
+                continue;
+              std::mt19937 gen(seed++);
+              RandomQWeight w = makeRandomQWeight(
+                  N, K, bits, true, G, G == K ? DType::F32 : DType::F16, gen);
+              OwnedTensor qa = quantizedActivations({1, M, K}, perBlock, true,
+                                                    gen, 3.0f, perBlock);
+              compareQLinear(
+                  GetParam(), *qa, dequantAct(*qa), w, false, gen,
+                  caseName({bits, true, G, K}, M, N, DType::F32, false) +
+                      (perBlock ? " per block" : " per token"));
+            }
+  reportWorst("StoriesShapes");
+}
+
 TEST_P(QLinearTest, QuantizedActivationsMatchPortable) {
   unsigned seed = 500;
-  // M = 8 and 13: the 8-row prefill tile, alone and with 5 rows left over.
+  // M = 4, 8 and 13: the prefill tiles, alone and with rows left over.
   for (const WeightCase &wc : weightCases())
-    for (int64_t M : {1, 3, 8, 13})
-      for (int64_t N : {8, 13, 29}) {
+    for (int64_t M : {1, 4, 8, 13})
+      for (int64_t N : {8, 13, 16, 29}) {
         std::mt19937 gen(seed++);
         const bool bias = (seed % 2) == 0;
         const DType st = (seed % 3) ? DType::F32 : DType::F16;
@@ -189,7 +253,7 @@ TEST_P(QLinearTest, QuantizedActivationsMatchPortable) {
 TEST_P(QLinearTest, PerTensorAndHigherRankActivations) {
   std::mt19937 gen(900);
   for (const WeightCase &wc :
-       {WeightCase{4, true, 32, 64}, WeightCase{8, false, 16, 64}}) {
+       {WeightCase{4, true, 32, 64}, WeightCase{8, false, 64, 64}}) {
     RandomQWeight w =
         makeRandomQWeight(11, wc.k, wc.bits, wc.sym, wc.group, DType::F32, gen);
     OwnedTensor pt = quantizedActivations({5, wc.k}, false, false, gen);
@@ -217,6 +281,10 @@ TEST_P(QLinearTest, DecodeLarge) {
     OwnedTensor qa = quantizedActivations({1, wc.k}, false, true, gen);
     compareQLinear(GetParam(), *qa, dequantAct(*qa), w, true, gen,
                    caseName(wc, 1, 301, DType::F32, true) + " 8da");
+    OwnedTensor qb = quantizedActivations({1, wc.k}, true, true, gen, 3.0f,
+                                          /*perBlock=*/true);
+    compareQLinear(GetParam(), *qb, dequantAct(*qb), w, true, gen,
+                   caseName(wc, 1, 301, DType::F32, true) + " per block");
     std::vector<float> xv = randomFloats(size_t(wc.k), gen);
     OwnedTensor xf = f32Tensor({1, wc.k}, xv);
     compareQLinear(GetParam(), *xf, std::vector<double>(xv.begin(), xv.end()),
@@ -230,6 +298,9 @@ TEST_P(QLinearTest, PrefillLarge) {
   RandomQWeight w = makeRandomQWeight(45, 512, 4, true, 64, DType::F32, gen);
   OwnedTensor qa = quantizedActivations({40, 512}, false, true, gen);
   compareQLinear(GetParam(), *qa, dequantAct(*qa), w, true, gen, "8da4w");
+  OwnedTensor qb = quantizedActivations({40, 512}, true, true, gen, 3.0f, true);
+  compareQLinear(GetParam(), *qb, dequantAct(*qb), w, true, gen,
+                 "int4, activations per block");
   std::vector<float> xv = randomFloats(size_t(40 * 512), gen);
   OwnedTensor xf = f32Tensor({40, 512}, xv);
   compareQLinear(GetParam(), *xf, std::vector<double>(xv.begin(), xv.end()), w,
@@ -237,9 +308,10 @@ TEST_P(QLinearTest, PrefillLarge) {
   reportWorst("PrefillLarge");
 }
 
-/// Extreme integers: every activation at -128 or 127 and every weight at
-/// the ends of its range, so that a maddubs pair reaches +-3840 and eight of
-/// them +-30720: an int16 overflow or a saturating pair would show.
+/// Extreme integers: every activation at -128 or 127 (or -127 and 127 per
+/// block) and every weight at the ends of its range, so that a maddubs pair
+/// reaches +-3840 and eight of them +-30720, and 8-bit products reach
+/// 128 * 128: an int16 overflow or a saturating pair would show.
 TEST_P(QLinearTest, ExtremeIntegersDoNotOverflow) {
   const int64_t M = 3, K = 512, N = 16;
   for (unsigned bits : {4u, 8u})
@@ -264,7 +336,7 @@ TEST_P(QLinearTest, ExtremeIntegersDoNotOverflow) {
         w.dense =
             rt::testing::makeQWeight(N, K, q, w.values, w.scales, w.offsets);
         auto packed =
-            packQWeight(w.dense->ptr<uint8_t>(), w.dense->capacity, N, K, q);
+            packQBlocks(w.dense->ptr<uint8_t>(), w.dense->capacity, N, K, q);
         ASSERT_TRUE(packed.ok());
         w.packed = bytesTensor(DType::QWeight, N, K, *packed, q);
 
@@ -289,6 +361,34 @@ TEST_P(QLinearTest, ExtremeIntegersDoNotOverflow) {
                        "extreme int" + std::to_string(bits) +
                            (sym ? " sym" : " asym") +
                            " G=" + std::to_string(G));
+
+        QuantInfo bq;
+        bq.bits = 8;
+        bq.symmetric = true;
+        bq.groupSize = kQActBlock;
+        OwnedTensor qb(DType::QAct, {M, K}, 0, bq);
+        const QActLayout bl = QActLayout::compute(M, K, bq);
+        uint8_t *bb = qb->ptr<uint8_t>();
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t b = 0; b < bl.blocks; ++b) {
+            int32_t sum = 0;
+            for (int64_t k = 0; k < kQActBlock; ++k) {
+              const int8_t v = m == 0   ? -127
+                               : m == 1 ? 127
+                                        : (k % 2 ? 127 : -127);
+              bb[m * bl.rowStride + b * kQActBlock + k] = uint8_t(v);
+              sum += v;
+            }
+            const float s = 0.02f;
+            std::memcpy(bb + bl.scalesOff + size_t(m * bl.blocks + b) * 4, &s,
+                        4);
+            std::memcpy(bb + bl.sumsOff + size_t(m * bl.blocks + b) * 4, &sum,
+                        4);
+          }
+        compareQLinear(GetParam(), *qb, dequantAct(*qb), w, false, gen,
+                       "extreme int" + std::to_string(bits) +
+                           (sym ? " sym" : " asym") +
+                           " G=" + std::to_string(G) + " per block");
       }
   reportWorst("ExtremeIntegersDoNotOverflow");
 }
@@ -296,10 +396,8 @@ TEST_P(QLinearTest, ExtremeIntegersDoNotOverflow) {
 TEST(QLinearTest, ThreadCountDoesNotChangeResults) {
   // Shapes above the parallel threshold (2^18 multiply-adds): decode and
   // prefill, float and quantized activations.
-  for (Isa isa : {Isa::Generic, Isa::Avx2}) {
-    if (!isaSupported(isa))
-      continue;
-    for (bool quantAct : {false, true})
+  for (Isa isa : allIsas()) {
+    for (int actKind : {0, 1, 2}) // f32, per token, per block
       for (auto [M, K, N] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
                {1, 1024, 301}, {9, 640, 77}}) {
         std::vector<float> res[2];
@@ -308,8 +406,10 @@ TEST(QLinearTest, ThreadCountDoesNotChangeResults) {
           RandomQWeight w =
               makeRandomQWeight(N, K, 4, false, 32, DType::F32, gen);
           OwnedTensor x =
-              quantAct ? quantizedActivations({M, K}, false, true, gen)
-                       : f32Tensor({M, K}, randomFloats(size_t(M * K), gen));
+              actKind == 1 ? quantizedActivations({M, K}, false, true, gen)
+              : actKind == 2
+                  ? quantizedActivations({M, K}, true, true, gen, 3.0f, true)
+                  : f32Tensor({M, K}, randomFloats(size_t(M * K), gen));
           OwnedTensor y = f32Output(size_t(M * N));
           Context ctx(t + 1);
           std::vector<Tensor *> ins = {x, w.packed}, outs = {y};
@@ -348,6 +448,10 @@ TEST(QLinearTest, RejectsBadOperands) {
   OwnedTensor badGroup =
       bytesTensor(DType::QWeight, 9, 64, std::vector<uint8_t>(4096, 0), bad);
   EXPECT_ERROR(run({x, badGroup}, {y}), "group size");
+  bad.groupSize = 16; // divides K, but not a whole number of blocks
+  OwnedTensor smallGroup =
+      bytesTensor(DType::QWeight, 9, 64, std::vector<uint8_t>(4096, 0), bad);
+  EXPECT_ERROR(run({x, smallGroup}, {y}), "block layout");
   OwnedTensor xh(DType::F16, {2, 64});
   EXPECT_ERROR(run({xh, w.packed}, {y}), "f32 or qact");
 }

@@ -6,16 +6,23 @@
 namespace etllm::rt::xnnpack::test {
 namespace {
 
+/// The activation schemes: per token (asymmetric, symmetric), per block.
+enum Mode { Asym = 0, Sym = 1, Block = 2 };
+const char *modeName(int m) {
+  return m == Asym ? " asym" : m == Sym ? " sym" : " per block";
+}
+
 /// Runs quantize_dynamic both ways and expects identical bytes (values,
-/// scales, zero points).
+/// scales, zero points or block sums).
 void checkQuantize(const Config &cfg, std::vector<int64_t> shape,
-                   const std::vector<float> &xv, bool sym,
+                   const std::vector<float> &xv, int mode,
                    const std::string &what) {
   OwnedTensor x = f32Tensor(shape, xv);
   QuantInfo q;
   q.bits = 8;
-  q.symmetric = sym;
+  q.symmetric = mode != Asym;
   q.perToken = true;
+  q.groupSize = mode == Block ? kQActBlock : 0;
   OwnedTensor ref(DType::QAct, shape, 0, q), got(DType::QAct, shape, 0, q);
   ASSERT_OK(runPortable(OpId::QuantizeDynamic, {x}, {ref}));
   Context ctx(cfg.threads);
@@ -32,14 +39,23 @@ void checkQuantize(const Config &cfg, std::vector<int64_t> shape,
   const uint8_t *a = got->ptr<uint8_t>(), *b = ref->ptr<uint8_t>();
   // Compare the defined sections only (the alignment padding is unwritten).
   const int64_t K = shape.back(), R = x->numel() / std::max<int64_t>(K, 1);
-  const QActLayout l = QActLayout::compute(R, K);
-  for (int64_t i = 0; i < R * K; ++i)
-    ASSERT_EQ(int(int8_t(a[i])), int(int8_t(b[i])))
-        << what << ": q[" << i << "] of x = " << xv[size_t(i)];
-  EXPECT_EQ(0, std::memcmp(a + l.scalesOff, b + l.scalesOff, size_t(R) * 4))
+  const QActLayout l = QActLayout::compute(R, K, q);
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t k = 0; k < l.rowStride; ++k) {
+      const int64_t i = r * l.rowStride + k;
+      ASSERT_EQ(int(int8_t(a[i])), int(int8_t(b[i])))
+          << what << ": q[" << r << ", " << k
+          << "] of x = " << (k < K ? xv[size_t(r * K + k)] : 0.0f);
+    }
+  const size_t params = size_t(R * l.blocks) * 4;
+  EXPECT_EQ(0, std::memcmp(a + l.scalesOff, b + l.scalesOff, params))
       << what << ": scales";
-  EXPECT_EQ(0, std::memcmp(a + l.zpOff, b + l.zpOff, size_t(R) * 4))
-      << what << ": zero points";
+  if (mode == Block)
+    EXPECT_EQ(0, std::memcmp(a + l.sumsOff, b + l.sumsOff, params))
+        << what << ": block sums";
+  else
+    EXPECT_EQ(0, std::memcmp(a + l.zpOff, b + l.zpOff, size_t(R) * 4))
+        << what << ": zero points";
 }
 
 class QuantizeTest : public ::testing::TestWithParam<Config> {};
@@ -48,7 +64,7 @@ TEST_P(QuantizeTest, RandomRowsBitIdentical) {
   unsigned seed = 1;
   for (int64_t K : {1, 7, 8, 9, 31, 32, 33, 63, 100, 257, 2048})
     for (int64_t R : {1, 3, 17})
-      for (bool sym : {false, true}) {
+      for (int mode : {Asym, Sym, Block}) {
         std::mt19937 gen(seed++);
         std::vector<float> xv = randomFloats(size_t(R * K), gen, -4.0f, 4.0f);
         // Vary the row ranges: all-positive, all-negative, tiny, huge.
@@ -70,23 +86,29 @@ TEST_P(QuantizeTest, RandomRowsBitIdentical) {
               break;
             }
           }
-        checkQuantize(GetParam(), {R, K}, xv, sym,
+        checkQuantize(GetParam(), {R, K}, xv, mode,
                       "K=" + std::to_string(K) + " R=" + std::to_string(R) +
-                          (sym ? " sym" : " asym"));
+                          modeName(mode));
       }
 }
 
 TEST_P(QuantizeTest, RoundingTiesBitIdentical) {
   // x / scale lands on exact .5 values: ties must round to even.
-  for (bool sym : {false, true}) {
+  for (int mode : {Asym, Sym}) {
     std::vector<float> xv;
-    const float maxv = sym ? 127.0f : 127.5f;
+    const float maxv = mode == Sym ? 127.0f : 127.5f;
     for (int i = -255; i <= 255; ++i)
       xv.push_back(float(i) * 0.5f);
     xv.push_back(maxv);
     xv.push_back(-128.0f);
-    checkQuantize(GetParam(), {1, int64_t(xv.size())}, xv, sym, "ties");
+    checkQuantize(GetParam(), {1, int64_t(xv.size())}, xv, mode, "ties");
   }
+  // Per block: each block of 32 holds 127 (scale 1) and halves.
+  std::vector<float> xb;
+  for (int b = 0; b < 6; ++b)
+    for (int i = 0; i < 32; ++i)
+      xb.push_back(i == 0 ? 127.0f : float((b * 32 + i) % 255 - 127) * 0.5f);
+  checkQuantize(GetParam(), {1, int64_t(xb.size())}, xb, Block, "block ties");
 }
 
 TEST_P(QuantizeTest, SpecialValuesBitIdentical) {
@@ -105,17 +127,18 @@ TEST_P(QuantizeTest, SpecialValuesBitIdentical) {
       {den, -den, den, 0, 0, 0, 0, 0, 0, 0},        // subnormals
       {3e38f, -3e38f, 1, 0, 0, 0, 0, 0, 0, 0},      // near overflow
   };
-  for (bool sym : {false, true})
+  for (int mode : {Asym, Sym, Block})
     for (size_t i = 0; i < rows.size(); ++i)
-      checkQuantize(GetParam(), {1, int64_t(rows[i].size())}, rows[i], sym,
-                    "special row " + std::to_string(i));
+      checkQuantize(GetParam(), {1, int64_t(rows[i].size())}, rows[i], mode,
+                    "special row " + std::to_string(i) + modeName(mode));
 }
 
 TEST_P(QuantizeTest, HigherRankAndEmpty) {
   std::mt19937 gen(4);
-  checkQuantize(GetParam(), {2, 3, 40}, randomFloats(240, gen), false,
-                "rank 3");
-  checkQuantize(GetParam(), {0, 16}, {}, false, "empty");
+  checkQuantize(GetParam(), {2, 3, 40}, randomFloats(240, gen), Asym, "rank 3");
+  checkQuantize(GetParam(), {2, 3, 40}, randomFloats(240, gen), Block,
+                "rank 3 per block");
+  checkQuantize(GetParam(), {0, 16}, {}, Asym, "empty");
 }
 
 TEST(QuantizeTest, PerTensorDeclinesToPortable) {

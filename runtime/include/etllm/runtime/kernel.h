@@ -77,6 +77,14 @@ Span<const char *const> floatAttrNames(OpId id);
 /// counts themselves are the caller's to check (OpInfo).
 Status checkIntAttrs(OpId id, size_t numInputs, Span<const int64_t> ints);
 
+/// How a thread pool's workers have kept up (parallel.h): when they arrive
+/// late to their jobs (the other cores are busy), kernels run on the
+/// calling thread for a while instead of waiting for them.
+struct PoolHealth {
+  int64_t inlineUntilNs = 0; // steady-clock time until which to run inline
+  int late = 0;              // consecutive late jobs
+};
+
 /// Per-execution resources: the thread pool and a scratch buffer that
 /// grows on first use and is then reused (no per-token allocation).
 class ExecContext {
@@ -88,9 +96,13 @@ public:
   void *scratch(size_t bytes);
   /// Number of threads kernels may use (1 without a pool).
   size_t numThreads() const;
+  /// The pool's state (kernels receive a const context; the parallel loops
+  /// update this).
+  PoolHealth &poolHealth() const { return health_; }
 
 private:
   pthreadpool *pool_ = nullptr;
+  mutable PoolHealth health_;
   std::unique_ptr<uint8_t[]> scratchStorage_;
   size_t scratchSize_ = 0;
   void *scratchAligned_ = nullptr;

@@ -5,6 +5,13 @@
 // inline on the calling thread, in order. The callables are invoked through
 // a template trampoline: no std::function, no allocation.
 //
+// The pool's workers sleep between jobs instead of spinning, and a job that
+// keeps its caller waiting for late workers (the other cores are busy with
+// other processes) is noted: after two such jobs in a row the loops run on
+// the calling thread for 100 ms before trying the pool again, so that with
+// a busy machine two threads cost about what one does instead of
+// collapsing. Results never depend on which thread ran a tile.
+//
 //===----------------------------------------------------------------------===//
 #ifndef ETLLM_RUNTIME_PARALLEL_H
 #define ETLLM_RUNTIME_PARALLEL_H
@@ -13,23 +20,84 @@
 
 #include <pthreadpool.h>
 
+#include <chrono>
 #include <cstddef>
+#include <thread>
 
 namespace etllm::rt {
 
 namespace detail {
-template <typename Fn> void parallelItemTrampoline(void *fn, size_t i) {
-  (*static_cast<const Fn *>(fn))(i);
+
+/// A late job: the workers made the caller wait this much longer than its
+/// own share of the work took, and at least kLateNs.
+inline constexpr int64_t kLateNs = 200000;
+/// After kLateJobs late jobs in a row, kernels run inline this long before
+/// the pool is tried again.
+inline constexpr int kLateJobs = 2;
+inline constexpr int64_t kInlineNs = 100000000;
+
+inline int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
-template <typename Fn>
-void parallelTileTrampoline(void *fn, size_t begin, size_t count) {
-  (*static_cast<const Fn *>(fn))(begin, begin + count);
-}
+
 inline pthreadpool *poolFor(const ExecContext *ctx) {
   if (!ctx || !ctx->threadPool() || ctx->numThreads() <= 1)
     return nullptr;
+  if (ctx->poolHealth().inlineUntilNs != 0) {
+    if (nowNs() < ctx->poolHealth().inlineUntilNs)
+      return nullptr; // the workers have been late: run inline for now
+    ctx->poolHealth().inlineUntilNs = 0;
+  }
   return ctx->threadPool();
 }
+
+/// A job's function with the time the calling thread spends in it.
+template <typename Fn> struct TimedJob {
+  const Fn *fn;
+  std::thread::id caller;
+  int64_t callerNs = 0;
+};
+
+template <typename Fn> void parallelItemTrampoline(void *p, size_t i) {
+  auto *job = static_cast<TimedJob<Fn> *>(p);
+  if (std::this_thread::get_id() != job->caller)
+    return (*job->fn)(i);
+  const int64_t t0 = nowNs();
+  (*job->fn)(i);
+  job->callerNs += nowNs() - t0;
+}
+template <typename Fn>
+void parallelTileTrampoline(void *p, size_t begin, size_t count) {
+  auto *job = static_cast<TimedJob<Fn> *>(p);
+  if (std::this_thread::get_id() != job->caller)
+    return (*job->fn)(begin, begin + count);
+  const int64_t t0 = nowNs();
+  (*job->fn)(begin, begin + count);
+  job->callerNs += nowNs() - t0;
+}
+
+/// Records whether a job that took `wallNs` kept the caller waiting.
+inline void noteJob(const ExecContext *ctx, int64_t wallNs, int64_t callerNs) {
+  PoolHealth &h = ctx->poolHealth();
+  const int64_t waited = wallNs - callerNs;
+  if (waited > kLateNs && waited > callerNs) {
+    if (++h.late >= kLateJobs) {
+      h.late = 0;
+      h.inlineUntilNs = nowNs() + kInlineNs;
+    }
+  } else {
+    h.late = 0;
+  }
+}
+
+/// Workers sleep in the kernel between jobs (never spin): a spinning worker
+/// uses up its share of a core that another process also needs, so it is
+/// descheduled when work arrives, while a sleeping one is woken and
+/// scheduled promptly.
+inline constexpr uint32_t kPoolFlags = PTHREADPOOL_FLAG_YIELD_WORKERS;
+
 } // namespace detail
 
 /// Calls `fn(i)` for every i in [0, n). With a thread pool in `ctx` the calls
@@ -43,9 +111,11 @@ void parallelFor(const ExecContext *ctx, size_t n, const Fn &fn) {
       fn(i);
     return;
   }
-  pthreadpool_parallelize_1d(pool, &detail::parallelItemTrampoline<Fn>,
-                             const_cast<void *>(static_cast<const void *>(&fn)),
-                             n, /*flags=*/0);
+  detail::TimedJob<Fn> job{&fn, std::this_thread::get_id()};
+  const int64_t t0 = detail::nowNs();
+  pthreadpool_parallelize_1d(pool, &detail::parallelItemTrampoline<Fn>, &job, n,
+                             detail::kPoolFlags);
+  detail::noteJob(ctx, detail::nowNs() - t0, job.callerNs);
 }
 
 /// Calls `fn(begin, end)` for consecutive tiles [begin, end) of at most
@@ -63,10 +133,11 @@ void parallelForTiles(const ExecContext *ctx, size_t n, size_t tile,
       fn(b, b + tile < n ? b + tile : n);
     return;
   }
-  pthreadpool_parallelize_1d_tile_1d(
-      pool, &detail::parallelTileTrampoline<Fn>,
-      const_cast<void *>(static_cast<const void *>(&fn)), n, tile,
-      /*flags=*/0);
+  detail::TimedJob<Fn> job{&fn, std::this_thread::get_id()};
+  const int64_t t0 = detail::nowNs();
+  pthreadpool_parallelize_1d_tile_1d(pool, &detail::parallelTileTrampoline<Fn>,
+                                     &job, n, tile, detail::kPoolFlags);
+  detail::noteJob(ctx, detail::nowNs() - t0, job.callerNs);
 }
 
 /// Below this many scalar operations in total a loop runs on the calling

@@ -45,8 +45,16 @@ static_assert(sizeof(FileHeader) == 64, "the header is 64 bytes");
 
 inline constexpr char kProgramMagic[8] = {'E', 'T', 'L', 'L',
                                           'M', 'P', 'T', 'E'};
-/// Incremented on incompatible layout changes (docs/ProgramFormat.md).
-inline constexpr uint32_t kProgramFormatVersion = 1;
+/// Incremented on incompatible layout changes (docs/ProgramFormat.md). The
+/// runtime reads every version from kMinProgramFormatVersion on:
+///   1  the first format;
+///   2  a quantized activation (QAct) may be per block of 32 values
+///      (QuantParams.group_size 32), which version-1 readers would take
+///      for per token. The writer uses 2 only for programs that have such
+///      a value outside delegate blobs, so others stay readable by older
+///      runtimes.
+inline constexpr uint32_t kProgramFormatVersion = 2;
+inline constexpr uint32_t kMinProgramFormatVersion = 1;
 
 /// Plain-C++ view of the program's metadata.
 struct TokenizerMetadata {

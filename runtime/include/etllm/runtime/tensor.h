@@ -28,9 +28,16 @@ struct QuantInfo {
   uint8_t bits = 0;             // 4 or 8
   bool symmetric = true;        // sym: signed q; asym: unsigned q + offset/zp
   DType scaleType = DType::F32; // F16 or F32 (weights); F32 (activations)
-  int64_t groupSize = 0; // weights: elements per group along the last dim
-  bool perToken = true;  // activations: one scale per row (else per tensor)
+  /// Weights: elements per group along the last dim. Activations: 0 (one
+  /// scale per row or tensor) or kQActBlock (one scale per block of 32
+  /// consecutive elements of a row: symmetric only).
+  int64_t groupSize = 0;
+  bool perToken = true; // activations: one scale per row (else per tensor)
 };
+
+/// Elements per block of block-quantized activations (QuantInfo::groupSize
+/// of a QAct): llama.cpp's Q8_0 block, the unit of the integer dot products.
+inline constexpr int64_t kQActBlock = 32;
 
 /// Byte layout of a QWeight of logical shape [..., K] with R = numel / K rows
 /// and G = K / groupSize groups per row, in one contiguous blob:
@@ -51,15 +58,30 @@ struct QWeightLayout {
                                        const QuantInfo &q);
 };
 
-/// Byte layout of a QAct with R rows of K elements (R = numel / K):
+/// Byte layout of a QAct with R rows of K elements (R = numel / K).
+///
+/// Per token or per tensor (groupSize 0):
 ///   [0, R*K)         int8 values (asym: q - zp is the centered value)
 ///   [scalesOff, ...) R f32 scales (1 when per tensor)
 ///   [zpOff, ...)     R int32 zero points (asym; 0 when symmetric)
-/// x ~= scale * (q - zp).
+///   x ~= scale * (q - zp).
+///
+/// Per block (groupSize kQActBlock, symmetric), B = ceil(K / 32) blocks per
+/// row, each row padded to Kp = 32 B values:
+///   [0, R*Kp)        int8 values, row r at r * Kp; the padding is 0
+///   [scalesOff, ...) R*B f32 scales, row-major
+///   [sumsOff, ...)   R*B int32 sums of the block's q values
+///   x ~= scale[r][k / 32] * q.
 struct QActLayout {
   int64_t rows = 0, cols = 0;
-  size_t scalesOff = 0, zpOff = 0, totalBytes = 0;
+  int64_t rowStride = 0; // values between consecutive rows (K or Kp)
+  int64_t blocks = 0;    // scales per row: 1, or B per block
+  bool perBlock = false;
+  size_t scalesOff = 0, zpOff = 0, sumsOff = 0, totalBytes = 0;
+  /// The per-token/per-tensor layout.
   static QActLayout compute(int64_t rows, int64_t cols);
+  /// The layout `q` selects (per block when q.groupSize is kQActBlock).
+  static QActLayout compute(int64_t rows, int64_t cols, const QuantInfo &q);
 };
 
 /// A non-owning view of tensor data with a dynamic shape.

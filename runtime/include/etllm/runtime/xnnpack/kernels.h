@@ -10,7 +10,7 @@
 // against the portable reference kernels (portableKernels()):
 //
 //  * linearPacked / qlinearPacked read weights the compiler packed into
-//    packing.h's layouts (F32_NR8, QWEIGHT_NR8); there is no portable kernel
+//    packing.h's layouts (F32_NR8, QWEIGHT_R16); there is no portable kernel
 //    for those bytes, so they handle every shape themselves.
 //  * The dense kernels (denseKernel()) have fast paths for the common cases
 //    and decline the rest (handled = false, outputs untouched), in which
@@ -34,27 +34,40 @@
 
 namespace etllm::rt::xnnpack {
 
-/// The instruction-set paths of the kernels.
+/// The instruction-set paths of the kernels, in increasing order: each x86
+/// path includes AVX2 + FMA + F16C, so the kernels without a wider variant
+/// run their AVX2 code on every x86 path.
 enum class Isa : uint8_t {
-  Generic = 0, ///< portable C++ (auto-vectorized for the build's baseline)
-  Avx2 = 1,    ///< x86-64 AVX2 + FMA intrinsics
+  Generic = 0,    ///< portable C++ (auto-vectorized for the build's baseline)
+  Avx2 = 1,       ///< AVX2 + FMA + F16C intrinsics (maddubs dot products)
+  AvxVnni = 2,    ///< Avx2 with 256-bit VNNI dot products (vpdpbusd): VEX
+                  ///< AVX-VNNI, or its EVEX twin on AVX512-VNNI + VL CPUs
+  Avx512 = 3,     ///< AVX-512 F/BW/DQ/VL (512-bit maddubs dot products)
+  Avx512Vnni = 4, ///< Avx512 with 512-bit VNNI dot products
 };
+inline constexpr int kNumIsas = 5;
 
-/// The best path this CPU supports (checked once, with cpuid).
+/// The best path this CPU supports (checked once, with cpuid), capped by
+/// the environment variable ETLLM_XNNPACK_ISA (generic, avx2, avxvnni,
+/// avx512, avx512vnni): the best supported path at or below it. Tests and
+/// benchmarks use the cap to run each path.
 Isa detectIsa();
 /// Whether this CPU can run `isa`'s code.
 bool isaSupported(Isa isa);
-/// "generic" or "avx2".
+/// "generic", "avx2", "avxvnni", "avx512" or "avx512vnni".
 const char *isaName(Isa isa);
+/// The ISA named `name` (isaName's spelling); false when unknown.
+bool parseIsa(const char *name, Isa &isa);
 
 /// linear (out = x @ W^T + bias) whose weight inputs[1] is an f32 [N, K]
 /// tensor holding PackedF32Layout bytes. x, bias and out are f32.
 Status linearPacked(const KernelArgs &args, Isa isa);
 
 /// qlinear whose weight inputs[1] is a QWeight [N, K] tensor (its `quant`
-/// gives bits/group/symmetry) holding PackedQWeightLayout bytes. The input
-/// is f32 (weight-only quantization) or an 8-bit QAct (integer dot products
-/// per group); bias and out are f32.
+/// gives bits/group/symmetry/scale type) holding PackedQBlockLayout bytes.
+/// The input is f32 (weight-only quantization: dequantized weights, f32
+/// products) or an 8-bit QAct, per block of 32 or per token (exact integer
+/// dot products per block); bias and out are f32.
 Status qlinearPacked(const KernelArgs &args, Isa isa);
 
 /// An optimized kernel on dense operands. When its fast path does not apply

@@ -1,0 +1,614 @@
+//===- attention.cpp - RoPE, SDPA, the cache update and head transposes ---===//
+//
+// The attention block of a decoder layer inside the delegate:
+//
+//  * rope: the cos/sin table of positions [0, bound) is computed once at
+//    init (RopeTable, bound = the positions' upper bound, max_seq_len) with
+//    portable's expressions (cos(p * f) * scaling, f32), and the rotation
+//    uses separate products and sums as portable does: bit-identical.
+//    Positions beyond the table are computed on the fly the same way.
+//  * sdpa (causal with positions, optional sliding window and softcap; no
+//    mask): per batch and KV head, the G = H / Hkv query heads x S rows that
+//    share the KV head walk the visible keys in blocks of kKeyBlock, so each
+//    cached K/V row is read from memory once per KV head (the other rows
+//    find it in L1), with an online softmax (running max, sum and f32
+//    accumulator per row). Long contexts are split into chunks of
+//    kKeyChunk keys, processed in parallel and merged in chunk order (the
+//    split depends on the context only, never on the thread count).
+//  * kv_cache_update: row copies into the cache, in place.
+//  * transpose of dims 1 and 2 of rank-4 tensors (the head layout changes),
+//    reshape and slice (step 1; the last position before lm_head): copies
+//    (the delegate's values have their own storage).
+//
+// Every other form declines to the portable kernel (runDense).
+//
+//===----------------------------------------------------------------------===//
+#include "internal.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace etllm::rt::xnnpack {
+
+namespace {
+
+int64_t loadPos(const Tensor &p, int64_t i) {
+  return p.dtype == DType::I64 ? p.ptr<int64_t>()[i]
+                               : int64_t(p.ptr<int32_t>()[i]);
+}
+
+bool isPositions(const Tensor *t) {
+  return storageOk(t) && t->rank == 1 &&
+         (t->dtype == DType::I64 || t->dtype == DType::I32);
+}
+
+bool isF32Rank4(const Tensor *t) {
+  return storageOk(t) && t->dtype == DType::F32 && t->rank == 4;
+}
+
+/// cos/sin of one position, as portable computes them.
+void ropeAngles(const float *freq, int64_t R, float scaling, int64_t p,
+                float *c, float *s) {
+  const float pf = float(p);
+  for (int64_t i = 0; i < R; ++i) {
+    const float angle = pf * freq[i];
+    c[i] = std::cos(angle) * scaling;
+    s[i] = std::sin(angle) * scaling;
+  }
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// RoPE
+//===----------------------------------------------------------------------===//
+
+Status RopeTable::build(const Tensor &invFreq, float attentionScaling,
+                        int64_t bound) {
+  if (invFreq.dtype != DType::F32 || invFreq.rank != 1 || !invFreq.data)
+    return Error("rope: inv_freq must be a 1-D f32 constant");
+  R = invFreq.sizes[0];
+  scaling = attentionScaling;
+  positions = std::min<int64_t>(bound, int64_t(1) << 20);
+  freq.assign(invFreq.ptr<float>(), invFreq.ptr<float>() + R);
+  cosSin.assign(size_t(positions) * size_t(R) * 2, 0.0f);
+  for (int64_t p = 0; p < positions; ++p)
+    ropeAngles(freq.data(), R, scaling, p, cosSin.data() + p * 2 * R,
+               cosSin.data() + p * 2 * R + R);
+  return Status();
+}
+
+namespace {
+
+/// out[i1], out[i2] = x1 c - x2 s, x2 c + x1 s for the R pairs of one row.
+void rotateRowGeneric(const float *x, float *y, const float *c, const float *s,
+                      int64_t R, int64_t D, bool interleaved) {
+  for (int64_t i = 0; i < R; ++i) {
+    const int64_t i1 = interleaved ? 2 * i : i;
+    const int64_t i2 = interleaved ? 2 * i + 1 : i + R;
+    const float x1 = x[i1], x2 = x[i2];
+    y[i1] = x1 * c[i] - x2 * s[i];
+    y[i2] = x2 * c[i] + x1 * s[i];
+  }
+  if (x != y)
+    for (int64_t i = 2 * R; i < D; ++i)
+      y[i] = x[i];
+}
+
+#if ETLLM_XNN_X86
+/// rotateRowGeneric for rotate_half with R % 8 == 0: the same products and
+/// sums (no FMA), so the same bits.
+ETLLM_XNN_AVX2 void rotateHalfAvx2(const float *x, float *y, const float *c,
+                                   const float *s, int64_t R, int64_t D) {
+  for (int64_t i = 0; i < R; i += 8) {
+    const __m256 x1 = _mm256_loadu_ps(x + i), x2 = _mm256_loadu_ps(x + R + i);
+    const __m256 cv = _mm256_loadu_ps(c + i), sv = _mm256_loadu_ps(s + i);
+    _mm256_storeu_ps(
+        y + i, _mm256_sub_ps(_mm256_mul_ps(x1, cv), _mm256_mul_ps(x2, sv)));
+    _mm256_storeu_ps(
+        y + R + i, _mm256_add_ps(_mm256_mul_ps(x2, cv), _mm256_mul_ps(x1, sv)));
+  }
+  if (x != y)
+    for (int64_t i = 2 * R; i < D; ++i)
+      y[i] = x[i];
+}
+#endif
+
+} // namespace
+
+Status ropeKernel(const KernelArgs &a, Isa isa, const RopeTable *table,
+                  bool &handled) {
+  handled = false;
+  if (!table || a.inputs.size != 3 || a.outputs.size != 1 ||
+      !isF32Rank4(a.inputs[0]) || !isPositions(a.inputs[1]) || !a.outputs[0] ||
+      a.outputs[0]->dtype != DType::F32 || a.ints.size != 1 ||
+      a.floats.size != 1)
+    return Status();
+  const Tensor &x = *a.inputs[0], &pos = *a.inputs[1];
+  Tensor &out = *a.outputs[0];
+  const int64_t B = x.sizes[0], H = x.sizes[1], S = x.sizes[2], D = x.sizes[3];
+  const int64_t R = table->R;
+  const bool interleaved = a.ints[0] == 1;
+  if (pos.sizes[0] != S || 2 * R > D || (a.ints[0] != 0 && a.ints[0] != 1) ||
+      float(a.floats[0]) != table->scaling)
+    return Status();
+  for (int64_t s = 0; s < S; ++s)
+    if (loadPos(pos, s) < 0)
+      return Status(); // portable reports it
+  handled = true;
+  ETLLM_RETURN_IF_ERROR(out.resize(x.sizes, 4));
+  float extra[2 * 512];
+  const bool avx = hasAvx2(isa) && !interleaved && R % 8 == 0;
+  for (int64_t s = 0; s < S; ++s) {
+    const int64_t p = loadPos(pos, s);
+    const float *c, *sn;
+    if (p < table->positions) {
+      c = table->cosSin.data() + p * 2 * R;
+      sn = c + R;
+    } else if (R <= 512) {
+      ropeAngles(table->freq.data(), R, table->scaling, p, extra, extra + R);
+      c = extra;
+      sn = extra + R;
+    } else {
+      handled = false; // a huge head beyond the table: portable
+      return Status();
+    }
+    for (int64_t bh = 0; bh < B * H; ++bh) {
+      const float *px = x.ptr<float>() + (bh * S + s) * D;
+      float *py = out.ptr<float>() + (bh * S + s) * D;
+#if ETLLM_XNN_X86
+      if (avx) {
+        rotateHalfAvx2(px, py, c, sn, R, D);
+        continue;
+      }
+#endif
+      rotateRowGeneric(px, py, c, sn, R, D, interleaved);
+    }
+  }
+  (void)avx;
+  return Status();
+}
+
+//===----------------------------------------------------------------------===//
+// kv_cache_update, transpose, reshape
+//===----------------------------------------------------------------------===//
+
+Status kvCacheUpdateKernel(const KernelArgs &a, Isa, bool &handled) {
+  handled = false;
+  if (a.inputs.size != 3 || a.outputs.size != 1 || a.ints.size != 1 ||
+      !isF32Rank4(a.inputs[0]) || !isPositions(a.inputs[1]) ||
+      !isF32Rank4(a.inputs[2]) || !a.outputs[0] ||
+      a.outputs[0]->dtype != DType::F32 || a.ints[0] != 2)
+    return Status();
+  const Tensor &cache = *a.inputs[0], &pos = *a.inputs[1], &v = *a.inputs[2];
+  Tensor &out = *a.outputs[0];
+  const int64_t B = cache.sizes[0], H = cache.sizes[1], T = cache.sizes[2],
+                D = cache.sizes[3], S = v.sizes[2];
+  if (v.sizes[0] != B || v.sizes[1] != H || v.sizes[3] != D ||
+      pos.sizes[0] != S)
+    return Status();
+  for (int64_t s = 0; s < S; ++s) {
+    const int64_t p = loadPos(pos, s);
+    if (p < 0 || p >= T)
+      return Status(); // portable reports the index
+  }
+  handled = true;
+  ETLLM_RETURN_IF_ERROR(out.resize(cache.sizes, 4));
+  if (out.data != cache.data) // not in place: out = cache first
+    std::memmove(out.data, cache.data, size_t(B * H * T * D) * 4);
+  for (int64_t bh = 0; bh < B * H; ++bh)
+    for (int64_t s = 0; s < S; ++s)
+      std::memcpy(out.ptr<float>() + (bh * T + loadPos(pos, s)) * D,
+                  v.ptr<float>() + (bh * S + s) * D, size_t(D) * 4);
+  return Status();
+}
+
+Status transposeKernel(const KernelArgs &a, Isa, bool &handled) {
+  handled = false;
+  if (a.inputs.size != 1 || a.outputs.size != 1 || a.ints.size != 2 ||
+      !isF32Rank4(a.inputs[0]) || !a.outputs[0] ||
+      a.outputs[0]->dtype != DType::F32)
+    return Status();
+  const int64_t d0 = std::min(a.ints[0], a.ints[1]),
+                d1 = std::max(a.ints[0], a.ints[1]);
+  if (!(d0 == 1 && d1 == 2) && !(d0 == -3 && d1 == -2))
+    return Status();
+  const Tensor &x = *a.inputs[0];
+  Tensor &out = *a.outputs[0];
+  const int64_t B = x.sizes[0], P = x.sizes[1], Q = x.sizes[2], D = x.sizes[3];
+  if (x.data == out.data && P != 1 && Q != 1)
+    return Status();
+  handled = true;
+  const int64_t shape[4] = {B, Q, P, D};
+  ETLLM_RETURN_IF_ERROR(out.resize(shape, 4));
+  if (x.data == out.data) // a size-1 dimension: the same bytes
+    return Status();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t q = 0; q < Q; ++q)
+        std::memcpy(out.ptr<float>() + ((b * Q + q) * P + p) * D,
+                    x.ptr<float>() + ((b * P + p) * Q + q) * D, size_t(D) * 4);
+  return Status();
+}
+
+Status sliceKernel(const KernelArgs &a, Isa, bool &handled) {
+  handled = false;
+  if (a.inputs.size != 1 || a.outputs.size != 1 || a.ints.size != 4 ||
+      !storageOk(a.inputs[0]) || !a.outputs[0] ||
+      a.inputs[0]->dtype != DType::F32 || a.outputs[0]->dtype != DType::F32 ||
+      a.ints[3] != 1 || a.inputs[0]->rank < 1)
+    return Status();
+  const Tensor &x = *a.inputs[0];
+  Tensor &out = *a.outputs[0];
+  int64_t d = a.ints[0];
+  if (d < 0)
+    d += x.rank;
+  if (d < 0 || d >= x.rank || x.data == out.data)
+    return Status();
+  handled = true;
+  // PyTorch clamping, as portable.
+  const int64_t size = x.sizes[d];
+  int64_t start = a.ints[1], end = a.ints[2];
+  if (start < 0)
+    start += size;
+  if (end < 0)
+    end += size;
+  start = std::min(std::max<int64_t>(start, 0), size);
+  end = std::min(std::max<int64_t>(end, 0), size);
+  const int64_t len = end > start ? end - start : 0;
+  int64_t shape[kMaxRank];
+  for (int i = 0; i < x.rank; ++i)
+    shape[i] = x.sizes[i];
+  shape[d] = len;
+  ETLLM_RETURN_IF_ERROR(out.resize(shape, x.rank));
+  const int64_t outer = prodSizes(x.sizes, 0, int(d)),
+                inner = prodSizes(x.sizes, int(d) + 1, x.rank);
+  for (int64_t o = 0; o < outer; ++o)
+    std::memcpy(out.ptr<float>() + o * len * inner,
+                x.ptr<float>() + (o * size + start) * inner,
+                size_t(len * inner) * 4);
+  return Status();
+}
+
+Status reshapeKernel(const KernelArgs &a, Isa, bool &handled) {
+  handled = false;
+  if (a.inputs.size != 1 || a.outputs.size != 1 || !storageOk(a.inputs[0]) ||
+      !a.outputs[0] || a.inputs[0]->dtype != DType::F32 ||
+      a.outputs[0]->dtype != DType::F32 || a.ints.size > size_t(kMaxRank))
+    return Status();
+  const Tensor &x = *a.inputs[0];
+  Tensor &out = *a.outputs[0];
+  int64_t shape[kMaxRank];
+  int inferred = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < a.ints.size; ++i) {
+    const int64_t s = a.ints[i];
+    if (s == -1 && inferred < 0) {
+      inferred = int(i);
+      continue;
+    }
+    if (s < 0 || s > (int64_t(1) << 40))
+      return Status(); // portable reports it
+    shape[i] = s;
+    known *= s;
+  }
+  const int64_t n = x.numel();
+  if (inferred >= 0) {
+    if (known == 0 || n % known)
+      return Status();
+    shape[inferred] = n / known;
+  } else if (known != n) {
+    return Status();
+  }
+  handled = true;
+  ETLLM_RETURN_IF_ERROR(out.resize(shape, int(a.ints.size)));
+  if (out.data != x.data)
+    std::memcpy(out.data, x.data, size_t(n) * 4);
+  return Status();
+}
+
+//===----------------------------------------------------------------------===//
+// SDPA
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Keys per block of the online softmax, and per chunk of the parallel
+/// split (long contexts).
+constexpr int64_t kKeyBlock = 16, kKeyChunk = 512;
+
+/// The running state of a query row over a range of keys, in scratch:
+/// [0] the running max m of the scores (-inf: no key yet), [1] the sum l
+/// of exp(score - m), [2, 2 + Dv) the sum of exp(score - m) v.
+constexpr int64_t kStateHead = 2;
+
+struct SdpaProblem {
+  const float *q, *k, *v;
+  int64_t B, H, S, D, Hkv, T, Dv, group;
+  float scale, softcap;
+  bool causal;
+  int64_t window;
+  const Tensor *pos;
+
+  /// The visible keys [j0, j1) of query row s.
+  void range(int64_t s, int64_t &j0, int64_t &j1) const {
+    j0 = 0;
+    j1 = T;
+    if (!causal)
+      return;
+    const int64_t p = pos ? loadPos(*pos, s) : s;
+    if (p < 0) {
+      j1 = 0;
+      return;
+    }
+    j1 = p >= T ? T : p + 1;
+    if (window > 0 && p - window + 1 > 0)
+      j0 = p - window + 1;
+  }
+};
+
+float dotGeneric(const float *a, const float *b, int64_t n) {
+  float s = 0.0f;
+  for (int64_t i = 0; i < n; ++i)
+    s += a[i] * b[i];
+  return s;
+}
+
+#if ETLLM_XNN_X86
+/// Dot products of one query row with n <= 8 key rows (D % 8 == 0).
+ETLLM_XNN_AVX2 void dotsAvx2(const float *q, const float *k, int64_t D, int n,
+                             float *out) {
+  __m256 acc[8];
+  for (int j = 0; j < 8; ++j)
+    acc[j] = _mm256_setzero_ps();
+  for (int64_t d = 0; d < D; d += 8) {
+    const __m256 qv = _mm256_loadu_ps(q + d);
+    for (int j = 0; j < n; ++j)
+      acc[j] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + j * D + d), acc[j]);
+  }
+  alignas(32) float t[8];
+  _mm256_store_ps(t, avx2::hsum8(acc[0], acc[1], acc[2], acc[3], acc[4], acc[5],
+                                 acc[6], acc[7]));
+  for (int j = 0; j < n; ++j)
+    out[j] = t[j];
+}
+
+/// acc = acc * corr + sum_j p[j] v[j] for n keys (Dv % 8 == 0).
+ETLLM_XNN_AVX2 void accumulateAvx2(float *acc, float corr, const float *p,
+                                   const float *v, int64_t Dv, int n) {
+  const __m256 c = _mm256_set1_ps(corr);
+  for (int64_t d = 0; d < Dv; d += 8) {
+    __m256 a = _mm256_mul_ps(_mm256_loadu_ps(acc + d), c);
+    for (int j = 0; j < n; ++j)
+      a = _mm256_fmadd_ps(_mm256_set1_ps(p[j]), _mm256_loadu_ps(v + j * Dv + d),
+                          a);
+    _mm256_storeu_ps(acc + d, a);
+  }
+}
+
+/// x[j] = exp(x[j]) (avx2::exp8), and with a softcap first
+/// x[j] = cap tanh(x[j] / cap), for j < n <= 8.
+ETLLM_XNN_AVX2 void softcapAvx2(float *x, int n, float cap) {
+  alignas(32) float t[8] = {};
+  for (int j = 0; j < n; ++j)
+    t[j] = x[j] / cap;
+  _mm256_store_ps(
+      t, _mm256_mul_ps(_mm256_set1_ps(cap), avx2::tanh8(_mm256_load_ps(t))));
+  for (int j = 0; j < n; ++j)
+    x[j] = t[j];
+}
+ETLLM_XNN_AVX2 void expAvx2(float *x, int n) {
+  alignas(32) float t[8] = {};
+  for (int j = 0; j < n; ++j)
+    t[j] = x[j];
+  _mm256_store_ps(t, avx2::exp8(_mm256_load_ps(t)));
+  for (int j = 0; j < n; ++j)
+    x[j] = t[j];
+}
+#endif
+
+/// Keys [c0, c1) of one (b, hk) for its G * S query rows (row g * S + s),
+/// updating their states (states + row * (kStateHead + Dv)).
+void sdpaChunk(const SdpaProblem &P, Isa isa, int64_t b, int64_t hk, int64_t c0,
+               int64_t c1, float *states) {
+  const int64_t G = P.group, S = P.S, D = P.D, Dv = P.Dv;
+  const int64_t stride = kStateHead + Dv;
+  const float *kb = P.k + (b * P.Hkv + hk) * P.T * D;
+  const float *vb = P.v + (b * P.Hkv + hk) * P.T * Dv;
+#if ETLLM_XNN_X86
+  const bool avx = hasAvx2(isa) && D % 8 == 0 && Dv % 8 == 0;
+#else
+  const bool avx = false;
+  (void)isa;
+#endif
+  float sc[kKeyBlock];
+  for (int64_t j = c0; j < c1; j += kKeyBlock) {
+    const int64_t jEnd = std::min(c1, j + kKeyBlock);
+    for (int64_t s = 0; s < S; ++s) {
+      int64_t r0, r1;
+      P.range(s, r0, r1);
+      const int64_t lo = std::max(j, r0), hi = std::min(jEnd, r1);
+      if (lo >= hi)
+        continue;
+      const int n = int(hi - lo);
+      for (int64_t g = 0; g < G; ++g) {
+        const float *q = P.q + ((b * P.H + hk * G + g) * S + s) * D;
+        float *st = states + (g * S + s) * stride;
+#if ETLLM_XNN_X86
+        if (avx) {
+          for (int o = 0; o < n; o += 8)
+            dotsAvx2(q, kb + (lo + o) * D, D, std::min(8, n - o), sc + o);
+        } else
+#endif
+          for (int o = 0; o < n; ++o)
+            sc[o] = dotGeneric(q, kb + (lo + o) * D, D);
+        for (int o = 0; o < n; ++o)
+          sc[o] *= P.scale;
+        if (P.softcap > 0.0f) {
+#if ETLLM_XNN_X86
+          if (avx) {
+            for (int o = 0; o < n; o += 8)
+              softcapAvx2(sc + o, std::min(8, n - o), P.softcap);
+          } else
+#endif
+            for (int o = 0; o < n; ++o)
+              sc[o] = P.softcap * std::tanh(sc[o] / P.softcap);
+        }
+        float mx = st[0];
+        for (int o = 0; o < n; ++o)
+          mx = std::max(mx, sc[o]);
+        if (!(mx > -INFINITY))
+          continue; // nothing finite yet (or NaN scores: left to the merge)
+        const float corr = st[0] == -INFINITY ? 0.0f : std::exp(st[0] - mx);
+        for (int o = 0; o < n; ++o)
+          sc[o] -= mx;
+#if ETLLM_XNN_X86
+        if (avx) {
+          for (int o = 0; o < n; o += 8)
+            expAvx2(sc + o, std::min(8, n - o));
+        } else
+#endif
+          for (int o = 0; o < n; ++o)
+            sc[o] = std::exp(sc[o]);
+        float sum = 0.0f;
+        for (int o = 0; o < n; ++o)
+          sum += sc[o];
+        st[0] = mx;
+        st[1] = st[1] * corr + sum;
+        const float *v0 = vb + lo * Dv;
+        float *acc = st + kStateHead;
+#if ETLLM_XNN_X86
+        if (avx) {
+          accumulateAvx2(acc, corr, sc, v0, Dv, n);
+          continue;
+        }
+#endif
+        for (int64_t d = 0; d < Dv; ++d) {
+          float av = acc[d] * corr;
+          for (int o = 0; o < n; ++o)
+            av += sc[o] * v0[o * Dv + d];
+          acc[d] = av;
+        }
+      }
+    }
+  }
+}
+
+} // namespace
+
+size_t sdpaScratchBytes(int64_t B, int64_t H, int64_t S, int64_t Hkv, int64_t T,
+                        int64_t Dv) {
+  if (Hkv <= 0 || H % Hkv)
+    return 0;
+  const int64_t chunks = std::max<int64_t>(1, (T + kKeyChunk - 1) / kKeyChunk);
+  return size_t(B * Hkv * chunks) * size_t((H / Hkv) * S) *
+         size_t(kStateHead + Dv) * sizeof(float);
+}
+
+Status sdpaKernel(const KernelArgs &a, Isa isa, bool &handled) {
+  handled = false;
+  if (a.inputs.size < 3 || a.outputs.size != 1 || a.ints.size != 4 ||
+      a.floats.size != 2 || a.ints[0] != 0 || !isF32Rank4(a.inputs[0]) ||
+      !isF32Rank4(a.inputs[1]) || !isF32Rank4(a.inputs[2]) || !a.outputs[0] ||
+      a.outputs[0]->dtype != DType::F32 || !a.ctx)
+    return Status();
+  const bool hasPos = a.ints[1] != 0;
+  if (a.inputs.size != size_t(3 + hasPos) ||
+      (hasPos && !isPositions(a.inputs[3])) || a.ints[3] < 0)
+    return Status();
+  const Tensor &q = *a.inputs[0], &k = *a.inputs[1], &v = *a.inputs[2];
+  SdpaProblem P;
+  P.B = q.sizes[0];
+  P.H = q.sizes[1];
+  P.S = q.sizes[2];
+  P.D = q.sizes[3];
+  P.Hkv = k.sizes[1];
+  P.T = k.sizes[2];
+  P.Dv = v.sizes[3];
+  if (k.sizes[0] != P.B || k.sizes[3] != P.D || v.sizes[0] != P.B ||
+      v.sizes[1] != P.Hkv || v.sizes[2] != P.T || P.Hkv <= 0 ||
+      P.H % P.Hkv != 0 || (hasPos && a.inputs[3]->sizes[0] != P.S))
+    return Status();
+  handled = true;
+  P.group = P.H / P.Hkv;
+  P.q = q.ptr<float>();
+  P.k = k.ptr<float>();
+  P.v = v.ptr<float>();
+  P.scale = float(a.floats[0]);
+  P.softcap = float(a.floats[1]);
+  P.causal = a.ints[2] != 0;
+  P.window = a.ints[3];
+  P.pos = hasPos ? a.inputs[3] : nullptr;
+  Tensor &out = *a.outputs[0];
+  const int64_t shape[4] = {P.B, P.H, P.S, P.Dv};
+  ETLLM_RETURN_IF_ERROR(out.resize(shape, 4));
+  if (out.numel() == 0)
+    return Status();
+
+  // The keys any row sees: [0, kMax), in chunks of kKeyChunk.
+  int64_t kMax = 0;
+  for (int64_t s = 0; s < P.S; ++s) {
+    int64_t j0, j1;
+    P.range(s, j0, j1);
+    kMax = std::max(kMax, j1);
+  }
+  const int64_t chunks =
+      std::max<int64_t>(1, (kMax + kKeyChunk - 1) / kKeyChunk);
+  const int64_t rowsPerHead = P.group * P.S;
+  const int64_t stride = kStateHead + P.Dv;
+  const size_t itemFloats = size_t(rowsPerHead * stride);
+  const size_t items = size_t(P.B * P.Hkv * chunks);
+  float *states =
+      static_cast<float *>(a.ctx->scratch(items * itemFloats * sizeof(float)));
+  const uint64_t work =
+      uint64_t(P.B * P.H * P.S) * uint64_t(kMax) * uint64_t(P.D + P.Dv);
+  const ExecContext *pctx = parallelContext(a.ctx, work);
+  parallelForTiles(
+      pctx, items, defaultTile(pctx, items), [&](size_t b0, size_t e0) {
+        for (size_t it = b0; it < e0; ++it) {
+          const int64_t c = int64_t(it) % chunks, bh = int64_t(it) / chunks;
+          float *st = states + it * itemFloats;
+          for (int64_t r = 0; r < rowsPerHead; ++r) {
+            st[r * stride] = -INFINITY;
+            std::fill(st + r * stride + 1, st + (r + 1) * stride, 0.0f);
+          }
+          sdpaChunk(P, isa, bh / P.Hkv, bh % P.Hkv, c * kKeyChunk,
+                    std::min(kMax, (c + 1) * kKeyChunk), st);
+        }
+      });
+  // Merge the chunks of every row, in chunk order.
+  float *py = out.ptr<float>();
+  for (int64_t b = 0; b < P.B; ++b)
+    for (int64_t hk = 0; hk < P.Hkv; ++hk)
+      for (int64_t r = 0; r < rowsPerHead; ++r) {
+        const int64_t g = r / P.S, s = r % P.S;
+        float *dst = py + ((b * P.H + hk * P.group + g) * P.S + s) * P.Dv;
+        const float *first =
+            states + size_t((b * P.Hkv + hk) * chunks) * itemFloats;
+        float m = -INFINITY;
+        for (int64_t c = 0; c < chunks; ++c)
+          m = std::max(m, first[c * itemFloats + r * stride]);
+        if (!(m > -INFINITY)) { // no visible key: zeros, as portable
+          std::fill(dst, dst + P.Dv, 0.0f);
+          continue;
+        }
+        float l = 0.0f;
+        std::fill(dst, dst + P.Dv, 0.0f);
+        for (int64_t c = 0; c < chunks; ++c) {
+          const float *sr = first + c * itemFloats + r * stride;
+          if (!(sr[0] > -INFINITY))
+            continue;
+          const float w = chunks == 1 ? 1.0f : std::exp(sr[0] - m);
+          l += sr[1] * w;
+          for (int64_t d = 0; d < P.Dv; ++d)
+            dst[d] += sr[kStateHead + d] * w;
+        }
+        const float inv = 1.0f / l;
+        for (int64_t d = 0; d < P.Dv; ++d)
+          dst[d] *= inv;
+      }
+  return Status();
+}
+
+} // namespace etllm::rt::xnnpack
