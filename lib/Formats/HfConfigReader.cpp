@@ -284,7 +284,7 @@ Status readSizes(const ConfigReader &r, const models::HfConfigSpec &hf,
 
 /// rope_theta, rope_scaling (or transformers 5's rope_parameters) and
 /// partial_rotary_factor.
-Status readRope(const ConfigReader &r, ModelConfig &c) {
+Status readRope(const ConfigReader &r, double ropeTheta, ModelConfig &c) {
   // transformers 5 keeps theta and scaling in rope_parameters.
   if (const json *rp = r.get("rope_parameters")) {
     if (!rp->is_object())
@@ -294,7 +294,7 @@ Status readRope(const ConfigReader &r, ModelConfig &c) {
     if (it != rp->end())
       ETLLM_ASSIGN_OR_RETURN(theta,
                              r.optDouble("rope_parameters.rope_theta", &*it));
-    c.ropeTheta = theta.value_or(10000.0);
+    c.ropeTheta = theta.value_or(ropeTheta);
     ETLLM_RETURN_IF_ERROR(parseRopeScaling(r, *rp, "rope_parameters", c));
     auto prf = rp->find("partial_rotary_factor");
     if (prf != rp->end()) {
@@ -305,7 +305,7 @@ Status readRope(const ConfigReader &r, ModelConfig &c) {
         c.partialRotaryFactor = *f;
     }
   } else {
-    ETLLM_ASSIGN_OR_RETURN(c.ropeTheta, r.doubleOr("rope_theta", 10000.0));
+    ETLLM_ASSIGN_OR_RETURN(c.ropeTheta, r.doubleOr("rope_theta", ropeTheta));
     if (const json *rs = r.get("rope_scaling"))
       ETLLM_RETURN_IF_ERROR(parseRopeScaling(r, *rs, "rope_scaling", c));
   }
@@ -328,20 +328,64 @@ Status readRope(const ConfigReader &r, ModelConfig &c) {
   return Status();
 }
 
+/// A KeyType::Choice key's string as its index; an error naming the key and
+/// the value (and the accepted ones) otherwise.
+Result<double> readChoice(const ConfigReader &r, const models::ConfigKey &key,
+                          const std::string &value) {
+  std::string accepted;
+  for (size_t i = 0; i < key.choices.size(); ++i) {
+    if (value == key.choices[i])
+      return static_cast<double>(i);
+    accepted += (i ? ", " : "") + std::string(key.choices[i]);
+  }
+  return r.error(key.hf, "unsupported value '" + value +
+                             "' (supported: " + accepted + ")");
+}
+
 /// The keys only the family has (ConfigKey): config-class default when
 /// absent, null as the key says, checked against its range.
 Status readFamilyKeys(const ConfigReader &r, const models::HfConfigSpec &hf,
                       ModelConfig &c) {
   for (const models::ConfigKey &key : hf.keys) {
+    if (key.type == models::KeyType::IntList) {
+      std::vector<int64_t> *list = detail::listField(c, key.field);
+      list->clear();
+      const json *v = r.get(key.hf);
+      if (!v)
+        continue; // absent or null: the empty list (the class default)
+      if (!v->is_array())
+        return r.error(key.hf, "expected an array of integers");
+      for (const json &e : *v) {
+        std::optional<int64_t> i;
+        ETLLM_ASSIGN_OR_RETURN(i, r.optInt(key.hf, &e));
+        if (!i || *i < 0 || *i >= c.numLayers)
+          return r.error(key.hf, "entries must be layer indices in [0, " +
+                                     std::to_string(c.numLayers) + "), got " +
+                                     e.dump());
+        list->push_back(*i);
+      }
+      continue;
+    }
     double v = key.hfDefault;
-    if (v == 0)
+    if (v == 0 && key.type == models::KeyType::Number)
       v = detail::fallbackValue(c, key.fallback);
     if (r.has(key.hf)) {
-      if (key.range == models::KeyRange::Dim) {
+      if (key.type == models::KeyType::Bool) {
+        bool b;
+        ETLLM_ASSIGN_OR_RETURN(b, r.boolOr(key.hf, v != 0));
+        v = b ? 1 : 0;
+      } else if (key.type == models::KeyType::Choice) {
+        std::optional<std::string> str;
+        ETLLM_ASSIGN_OR_RETURN(str, r.optString(key.hf));
+        if (str)
+          ETLLM_ASSIGN_OR_RETURN(v, readChoice(r, key, *str));
+      } else if (key.range == models::KeyRange::Dim) {
         std::optional<int64_t> i;
         ETLLM_ASSIGN_OR_RETURN(i, r.optInt(key.hf));
         if (i)
           v = static_cast<double>(*i);
+        else if (key.nullIsZero)
+          v = 0;
       } else {
         std::optional<double> d;
         ETLLM_ASSIGN_OR_RETURN(d, r.optDouble(key.hf));
@@ -521,8 +565,10 @@ Result<ModelConfig> parseHfConfigText(const std::string &text,
   ETLLM_ASSIGN_OR_RETURN(family, readFamily(r, c));
   const models::HfConfigSpec &hf = family->hf;
   ETLLM_RETURN_IF_ERROR(readSizes(r, hf, c));
-  ETLLM_RETURN_IF_ERROR(readRope(r, c));
+  ETLLM_RETURN_IF_ERROR(readRope(r, hf.ropeTheta, c));
+  detail::applyMoeDefaults(c, *family);
   ETLLM_RETURN_IF_ERROR(readFamilyKeys(r, hf, c));
+  detail::applyMoeLayers(c, *family);
   ETLLM_RETURN_IF_ERROR(readBiasesAndActivation(r, hf, c));
   ETLLM_RETURN_IF_ERROR(readSlidingWindows(r, hf, c));
   ETLLM_RETURN_IF_ERROR(readSpecialTokens(r, hf, c));

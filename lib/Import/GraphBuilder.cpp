@@ -96,6 +96,16 @@ LogicalResult buildModel(GraphEmitter &e, const ::etllm::ImportOptions &options,
   return success(e.error.empty());
 }
 
+/// The routing names #etllm.model_config records ("" for a dense model).
+StringRef moeScoringName(const ModelConfig &c) {
+  return c.numExperts == 0 ? "" : ::etllm::models::moeScoringName(c.moeScoring);
+}
+StringRef moeTopkMethodName(const ModelConfig &c) {
+  return c.numExperts == 0
+             ? ""
+             : ::etllm::models::moeTopkMethodName(c.moeTopkMethod);
+}
+
 /// The configuration as the typed `#etllm.model_config`, read back by passes
 /// (source swap) and copied into the program file.
 ModelConfigAttr configAttr(MLIRContext *ctx, const ModelConfig &c,
@@ -109,7 +119,13 @@ ModelConfigAttr configAttr(MLIRContext *ctx, const ModelConfig &c,
       llvm::APFloat(c.finalLogitSoftcapping), c.tieWordEmbeddings, c.bosTokenId,
       c.eosTokenIds,
       SmallVector<bool>(c.layerUsesSlidingWindow.begin(),
-                        c.layerUsesSlidingWindow.end()));
+                        c.layerUsesSlidingWindow.end()),
+      c.numExperts, c.numExpertsPerTok,
+      c.numExperts > 0 ? c.expertIntermediateSize() : 0,
+      c.sharedExpertIntermediateSize, c.normTopkProb, moeScoringName(c),
+      moeTopkMethodName(c), c.numExpertGroups, c.topkGroup,
+      llvm::APFloat(c.numExperts > 0 ? c.routedScalingFactor : 0.0),
+      SmallVector<bool>(c.layerIsMoe.begin(), c.layerIsMoe.end()));
 }
 
 } // namespace

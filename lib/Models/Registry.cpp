@@ -55,8 +55,19 @@ const FamilySpec *findByModelType(std::string_view hfModelType) {
 
 const FamilySpec *findByGgufArch(std::string_view ggufArch) {
   return findIf([&](const FamilySpec &f) {
-    return f.gguf.arch && f.gguf.readsBack && f.gguf.arch == ggufArch;
+    return f.gguf.arch && f.gguf.readsBack &&
+           f.gguf.readsBackWithKey == GgufKey::None && f.gguf.arch == ggufArch;
   });
+}
+
+const FamilySpec *findByGgufArch(std::string_view ggufArch,
+                                 const std::function<bool(GgufKey)> &hasKey) {
+  const FamilySpec *keyed = findIf([&](const FamilySpec &f) {
+    return f.gguf.arch && f.gguf.readsBack &&
+           f.gguf.readsBackWithKey != GgufKey::None &&
+           f.gguf.arch == ggufArch && hasKey(f.gguf.readsBackWithKey);
+  });
+  return keyed ? keyed : findByGgufArch(ggufArch);
 }
 
 const FamilySpec *findById(std::string_view id) {
@@ -85,16 +96,61 @@ std::string supportedIds() {
   return join([](const FamilySpec &f) { return f.id; });
 }
 
+const char *moeScoringName(MoeScoring scoring) {
+  switch (scoring) {
+  case MoeScoring::Softmax:
+    return "softmax";
+  case MoeScoring::Sigmoid:
+    return "sigmoid";
+  }
+  return "";
+}
+
+const char *moeTopkMethodName(MoeTopkMethod method) {
+  switch (method) {
+  case MoeTopkMethod::Greedy:
+    return "greedy";
+  case MoeTopkMethod::GroupLimitedGreedy:
+    return "group_limited_greedy";
+  case MoeTopkMethod::NoauxTc:
+    return "noaux_tc";
+  }
+  return "";
+}
+
 bool isLayerModule(HfModule module) {
   return static_cast<int>(module) >= static_cast<int>(HfModule::InputNorm);
 }
 
-std::string hfPath(const FamilySpec &family, HfModule module, int64_t layer) {
+bool isExpertModule(HfModule module) {
+  switch (module) {
+  case HfModule::ExpertGateProj:
+  case HfModule::ExpertUpProj:
+  case HfModule::ExpertDownProj:
+  case HfModule::ExpertActFn:
+    return true;
+  default:
+    return false;
+  }
+}
+
+bool isBareParameter(HfModule module) {
+  return module == HfModule::MoeRouterBias;
+}
+
+std::string hfPath(const FamilySpec &family, HfModule module, int64_t layer,
+                   int64_t expert) {
   const char *name = family.hfNames[static_cast<size_t>(module)];
   if (!isLayerModule(module))
     return name;
-  return std::string(family.hfNames[static_cast<size_t>(HfModule::Layers)]) +
-         "." + std::to_string(layer) + "." + name;
+  std::string layerPath =
+      std::string(family.hfNames[static_cast<size_t>(HfModule::Layers)]) + "." +
+      std::to_string(layer) + ".";
+  if (isExpertModule(module))
+    return layerPath +
+           family.hfNames[static_cast<size_t>(HfModule::MoeExperts)] + "." +
+           std::to_string(expert) + "." + name;
+  return layerPath + name;
 }
 
 } // namespace etllm::models

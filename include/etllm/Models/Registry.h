@@ -10,6 +10,7 @@
 
 #include "etllm/Models/Family.h"
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,7 +25,14 @@ const FamilySpec *findByArchitecture(std::string_view hfArchitecture);
 /// The family of a transformers model_type ("llama"), or null.
 const FamilySpec *findByModelType(std::string_view hfModelType);
 /// The family a GGUF general.architecture opens as ("llama"), or null.
+/// Families that need a key to read back (GgufSpec::readsBackWithKey) are
+/// skipped.
 const FamilySpec *findByGgufArch(std::string_view ggufArch);
+/// The family a GGUF file opens as, given its architecture and whether it
+/// has each key (`hasKey(key)`: "<arch>.<name>" is present): a family whose
+/// readsBackWithKey the file has, else the one of findByGgufArch.
+const FamilySpec *findByGgufArch(std::string_view ggufArch,
+                                 const std::function<bool(GgufKey)> &hasKey);
 /// The family of a generator id (--arch), or null.
 const FamilySpec *findById(std::string_view id);
 /// The family llama2.c checkpoints import as.
@@ -45,12 +53,25 @@ bool ggufKeyHasArchPrefix(GgufKey key);
 /// llama.cpp's name of a tensor ("attn_q"), without "blk.<i>." or ".weight".
 const char *ggufTensorName(GgufTensor tensor);
 
+/// The config.json spelling of a routing choice ("softmax", "noaux_tc"),
+/// which #etllm.model_config records too.
+const char *moeScoringName(MoeScoring scoring);
+const char *moeTopkMethodName(MoeTopkMethod method);
+
 /// True when `module` lives inside a decoder layer.
 bool isLayerModule(HfModule module);
+/// True for the projections of one routed expert (their path has the
+/// expert's index: "<layer>.<MoeExperts>.<j>.<name>").
+bool isExpertModule(HfModule module);
+/// True for a module entry that names a parameter itself, not a module
+/// whose ".weight"/".bias" are the tensors (DeepSeek-V3's
+/// "mlp.gate.e_score_correction_bias").
+bool isBareParameter(HfModule module);
 /// The module's full path: "model.embed_tokens", or for a per-layer module
-/// "model.layers.<layer>.self_attn.q_proj".
+/// "model.layers.<layer>.self_attn.q_proj", or for an expert module
+/// "model.layers.<layer>.mlp.experts.<expert>.gate_proj".
 std::string hfPath(const FamilySpec &family, HfModule module,
-                   int64_t layer = -1);
+                   int64_t layer = -1, int64_t expert = -1);
 
 } // namespace etllm::models
 
