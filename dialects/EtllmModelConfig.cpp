@@ -97,7 +97,8 @@ LogicalResult ModelConfigAttr::verify(
     APFloat ropeTheta, APFloat attentionScale, int64_t slidingWindow,
     APFloat attnLogitSoftcapping, APFloat finalLogitSoftcapping,
     bool tieWordEmbeddings, int64_t bosTokenId, ArrayRef<int64_t> eosTokenIds,
-    ArrayRef<bool> layerSlidingWindow, int64_t numExperts,
+    ArrayRef<bool> layerSlidingWindow, int64_t qLoraRank, int64_t kvLoraRank,
+    int64_t qkNopeHeadDim, int64_t vHeadDim, int64_t numExperts,
     int64_t numExpertsPerTok, int64_t moeIntermediateSize,
     int64_t sharedExpertIntermediateSize, bool normTopkProb,
     StringRef moeScoring, StringRef moeTopkMethod, int64_t nGroup,
@@ -121,6 +122,10 @@ LogicalResult ModelConfigAttr::verify(
       {"max_seq_len", maxSeqLen},
       {"rotary_dim", rotaryDim},
       {"sliding_window", slidingWindow},
+      {"q_lora_rank", qLoraRank},
+      {"kv_lora_rank", kvLoraRank},
+      {"qk_nope_head_dim", qkNopeHeadDim},
+      {"v_head_dim", vHeadDim},
       {"num_experts", numExperts},
       {"num_experts_per_tok", numExpertsPerTok},
       {"moe_intermediate_size", moeIntermediateSize},
@@ -148,6 +153,12 @@ LogicalResult ModelConfigAttr::verify(
     if (&v->getSemantics() != &APFloat::IEEEdouble() || !v->isFinite() ||
         v->isNegative())
       return emitError() << name << " must be a finite, non-negative double";
+  if (kvLoraRank == 0 && (qLoraRank || qkNopeHeadDim || vHeadDim))
+    return emitError() << "q_lora_rank, qk_nope_head_dim and v_head_dim "
+                          "need kv_lora_rank (multi-head latent attention)";
+  if (kvLoraRank > 0 && (qkNopeHeadDim == 0 || vHeadDim == 0))
+    return emitError() << "multi-head latent attention needs "
+                          "qk_nope_head_dim and v_head_dim";
   if (rmsNormEps.convertToDouble() >= 1)
     return emitError() << "rms_norm_eps must be smaller than 1";
   auto token = [&](int64_t id, int64_t lowest) {
@@ -246,6 +257,13 @@ std::string ModelConfigAttr::toJson() const {
   for (bool b : getLayerSlidingWindow())
     sliding.push_back(b);
   obj["layer_sliding_window"] = std::move(sliding);
+  if (getKvLoraRank() > 0) {
+    // Only MLA programs carry these (the others' metadata is unchanged).
+    obj["q_lora_rank"] = getQLoraRank();
+    obj["kv_lora_rank"] = getKvLoraRank();
+    obj["qk_nope_head_dim"] = getQkNopeHeadDim();
+    obj["v_head_dim"] = getVHeadDim();
+  }
   // Mixture-of-experts keys only for models that have experts (dense
   // programs keep their metadata).
   if (getNumExperts() > 0) {
@@ -287,6 +305,30 @@ void mlir::etllm::setModelConfig(ModuleOp module, ModelConfigAttr config) {
 
 LogicalResult EtllmDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
+  if (attr.getName() == kLoraAttrName) {
+    auto list = dyn_cast<ArrayAttr>(attr.getValue());
+    auto bad = [&]() {
+      return op->emitError()
+             << "'" << kLoraAttrName
+             << "' must be an array of {path = \"...\", scale = <f64>}";
+    };
+    if (!isa<ModuleOp>(op))
+      return op->emitError()
+             << "'" << kLoraAttrName << "' belongs on a builtin.module";
+    if (!list)
+      return bad();
+    for (Attribute a : list) {
+      auto d = dyn_cast<DictionaryAttr>(a);
+      if (!d || d.size() != 2 || !d.getAs<StringAttr>("path") ||
+          !d.getAs<FloatAttr>("scale"))
+        return bad();
+      if (!d.getAs<FloatAttr>("scale").getValue().isFinite())
+        return op->emitError()
+               << "'" << kLoraAttrName << "': the scale of adapter '"
+               << d.getAs<StringAttr>("path").getValue() << "' is not finite";
+    }
+    return success();
+  }
   if (attr.getName() != kModelConfigAttrName)
     return success();
   if (!isa<ModuleOp>(op))

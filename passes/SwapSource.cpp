@@ -6,6 +6,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/SymbolTable.h"
 #include "llvm/Support/Debug.h"
 
 #include <map>
@@ -192,12 +193,194 @@ LogicalResult swapRmsNorm(ModuleInstance &inst, RewriterBase &rewriter,
   return success();
 }
 
+/// Multi-head latent attention (DeepSeek's Mla block, lib/Import/Blocks/
+/// Mla.cpp) -> the latent cache and the absorbed attention. The expanded
+/// form attends with per-head keys [k_nope | k_pe] = [W_uk c | k_pe] and
+/// values W_uv c, where c is the normalized latent and W_uk/W_uv the key
+/// and value halves of kv_b_proj, so
+///   q . k = (q_nope W_uk) . c + q_pe . k_pe  and  p V = (p C) W_uv^T:
+/// one key/value "head" [c | k_pe] of kv_lora_rank + qk_rope_head_dim
+/// values per token serves every query head. The sdpa reads the cache as
+/// both key and value (its output's rope part is dropped), so the cache is
+/// never copied.
+LogicalResult swapMlaAttention(ModuleInstance &inst, RewriterBase &rewriter,
+                               std::string &reason) {
+  ModelConfigAttr cfg = inst.config;
+  const int64_t H = cfg.getNumAttentionHeads(), rope = cfg.getHeadDim(),
+                kvl = cfg.getKvLoraRank(), nope = cfg.getQkNopeHeadDim(),
+                vd = cfg.getVHeadDim();
+  if (H <= 0 || rope <= 0 || kvl <= 0 || nope <= 0 || vd <= 0) {
+    reason = "the model config lacks the latent attention sizes";
+    return failure();
+  }
+  LinearOp kvB, oProj;
+  BufferReadOp kRead, vRead;
+  for (Operation *op : inst.ops) {
+    StringRef path = getModulePath(op);
+    if (auto lin = dyn_cast<LinearOp>(op)) {
+      if (path == inst.path + ".kv_b_proj")
+        kvB = lin;
+      else if (path == inst.path + ".o_proj")
+        oProj = lin;
+    } else if (auto r = dyn_cast<BufferReadOp>(op)) {
+      if (r.getName() == inst.path + ".k_cache")
+        kRead = r;
+      else if (r.getName() == inst.path + ".v_cache")
+        vRead = r;
+    }
+  }
+  if (!kvB || !oProj || kvB.getBias()) {
+    reason = "projections not found (kv_b_proj without bias, o_proj)";
+    return failure();
+  }
+  // The cache updates and what they store: key = cat(k_nope, expand(k_pe)).
+  auto copyOf = [&](BufferReadOp read) -> IndexCopyOp {
+    if (!read || !read->hasOneUse())
+      return IndexCopyOp();
+    auto c = dyn_cast<IndexCopyOp>(*read->getUsers().begin());
+    return c && c.getInput() == read.getResult() ? c : IndexCopyOp();
+  };
+  IndexCopyOp kCopy = copyOf(kRead), vCopy = copyOf(vRead);
+  if (!kCopy || !vCopy || kCopy.getIndex() != vCopy.getIndex()) {
+    reason = "no static KV cache (k_cache/v_cache buffers updated by "
+             "index_copy at one set of positions) in the instance";
+    return failure();
+  }
+  Value positions = kCopy.getIndex();
+  auto keyCat = kCopy.getSource().getDefiningOp<CatOp>();
+  ExpandOp kPeExpand = keyCat && keyCat.getInputs().size() == 2
+                           ? keyCat.getInputs()[1].getDefiningOp<ExpandOp>()
+                           : ExpandOp();
+  if (!kPeExpand) {
+    reason = "the cached key is not cat(k_nope, expand(k_pe))";
+    return failure();
+  }
+  Value kPe = kPeExpand.getInput();
+  // The query: the other two-part cat of [1, H, S, nope + rope].
+  CatOp queryCat;
+  for (Operation *op : inst.ops)
+    if (auto c = dyn_cast<CatOp>(op); c && c != keyCat &&
+                                      c.getInputs().size() == 2 &&
+                                      c.getType() == keyCat.getType())
+      queryCat = c;
+  Value latent = kvB.getInput();
+  auto latentType = cast<RankedTensorType>(latent.getType());
+  auto kPeType = cast<RankedTensorType>(kPe.getType());
+  auto wType = cast<RankedTensorType>(kvB.getWeight().getType());
+  auto kType = cast<RankedTensorType>(kRead.getType());
+  if (!queryCat || latentType.getRank() != 3 ||
+      latentType.getDimSize(2) != kvl || kPeType.getRank() != 4 ||
+      kPeType.getDimSize(1) != 1 || kPeType.getDimSize(3) != rope ||
+      wType.getShape() != ArrayRef<int64_t>{H * (nope + vd), kvl} ||
+      kType.getRank() != 4 || kType.getDimSize(3) != nope + rope) {
+    reason = "the query, latent, shared rope key or kv_b_proj do not have "
+             "the configuration's sizes";
+    return failure();
+  }
+  Value qNope = queryCat.getInputs()[0], qPe = queryCat.getInputs()[1];
+  auto qNopeType = cast<RankedTensorType>(qNope.getType());
+  if (qNopeType.getRank() != 4 || qNopeType.getDimSize(1) != H ||
+      qNopeType.getDimSize(3) != nope) {
+    reason = "the query's non-rotated part is not [1, heads, S, nope]";
+    return failure();
+  }
+  // o_proj reads [1, S, H * v] of the query's element type.
+  auto oIn = cast<RankedTensorType>(oProj.getInput().getType());
+  if (oIn.getShape() != ArrayRef<int64_t>{1, qNopeType.getDimSize(2), H * vd} ||
+      oIn.getElementType() != qNopeType.getElementType()) {
+    reason = "o_proj's input is not [1, S, heads * v_head_dim]";
+    return failure();
+  }
+  // The old caches' buffers and write-backs.
+  SymbolTable symbols(inst.module);
+  auto kBuf = symbols.lookup<BufferOp>(kRead.getName());
+  auto vBuf = symbols.lookup<BufferOp>(vRead.getName());
+  SmallVector<BufferWriteOp> writes;
+  for (Operation *c : {kCopy.getOperation(), vCopy.getOperation()})
+    for (Operation *u : c->getUsers())
+      if (auto w = dyn_cast<BufferWriteOp>(u))
+        writes.push_back(w);
+  if (!kBuf || !vBuf || writes.size() != 2) {
+    reason = "the k/v cache buffers or their write-backs are missing";
+    return failure();
+  }
+
+  Location loc = oProj.getLoc();
+  auto mk = [&](auto op) {
+    setModulePath(op, inst.path);
+    return op->getResult(0);
+  };
+  auto i64 = [&](int64_t v) { return rewriter.getI64IntegerAttr(v); };
+  auto dims = [&](ArrayRef<int64_t> d) {
+    return rewriter.getDenseI64ArrayAttr(d);
+  };
+  const int64_t T = kType.getDimSize(2);
+  const std::string cacheName = inst.path + ".latent_cache";
+  auto cacheType =
+      RankedTensorType::get({1, 1, T, kvl + rope}, kType.getElementType());
+  rewriter.setInsertionPoint(kBuf);
+  rewriter.create<BufferOp>(kBuf.getLoc(), cacheName, cacheType);
+
+  rewriter.setInsertionPoint(oProj);
+  // The cache row of each new token: [c | k_pe] (the normalized latent and
+  // the rotated shared key).
+  Value c4 = mk(rewriter.create<ReshapeOp>(loc, latent, dims({1, 1, -1, kvl})));
+  Value entry = mk(rewriter.create<CatOp>(loc, ValueRange{c4, kPe}, i64(-1)));
+  Value cache = mk(rewriter.create<BufferReadOp>(
+      loc, cacheType,
+      FlatSymbolRefAttr::get(rewriter.getContext(), cacheName)));
+  Value kc = mk(rewriter.create<KvCacheUpdateOp>(loc, cacheType, cache,
+                                                 positions, entry, i64(2)));
+  // kv_b_proj's halves, per head: [H, nope, kvl] and [H, v, kvl].
+  Value w = mk(rewriter.create<ReshapeOp>(loc, kvB.getWeight(),
+                                          dims({H, nope + vd, kvl})));
+  Value wUk =
+      mk(rewriter.create<SliceOp>(loc, w, i64(1), i64(0), i64(nope), i64(1)));
+  Value wUv = mk(rewriter.create<SliceOp>(loc, w, i64(1), i64(nope),
+                                          i64(nope + vd), i64(1)));
+  Value qLat = mk(rewriter.create<MatmulOp>(loc, qNope, wUk));
+  Value q = mk(rewriter.create<CatOp>(loc, ValueRange{qLat, qPe}, i64(-1)));
+  auto qt = cast<RankedTensorType>(q.getType());
+  Value o = mk(rewriter.create<SdpaOp>(
+      loc, qt, q, kc, kc, Value(), positions,
+      rewriter.getF64FloatAttr(cfg.getAttentionScaleOrDefault()),
+      rewriter.getUnitAttr(), i64(0),
+      rewriter.getF64FloatAttr(
+          cfg.getAttnLogitSoftcapping().convertToDouble())));
+  o = mk(rewriter.create<SliceOp>(loc, o, i64(-1), i64(0), i64(kvl), i64(1)));
+  Value wUvT = mk(rewriter.create<TransposeOp>(loc, wUv, i64(1), i64(2)));
+  o = mk(rewriter.create<MatmulOp>(loc, o, wUvT)); // [1, H, S, v]
+  o = mk(rewriter.create<TransposeOp>(loc, o, i64(1), i64(2)));
+  o = mk(rewriter.create<ReshapeOp>(loc, o, dims({1, -1, H * vd})));
+  rewriter.modifyOpInPlace(oProj, [&] { oProj.getInputMutable().assign(o); });
+  // One write-back of the latent cache where the k cache's was.
+  rewriter.setInsertionPoint(writes.front());
+  rewriter.create<BufferWriteOp>(
+      writes.front().getLoc(), kc,
+      FlatSymbolRefAttr::get(rewriter.getContext(), cacheName));
+  for (BufferWriteOp wr : writes)
+    rewriter.eraseOp(wr);
+  SmallVector<Operation *> keep = {oProj};
+  eraseDead(inst, rewriter, keep);
+  for (BufferOp b : {kBuf, vBuf})
+    if (SymbolTable::symbolKnownUseEmpty(b, inst.module))
+      rewriter.eraseOp(b);
+  return success();
+}
+
 /// Attention with a static cache -> rope + kv_cache.update + sdpa.
 LogicalResult swapAttention(ModuleInstance &inst, RewriterBase &rewriter,
                             std::string &reason) {
   ModelConfigAttr cfg = inst.config;
   if (!cfg) {
     reason = "the module has no etllm.model_config";
+    return failure();
+  }
+  if (cfg.getKvLoraRank() > 0) {
+    if (inst.mlaCache == "latent")
+      return swapMlaAttention(inst, rewriter, reason);
+    reason = "multi-head latent attention keeps its expanded cache "
+             "(mla-cache=expanded; fuse-sdpa fuses it)";
     return failure();
   }
   int64_t H = cfg.getNumAttentionHeads(), Hkv = cfg.getNumKeyValueHeads(),
@@ -402,6 +585,12 @@ struct SwapSourcePass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (mlaCache != "expanded" && mlaCache != "latent") {
+      module.emitError() << "etllm-swap-source: mla-cache must be expanded "
+                            "or latent, got '"
+                         << mlaCache << "'";
+      return signalPassFailure();
+    }
     auto classTable = module->getAttrOfType<DictionaryAttr>(
         EtllmDialect::kModuleClassesAttrName);
     if (!classTable)
@@ -444,6 +633,7 @@ struct SwapSourcePass
       inst.klass = cls;
       inst.config = config;
       inst.module = module;
+      inst.mlaCache = mlaCache;
       module.walk([&](Operation *op) {
         if (!isa<ModuleOp, func::FuncOp>(op) && inst.contains(op))
           inst.ops.push_back(op);

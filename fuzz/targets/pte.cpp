@@ -20,25 +20,9 @@ using namespace etllm::rt;
 
 namespace {
 
-/// Planned memory a fuzzed program may ask for before the target skips
-/// running it. TODO(issue 11, phase 2): replace with the runtime's own
-/// memory budget (ModuleOptions / --max-memory) once programs declare their
-/// planned memory and load refuses what exceeds the limit.
+/// The memory budget of a fuzzed program's Module (the runtime's own check,
+/// ModuleOptions::maxMemory, refuses more before allocating).
 constexpr uint64_t kMaxFuzzMemory = 64ull << 20;
-
-uint64_t plannedMemory(const Program &p) {
-  const etllm::schema::Program &fb = p.schema();
-  uint64_t total = 0;
-  if (fb.buffers())
-    for (const auto *b : *fb.buffers())
-      total += b->nbytes();
-  if (fb.methods())
-    for (const auto *m : *fb.methods())
-      if (m->arena_sizes())
-        for (uint64_t a : *m->arena_sizes())
-          total += a;
-  return total;
-}
 
 const etllm::schema::Method *schemaMethod(const Program &p,
                                           const std::string &name) {
@@ -70,9 +54,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (ids.ok())
       (void)(*tok)->decode(*ids);
   }
-  if (plannedMemory(**program) > kMaxFuzzMemory)
-    return 0;
-  auto module = Module::create(*program);
+  ModuleOptions options;
+  options.maxMemory = kMaxFuzzMemory;
+  auto module = Module::create(*program, options);
   if (!module.ok()) {
     note(module.message());
     return 0;

@@ -1,6 +1,8 @@
 //===- ExportConfig.cpp - export_config.yaml ------------------------------===//
 #include "etllm/Config/ExportConfig.h"
 
+#include "etllm/runtime/flags.h"
+
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
@@ -24,7 +26,9 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        "KV-cache length and upper bound of the dynamic sequence dimension "
        "(prompt + generated tokens). 0 means min(max_position_embeddings, "
        "2048).",
-       "512"},
+       "512",
+       0,
+       1 << 20},
       {"model.dtype",
        ConfigType::Enum,
        "float32",
@@ -39,6 +43,21 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        "every position's: what generation needs, and much cheaper in "
        "prefill.",
        "false"},
+      {"model.mla_cache",
+       ConfigType::Enum,
+       "expanded",
+       {"expanded", "latent"},
+       "Multi-head latent attention (DeepSeek): `expanded` caches every "
+       "head's keys and values as the modeling code does; `latent` caches "
+       "the compressed latent and the rotated shared key "
+       "(kv_lora_rank + qk_rope_head_dim values per token and layer) and "
+       "attends in the absorbed form. Other models ignore it.",
+       "latent",
+       INT64_MIN,
+       INT64_MAX,
+       {},
+       false,
+       /*writtenWhenDefault=*/false},
       {"pipeline.name",
        ConfigType::Enum,
        "portable",
@@ -62,7 +81,11 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        "Weights per quantization group along the input dimension (32, 64, "
        "128, 256). 0 keeps the recipe's (32 for int4/8da4w, per-channel for "
        "int8/8da8w); -1 means per-channel (one group per row).",
-       "64"},
+       "64",
+       2,
+       1 << 16,
+       {-1, 0},
+       true},
       {"quantization.symmetric",
        ConfigType::Bool,
        "true",
@@ -88,7 +111,11 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        "-1",
        {},
        "Group size of the embedding quantization; -1 is one group per row.",
-       "32"},
+       "32",
+       2,
+       1 << 16,
+       {-1},
+       true},
       {"quantization.output_layer",
        ConfigType::Enum,
        "pipeline",
@@ -111,6 +138,20 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        "Backends in priority order for partitioning; empty keeps the "
        "recipe's. Operations no backend takes run on portable kernels.",
        "[xnnpack]"},
+      {"lora",
+       ConfigType::StringList,
+       "[]",
+       {},
+       "LoRA adapters (PEFT directories: adapter_config.json + "
+       "adapter_model.safetensors) merged into the float weights before "
+       "quantization, each `PATH` or `PATH:SCALE` (scale 1 by default); "
+       "`--lora` adds more (docs/LoRA.md).",
+       "[\"adapters/chat:0.5\"]",
+       INT64_MIN,
+       INT64_MAX,
+       {},
+       false,
+       /*writtenWhenDefault=*/false},
       {"tokenizer",
        ConfigType::String,
        "",
@@ -162,6 +203,49 @@ static std::string knownKeys() {
   return s;
 }
 
+/// True if `s` is well-formed UTF-8 (no overlong forms, surrogates or code
+/// points past U+10FFFF). Config strings must be: yaml-cpp's emitter
+/// replaces invalid bytes, so toYaml() could not give the value back (found
+/// by the export-config fuzzer). A few lines rather than LLVM's ConvertUTF:
+/// this library links no LLVM.
+static bool isUtf8(const std::string &s) {
+  const auto *p = reinterpret_cast<const unsigned char *>(s.data());
+  const unsigned char *end = p + s.size();
+  while (p < end) {
+    unsigned c = *p;
+    int n = c < 0x80         ? 0
+            : (c >> 5) == 6  ? 1
+            : (c >> 4) == 14 ? 2
+            : (c >> 3) == 30 ? 3
+                             : -1;
+    if (n < 0 || end - p <= n)
+      return false;
+    unsigned cp = n == 0 ? c : c & (0x3f >> n);
+    for (int i = 1; i <= n; ++i) {
+      if ((p[i] & 0xc0) != 0x80)
+        return false;
+      cp = (cp << 6) | (p[i] & 0x3f);
+    }
+    static const unsigned kMin[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+      return false;
+    p += n + 1;
+  }
+  return true;
+}
+
+/// The values an Int key allows, as text: "-1, 0 or a power of two in
+/// [2, 65536]".
+static std::string describeRange(const ConfigKey &key) {
+  std::string s;
+  for (size_t i = 0; i < key.special.size(); ++i)
+    s += std::to_string(key.special[i]) +
+         (i + 1 < key.special.size() ? ", " : " or ");
+  s += key.powerOfTwo ? "a power of two in [" : "an integer in [";
+  s += std::to_string(key.min) + ", " + std::to_string(key.max) + "]";
+  return s;
+}
+
 /// Checks `text` (a YAML scalar or flow sequence) against the key's type and
 /// returns it normalized.
 static Result<std::string> checkValue(const ConfigKey &key,
@@ -180,6 +264,8 @@ static Result<std::string> checkValue(const ConfigKey &key,
     for (const YAML::Node &item : node) {
       if (!item.IsScalar())
         return bad("expected a list of strings");
+      if (!isUtf8(item.Scalar()))
+        return bad("a list item is not valid UTF-8");
       out << item.Scalar();
     }
     out << YAML::EndSeq;
@@ -192,15 +278,32 @@ static Result<std::string> checkValue(const ConfigKey &key,
   try {
     switch (key.type) {
     case ConfigType::Int: {
-      int64_t i = node.as<int64_t>();
-      return std::to_string(i);
+      // The runtime's one number parser: digits only, in range.
+      Result<int64_t> i =
+          rt::parseInteger("value", v.c_str(), INT64_MIN, INT64_MAX);
+      if (!i.ok())
+        return bad("'" + v + "' is not an integer");
+      for (int64_t s : key.special)
+        if (*i == s)
+          return std::to_string(*i);
+      std::string allowed = describeRange(key);
+      if (*i < key.min || *i > key.max ||
+          (key.powerOfTwo && (*i & (*i - 1)) != 0))
+        return bad(v + " is out of range (" + allowed + ")");
+      return std::to_string(*i);
     }
-    case ConfigType::Float:
-      (void)node.as<double>();
+    case ConfigType::Float: {
+      Result<double> d =
+          rt::parseNumber("value", v.c_str(), rt::NumberRange{-3.4e38, 3.4e38});
+      if (!d.ok())
+        return bad("'" + v + "' is not a finite number");
       return v;
+    }
     case ConfigType::Bool:
       return std::string(node.as<bool>() ? "true" : "false");
     case ConfigType::String:
+      if (!isUtf8(v))
+        return bad("the value is not valid UTF-8");
       return v;
     case ConfigType::Enum: {
       for (const char *a : key.allowed)
@@ -337,6 +440,8 @@ std::string ExportConfig::toYaml() const {
   std::ostringstream os;
   for (const ConfigKey &k : exportConfigSchema()) {
     std::string v = values_.at(k.name);
+    if (!k.writtenWhenDefault && v == k.defaultText)
+      continue;
     if (k.type == ConfigType::String) {
       // Quoted by yaml-cpp, so that any string (quotes, backslashes, line
       // breaks) reads back as itself; found by the export-config fuzzer.
@@ -363,6 +468,8 @@ std::string exportConfigReferenceMarkdown() {
     os << "## `" << k.name << "`\n\n"
        << k.description << "\n\n"
        << "- type: " << typeNames[int(k.type)];
+    if (k.type == ConfigType::Int && (k.min != INT64_MIN || k.max != INT64_MAX))
+      os << " (" << describeRange(k) << ")";
     if (k.type == ConfigType::Enum) {
       os << " (";
       for (size_t i = 0; i < k.allowed.size(); ++i)

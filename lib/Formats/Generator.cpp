@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <sys/stat.h>
+#include <tuple>
 #include <unordered_set>
 
 namespace etllm::formats {
@@ -281,11 +282,11 @@ Result<Choice> choose(const std::string &arch, const std::string &preset) {
 }
 
 /// Writes `count` elements of a tensor, generated row by row, through
-/// `sink(bytes, n)`. `rowSource(r)` is the HF row stored at row r;
-/// `transform` is applied after dtype rounding.
-template <typename Sink, typename RowSource, typename Transform>
+/// `sink(bytes, n)`. `source(r, c)` is the flat HF index of the element
+/// stored at row r, column c; `transform` is applied after dtype rounding.
+template <typename Sink, typename Source, typename Transform>
 Status streamTensor(const ValueStream &values, int64_t rows, int64_t cols,
-                    DType sourceDType, DType fileDType, RowSource rowSource,
+                    DType sourceDType, DType fileDType, Source source,
                     Transform transform, Sink sink) {
   int64_t block = dtypeBlockSize(fileDType);
   int64_t blockBytes = dtypeBlockBytes(fileDType);
@@ -298,17 +299,15 @@ Status streamTensor(const ValueStream &values, int64_t rows, int64_t cols,
     int64_t n = nr * cols;
     f.resize(static_cast<size_t>(n));
     for (int64_t r = 0; r < nr; ++r) {
-      uint64_t base = static_cast<uint64_t>(rowSource(r0 + r)) *
-                      static_cast<uint64_t>(cols);
       float *out = f.data() + r * cols;
       if (sourceDType == fileDType || sourceDType == DType::F32) {
         // encodeFloats rounds to the file dtype; no need to round twice.
         for (int64_t c = 0; c < cols; ++c)
-          out[c] = transform(values.at(base + static_cast<uint64_t>(c)));
+          out[c] = transform(values.at(source(r0 + r, c)));
       } else {
         for (int64_t c = 0; c < cols; ++c)
-          out[c] = transform(
-              roundTo(sourceDType, values.at(base + static_cast<uint64_t>(c))));
+          out[c] =
+              transform(roundTo(sourceDType, values.at(source(r0 + r, c))));
       }
     }
     bytes.resize(static_cast<size_t>(n / block * blockBytes));
@@ -358,7 +357,10 @@ Status generateHf(const GeneratorOptions &o, const ModelConfig &c) {
     int64_t cols = t.shape.size() > 1 ? t.shape[1] : 1;
     ValueStream vs = streamFor(o.seed, t.name, t.isNorm, c.normAddsOne);
     ETLLM_RETURN_IF_ERROR(streamTensor(
-        vs, rows, cols, o.dtype, o.dtype, [](int64_t r) { return r; },
+        vs, rows, cols, o.dtype, o.dtype,
+        [cols](int64_t r, int64_t c) {
+          return static_cast<uint64_t>(r * cols + c);
+        },
         [](float v) { return v; },
         [&](const uint8_t *p, size_t n) { return w.write(p, n); }));
   }
@@ -445,6 +447,24 @@ Status generateGguf(const GeneratorOptions &o, const ModelConfig &c,
   bool hasHeadDimKey =
       f.hf.headDimKey == models::HeadDimKey::Always ||
       (f.hf.headDimKey == models::HeadDimKey::IfNotDefault && !defaultHeadDim);
+  // MLA: the split form (DeepseekV2Model today) or the joint attn_kv_b.
+  if (o.ggufKvB != "split" && o.ggufKvB != "joint")
+    return Error("--gguf-kv-b '" + o.ggufKvB + "' (split or joint)");
+  const bool mla = c.isMla();
+  const bool splitKvB = mla && f.gguf.splitsKvB && o.ggufKvB == "split";
+  if (!mla && o.ggufKvB != "split")
+    return Error("--gguf-kv-b needs a family with multi-head latent "
+                 "attention");
+  if (c.ropeScaling.type == "yarn" &&
+      (c.ropeScaling.mscale != c.ropeScaling.mscaleAllDim ||
+       c.ropeScaling.mscaleAllDim == 0))
+    // llama.cpp's deepseek2 takes mscale = mscale_all_dim =
+    // yarn_log_multiplier / 0.1.
+    return Error("rope_scaling yarn with mscale " +
+                 std::to_string(c.ropeScaling.mscale) + " and mscale_all_dim " +
+                 std::to_string(c.ropeScaling.mscaleAllDim) +
+                 " cannot be written as GGUF (llama.cpp's deepseek2 needs "
+                 "mscale == mscale_all_dim > 0)");
   for (models::GgufKey key : f.gguf.metadata) {
     using models::GgufKey;
     std::string name = models::ggufKeyHasArchPrefix(key)
@@ -470,7 +490,7 @@ Status generateGguf(const GeneratorOptions &o, const ModelConfig &c,
       }
       if (v == 0)
         v = detail::fallbackValue(c, familyKey->fallback);
-      w.set(name, familyKey->range == models::KeyRange::Dim
+      w.set(name, detail::isIntegerKey(*familyKey)
                       ? u32(static_cast<int64_t>(v))
                       : f32(v));
       continue;
@@ -492,15 +512,39 @@ Status generateGguf(const GeneratorOptions &o, const ModelConfig &c,
       w.set(name, u32(c.numHeads));
       break;
     case GgufKey::HeadCountKv:
-      w.set(name, u32(c.numKvHeads));
+      // The split MLA form is one (latent) kv head shared by all heads.
+      w.set(name, u32(splitKvB ? 1 : c.numKvHeads));
       break;
     case GgufKey::RmsEpsilon:
       w.set(name, f32(c.rmsNormEps));
       break;
     case GgufKey::KeyLength:
     case GgufKey::ValueLength:
-      if (hasHeadDimKey)
+      if (mla) {
+        // Split: the absorbed MQA view [latent | rope] and the latent;
+        // joint: the heads.
+        bool k = key == GgufKey::KeyLength;
+        w.set(name, u32(splitKvB ? (k ? c.kvLoraRank + c.headDim : c.kvLoraRank)
+                                 : (k ? c.qkHeadDim() : c.vHeadDim)));
+      } else if (hasHeadDimKey) {
         w.set(name, u32(c.headDim));
+      }
+      break;
+    case GgufKey::KeyLengthMla:
+      if (splitKvB)
+        w.set(name, u32(c.qkHeadDim()));
+      break;
+    case GgufKey::ValueLengthMla:
+      if (splitKvB)
+        w.set(name, u32(c.vHeadDim));
+      break;
+    case GgufKey::ExpertGatingFunc:
+      if (f.gguf.identityKey == key)
+        w.set(name, u32(f.gguf.identityValue));
+      break;
+    case GgufKey::RopeScalingYarnLogMul:
+      if (c.ropeScaling.type == "yarn")
+        w.set(name, f32(0.1 * c.ropeScaling.mscaleAllDim));
       break;
     case GgufKey::SlidingWindow:
       w.set(name, u32(c.slidingWindow));
@@ -516,6 +560,20 @@ Status generateGguf(const GeneratorOptions &o, const ModelConfig &c,
         w.set(name, GgufValue::str("linear"));
         w.set(arch + "." + models::ggufKeyName(GgufKey::RopeScalingFactor),
               f32(c.ropeScaling.factor));
+      } else if (c.ropeScaling.type == "yarn") {
+        // TextModel.set_gguf_parameters: type, factor, original context,
+        // then the betas.
+        auto archKey = [&](GgufKey k) {
+          return arch + "." + models::ggufKeyName(k);
+        };
+        w.set(name, GgufValue::str("yarn"));
+        w.set(archKey(GgufKey::RopeScalingFactor), f32(c.ropeScaling.factor));
+        w.set(archKey(GgufKey::RopeOriginalContext),
+              u32(c.ropeScaling.originalMaxPositionEmbeddings));
+        w.set(archKey(GgufKey::RopeScalingYarnBetaFast),
+              f32(c.ropeScaling.betaFast));
+        w.set(archKey(GgufKey::RopeScalingYarnBetaSlow),
+              f32(c.ropeScaling.betaSlow));
       }
       break;
     case GgufKey::VocabSize:
@@ -531,7 +589,6 @@ Status generateGguf(const GeneratorOptions &o, const ModelConfig &c,
     case GgufKey::ExpertSharedCount:
     case GgufKey::ExpertWeightsScale:
     case GgufKey::ExpertWeightsNorm:
-    case GgufKey::ExpertGatingFunc:
     case GgufKey::ExpertGroupCount:
     case GgufKey::ExpertGroupUsedCount:
     case GgufKey::LeadingDenseBlockCount:
@@ -545,6 +602,10 @@ Status generateGguf(const GeneratorOptions &o, const ModelConfig &c,
     case GgufKey::EmbeddingScale:
     case GgufKey::ResidualScale:
     case GgufKey::LogitScale:
+    case GgufKey::QLoraRank:
+    case GgufKey::KvLoraRank:
+    case GgufKey::RopeScalingYarnBetaFast:
+    case GgufKey::RopeScalingYarnBetaSlow:
       // Written with their family key above, or never by the converter.
       break;
     }
@@ -588,15 +649,37 @@ Status generateGguf(const GeneratorOptions &o, const ModelConfig &c,
   Result<std::vector<ExpectedTensor>> specs = expectedTensors(c);
   if (!specs)
     return specs.error();
-  // One planned GGUF tensor holds one HF tensor, or every routed expert's
-  // projection of a layer stacked (blk.N.ffn_gate_exps [E, F, hidden]).
+  // How a GGUF tensor holds its HF tensors: one as is (rows possibly
+  // permuted), every routed expert's projection of a layer stacked
+  // (blk.N.ffn_gate_exps [E, F, hidden]), or one half of an MLA kv_b_proj
+  // split per head (DeepseekV2Model).
+  enum class Part { Whole, KeyHalf, ValueHalf };
   struct Planned {
     std::vector<const ExpectedTensor *> specs;
     std::string name;
     DType dtype;
     int64_t permuteHeads;
+    Part part = Part::Whole;
+    std::vector<int64_t> shape; // in the file (PyTorch order)
+  };
+  // llama.cpp's converter keeps the routers in F32 (ffn_gate_inp,
+  // ffn_gate_inp_shexp), as every 1-D tensor.
+  const std::string routerName =
+      std::string(".") + models::ggufTensorName(models::GgufTensor::FfnGateInp);
+  auto fileType = [&](const std::vector<int64_t> &shape,
+                      const std::string &name) {
+    DType d = DType::F32;
+    if (shape.size() >= 2 && name.find(routerName) == std::string::npos) {
+      d = qtype;
+      if (shape.back() % dtypeBlockSize(d) != 0)
+        d = DType::F16; // As llama.cpp does for rows that do not fit blocks.
+    }
+    return d;
   };
   std::vector<Planned> plan;
+  const std::string kvB =
+      std::string(".") +
+      f.hfNames[static_cast<size_t>(models::HfModule::KvBProj)] + ".weight";
   for (const ExpectedTensor &t : *specs) {
     int64_t expert = -1;
     std::string g = detail::hfNameToGguf(f, t.name, &expert);
@@ -613,18 +696,22 @@ Status generateGguf(const GeneratorOptions &o, const ModelConfig &c,
       stack->specs.push_back(&t);
       continue;
     }
-    DType d = DType::F32;
-    // llama.cpp's converter keeps the routers in F32 (ffn_gate_inp,
-    // ffn_gate_inp_shexp), as every 1-D tensor.
-    bool router =
-        g.find(std::string(".") +
-               models::ggufTensorName(models::GgufTensor::FfnGateInp)) !=
-        std::string::npos;
-    if (t.shape.size() == 2 && !router) {
-      d = qtype;
-      if (t.shape[1] % dtypeBlockSize(d) != 0)
-        d = DType::F16; // As llama.cpp does for rows that do not fit blocks.
+    if (splitKvB && t.name.size() > kvB.size() &&
+        t.name.compare(t.name.size() - kvB.size(), kvB.size(), kvB) == 0) {
+      // blk.N.attn_kv_b.weight -> blk.N.attn_k_b.weight, blk.N.attn_v_b...
+      std::string blk = g.substr(
+          0, g.find(models::ggufTensorName(models::GgufTensor::AttnKvB)));
+      std::vector<int64_t> kShape = {c.numHeads, c.kvLoraRank, c.qkNopeHeadDim};
+      std::vector<int64_t> vShape = {c.numHeads, c.vHeadDim, c.kvLoraRank};
+      for (auto [part, tensor, shape] :
+           {std::tuple{Part::KeyHalf, models::GgufTensor::AttnKB, kShape},
+            std::tuple{Part::ValueHalf, models::GgufTensor::AttnVB, vShape}}) {
+        std::string name = blk + models::ggufTensorName(tensor) + ".weight";
+        plan.push_back({{&t}, name, fileType(shape, name), 0, part, shape});
+      }
+      continue;
     }
+    DType d = fileType(t.shape, g);
     int64_t heads = 0;
     if (f.gguf.permutesQk) {
       auto is = [&](models::HfModule m) {
@@ -636,11 +723,11 @@ Status generateGguf(const GeneratorOptions &o, const ModelConfig &c,
       else if (is(models::HfModule::KProj))
         heads = c.numKvHeads;
     }
-    plan.push_back({{&t}, g, d, heads});
+    plan.push_back({{&t}, g, d, heads, Part::Whole, t.shape});
   }
   for (const Planned &pl : plan) {
-    std::vector<int64_t> shape = pl.specs.front()->shape;
-    if (detail::ggufNameToHf(f, pl.name, 0) != "")
+    std::vector<int64_t> shape = pl.shape;
+    if (pl.part == Part::Whole && detail::ggufNameToHf(f, pl.name, 0) != "")
       shape.insert(shape.begin(), static_cast<int64_t>(pl.specs.size()));
     ETLLM_RETURN_IF_ERROR(w.addTensor(pl.name, pl.dtype, shape));
   }
@@ -648,22 +735,46 @@ Status generateGguf(const GeneratorOptions &o, const ModelConfig &c,
   if (!ropeFreqs.empty())
     ETLLM_RETURN_IF_ERROR(w.write(ropeFreqs.data(), ropeFreqs.size() * 4));
   for (const Planned &pl : plan) {
+    // One expert's tensor at a time (a stack holds them in order).
     for (const ExpectedTensor *spec : pl.specs) {
       const ExpectedTensor &t = *spec;
-      int64_t rows = t.shape[0];
-      int64_t cols = t.shape.size() > 1 ? t.shape[1] : 1;
+      int64_t cols = pl.shape.size() > 1 ? pl.shape.back() : 1;
+      int64_t rows = 1;
+      for (size_t i = 0; i + 1 < pl.shape.size(); ++i)
+        rows *= pl.shape[i];
+      if (pl.shape.size() == 1)
+        rows = pl.shape[0];
       int64_t perHead = pl.permuteHeads > 0 ? rows / pl.permuteHeads : 0;
-      // GGUF row r holds HF row rowSource(r): the converter's permute.
-      auto rowSource = [&](int64_t r) -> int64_t {
-        if (perHead == 0)
-          return r;
-        int64_t h = r / perHead, within = r % perHead;
-        return h * perHead + (within % 2) * (perHead / 2) + within / 2;
+      const int64_t hfCols = t.shape.size() > 1 ? t.shape[1] : 1;
+      const int64_t nope = c.qkNopeHeadDim, kvl = c.kvLoraRank,
+                    head = c.qkNopeHeadDim + c.vHeadDim;
+      // GGUF element (r, col) holds this HF element: the converter's
+      // permute of q/k rows, or its split of kv_b_proj (k_b transposed per
+      // head).
+      auto source = [&](int64_t r, int64_t col) -> uint64_t {
+        int64_t hfRow = r, hfCol = col;
+        switch (pl.part) {
+        case Part::Whole:
+          if (perHead > 0) {
+            int64_t h = r / perHead, within = r % perHead;
+            hfRow = h * perHead + (within % 2) * (perHead / 2) + within / 2;
+          }
+          break;
+        case Part::KeyHalf: // row (h, latent c), column qk_nope i
+          hfRow = (r / kvl) * head + col;
+          hfCol = r % kvl;
+          break;
+        case Part::ValueHalf: // row (h, v j), column latent
+          hfRow = (r / c.vHeadDim) * head + nope + r % c.vHeadDim;
+          break;
+        }
+        return static_cast<uint64_t>(hfRow) * static_cast<uint64_t>(hfCols) +
+               static_cast<uint64_t>(hfCol);
       };
       bool addOne = c.normAddsOne && t.isNorm;
       ValueStream vs = streamFor(o.seed, t.name, t.isNorm, c.normAddsOne);
       ETLLM_RETURN_IF_ERROR(streamTensor(
-          vs, rows, cols, o.dtype, pl.dtype, rowSource,
+          vs, rows, cols, o.dtype, pl.dtype, source,
           [addOne](float v) { return addOne ? v + 1.0f : v; },
           [&](const uint8_t *p, size_t n) { return w.write(p, n); }));
     }
@@ -747,6 +858,24 @@ Result<ModelConfig> generatorConfig(const GeneratorOptions &o) {
     return Error("--experts, --experts-per-tok, --moe-ffn and --shared-ffn "
                  "need a mixture-of-experts --arch");
   }
+  if (f.blocks.attention == models::AttentionBlock::Mla) {
+    // headDim is qk_rope_head_dim; every query head has its kv head.
+    c.headDim = o.headDim.value_or(p.headDim);
+    c.numKvHeads = o.kvHeads.value_or(c.numHeads);
+    c.qLoraRank = o.qLoraRank.value_or(p.qLoraRank);
+    c.kvLoraRank = o.kvLoraRank.value_or(p.kvLoraRank);
+    c.qkNopeHeadDim = p.qkNopeHeadDim;
+    c.vHeadDim = p.vHeadDim;
+    // Dense layers only: first_k_dense_replace covers every layer.
+    c.firstKDenseReplace = c.numLayers;
+    c.numExperts = p.experts;
+    c.numExpertsPerTok = p.expertsPerTok;
+    c.numSharedExperts = p.sharedExperts;
+    c.moeIntermediateSize = p.moeFfn;
+  } else if (o.qLoraRank || o.kvLoraRank) {
+    return Error("--q-lora-rank and --kv-lora-rank need a family with "
+                 "multi-head latent attention");
+  }
   if (f.generator.configure)
     f.generator.configure(c);
   detail::applyMoeLayers(c, f);
@@ -773,9 +902,38 @@ Result<ModelConfig> generatorConfig(const GeneratorOptions &o) {
       return Error("--rope-scaling linear:<factor> needs a positive factor");
     c.ropeScaling.type = "linear";
     c.ropeScaling.factor = f;
+  } else if (rs.rfind("yarn:", 0) == 0) {
+    if (!f.hf.yarnRopeScaling)
+      return Error("--rope-scaling yarn needs a family with YaRN (" +
+                   c.architecture + " has none)");
+    double v[4];
+    const char *p = rs.c_str() + 5;
+    for (int i = 0; i < 4; ++i) {
+      char *end = nullptr;
+      v[i] = std::strtod(p, &end);
+      if (end == p || (i < 3 ? *end != ':' : *end != '\0'))
+        return Error("--rope-scaling yarn:<factor>:<original context>:"
+                     "<mscale>:<mscale_all_dim> needs four numbers, got '" +
+                     rs + "'");
+      p = end + 1;
+    }
+    if (!(v[0] > 0) || !(v[1] >= 1) || v[1] != std::floor(v[1]) ||
+        !(v[2] >= 0) || !(v[3] >= 0))
+      return Error("--rope-scaling '" + rs +
+                   "': factor > 0, an integral original context >= 1 and "
+                   "non-negative mscales");
+    c.ropeScaling.type = "yarn";
+    c.ropeScaling.factor = v[0];
+    c.ropeScaling.originalMaxPositionEmbeddings = static_cast<int64_t>(v[1]);
+    c.ropeScaling.mscale = v[2];
+    c.ropeScaling.mscaleAllDim = v[3];
   } else if (!rs.empty() && rs != "none") {
     return Error("unknown --rope-scaling '" + rs +
-                 "' (none, llama3, linear:<factor>)");
+                 "' (none, llama3, linear:<factor>" +
+                 (f.hf.yarnRopeScaling
+                      ? ", yarn:<factor>:<original>:<mscale>:<mscale_all_dim>"
+                      : "") +
+                 ")");
   }
   VocabLayout layout = vocabLayout(choice->vocab, c.vocabSize);
   if (c.vocabSize < minVocab(layout))

@@ -10,7 +10,10 @@
 #include "etllm/Models/Registry.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <functional>
 
 namespace etllm::formats {
 
@@ -112,7 +115,7 @@ Result<double> readGgufFamilyKey(const MetaReader &m, const ModelConfig &c,
     break;
   }
   case models::KeyType::Number:
-    if (k.range == models::KeyRange::Dim) {
+    if (detail::isIntegerKey(k)) {
       std::optional<uint64_t> u;
       ETLLM_ASSIGN_OR_RETURN(u, m.optUInt(name));
       if (u)
@@ -125,8 +128,10 @@ Result<double> readGgufFamilyKey(const MetaReader &m, const ModelConfig &c,
   double v = got.value_or(k.ggufDefault);
   if (!got && v == 0 && k.type == models::KeyType::Number)
     v = detail::fallbackValue(c, k.fallback);
-  ETLLM_RETURN_IF_ERROR(detail::checkKeyRange(
-      k, v, [&](const std::string &what) { return m.error(name, what); }));
+  ETLLM_RETURN_IF_ERROR(
+      detail::checkKeyRange(k, v, c.numLayers, [&](const std::string &what) {
+        return m.error(name, what);
+      }));
   return v;
 }
 
@@ -167,12 +172,86 @@ Status readMoeLayers(const Checkpoint &ckpt, const FamilySpec &f,
   return Status();
 }
 
+/// The shortest decimal x (up to 9 significant digits) whose
+/// float(x * multiplier) is `stored`: the value a converter wrote as
+/// float32(x * multiplier) (yarn_log_multiplier = 0.1 * mscale_all_dim).
+double shortestDecimal(float stored, double multiplier) {
+  double raw = static_cast<double>(stored) / multiplier;
+  for (int digits = 1; digits <= 9; ++digits) {
+    char buf[40];
+    std::snprintf(buf, sizeof(buf), "%.*g", digits, raw);
+    double x = std::strtod(buf, nullptr);
+    if (static_cast<float>(x * multiplier) == stored)
+      return x;
+  }
+  return raw;
+}
+
+/// The Multi-head Latent Attention shape (llama.cpp's deepseek2). Two forms:
+/// the converter's current one (kv_b_proj split into attn_k_b/attn_v_b,
+/// head_count_kv 1, key/value_length of the absorbed MQA view: kv_lora_rank
+/// + rope and kv_lora_rank, and key/value_length_mla of the heads) and the
+/// older joint attn_kv_b (head_count_kv = heads, key/value_length of the
+/// heads). c.headDim (the rope dimension) and the LoRA ranks are set.
+Status readMlaLengths(const MetaReader &m,
+                      const std::function<std::string(models::GgufKey)> &key,
+                      ModelConfig &c) {
+  using models::GgufKey;
+  std::optional<uint64_t> keyLen, valLen, keyMla, valMla, kvHeads;
+  ETLLM_ASSIGN_OR_RETURN(keyLen, m.optUInt(key(GgufKey::KeyLength)));
+  ETLLM_ASSIGN_OR_RETURN(valLen, m.optUInt(key(GgufKey::ValueLength)));
+  ETLLM_ASSIGN_OR_RETURN(keyMla, m.optUInt(key(GgufKey::KeyLengthMla)));
+  ETLLM_ASSIGN_OR_RETURN(valMla, m.optUInt(key(GgufKey::ValueLengthMla)));
+  ETLLM_ASSIGN_OR_RETURN(kvHeads, m.optUInt(key(GgufKey::HeadCountKv)));
+  const int64_t rope = c.headDim, kvl = c.kvLoraRank;
+  int64_t qk = 0, v = 0;
+  auto expect = [&](GgufKey k, const std::optional<uint64_t> &got, int64_t want,
+                    const char *what) -> Status {
+    if (got && static_cast<int64_t>(*got) != want)
+      return m.error(key(k), std::to_string(*got) + " differs from " +
+                                 std::to_string(want) + " (" + what + ")");
+    return Status();
+  };
+  if (keyMla || valMla) {
+    if (!keyMla || !valMla)
+      return m.error(
+          key(keyMla ? GgufKey::ValueLengthMla : GgufKey::KeyLengthMla),
+          "required with " +
+              key(keyMla ? GgufKey::KeyLengthMla : GgufKey::ValueLengthMla));
+    ETLLM_RETURN_IF_ERROR(expect(GgufKey::HeadCountKv, kvHeads, 1,
+                                 "the split MLA form has one kv head"));
+    ETLLM_RETURN_IF_ERROR(expect(GgufKey::KeyLength, keyLen, kvl + rope,
+                                 "kv_lora_rank + rope dimensions"));
+    ETLLM_RETURN_IF_ERROR(
+        expect(GgufKey::ValueLength, valLen, kvl, "kv_lora_rank"));
+    ETLLM_ASSIGN_OR_RETURN(qk, m.dim(key(GgufKey::KeyLengthMla), std::nullopt));
+    ETLLM_ASSIGN_OR_RETURN(v,
+                           m.dim(key(GgufKey::ValueLengthMla), std::nullopt));
+  } else {
+    ETLLM_RETURN_IF_ERROR(expect(GgufKey::HeadCountKv, kvHeads, c.numHeads,
+                                 "the joint MLA form has a kv head per head"));
+    ETLLM_ASSIGN_OR_RETURN(qk, m.dim(key(GgufKey::KeyLength), std::nullopt));
+    ETLLM_ASSIGN_OR_RETURN(v, m.dim(key(GgufKey::ValueLength), qk));
+  }
+  if (qk <= rope)
+    return m.error(key(keyMla ? GgufKey::KeyLengthMla : GgufKey::KeyLength),
+                   std::to_string(qk) +
+                       " leaves no non-rotated part of the head (rope "
+                       "dimensions " +
+                       std::to_string(rope) + ")");
+  c.qkNopeHeadDim = qk - rope;
+  c.vHeadDim = v;
+  c.numKvHeads = c.numHeads;
+  return Status();
+}
+
 } // namespace
 
 const FamilySpec *detail::ggufFamily(const Checkpoint &ckpt,
                                      const std::string &arch) {
   return models::findByGgufArch(arch, [&](models::GgufKey k) {
-    return ckpt.metadata(arch + "." + models::ggufKeyName(k)) != nullptr;
+    const GgufValue *v = ckpt.metadata(arch + "." + models::ggufKeyName(k));
+    return v ? v->toInt() : std::nullopt;
   });
 }
 
@@ -207,17 +286,27 @@ Result<ModelConfig> configFromGguf(const Checkpoint &ckpt) {
                          m.dim(key(GgufKey::BlockCount), std::nullopt));
   ETLLM_ASSIGN_OR_RETURN(c.numHeads,
                          m.dim(key(GgufKey::HeadCount), std::nullopt));
-  ETLLM_ASSIGN_OR_RETURN(c.numKvHeads,
-                         m.dim(key(GgufKey::HeadCountKv), c.numHeads));
-  if (c.numHeads % c.numKvHeads != 0)
-    return m.error(key(GgufKey::HeadCountKv),
-                   std::to_string(c.numKvHeads) +
-                       " does not divide the head count " +
-                       std::to_string(c.numHeads));
+  const bool mla = f.blocks.attention == models::AttentionBlock::Mla;
+  if (mla) {
+    // The heads' sizes: readMlaLengths, once the ranks are read.
+    c.numKvHeads = c.numHeads;
+    ETLLM_ASSIGN_OR_RETURN(
+        c.headDim, m.dim(key(GgufKey::RopeDimensionCount), std::nullopt));
+  } else {
+    ETLLM_ASSIGN_OR_RETURN(c.numKvHeads,
+                           m.dim(key(GgufKey::HeadCountKv), c.numHeads));
+    if (c.numHeads % c.numKvHeads != 0)
+      return m.error(key(GgufKey::HeadCountKv),
+                     std::to_string(c.numKvHeads) +
+                         " does not divide the head count " +
+                         std::to_string(c.numHeads));
+  }
   std::optional<uint64_t> keyLength, valueLength;
   ETLLM_ASSIGN_OR_RETURN(keyLength, m.optUInt(key(GgufKey::KeyLength)));
   ETLLM_ASSIGN_OR_RETURN(valueLength, m.optUInt(key(GgufKey::ValueLength)));
-  if (keyLength) {
+  if (mla) {
+    // MLA's key/value lengths are not the rope head: readMlaLengths.
+  } else if (keyLength) {
     ETLLM_ASSIGN_OR_RETURN(c.headDim,
                            m.dim(key(GgufKey::KeyLength), std::nullopt));
   } else {
@@ -228,7 +317,7 @@ Result<ModelConfig> configFromGguf(const Checkpoint &ckpt) {
                          std::to_string(c.hiddenSize));
     c.headDim = c.hiddenSize / c.numHeads;
   }
-  if (valueLength && static_cast<int64_t>(*valueLength) != c.headDim)
+  if (!mla && valueLength && static_cast<int64_t>(*valueLength) != c.headDim)
     return m.error(key(GgufKey::ValueLength),
                    "value head size " + std::to_string(*valueLength) +
                        " differs from the key head size " +
@@ -280,11 +369,47 @@ Result<ModelConfig> configFromGguf(const Checkpoint &ckpt) {
   std::optional<std::string> scalingType;
   ETLLM_ASSIGN_OR_RETURN(scalingType,
                          m.optString(key(GgufKey::RopeScalingLinear)));
-  if (scalingType && *scalingType != "none") {
+  if (scalingType && *scalingType == "yarn" && f.hf.yarnRopeScaling) {
+    // DeepSeek's YaRN as llama.cpp's deepseek2 reads it: mscale and
+    // mscale_all_dim are both yarn_log_multiplier / 0.1.
+    RopeScaling &rs = c.ropeScaling;
+    rs.type = "yarn";
+    ETLLM_ASSIGN_OR_RETURN(fv, m.optFloat(key(GgufKey::RopeScalingFactor)));
+    if (!fv || !(*fv > 0))
+      return m.error(key(GgufKey::RopeScalingFactor),
+                     "missing or not positive for yarn scaling");
+    rs.factor = *fv;
+    ETLLM_ASSIGN_OR_RETURN(
+        rs.originalMaxPositionEmbeddings,
+        m.dim(key(GgufKey::RopeOriginalContext), std::nullopt));
+    ETLLM_ASSIGN_OR_RETURN(fv,
+                           m.optFloat(key(GgufKey::RopeScalingYarnBetaFast)));
+    rs.betaFast = fv.value_or(32.0);
+    ETLLM_ASSIGN_OR_RETURN(fv,
+                           m.optFloat(key(GgufKey::RopeScalingYarnBetaSlow)));
+    rs.betaSlow = fv.value_or(1.0);
+    if (!(rs.betaFast > 0) || !(rs.betaSlow > 0))
+      return m.error(key(GgufKey::RopeScalingYarnBetaFast),
+                     "yarn's betas must be positive");
+    ETLLM_ASSIGN_OR_RETURN(fv, m.optFloat(key(GgufKey::RopeScalingYarnLogMul)));
+    if (!fv || !(*fv >= 0))
+      return m.error(key(GgufKey::RopeScalingYarnLogMul),
+                     "required (non-negative) for yarn: DeepSeek's mscale "
+                     "and mscale_all_dim are this value / 0.1");
+    rs.mscale = rs.mscaleAllDim = shortestDecimal(static_cast<float>(*fv), 0.1);
+    for (const char *unsupported :
+         {"rope.scaling.yarn_ext_factor", "rope.scaling.yarn_attn_factor",
+          "rope.scaling.attn_factor"})
+      if (ckpt.metadata(arch + "." + unsupported))
+        return m.error(arch + "." + unsupported,
+                       "is not supported (DeepSeek's YaRN has no such "
+                       "parameter)");
+  } else if (scalingType && *scalingType != "none") {
     if (*scalingType != "linear")
       return m.error(key(GgufKey::RopeScalingLinear),
                      "unsupported rope scaling '" + *scalingType +
-                         "' (supported: none, linear)");
+                         "' (supported: none, linear" +
+                         (f.hf.yarnRopeScaling ? ", yarn" : "") + ")");
     ETLLM_ASSIGN_OR_RETURN(fv, m.optFloat(key(GgufKey::RopeScalingFactor)));
     if (!fv || !(*fv > 0))
       return m.error(key(GgufKey::RopeScalingFactor),
@@ -351,6 +476,8 @@ Result<ModelConfig> configFromGguf(const Checkpoint &ckpt) {
     ETLLM_ASSIGN_OR_RETURN(v, readGgufFamilyKey(m, c, k, key(k.gguf)));
     detail::setField(c, k.field, v);
   }
+  if (mla)
+    ETLLM_RETURN_IF_ERROR(readMlaLengths(m, key, c));
   ETLLM_RETURN_IF_ERROR(readMoeLayers(ckpt, f, c));
   c.hiddenAct = f.hf.hiddenAct;
   c.tieWordEmbeddings = ckpt.find(models::hfPath(f, models::HfModule::LmHead) +

@@ -170,6 +170,54 @@ private:
   uint64_t elements_ = 0;
 };
 
+/// The split MLA form (DeepseekV2Model's attn_k_b / attn_v_b): each layer's
+/// kv_b_proj becomes a tensor assembled from the two (TensorRef::parts),
+/// read only when a consumer asks for its values.
+Status assembleSplitKvB(detail::CheckpointBuilder &b, const FamilySpec &f,
+                        const ModelConfig &c, const std::string &path) {
+  const std::string kb = models::ggufTensorName(models::GgufTensor::AttnKB);
+  const std::string vb = models::ggufTensorName(models::GgufTensor::AttnVB);
+  const int64_t heads = c.numHeads, kvl = c.kvLoraRank, nope = c.qkNopeHeadDim,
+                v = c.vHeadDim;
+  std::vector<TensorRef> assembled;
+  for (int64_t i = 0; i < c.numLayers; ++i) {
+    std::string blk = "blk." + std::to_string(i) + ".";
+    const TensorRef *k = b.get().find(blk + kb + ".weight");
+    const TensorRef *val = b.get().find(blk + vb + ".weight");
+    if (!k && !val)
+      continue; // the joint form (attn_kv_b), or a missing tensor
+    if (!k || !val)
+      return Error(path + ": tensor '" + blk + (k ? vb : kb) +
+                   ".weight' is missing (the split MLA form needs both " + kb +
+                   " and " + vb + ")");
+    const std::vector<int64_t> kWant = {heads, kvl, nope},
+                               vWant = {heads, v, kvl};
+    if (k->shape != kWant)
+      return Error(path + ": tensor '" + k->sourceName + "' has shape " +
+                   shapeToString(k->shape) + ", expected " +
+                   shapeToString(kWant) + " from the metadata");
+    if (val->shape != vWant)
+      return Error(path + ": tensor '" + val->sourceName + "' has shape " +
+                   shapeToString(val->shape) + ", expected " +
+                   shapeToString(vWant) + " from the metadata");
+    TensorRef t;
+    t.name = models::hfPath(f, models::HfModule::KvBProj, i) + ".weight";
+    t.sourceName = k->sourceName + "+" + val->sourceName;
+    t.file = path;
+    t.dtype = DType::F32;
+    t.shape = {heads * (nope + v), kvl};
+    t.fileOffset = k->fileOffset;
+    t.parts = {*k, *val};
+    assembled.push_back(std::move(t));
+  }
+  for (TensorRef &t : assembled)
+    ETLLM_RETURN_IF_ERROR(b.addTensor(std::move(t)));
+  b.sortTensors([](const TensorRef &x, const TensorRef &y) {
+    return x.fileOffset < y.fileOffset;
+  });
+  return Status();
+}
+
 } // namespace
 
 Result<std::unique_ptr<Checkpoint>> openGguf(const std::string &path) {
@@ -426,6 +474,8 @@ Result<std::unique_ptr<Checkpoint>> openGguf(const std::string &path) {
   Result<ModelConfig> config = configFromGguf(b.get());
   if (!config)
     return config.error();
+  if (family->gguf.splitsKvB && config->isMla())
+    ETLLM_RETURN_IF_ERROR(assembleSplitKvB(b, *family, *config, path));
   b.setConfig(std::move(*config));
   return b.finish();
 }

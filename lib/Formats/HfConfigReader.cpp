@@ -132,7 +132,8 @@ private:
 };
 
 Status parseRopeScaling(const ConfigReader &r, const json &obj,
-                        const std::string &key, ModelConfig &c) {
+                        const std::string &key, bool allowYarn,
+                        ModelConfig &c) {
   if (!obj.is_object())
     return r.error(key,
                    std::string("expected an object, got ") + jsonTypeName(obj));
@@ -154,15 +155,51 @@ Status parseRopeScaling(const ConfigReader &r, const json &obj,
   };
   if (type.empty() || type == "default")
     return Status();
-  if (type != "linear" && type != "llama3")
+  if (type != "linear" && type != "llama3" && (type != "yarn" || !allowYarn))
     return r.error(key, "unsupported rope scaling type '" + type +
-                            "' (supported: linear, llama3)");
+                            "' (supported: linear, llama3" +
+                            (allowYarn ? ", yarn" : "") + ")");
   c.ropeScaling.type = type;
   std::optional<double> factor;
   ETLLM_ASSIGN_OR_RETURN(factor, num("factor"));
   if (!factor)
     return r.error(key + ".factor", "required for rope type '" + type + "'");
   c.ropeScaling.factor = *factor;
+  if (type == "yarn") {
+    // DeepseekV2YarnRotaryEmbedding's parameters and defaults.
+    auto it = obj.find("original_max_position_embeddings");
+    std::optional<int64_t> orig;
+    if (it != obj.end())
+      ETLLM_ASSIGN_OR_RETURN(
+          orig, r.optInt(key + ".original_max_position_embeddings", &*it));
+    if (!orig || *orig <= 0)
+      return r.error(key + ".original_max_position_embeddings",
+                     "required (a positive integer) for yarn");
+    c.ropeScaling.originalMaxPositionEmbeddings = *orig;
+    struct {
+      const char *name;
+      double *field;
+    } params[] = {{"beta_fast", &c.ropeScaling.betaFast},
+                  {"beta_slow", &c.ropeScaling.betaSlow},
+                  {"mscale", &c.ropeScaling.mscale},
+                  {"mscale_all_dim", &c.ropeScaling.mscaleAllDim}};
+    for (auto &p : params) {
+      std::optional<double> v;
+      ETLLM_ASSIGN_OR_RETURN(v, num(p.name));
+      if (v)
+        *p.field = *v;
+    }
+    if (!(c.ropeScaling.betaFast > 0) || !(c.ropeScaling.betaSlow > 0))
+      return r.error(key, "yarn needs positive beta_fast and beta_slow");
+    if (c.ropeScaling.mscale < 0 || c.ropeScaling.mscaleAllDim < 0)
+      return r.error(key, "yarn's mscale and mscale_all_dim must not be "
+                          "negative");
+    for (const char *k : {"attention_factor", "attn_factor",
+                          "extrapolation_factor", "truncate"})
+      if (obj.contains(k))
+        return r.error(key + "." + k, "is not supported (DeepSeek's YaRN "
+                                      "has no such parameter)");
+  }
   if (type == "llama3") {
     std::optional<double> v;
     ETLLM_ASSIGN_OR_RETURN(v, num("low_freq_factor"));
@@ -256,12 +293,12 @@ Status readSizes(const ConfigReader &r, const models::HfConfigSpec &hf,
                        " does not divide num_attention_heads " +
                        std::to_string(c.numHeads));
   std::optional<int64_t> headDim;
-  ETLLM_ASSIGN_OR_RETURN(headDim, r.optInt("head_dim"));
+  ETLLM_ASSIGN_OR_RETURN(headDim, r.optInt(hf.headDimKeyName));
   if (!headDim && hf.headDim > 0)
     headDim = hf.headDim; // The class default.
   if (headDim) {
     c.headDim = *headDim;
-    ETLLM_RETURN_IF_ERROR(checkDim("head_dim", c.headDim));
+    ETLLM_RETURN_IF_ERROR(checkDim(hf.headDimKeyName, c.headDim));
   } else {
     if (c.hiddenSize % c.numHeads != 0)
       return r.error(
@@ -284,7 +321,8 @@ Status readSizes(const ConfigReader &r, const models::HfConfigSpec &hf,
 
 /// rope_theta, rope_scaling (or transformers 5's rope_parameters) and
 /// partial_rotary_factor.
-Status readRope(const ConfigReader &r, double ropeTheta, ModelConfig &c) {
+Status readRope(const ConfigReader &r, const models::HfConfigSpec &hf,
+                ModelConfig &c) {
   // transformers 5 keeps theta and scaling in rope_parameters.
   if (const json *rp = r.get("rope_parameters")) {
     if (!rp->is_object())
@@ -294,8 +332,9 @@ Status readRope(const ConfigReader &r, double ropeTheta, ModelConfig &c) {
     if (it != rp->end())
       ETLLM_ASSIGN_OR_RETURN(theta,
                              r.optDouble("rope_parameters.rope_theta", &*it));
-    c.ropeTheta = theta.value_or(ropeTheta);
-    ETLLM_RETURN_IF_ERROR(parseRopeScaling(r, *rp, "rope_parameters", c));
+    c.ropeTheta = theta.value_or(hf.ropeTheta);
+    ETLLM_RETURN_IF_ERROR(
+        parseRopeScaling(r, *rp, "rope_parameters", hf.yarnRopeScaling, c));
     auto prf = rp->find("partial_rotary_factor");
     if (prf != rp->end()) {
       std::optional<double> f;
@@ -305,9 +344,10 @@ Status readRope(const ConfigReader &r, double ropeTheta, ModelConfig &c) {
         c.partialRotaryFactor = *f;
     }
   } else {
-    ETLLM_ASSIGN_OR_RETURN(c.ropeTheta, r.doubleOr("rope_theta", ropeTheta));
+    ETLLM_ASSIGN_OR_RETURN(c.ropeTheta, r.doubleOr("rope_theta", hf.ropeTheta));
     if (const json *rs = r.get("rope_scaling"))
-      ETLLM_RETURN_IF_ERROR(parseRopeScaling(r, *rs, "rope_scaling", c));
+      ETLLM_RETURN_IF_ERROR(
+          parseRopeScaling(r, *rs, "rope_scaling", hf.yarnRopeScaling, c));
   }
   if (!(c.ropeTheta > 0))
     return r.error("rope_theta", "must be positive");
@@ -379,7 +419,7 @@ Status readFamilyKeys(const ConfigReader &r, const models::HfConfigSpec &hf,
         ETLLM_ASSIGN_OR_RETURN(str, r.optString(key.hf));
         if (str)
           ETLLM_ASSIGN_OR_RETURN(v, readChoice(r, key, *str));
-      } else if (key.range == models::KeyRange::Dim) {
+      } else if (detail::isIntegerKey(key)) {
         std::optional<int64_t> i;
         ETLLM_ASSIGN_OR_RETURN(i, r.optInt(key.hf));
         if (i)
@@ -395,10 +435,9 @@ Status readFamilyKeys(const ConfigReader &r, const models::HfConfigSpec &hf,
           v = 0;
       }
     }
-    ETLLM_RETURN_IF_ERROR(
-        detail::checkKeyRange(key, v, [&](const std::string &what) {
-          return r.error(key.hf, what);
-        }));
+    ETLLM_RETURN_IF_ERROR(detail::checkKeyRange(
+        key, v, c.numLayers,
+        [&](const std::string &what) { return r.error(key.hf, what); }));
     detail::setField(c, key.field, v);
   }
   return Status();
@@ -545,6 +584,40 @@ Status readSpecialTokens(const ConfigReader &r, const models::HfConfigSpec &hf,
   return Status();
 }
 
+/// Keys the class writes with one value that etllm also requires (the
+/// settings of the class it does not build).
+Status readEnforcedConstants(const ConfigReader &r,
+                             const models::HfConfigSpec &hf) {
+  for (const models::ConstantKey &k : hf.constants) {
+    if (!k.enforced || !r.has(k.key))
+      continue;
+    const json *v = r.get(k.key);
+    json want;
+    switch (k.kind) {
+    case models::ConstantKey::Kind::Null:
+      want = json();
+      break;
+    case models::ConstantKey::Kind::Int:
+      want = k.intValue;
+      break;
+    case models::ConstantKey::Kind::Double:
+      want = k.doubleValue;
+      break;
+    case models::ConstantKey::Kind::String:
+      want = k.stringValue;
+      break;
+    case models::ConstantKey::Kind::Bool:
+      want = k.intValue != 0;
+      break;
+    }
+    json got = v ? *v : json();
+    if (got != want)
+      return r.error(k.key, got.dump() + " is not supported (only " +
+                                want.dump() + ")");
+  }
+  return Status();
+}
+
 } // namespace
 
 Result<ModelConfig> parseHfConfigText(const std::string &text,
@@ -565,13 +638,23 @@ Result<ModelConfig> parseHfConfigText(const std::string &text,
   ETLLM_ASSIGN_OR_RETURN(family, readFamily(r, c));
   const models::HfConfigSpec &hf = family->hf;
   ETLLM_RETURN_IF_ERROR(readSizes(r, hf, c));
-  ETLLM_RETURN_IF_ERROR(readRope(r, hf.ropeTheta, c));
+  ETLLM_RETURN_IF_ERROR(readRope(r, hf, c));
   detail::applyMoeDefaults(c, *family);
   ETLLM_RETURN_IF_ERROR(readFamilyKeys(r, hf, c));
   detail::applyMoeLayers(c, *family);
   ETLLM_RETURN_IF_ERROR(readBiasesAndActivation(r, hf, c));
   ETLLM_RETURN_IF_ERROR(readSlidingWindows(r, hf, c));
   ETLLM_RETURN_IF_ERROR(readSpecialTokens(r, hf, c));
+  ETLLM_RETURN_IF_ERROR(readEnforcedConstants(r, hf));
+  if (family->blocks.attention == models::AttentionBlock::Mla &&
+      c.numKvHeads != c.numHeads)
+    // kv_b_proj expands the latent into every head's key and value.
+    return r.error("num_key_value_heads",
+                   std::to_string(c.numKvHeads) +
+                       " differs from num_attention_heads " +
+                       std::to_string(c.numHeads) +
+                       " (multi-head latent attention has one key/value head "
+                       "per query head)");
   std::optional<std::string> dtype;
   ETLLM_ASSIGN_OR_RETURN(dtype, r.optString("torch_dtype"));
   if (!dtype)

@@ -64,6 +64,17 @@ Result<std::string> toHfConfigJson(const ModelConfig &config) {
   json ropeScaling;
   if (c.ropeScaling.type == "linear") {
     ropeScaling = {{"rope_type", "linear"}, {"factor", c.ropeScaling.factor}};
+  } else if (c.ropeScaling.type == "yarn") {
+    // DeepSeek's config.json spelling ("type"; its modeling code reads it).
+    const RopeScaling &r = c.ropeScaling;
+    ropeScaling = {
+        {"type", "yarn"},
+        {"factor", r.factor},
+        {"original_max_position_embeddings", r.originalMaxPositionEmbeddings},
+        {"beta_fast", r.betaFast},
+        {"beta_slow", r.betaSlow},
+        {"mscale", r.mscale},
+        {"mscale_all_dim", r.mscaleAllDim}};
   } else if (c.ropeScaling.type == "llama3") {
     ropeScaling = {{"rope_type", "llama3"},
                    {"factor", c.ropeScaling.factor},
@@ -84,6 +95,8 @@ Result<std::string> toHfConfigJson(const ModelConfig &config) {
   if (!c.ropeScaling.type.empty() &&
       hf.ropeScaling == models::RopeScalingKey::Unsupported)
     return Error(c.architecture + ": rope scaling cannot be expressed");
+  if (c.ropeScaling.type == "yarn" && !hf.yarnRopeScaling)
+    return Error(c.architecture + " has no yarn rope scaling");
 
   // Sliding windows.
   json window = c.slidingWindow > 0 ? json(c.slidingWindow) : json();
@@ -125,11 +138,11 @@ Result<std::string> toHfConfigJson(const ModelConfig &config) {
 
   switch (hf.headDimKey) {
   case models::HeadDimKey::Always:
-    j["head_dim"] = c.headDim;
+    j[hf.headDimKeyName] = c.headDim;
     break;
   case models::HeadDimKey::IfNotDefault:
     if (!defaultHeadDim)
-      j["head_dim"] = c.headDim;
+      j[hf.headDimKeyName] = c.headDim;
     break;
   case models::HeadDimKey::Never:
     if (!defaultHeadDim)
@@ -169,7 +182,7 @@ Result<std::string> toHfConfigJson(const ModelConfig &config) {
       v = detail::fallbackValue(c, key.fallback);
     if (key.writeZeroAsNull && v == 0)
       j[key.hf] = json();
-    else if (key.range == models::KeyRange::Dim ||
+    else if (detail::isIntegerKey(key) ||
              (key.writeIntegral && v == std::floor(v) && std::fabs(v) < 1e15))
       j[key.hf] = static_cast<int64_t>(v);
     else
@@ -188,6 +201,9 @@ Result<std::string> toHfConfigJson(const ModelConfig &config) {
       break;
     case models::ConstantKey::Kind::String:
       j[k.key] = k.stringValue;
+      break;
+    case models::ConstantKey::Kind::Bool:
+      j[k.key] = k.intValue != 0;
       break;
     }
   }

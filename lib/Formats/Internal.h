@@ -9,6 +9,7 @@
 #define ETLLM_LIB_FORMATS_INTERNAL_H
 
 #include "etllm/Formats/Checkpoint.h"
+#include "etllm/Formats/Limits.h"
 #include "etllm/Models/Family.h"
 
 #include <algorithm>
@@ -137,8 +138,9 @@ private:
   uint64_t pos_ = 0;
 };
 
-/// The largest dimension or size any reader accepts for config values.
-constexpr int64_t kMaxConfigDim = 10000000;
+/// The largest dimension or size any reader accepts for config values
+/// (declared in etllm/Formats/Limits.h).
+using formats::kMaxConfigDim;
 
 /// True if `path` is a directory.
 bool isDirectory(const std::string &path);
@@ -201,6 +203,14 @@ inline double getField(const ModelConfig &c, models::ConfigField field) {
     return static_cast<double>(c.moeLayerFreq);
   case models::ConfigField::MlpOnlyLayers:
     return 0; // a list: listField
+  case models::ConfigField::QLoraRank:
+    return static_cast<double>(c.qLoraRank);
+  case models::ConfigField::KvLoraRank:
+    return static_cast<double>(c.kvLoraRank);
+  case models::ConfigField::QkNopeHeadDim:
+    return static_cast<double>(c.qkNopeHeadDim);
+  case models::ConfigField::VHeadDim:
+    return static_cast<double>(c.vHeadDim);
   }
   return 0;
 }
@@ -279,6 +289,18 @@ inline void setField(ModelConfig &c, models::ConfigField field, double v) {
   case models::ConfigField::DecoderSparseStep:
     c.decoderSparseStep = static_cast<int64_t>(v);
     return;
+  case models::ConfigField::QLoraRank:
+    c.qLoraRank = static_cast<int64_t>(v);
+    return;
+  case models::ConfigField::KvLoraRank:
+    c.kvLoraRank = static_cast<int64_t>(v);
+    return;
+  case models::ConfigField::QkNopeHeadDim:
+    c.qkNopeHeadDim = static_cast<int64_t>(v);
+    return;
+  case models::ConfigField::VHeadDim:
+    c.vHeadDim = static_cast<int64_t>(v);
+    return;
   case models::ConfigField::FirstKDenseReplace:
     c.firstKDenseReplace = static_cast<int64_t>(v);
     return;
@@ -290,11 +312,22 @@ inline void setField(ModelConfig &c, models::ConfigField field, double v) {
   }
 }
 
+/// True for keys whose value is an integer (read as one, written as one).
+inline bool isIntegerKey(const models::ConfigKey &key) {
+  return key.range == models::KeyRange::Dim ||
+         key.range == models::KeyRange::Count ||
+         key.range == models::KeyRange::AtLeastNumLayers;
+}
+
 /// What an unset (zero) family field stands for.
 inline double fallbackValue(const ModelConfig &c, models::KeyFallback f) {
   switch (f) {
   case models::KeyFallback::Zero:
     return 0;
+  case models::KeyFallback::One:
+    return 1;
+  case models::KeyFallback::NumLayers:
+    return static_cast<double>(c.numLayers);
   case models::KeyFallback::HeadDim:
     return static_cast<double>(c.headDim);
   case models::KeyFallback::MaxPositionEmbeddings:
@@ -305,8 +338,6 @@ inline double fallbackValue(const ModelConfig &c, models::KeyFallback f) {
     return c.numExpertsPerTok > 0
                ? static_cast<double>(c.intermediateSize / c.numExpertsPerTok)
                : 0;
-  case models::KeyFallback::One:
-    return 1;
   }
   return 0;
 }
@@ -349,7 +380,8 @@ inline void applyMoeLayers(ModelConfig &c, const models::FamilySpec &f) {
 /// Checks `v` against the key's range; `error(what)` makes the error (it
 /// names the file and the key).
 template <typename MakeError>
-Status checkKeyRange(const models::ConfigKey &key, double v, MakeError error) {
+Status checkKeyRange(const models::ConfigKey &key, double v, int64_t numLayers,
+                     MakeError error) {
   if (key.type == models::KeyType::Bool ||
       key.type == models::KeyType::Choice ||
       key.type == models::KeyType::IntList)
@@ -370,6 +402,23 @@ Status checkKeyRange(const models::ConfigKey &key, double v, MakeError error) {
       return error("absurdly large value " +
                    std::to_string(static_cast<int64_t>(v)) + " (limit " +
                    std::to_string(kMaxConfigDim) + ")");
+    break;
+  case models::KeyRange::Count:
+  case models::KeyRange::AtLeastNumLayers:
+    if (!(v >= 0) || v != static_cast<double>(static_cast<int64_t>(v)))
+      return error("must be a non-negative integer, got " + std::to_string(v));
+    if (v > static_cast<double>(kMaxConfigDim))
+      return error("absurdly large value " +
+                   std::to_string(static_cast<int64_t>(v)) + " (limit " +
+                   std::to_string(kMaxConfigDim) + ")");
+    if (key.range == models::KeyRange::AtLeastNumLayers &&
+        static_cast<int64_t>(v) < numLayers)
+      return error(std::to_string(static_cast<int64_t>(v)) + " makes layers " +
+                   std::to_string(static_cast<int64_t>(v)) + ".." +
+                   std::to_string(numLayers - 1) +
+                   " mixture-of-experts layers, which are not supported yet "
+                   "(only dense layers: a value >= " +
+                   std::to_string(numLayers) + ", the layer count)");
     break;
   }
   return Status();

@@ -10,6 +10,7 @@
 #include "Internal.h"
 #include "etllm/Models/Registry.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace etllm::formats {
@@ -50,12 +51,36 @@ int64_t ModelConfig::rotaryDim() const {
   return d - (d % 2);
 }
 
+namespace {
+/// YaRN's magnitude scale (DeepSeek's yarn_get_mscale).
+double yarnMscale(double scale, double mscale) {
+  return scale <= 1.0 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0;
+}
+} // namespace
+
 double ModelConfig::attentionScale() const {
   if (attentionMultiplier > 0)
     return attentionMultiplier;
+  if (isMla()) {
+    // DeepseekV2Attention.softmax_scale (DeepSeek's modeling_deepseek.py,
+    // transformers' DeepseekV3Attention.scaling).
+    double s = 1.0 / std::sqrt(static_cast<double>(qkHeadDim()));
+    if (ropeScaling.type == "yarn" && ropeScaling.mscaleAllDim != 0) {
+      double m = yarnMscale(ropeScaling.factor, ropeScaling.mscaleAllDim);
+      s *= m * m;
+    }
+    return s;
+  }
   double s = queryPreAttnScalar > 0 ? queryPreAttnScalar
                                     : static_cast<double>(headDim);
   return s > 0 ? 1.0 / std::sqrt(s) : 0.0;
+}
+
+double ModelConfig::ropeAttentionFactor() const {
+  if (ropeScaling.type != "yarn")
+    return 1.0;
+  return yarnMscale(ropeScaling.factor, ropeScaling.mscale) /
+         yarnMscale(ropeScaling.factor, ropeScaling.mscaleAllDim);
 }
 
 std::vector<double> ropeInverseFrequencies(const ModelConfig &c) {
@@ -72,6 +97,29 @@ std::vector<double> ropeInverseFrequencies(const ModelConfig &c) {
   if (s.type == "linear") {
     for (double &f : inv)
       f /= s.factor;
+  } else if (s.type == "yarn") {
+    // DeepseekV2YarnRotaryEmbedding: the extrapolated (original) and the
+    // interpolated (divided by factor) frequencies, blended by a linear
+    // ramp over the dimensions between the correction bounds of beta_fast
+    // and beta_slow rotations at the original context.
+    auto correctionDim = [&](double rotations) {
+      return (d *
+              std::log(static_cast<double>(s.originalMaxPositionEmbeddings) /
+                       (rotations * 2 * M_PI))) /
+             (2 * std::log(c.ropeTheta));
+    };
+    double low = std::max(std::floor(correctionDim(s.betaFast)), 0.0);
+    double high = std::min(std::ceil(correctionDim(s.betaSlow)),
+                           static_cast<double>(d - 1));
+    if (low == high)
+      high += 0.001; // yarn_linear_ramp_mask's guard
+    for (size_t i = 0; i < inv.size(); ++i) {
+      double ramp =
+          std::clamp((static_cast<double>(i) - low) / (high - low), 0.0, 1.0);
+      double extrapolation = 1.0 - ramp; // inv_freq_mask
+      double inter = inv[i] / s.factor;
+      inv[i] = inter * (1 - extrapolation) + inv[i] * extrapolation;
+    }
   } else if (s.type == "llama3") {
     double old = static_cast<double>(s.originalMaxPositionEmbeddings);
     double lowWavelen = old / s.lowFreqFactor;

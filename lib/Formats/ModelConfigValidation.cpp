@@ -122,8 +122,16 @@ Status validate(const ModelConfig &c) {
   if (c.headDim % 2 != 0)
     return Error("head_dim " + std::to_string(c.headDim) + " is odd");
   const std::string &rt = c.ropeScaling.type;
-  if (!rt.empty() && rt != "linear" && rt != "llama3")
+  if (!rt.empty() && rt != "linear" && rt != "llama3" && rt != "yarn")
     return Error("unsupported rope scaling type '" + rt + "'");
+  if (rt == "yarn" &&
+      (c.ropeScaling.originalMaxPositionEmbeddings <= 0 ||
+       !(c.ropeScaling.betaFast > 0) || !(c.ropeScaling.betaSlow > 0) ||
+       !(c.ropeScaling.mscale >= 0) || !(c.ropeScaling.mscaleAllDim >= 0) ||
+       !std::isfinite(c.ropeScaling.mscale) ||
+       !std::isfinite(c.ropeScaling.mscaleAllDim)))
+    return Error("yarn rope scaling needs a positive original context, "
+                 "positive betas and non-negative mscales");
   if (!rt.empty() && !(c.ropeScaling.factor > 0))
     return Error("rope scaling factor must be positive");
   if (!c.ropeScaling.freqFactors.empty() &&
@@ -172,6 +180,38 @@ Status validate(const ModelConfig &c) {
   Status traits = applyArchitectureTraits(copy);
   if (!traits.ok())
     return traits;
+  const FamilySpec &family = *familyOf(copy);
+  bool mlaBlock = family.blocks.attention == models::AttentionBlock::Mla;
+  if (mlaBlock != c.isMla())
+    return Error(c.isMla()
+                     ? c.architecture + " has no latent attention "
+                                        "(kv_lora_rank must be 0)"
+                     : "kv_lora_rank must be positive for " + c.architecture);
+  if (c.isMla()) {
+    ETLLM_RETURN_IF_ERROR(dim("kv_lora_rank", c.kvLoraRank));
+    ETLLM_RETURN_IF_ERROR(dim("qk_nope_head_dim", c.qkNopeHeadDim));
+    ETLLM_RETURN_IF_ERROR(dim("v_head_dim", c.vHeadDim));
+    if (c.qLoraRank != 0)
+      ETLLM_RETURN_IF_ERROR(dim("q_lora_rank", c.qLoraRank));
+    if (c.numKvHeads != c.numHeads)
+      return Error("multi-head latent attention needs num_key_value_heads "
+                   "== num_attention_heads, got " +
+                   std::to_string(c.numKvHeads) + " and " +
+                   std::to_string(c.numHeads));
+    if (c.partialRotaryFactor != 1.0)
+      return Error("multi-head latent attention rotates the whole "
+                   "qk_rope_head_dim (partial_rotary_factor must be 1)");
+    if (c.firstKDenseReplace < c.numLayers)
+      return Error("first_k_dense_replace " +
+                   std::to_string(c.firstKDenseReplace) +
+                   " leaves mixture-of-experts layers, which are not "
+                   "supported yet");
+  } else if (c.qLoraRank != 0 || c.qkNopeHeadDim != 0 || c.vHeadDim != 0) {
+    return Error("q_lora_rank, qk_nope_head_dim and v_head_dim belong to "
+                 "multi-head latent attention");
+  }
+  if (c.ropeScaling.type == "yarn" && !family.hf.yarnRopeScaling)
+    return Error("unsupported rope scaling type 'yarn' for " + c.architecture);
   return Status();
 }
 
@@ -242,8 +282,28 @@ Result<std::vector<ExpectedTensor>> expectedTensors(const ModelConfig &c) {
       add(HfModule::KProj, {kv, h}, false, t.attentionBias);
       add(HfModule::VProj, {kv, h}, false, t.attentionBias);
       break;
+    case models::AttentionBlock::Mla: {
+      // DeepseekV2Attention's modules in their order (no biases).
+      const int64_t qk = t.numHeads * t.qkHeadDim();
+      if (t.qLoraRank == 0) {
+        add(HfModule::QProj, {qk, h});
+      } else {
+        add(HfModule::QAProj, {t.qLoraRank, h});
+        add(HfModule::QALayerNorm, {t.qLoraRank}, true);
+        add(HfModule::QBProj, {qk, t.qLoraRank});
+      }
+      add(HfModule::KvAProjWithMqa, {t.kvLoraRank + t.headDim, h});
+      add(HfModule::KvALayerNorm, {t.kvLoraRank}, true);
+      add(HfModule::KvBProj,
+          {t.numHeads * (t.qkNopeHeadDim + t.vHeadDim), t.kvLoraRank});
+      break;
     }
-    add(HfModule::OProj, {h, q}, false, t.oProjBias);
+    }
+    add(HfModule::OProj,
+        {h, f.blocks.attention == models::AttentionBlock::Mla
+                ? t.numHeads * t.vHeadDim
+                : q},
+        false, t.oProjBias);
     if (f.traits.qkNorm) {
       add(HfModule::QNorm, {t.headDim}, true);
       add(HfModule::KNorm, {t.headDim}, true);

@@ -334,7 +334,53 @@ Status dequantizeRows(DType dtype, const uint8_t *src, int64_t numElements,
   return Status();
 }
 
+namespace {
+
+/// kv_b_proj [heads * (nope + v), kv_lora] from attn_k_b [heads, kv_lora,
+/// nope] and attn_v_b [heads, v, kv_lora] (TensorRef::parts).
+Result<std::vector<float>> assembleKvB(const TensorRef &tensor) {
+  auto fail = [&](const std::string &what) {
+    return Error(tensor.file + ": tensor '" + tensor.name + "': " + what);
+  };
+  if (tensor.parts.size() != 2 || tensor.shape.size() != 2)
+    return fail("an assembled kv_b_proj needs attn_k_b and attn_v_b");
+  const TensorRef &kb = tensor.parts[0], &vb = tensor.parts[1];
+  if (kb.shape.size() != 3 || vb.shape.size() != 3 ||
+      kb.shape[0] != vb.shape[0] || kb.shape[1] != vb.shape[2] ||
+      !kb.parts.empty() || !vb.parts.empty())
+    return fail("parts " + shapeToString(kb.shape) + " and " +
+                shapeToString(vb.shape) +
+                " are not [heads, kv_lora, nope] and [heads, v, kv_lora]");
+  const int64_t heads = kb.shape[0], kvl = kb.shape[1], nope = kb.shape[2],
+                v = vb.shape[1];
+  if (tensor.shape[0] != heads * (nope + v) || tensor.shape[1] != kvl)
+    return fail("shape " + shapeToString(tensor.shape) + " does not match " +
+                "its parts " + shapeToString(kb.shape) + " and " +
+                shapeToString(vb.shape));
+  Result<std::vector<float>> k = toFloat32(kb);
+  if (!k)
+    return k.error();
+  Result<std::vector<float>> val = toFloat32(vb);
+  if (!val)
+    return val.error();
+  std::vector<float> out(static_cast<size_t>(heads * (nope + v) * kvl));
+  for (int64_t h = 0; h < heads; ++h) {
+    float *head = out.data() + h * (nope + v) * kvl;
+    // Key rows: the converter stored k_b transposed per head.
+    for (int64_t c = 0; c < kvl; ++c)
+      for (int64_t i = 0; i < nope; ++i)
+        head[i * kvl + c] = (*k)[(h * kvl + c) * nope + i];
+    std::memcpy(head + nope * kvl, val->data() + h * v * kvl,
+                static_cast<size_t>(v * kvl) * sizeof(float));
+  }
+  return out;
+}
+
+} // namespace
+
 Result<std::vector<float>> toFloat32(const TensorRef &tensor) {
+  if (!tensor.parts.empty())
+    return assembleKvB(tensor);
   Result<uint64_t> n = numElements(tensor.shape);
   if (!n)
     return Error(tensor.file + ": tensor '" + tensor.name +
@@ -412,6 +458,14 @@ Status permuteQkRowsToInterleaved(DType dtype,
 }
 
 Result<std::vector<uint8_t>> bytesInHfOrder(const TensorRef &tensor) {
+  if (!tensor.parts.empty()) {
+    Result<std::vector<float>> f = toFloat32(tensor);
+    if (!f)
+      return f.error();
+    std::vector<uint8_t> out(f->size() * sizeof(float));
+    std::memcpy(out.data(), f->data(), out.size());
+    return out;
+  }
   std::vector<uint8_t> out(tensor.nbytes);
   if (tensor.qkPermuteHeads <= 0) {
     if (tensor.nbytes)

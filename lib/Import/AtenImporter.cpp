@@ -1982,7 +1982,8 @@ FailureOr<ModelConfigAttr> modelConfigAttr(Builder &b, const json &cfg,
   }
   std::string architecture, modelType, dtype;
   int64_t hidden = 0, intermediate = 0, layers = 0, heads = 0, kvHeads = 0,
-          headDim = 0, vocab = 0, maxSeq = 0, rotary = 0, window = 0, bos = -1;
+          headDim = 0, vocab = 0, maxSeq = 0, rotary = 0, window = 0, bos = -1,
+          qLora = 0, kvLora = 0, qkNope = 0, vHead = 0;
   double eps = 0, theta = 0, scale = 0, attnCap = 0, finalCap = 0;
   bool tied = false;
   SmallVector<int64_t> eos;
@@ -2041,6 +2042,14 @@ FailureOr<ModelConfigAttr> modelConfigAttr(Builder &b, const json &cfg,
       ok = integer(window);
     else if (k == "bos_token_id")
       ok = integer(bos);
+    else if (k == "q_lora_rank")
+      ok = integer(qLora);
+    else if (k == "kv_lora_rank")
+      ok = integer(kvLora);
+    else if (k == "qk_nope_head_dim")
+      ok = integer(qkNope);
+    else if (k == "v_head_dim")
+      ok = integer(vHead);
     else if (k == "rms_norm_eps")
       ok = number(eps);
     else if (k == "rope_theta")
@@ -2081,7 +2090,8 @@ FailureOr<ModelConfigAttr> modelConfigAttr(Builder &b, const json &cfg,
       layers, heads, kvHeads, headDim, vocab, maxSeq, rotary,
       llvm::APFloat(eps), llvm::APFloat(theta), llvm::APFloat(scale), window,
       llvm::APFloat(attnCap), llvm::APFloat(finalCap), tied, bos, eos,
-      layerWindow, /*numExperts=*/0, /*numExpertsPerTok=*/0,
+      layerWindow, qLora, kvLora, qkNope, vHead, /*numExperts=*/0,
+      /*numExpertsPerTok=*/0,
       /*moeIntermediateSize=*/0, /*sharedExpertIntermediateSize=*/0,
       /*normTopkProb=*/false, /*moeScoring=*/"", /*moeTopkMethod=*/"",
       /*nGroup=*/0, /*topkGroup=*/0, llvm::APFloat(0.0),

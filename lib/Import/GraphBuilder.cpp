@@ -45,13 +45,21 @@ LogicalResult buildModel(GraphEmitter &e, const ::etllm::ImportOptions &options,
                 dyn = ShapedType::kDynamic;
   BlockSet blocks = selectBlocks(e.family.blocks);
 
-  // Mutable buffers: one K and one V cache per layer.
+  // Mutable buffers: one K and one V cache per layer (MLA: the expanded
+  // per-head keys [nope | rope] and values StaticCache holds).
   b.setInsertionPointToEnd(e.module.getBody());
   auto cacheType = e.tensorType({1, Hkv, T, Dh}, e.dtype);
-  for (int64_t i = 0; i < c.numLayers; ++i)
-    for (const char *kv : {"k_cache", "v_cache"})
-      b.create<BufferOp>(e.loc, e.path(HfModule::Attention, i) + "." + kv,
-                         cacheType);
+  auto valueCacheType = cacheType;
+  if (c.isMla()) {
+    cacheType = e.tensorType({1, c.numHeads, T, c.qkHeadDim()}, e.dtype);
+    valueCacheType = e.tensorType({1, c.numHeads, T, c.vHeadDim}, e.dtype);
+  }
+  for (int64_t i = 0; i < c.numLayers; ++i) {
+    b.create<BufferOp>(e.loc, e.path(HfModule::Attention, i) + ".k_cache",
+                       cacheType);
+    b.create<BufferOp>(e.loc, e.path(HfModule::Attention, i) + ".v_cache",
+                       valueCacheType);
+  }
 
   auto tokensType = e.tensorType({1, dyn}, i64);
   auto posType = e.tensorType({dyn}, i64);
@@ -82,6 +90,7 @@ LogicalResult buildModel(GraphEmitter &e, const ::etllm::ImportOptions &options,
         !c.layerUsesSlidingWindow.empty() && c.layerUsesSlidingWindow[i];
     layer.mask = sliding ? masks.sliding : masks.full;
     layer.cacheType = cacheType;
+    layer.valueCacheType = valueCacheType;
     layer.normAddsOne = addOne;
     h = blocks.decoderLayer(e, layer, blocks, h);
   }
@@ -110,6 +119,7 @@ StringRef moeTopkMethodName(const ModelConfig &c) {
 /// (source swap) and copied into the program file.
 ModelConfigAttr configAttr(MLIRContext *ctx, const ModelConfig &c,
                            int64_t maxSeq, const std::string &dtype) {
+  const bool moe = c.hasMoeLayers();
   return ModelConfigAttr::get(
       ctx, c.architecture, c.modelType, dtype, c.hiddenSize, c.intermediateSize,
       c.numLayers, c.numHeads, c.numKvHeads, c.headDim, c.vocabSize, maxSeq,
@@ -120,12 +130,17 @@ ModelConfigAttr configAttr(MLIRContext *ctx, const ModelConfig &c,
       c.eosTokenIds,
       SmallVector<bool>(c.layerUsesSlidingWindow.begin(),
                         c.layerUsesSlidingWindow.end()),
-      c.numExperts, c.numExpertsPerTok,
-      c.numExperts > 0 ? c.expertIntermediateSize() : 0,
-      c.sharedExpertIntermediateSize, c.normTopkProb, moeScoringName(c),
-      moeTopkMethodName(c), c.numExpertGroups, c.topkGroup,
-      llvm::APFloat(c.numExperts > 0 ? c.routedScalingFactor : 0.0),
-      SmallVector<bool>(c.layerIsMoe.begin(), c.layerIsMoe.end()));
+      c.qLoraRank, c.kvLoraRank, c.qkNopeHeadDim, c.vHeadDim,
+      // The MoE fields only for a model with sparse layers (DeepSeek's
+      // dense-only configs carry expert counts that build nothing).
+      moe ? c.numExperts : 0, moe ? c.numExpertsPerTok : 0,
+      moe ? c.expertIntermediateSize() : 0,
+      moe ? c.sharedExpertIntermediateSize : 0, moe && c.normTopkProb,
+      moe ? moeScoringName(c) : "", moe ? moeTopkMethodName(c) : "",
+      moe ? c.numExpertGroups : 0, moe ? c.topkGroup : 0,
+      llvm::APFloat(moe ? c.routedScalingFactor : 0.0),
+      moe ? SmallVector<bool>(c.layerIsMoe.begin(), c.layerIsMoe.end())
+          : SmallVector<bool>());
 }
 
 } // namespace
@@ -181,6 +196,27 @@ buildExportedGraph(MLIRContext *context, const Checkpoint &checkpoint,
         entry.getKey(), builder.getStringAttr(entry.getValue())));
   (*module)->setAttr(EtllmDialect::kCheckpointAttrName,
                      builder.getStringAttr(ec ? checkpoint.path() : absPath));
+  if (!options.lora.empty()) {
+    SmallVector<Attribute> adapters;
+    for (const ::etllm::formats::LoraSpec &spec : options.lora) {
+      auto adapter = ::etllm::formats::LoraAdapter::open(spec.path);
+      if (!adapter.ok())
+        return makeError(adapter.message());
+      if (::etllm::rt::Status st = (*adapter)->checkAgainst(checkpoint);
+          !st.ok())
+        return makeError(st.message());
+      std::error_code aec;
+      std::string abs =
+          std::filesystem::absolute(spec.path, aec).lexically_normal();
+      adapters.push_back(builder.getDictionaryAttr(
+          {builder.getNamedAttr("path",
+                                builder.getStringAttr(aec ? spec.path : abs)),
+           builder.getNamedAttr("scale",
+                                builder.getF64FloatAttr(spec.scale))}));
+    }
+    (*module)->setAttr(EtllmDialect::kLoraAttrName,
+                       builder.getArrayAttr(adapters));
+  }
   setModelConfig(*module, configAttr(context, c, maxSeq, options.dtype));
   (*module)->setAttr(EtllmDialect::kModuleClassesAttrName,
                      builder.getDictionaryAttr(classes));

@@ -19,6 +19,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -94,9 +95,11 @@ public:
   /// nn.Linear: x @ W^T (+ b), weight `path`.weight [out, in].
   mlir::Value linear(const std::string &path, mlir::Value x, int64_t out,
                      int64_t in, bool bias);
-  /// The family's RMSNorm over the last dimension of x (Blocks/Norm.cpp).
+  /// The family's RMSNorm over the last dimension of x (Blocks/Norm.cpp),
+  /// with the config's rms_norm_eps unless `eps` is given (norms the
+  /// modeling code builds with their class default).
   mlir::Value rmsNorm(const std::string &path, mlir::Value x, int64_t dim,
-                      bool addOne);
+                      bool addOne, std::optional<double> eps = std::nullopt);
 
   mlir::Value reshape(mlir::Value x, llvm::ArrayRef<int64_t> shape) {
     return val<mlir::etllm::ReshapeOp>(x, b.getDenseI64ArrayAttr(shape));

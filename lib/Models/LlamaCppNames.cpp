@@ -60,6 +60,20 @@ const char *ggufKeyName(GgufKey key) {
     return "logit_scale";
   case GgufKey::FileType:
     return "general.file_type";
+  case GgufKey::QLoraRank:
+    return "attention.q_lora_rank";
+  case GgufKey::KvLoraRank:
+    return "attention.kv_lora_rank";
+  case GgufKey::KeyLengthMla:
+    return "attention.key_length_mla";
+  case GgufKey::ValueLengthMla:
+    return "attention.value_length_mla";
+  case GgufKey::RopeScalingYarnLogMul:
+    return "rope.scaling.yarn_log_multiplier";
+  case GgufKey::RopeScalingYarnBetaFast:
+    return "rope.scaling.yarn_beta_fast";
+  case GgufKey::RopeScalingYarnBetaSlow:
+    return "rope.scaling.yarn_beta_slow";
   case GgufKey::ExpertCount:
     return "expert_count";
   case GgufKey::ExpertUsedCount:
@@ -146,6 +160,22 @@ const char *ggufTensorName(GgufTensor tensor) {
     return "ffn_down_shexp";
   case GgufTensor::FfnExpProbsB:
     return "exp_probs_b";
+  case GgufTensor::AttnQA:
+    return "attn_q_a";
+  case GgufTensor::AttnQANorm:
+    return "attn_q_a_norm";
+  case GgufTensor::AttnQB:
+    return "attn_q_b";
+  case GgufTensor::AttnKvAMqa:
+    return "attn_kv_a_mqa";
+  case GgufTensor::AttnKvANorm:
+    return "attn_kv_a_norm";
+  case GgufTensor::AttnKvB:
+    return "attn_kv_b";
+  case GgufTensor::AttnKB:
+    return "attn_k_b";
+  case GgufTensor::AttnVB:
+    return "attn_v_b";
   }
   return "";
 }

@@ -53,21 +53,37 @@ const FamilySpec *findByModelType(std::string_view hfModelType) {
   });
 }
 
-const FamilySpec *findByGgufArch(std::string_view ggufArch) {
-  return findIf([&](const FamilySpec &f) {
-    return f.gguf.arch && f.gguf.readsBack &&
-           f.gguf.readsBackWithKey == GgufKey::None && f.gguf.arch == ggufArch;
-  });
+const FamilySpec *
+findByGgufArch(std::string_view ggufArch,
+               const std::function<std::optional<int64_t>(GgufKey)> &value) {
+  auto sameArch = [&](const FamilySpec *f) {
+    return f->gguf.arch && f->gguf.readsBack && f->gguf.arch == ggufArch;
+  };
+  // A family that needs a key to read back (Mixtral: "llama" with
+  // expert_count) when the file has the key.
+  if (value)
+    for (const FamilySpec *f : families())
+      if (sameArch(f) && f->gguf.readsBackWithKey != GgufKey::None &&
+          value(f->gguf.readsBackWithKey))
+        return f;
+  const FamilySpec *fallback = nullptr;
+  for (const FamilySpec *f : families()) {
+    if (!sameArch(f) || f->gguf.readsBackWithKey != GgufKey::None)
+      continue;
+    if (f->gguf.identityKey == GgufKey::None)
+      return f;
+    if (value)
+      if (std::optional<int64_t> v = value(f->gguf.identityKey);
+          v && *v == f->gguf.identityValue)
+        return f;
+    if (f->gguf.identityDefault)
+      fallback = f;
+  }
+  return fallback;
 }
 
-const FamilySpec *findByGgufArch(std::string_view ggufArch,
-                                 const std::function<bool(GgufKey)> &hasKey) {
-  const FamilySpec *keyed = findIf([&](const FamilySpec &f) {
-    return f.gguf.arch && f.gguf.readsBack &&
-           f.gguf.readsBackWithKey != GgufKey::None &&
-           f.gguf.arch == ggufArch && hasKey(f.gguf.readsBackWithKey);
-  });
-  return keyed ? keyed : findByGgufArch(ggufArch);
+const FamilySpec *findByGgufArch(std::string_view ggufArch) {
+  return findByGgufArch(ggufArch, nullptr);
 }
 
 const FamilySpec *findById(std::string_view id) {

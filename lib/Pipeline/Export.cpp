@@ -2,6 +2,7 @@
 #include "etllm/Pipeline/Export.h"
 
 #include "etllm/Config/ExportConfig.h"
+#include "etllm/Formats/Lora.h"
 #include "etllm/InitAll.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -56,16 +57,42 @@ void applyConfigToRecipeOptions(const ExportConfig &c, RecipeOptions &o) {
   o.embedding = c.getString("quantization.embedding");
   o.embeddingGroupSize = c.getInt("quantization.embedding_group_size");
   o.outputLayer = c.getString("quantization.output_layer");
+  o.mlaCache = c.getString("model.mla_cache");
   for (const std::string &e : c.getList("quantization.exclude"))
     o.exclude.push_back(e);
   for (const std::string &b : c.getList("backends"))
     o.backends.push_back(b);
 }
 
-llvm::Error runExport(Artifact input, const ExportConfig &config,
+llvm::Error runExport(Artifact input, const ExportConfig &requestedConfig,
                       const ExportRequest &request,
                       mlir::MLIRContext &context) {
   registerAllPasses();
+  // `--lora` adds to the config's `lora` list, so that the program's
+  // provenance (the config it was made with) names every adapter and scale.
+  ExportConfig config = requestedConfig;
+  if (!request.lora.empty()) {
+    std::string list;
+    auto quote = [](const std::string &text) {
+      std::string q = "\"";
+      for (char c : text) {
+        if (c == '"' || c == '\\')
+          q += '\\';
+        q += c;
+      }
+      return q + "\"";
+    };
+    for (const std::string &entry : config.getList("lora"))
+      list += (list.empty() ? "" : ", ") + quote(entry);
+    for (const std::string &entry : request.lora) {
+      auto spec = formats::parseLoraSpec(entry, "--lora");
+      if (!spec.ok())
+        return makeError(spec.message());
+      list += (list.empty() ? "" : ", ") + quote(entry);
+    }
+    if (rt::Status st = config.set("lora=[" + list + "]"); !st.ok())
+      return makeError("--lora: " + st.message());
+  }
   auto progress = [&](const std::string &line) {
     if (request.progress)
       request.progress(line);
@@ -91,11 +118,28 @@ llvm::Error runExport(Artifact input, const ExportConfig &config,
   StagePipeline pipeline;
   std::vector<std::string> stageNames;
   bool fromCheckpoint = input.kind == Artifact::Kind::Checkpoint;
+  // LoRA adapters, in order.
+  std::vector<formats::LoraSpec> lora;
+  auto addLora = [&](const std::string &text, const char *what) -> llvm::Error {
+    auto spec = formats::parseLoraSpec(text, what);
+    if (!spec.ok())
+      return makeError(spec.message());
+    lora.push_back(std::move(spec.value()));
+    return llvm::Error::success();
+  };
+  for (const std::string &entry : config.getList("lora"))
+    if (llvm::Error e = addLora(entry, "lora"))
+      return e;
   if (fromCheckpoint) {
-    pipeline.add(makeImportStage(importOptionsFromConfig(config)));
+    ImportOptions importOptions = importOptionsFromConfig(config);
+    importOptions.lora = std::move(lora);
+    pipeline.add(makeImportStage(std::move(importOptions)));
     stageNames.push_back("import");
   } else if (input.kind != Artifact::Kind::IR || !input.module) {
     return makeError("the export input must be a checkpoint or IR");
+  } else if (!lora.empty()) {
+    return makeError("LoRA adapters (--lora, `lora`) are merged at import: "
+                     "the input must be a checkpoint, not IR");
   }
   for (StageSpec &s : recipeStages(recipe, recipeOptions)) {
     stageNames.push_back(s.name);

@@ -103,8 +103,11 @@ std::vector<StageSpec> recipeStages(const std::string &recipe,
                   (outputLayer != "same" && outputLayer != "none");
 
   std::vector<StageSpec> stages;
-  stages.push_back({"swap-source", [](mlir::OpPassManager &pm) {
-                      pm.addPass(createSwapSourcePass());
+  std::string mlaCache = o.mlaCache;
+  stages.push_back({"swap-source", [mlaCache](mlir::OpPassManager &pm) {
+                      SwapSourcePassOptions swap;
+                      swap.mlaCache = mlaCache;
+                      pm.addPass(createSwapSourcePass(swap));
                       cleanup(pm);
                     }});
   stages.push_back({"fuse-sdpa", [](mlir::OpPassManager &pm) {

@@ -11,9 +11,11 @@
 #include "Metadata.h"
 
 #include "etllm/Formats/Checkpoint.h"
+#include "etllm/Formats/Lora.h"
 #include "etllm/Serialize/KernelCalls.h"
 #include "etllm/Serialize/Lowering.h"
 #include "etllm/Serialize/Streaming.h"
+#include "etllm/Serialize/WeightStore.h"
 #include "etllm/runtime/program.h"
 #include "etllm/schema/program_generated.h"
 
@@ -73,6 +75,8 @@ LogicalResult emitProgram(LoweredProgram &p, const SerializeOptions &options,
     if (!ckpt)
       return failure();
   }
+  // Declared before the hasher: it reads them until it is destroyed.
+  std::vector<std::unique_ptr<llvm::MemoryBuffer>> adapterFiles;
   InputHasher hasher;
   if (options.hashInputs) {
     if (ckpt)
@@ -82,6 +86,25 @@ LogicalResult emitProgram(LoweredProgram &p, const SerializeOptions &options,
       hasher.add(
           reinterpret_cast<const uint8_t *>(tokenizer.file->getBufferStart()),
           tokenizer.file->getBufferSize());
+    if (p.module->hasAttr(EtllmDialect::kLoraAttrName)) {
+      FailureOr<const std::vector<WeightStore::Adapter> *> adapters =
+          p.weights.loraAdapters(p.module);
+      if (failed(adapters))
+        return failure();
+      for (const WeightStore::Adapter &a : **adapters)
+        for (const std::string &f : a.adapter->files()) {
+          auto buf = llvm::MemoryBuffer::getFile(f, /*IsText=*/false,
+                                                 /*RequiresNullTerminator=*/
+                                                 false);
+          if (!buf)
+            return p.module.emitError("cannot read '")
+                   << f << "': " << buf.getError().message();
+          adapterFiles.push_back(std::move(*buf));
+          hasher.add(reinterpret_cast<const uint8_t *>(
+                         adapterFiles.back()->getBufferStart()),
+                     adapterFiles.back()->getBufferSize());
+        }
+    }
     hasher.start();
   }
   std::vector<uint64_t> constSizes;

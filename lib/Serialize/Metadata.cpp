@@ -5,7 +5,9 @@
 #include "ProgramConfig.h"
 
 #include "etllm/Formats/Checkpoint.h"
+#include "etllm/Formats/Lora.h"
 #include "etllm/Serialize/Lowering.h"
+#include "etllm/Serialize/WeightStore.h"
 #include "etllm/runtime/tokenizer.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -108,6 +110,15 @@ buildMetadata(flatbuffers::FlatBufferBuilder &fb, LoweredProgram &p,
       addInput(f->path());
   if (!options.tokenizerPath.empty())
     addInput(options.tokenizerPath);
+  if (module->hasAttr(EtllmDialect::kLoraAttrName)) {
+    FailureOr<const std::vector<WeightStore::Adapter> *> adapters =
+        p.weights.loraAdapters(module);
+    if (failed(adapters))
+      return failure();
+    for (const WeightStore::Adapter &a : **adapters)
+      for (const std::string &f : a.adapter->files())
+        addInput(f);
+  }
   auto prov = fbs::CreateProvenance(
       fb, fb.CreateString(ETLLM_VERSION), fb.CreateString(options.pipeline),
       fb.CreateString(options.configYaml),

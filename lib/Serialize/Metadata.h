@@ -40,7 +40,8 @@ loadTokenizer(mlir::ModuleOp module, const SerializeOptions &options);
 /// segment (-1: none). Fails (with a diagnostic) when a chat template cannot
 /// be rendered or the module names a checkpoint that cannot be opened.
 /// `digest(i)` is the hex SHA-256 of input `i`: the checkpoint's files in
-/// order, then the tokenizer file (called only when options.hashInputs).
+/// order, then the tokenizer file, then each LoRA adapter's files (called
+/// only when options.hashInputs).
 mlir::FailureOr<flatbuffers::Offset<schema::Metadata>>
 buildMetadata(flatbuffers::FlatBufferBuilder &fb, LoweredProgram &program,
               const SerializeOptions &options,

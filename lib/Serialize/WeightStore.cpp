@@ -3,6 +3,7 @@
 
 #include "etllm/Dialect/Etllm/EtllmOps.h"
 #include "etllm/Formats/Checkpoint.h"
+#include "etllm/Formats/Lora.h"
 #include "etllm/Serialize/KernelCalls.h"
 #include "etllm/Serialize/Quantizer.h"
 #include "etllm/runtime/half.h"
@@ -59,6 +60,49 @@ const formats::Checkpoint *WeightStore::checkpoint(Operation *diagOp) {
   if (!ckpt)
     diagOp->emitError("the checkpoint could not be opened");
   return ckpt.get();
+}
+
+FailureOr<const std::vector<WeightStore::Adapter> *>
+WeightStore::loraAdapters(Operation *diagOp) {
+  std::lock_guard<std::mutex> lock(loraMutex);
+  if (!triedAdapters) {
+    triedAdapters = true;
+    auto list = module->getAttrOfType<ArrayAttr>(EtllmDialect::kLoraAttrName);
+    for (Attribute a : list ? list.getValue() : ArrayRef<Attribute>()) {
+      auto d = dyn_cast<DictionaryAttr>(a);
+      auto path = d ? d.getAs<StringAttr>("path") : StringAttr();
+      auto scale = d ? d.getAs<FloatAttr>("scale") : FloatAttr();
+      if (!path || !scale) {
+        adaptersFailed = true;
+        diagOp->emitError("malformed ") << EtllmDialect::kLoraAttrName;
+        break;
+      }
+      auto opened = formats::LoraAdapter::open(path.str());
+      if (!opened.ok()) {
+        adaptersFailed = true;
+        diagOp->emitError("cannot open the LoRA adapter: ") << opened.message();
+        break;
+      }
+      adapters.push_back({std::move(opened.value()), scale.getValueAsDouble()});
+    }
+  }
+  if (adaptersFailed) {
+    diagOp->emitError("the LoRA adapters could not be opened");
+    return failure();
+  }
+  return &adapters;
+}
+
+FailureOr<bool> WeightStore::hasLoraDelta(ParameterOp param) {
+  if (!module->hasAttr(EtllmDialect::kLoraAttrName))
+    return false;
+  FailureOr<const std::vector<Adapter> *> list = loraAdapters(param);
+  if (failed(list))
+    return failure();
+  for (const Adapter &a : **list)
+    if (a.adapter->find(param.getSymName()))
+      return true;
+  return false;
 }
 
 FailureOr<uint64_t> WeightStore::byteSize(ParameterOp param) {
@@ -120,6 +164,19 @@ FailureOr<std::vector<float>> WeightStore::floatValues(ParameterOp param) {
       return param.emitError(st.message());
     values.swap(permuted);
   }
+  // LoRA: W += scale * scaling * B A, in HF row order, before quantization.
+  if (module->hasAttr(EtllmDialect::kLoraAttrName)) {
+    FailureOr<const std::vector<Adapter> *> list = loraAdapters(param);
+    if (failed(list))
+      return failure();
+    int64_t cols = shape.empty() ? 1 : shape.back();
+    int64_t rows = cols ? int64_t(values.size()) / cols : 0;
+    for (const Adapter &a : **list)
+      if (rt::Status st = a.adapter->mergeInto(param.getSymName(), a.scale,
+                                               rows, cols, values.data());
+          !st.ok())
+        return param.emitError(st.message());
+  }
   return values;
 }
 
@@ -130,13 +187,18 @@ FailureOr<std::vector<uint8_t>> WeightStore::materialize(ParameterOp param) {
   for (int64_t d : shape.drop_back())
     rows *= d;
 
-  // Exact paths first: F32 -> f32 as is; GGUF blocks -> the same scheme.
-  if (!param.getValue()) {
+  // Exact paths first: F32 -> f32 as is; GGUF blocks -> the same scheme
+  // (not for a weight a LoRA adapter changes).
+  FailureOr<bool> merged = hasLoraDelta(param);
+  if (failed(merged))
+    return failure();
+  if (!param.getValue() && !*merged) {
     const formats::Checkpoint *c = checkpoint(param);
     if (!c)
       return failure();
     const formats::TensorRef *t = c->find(param.getSourceName());
-    if (t && t->shape == std::vector<int64_t>(shape.begin(), shape.end())) {
+    if (t && t->parts.empty() &&
+        t->shape == std::vector<int64_t>(shape.begin(), shape.end())) {
       std::vector<uint8_t> raw;
       bool f32Target = isa<RankedTensorType>(type) &&
                        cast<RankedTensorType>(type).getElementType().isF32();

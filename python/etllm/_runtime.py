@@ -102,10 +102,12 @@ class Runner:
     statistics of the last generation.
     """
 
-    def __init__(self, path, tokenizer=None, threads=1):
+    def __init__(self, path, tokenizer=None, threads=1, max_memory=0):
+        # max_memory: bytes; a program planning more is refused at load
+        # (0 = the machine's physical memory).
         self._runner = _etllm.Runner(os.fspath(path),
                                      os.fspath(tokenizer) if tokenizer else "",
-                                     threads)
+                                     threads, max_memory)
         self.stats = None
 
     @property

@@ -69,17 +69,18 @@ void registerBackends() {
 
 class PyProgram {
 public:
-  PyProgram(const std::string &path, size_t threads, const std::string &name)
+  PyProgram(const std::string &path, size_t threads, const std::string &name,
+            uint64_t maxMemory)
       : path_(path) {
     registerBackends();
-    if (threads == 0)
-      raise("threads must be at least 1");
+    // Module::create checks the thread count (flags.h: checkThreads).
     auto program = rt::Program::load(path);
     if (!program.ok())
       raise(program.message());
     program_ = *program;
     rt::ModuleOptions mo;
     mo.numThreads = threads;
+    mo.maxMemory = maxMemory;
     auto module = rt::Module::create(program_, mo);
     if (!module.ok())
       raise(module.message());
@@ -239,13 +240,12 @@ private:
 class PyRunner {
 public:
   PyRunner(const std::string &path, const std::string &tokenizer,
-           size_t threads) {
+           size_t threads, uint64_t maxMemory) {
     registerBackends();
-    if (threads == 0)
-      raise("threads must be at least 1");
     rt::llm::RunnerOptions o;
     o.tokenizerPath = tokenizer;
     o.numThreads = threads;
+    o.maxMemory = maxMemory;
     auto r = rt::llm::Runner::load(path, o);
     if (!r.ok())
       raise(r.message());
@@ -260,18 +260,6 @@ public:
                     const std::vector<std::string> &stop, bool addBos,
                     py::object onText) {
     rt::llm::GenerationConfig c;
-    if (maxNewTokens < 0)
-      raise("max_new_tokens must be non-negative");
-    if (temperature < 0)
-      raise("temperature must be non-negative");
-    if (!(topP > 0 && topP <= 1))
-      raise("top_p must be in (0, 1]");
-    if (topK < 0)
-      raise("top_k must be non-negative");
-    if (!(minP >= 0 && minP <= 1))
-      raise("min_p must be in [0, 1]");
-    if (!(repetitionPenalty > 0))
-      raise("repetition_penalty must be positive");
     c.maxNewTokens = maxNewTokens;
     c.sampling.temperature = temperature;
     c.sampling.topP = topP;
@@ -281,6 +269,10 @@ public:
     c.sampling.seed = seed;
     c.stopStrings = stop;
     c.addBos = addBos;
+    // The runtime's one check of every number (NaN, infinity, ranges).
+    rt::Status valid = rt::llm::validate(c);
+    if (!valid.ok())
+      raise(valid.message());
     std::unique_lock<std::mutex> lock(busy_, std::try_to_lock);
     if (!lock.owns_lock())
       raise("this Runner is already generating (one generation at a time)");
@@ -331,11 +323,12 @@ A program file (.pte), loaded and verified, with one instance of its state
 (planned memory, KV caches). Outputs are read-only NumPy views of the
 program's memory: valid until the next call on this Program.)doc")
       .def(py::init([](const std::filesystem::path &path, size_t threads,
-                       const std::string &method) {
-             return std::make_unique<PyProgram>(path.string(), threads, method);
+                       const std::string &method, uint64_t maxMemory) {
+             return std::make_unique<PyProgram>(path.string(), threads, method,
+                                                maxMemory);
            }),
            py::arg("path"), py::arg("threads") = 1,
-           py::arg("method") = "forward")
+           py::arg("method") = "forward", py::arg("max_memory") = 0)
       .def(
           "forward",
           [](py::object self, py::object tokens, int64_t startPos) {
@@ -372,11 +365,13 @@ The runtime's text generation (runtime/llm Runner, as etllm-run): the
 program's tokenizer (or `tokenizer`), one prefill call, then one decode call
 per token with the sampler.)doc")
       .def(py::init([](const std::filesystem::path &path,
-                       const std::string &tokenizer, size_t threads) {
+                       const std::string &tokenizer, size_t threads,
+                       uint64_t maxMemory) {
              return std::make_unique<PyRunner>(path.string(), tokenizer,
-                                               threads);
+                                               threads, maxMemory);
            }),
-           py::arg("path"), py::arg("tokenizer") = "", py::arg("threads") = 1)
+           py::arg("path"), py::arg("tokenizer") = "", py::arg("threads") = 1,
+           py::arg("max_memory") = 0)
       .def("generate", &PyRunner::generate, py::arg("prompt"),
            py::arg("max_new_tokens") = 128, py::arg("temperature") = 0.8f,
            py::arg("top_p") = 0.9f, py::arg("top_k") = 0,

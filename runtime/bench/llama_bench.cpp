@@ -1,5 +1,6 @@
 //===- llama_bench.cpp - llama-bench's command line and output ------------===//
 #include "etllm/runtime/bench/llama_bench.h"
+#include "etllm/runtime/flags.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -154,6 +155,8 @@ std::string benchUsage(const char *argv0) {
         "benchmarking\n"
      << "  --bandwidth-mib <n>                   memory read probe buffer "
         "(default: 16 x LLC, >= 256; 0: no probe)\n"
+     << "  --max-memory <size>                   refuse a program that plans "
+        "more (bytes, 512M, 2G; default: physical memory)\n"
      << "\ntest parameters:\n"
      << "  -m, --model <filename>                a program file (.pte)\n"
      << "  -p, --n-prompt <n>                    (default: 512)\n"
@@ -318,6 +321,15 @@ Result<BenchParams> parseBenchArgs(int argc, const char *const *argv,
       if (!v.ok())
         return v.error();
       p.tokenizer = *v;
+    } else if (arg == "--max-memory") {
+      // The runtime's one flag parser (flags.h).
+      Result<uint64_t> bytes =
+          parseByteSize(arg, i + 1 < argc ? argv[++i] : nullptr);
+      if (!bytes.ok())
+        return bytes.error();
+      if (*bytes == 0)
+        return Error("--max-memory: 0 is out of range (at least 1 byte)");
+      p.maxMemory = *bytes;
     } else if (!arg.empty() && arg[0] == '-') {
       return Error("unknown argument '" + arg + "' (see --help)");
     } else {

@@ -62,12 +62,6 @@ etllm_status toConfig(const etllm_generation_config *config,
     return failWith(ETLLM_INVALID_ARGUMENT,
                     "config->struct_size is too small (use "
                     "etllm_generation_config_init)");
-  if (config->max_new_tokens < 0 || !(config->temperature >= 0) ||
-      config->top_k < 0 || !(config->top_p > 0 && config->top_p <= 1) ||
-      !(config->min_p >= 0 && config->min_p <= 1) ||
-      !(config->repetition_penalty > 0))
-    return failWith(ETLLM_INVALID_ARGUMENT,
-                    "a generation setting is out of range");
   gc.maxNewTokens = config->max_new_tokens;
   gc.sampling.temperature = config->temperature;
   gc.sampling.topK = config->top_k;
@@ -76,6 +70,10 @@ etllm_status toConfig(const etllm_generation_config *config,
   gc.sampling.repetitionPenalty = config->repetition_penalty;
   gc.sampling.seed = config->seed;
   gc.addBos = config->add_bos != 0;
+  // The runtime's one check of every number (NaN, infinity, ranges).
+  Status valid = llm::validate(gc);
+  if (!valid.ok())
+    return failWith(ETLLM_INVALID_ARGUMENT, valid.message());
   return ETLLM_OK;
 }
 
@@ -126,11 +124,13 @@ etllm_runner *etllm_runner_create(const char *program_path,
                       "options->struct_size is too small (use "
                       "etllm_runner_options_init)");
     llm::RunnerOptions ro;
-    ro.numThreads = std::max(1u, std::thread::hardware_concurrency());
+    ro.numThreads = hardwareThreads();
     if (options) {
-      if (options->num_threads < 0 || options->num_threads > 4096)
-        return failWith(ETLLM_INVALID_ARGUMENT,
-                        "num_threads must be in [0, 4096]");
+      if (options->num_threads != 0) {
+        Status st = checkThreads("num_threads", options->num_threads);
+        if (!st.ok())
+          return failWith(ETLLM_INVALID_ARGUMENT, st.message());
+      }
       if (options->num_threads > 0)
         ro.numThreads = size_t(options->num_threads);
       if (options->tokenizer_path)

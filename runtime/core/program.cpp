@@ -2,14 +2,18 @@
 #include "etllm/runtime/program.h"
 
 #include "etllm/runtime/backend.h"
+#include "etllm/runtime/flags.h"
+#include "etllm/runtime/verify_ops.h"
 #include "etllm/schema/program_generated.h"
 
 #include <flatbuffers/flatbuffers.h>
 #include <pthreadpool.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <limits>
+#include <unistd.h>
 
 namespace etllm::rt {
 
@@ -313,6 +317,30 @@ Result<std::shared_ptr<Program>> Program::verify(std::shared_ptr<Program> p) {
           return bad(what + ": " + attrs.message());
         ETLLM_RETURN_IF_ERROR(checkIndices(kc->inputs(), what, false));
         ETLLM_RETURN_IF_ERROR(checkIndices(kc->outputs(), what, true));
+        // The operator's contract (attributes, dtypes, ranks), now rather
+        // than when the instruction runs.
+        auto describe = [&](const flatbuffers::Vector<uint32_t> *idx) {
+          std::vector<ValueDesc> d;
+          if (idx)
+            for (uint32_t i : *idx) {
+              const fbs::Tensor *t = m->values()->Get(i);
+              d.push_back({static_cast<DType>(t->dtype()),
+                           int(t->sizes() ? t->sizes()->size() : 0)});
+            }
+          return d;
+        };
+        std::vector<int64_t> ints;
+        std::vector<double> floats;
+        if (kc->ints())
+          ints.assign(kc->ints()->begin(), kc->ints()->end());
+        if (kc->floats())
+          floats.assign(kc->floats()->begin(), kc->floats()->end());
+        Status contract = verifyKernelCall(
+            *op, describe(kc->inputs()), describe(kc->outputs()), ints.data(),
+            ints.size(), floats.data(), floats.size());
+        if (!contract.ok())
+          return bad("method '" + mname + "', " + what + ": " +
+                     contract.message());
       } else if (const fbs::DelegateCall *dc =
                      e->instruction_as_DelegateCall()) {
         if (dc->delegate() >= numDelegates)
@@ -324,6 +352,21 @@ Result<std::shared_ptr<Program>> Program::verify(std::shared_ptr<Program> p) {
       }
     }
   }
+
+  // Planned memory (saturating: every term is bounded above, the sum of
+  // many could still wrap).
+  auto add = [](uint64_t &acc, uint64_t v) {
+    if (addOverflows(acc, v, acc))
+      acc = UINT64_MAX;
+  };
+  for (const fbs::Method *m : *prog->methods())
+    if (m->arena_sizes())
+      for (uint64_t a : *m->arena_sizes())
+        add(p->planned_.arenas, a);
+  for (uint32_t i = 0; i < numBuffers; ++i)
+    add(p->planned_.buffers, prog->buffers()->Get(i)->nbytes());
+  if (!p->file_)
+    p->planned_.constants = p->size_;
 
   // Metadata.
   ProgramMetadata &md = p->metadata_;
@@ -387,6 +430,20 @@ Result<std::shared_ptr<Program>> Program::verify(std::shared_ptr<Program> p) {
   return p;
 }
 
+uint64_t Program::PlannedMemory::total() const {
+  uint64_t t = arenas;
+  if (addOverflows(t, buffers, t) || addOverflows(t, constants, t))
+    return UINT64_MAX;
+  return t;
+}
+
+uint64_t physicalMemoryBytes() {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0)
+    return uint64_t(1) << 62;
+  return uint64_t(pages) * uint64_t(page);
+}
+
 std::vector<std::string> Program::methodNames() const {
   std::vector<std::string> names;
   for (const fbs::Method *m : *fb_->methods())
@@ -415,6 +472,29 @@ static uint8_t *alignedAlloc(std::unique_ptr<uint8_t[]> &owner, size_t size) {
 
 Result<std::unique_ptr<Module>> Module::create(std::shared_ptr<Program> program,
                                                const ModuleOptions &options) {
+  if (options.numThreads > size_t(INT64_MAX))
+    return Error("threads: " + std::to_string(options.numThreads) +
+                 " is out of range");
+  ETLLM_RETURN_IF_ERROR(checkThreads("threads", int64_t(options.numThreads)));
+  // The memory budget, before any allocation.
+  const Program::PlannedMemory &plan = program->plannedMemory();
+  uint64_t limit =
+      options.maxMemory ? options.maxMemory : physicalMemoryBytes();
+  if (plan.total() > limit) {
+    auto mib = [](uint64_t b) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.1f MiB", double(b) / 1048576.0);
+      return std::string(buf);
+    };
+    return Error(
+        program->name() + ": the program plans " +
+        std::to_string(plan.total()) + " bytes (" + mib(plan.total()) +
+        ": arenas " + std::to_string(plan.arenas) + ", mutable buffers " +
+        std::to_string(plan.buffers) + ", constants in memory " +
+        std::to_string(plan.constants) + "), more than the memory limit of " +
+        std::to_string(limit) + " bytes (" + mib(limit) +
+        (options.maxMemory ? ")" : ", the machine's physical memory)"));
+  }
   std::unique_ptr<Module> mod(new Module());
   mod->program_ = program;
   if (options.numThreads > 1)

@@ -91,6 +91,7 @@ Result<std::unique_ptr<Runner>> Runner::load(const std::string &path,
   ModuleOptions mo;
   mo.numThreads = options.numThreads;
   mo.kernels = options.kernels;
+  mo.maxMemory = options.maxMemory;
   auto module = Module::create(r->program_, mo);
   if (!module.ok())
     return module.error();
@@ -162,9 +163,24 @@ void Runner::resetCache() {
   module_->resetState();
 }
 
+Status validate(const GenerationConfig &c) {
+  ETLLM_RETURN_IF_ERROR(
+      checkNumber("max_new_tokens", c.maxNewTokens, limits::kMaxNewTokens));
+  ETLLM_RETURN_IF_ERROR(
+      checkNumber("temperature", c.sampling.temperature, limits::kTemperature));
+  ETLLM_RETURN_IF_ERROR(checkNumber("top_k", c.sampling.topK, limits::kTopK));
+  ETLLM_RETURN_IF_ERROR(checkNumber("top_p", c.sampling.topP, limits::kTopP));
+  ETLLM_RETURN_IF_ERROR(checkNumber("min_p", c.sampling.minP, limits::kMinP));
+  ETLLM_RETURN_IF_ERROR(checkNumber("repetition_penalty",
+                                    c.sampling.repetitionPenalty,
+                                    limits::kRepetitionPenalty));
+  return Status();
+}
+
 Result<Stats>
 Runner::generate(const std::string &prompt, const GenerationConfig &config,
                  const std::function<void(const std::string &)> &onText) {
+  ETLLM_RETURN_IF_ERROR(validate(config));
   auto encoded = tokenizer_->encode(prompt, config.addBos);
   if (!encoded.ok())
     return encoded.error();
@@ -183,6 +199,7 @@ Result<Stats>
 Runner::continueWith(const std::vector<int32_t> &tokens,
                      const GenerationConfig &config,
                      const std::function<void(const std::string &)> &onText) {
+  ETLLM_RETURN_IF_ERROR(validate(config));
   Stats stats;
   stats.loadMs = loadMs_;
   auto start = Clock::now();

@@ -1,4 +1,5 @@
 //===- base_test.cpp - fp16/bf16, mapped files, the operator table --------===//
+#include "etllm/runtime/flags.h"
 #include "etllm/runtime/half.h"
 #include "etllm/runtime/kernel.h"
 #include "etllm/runtime/mapped_file.h"
@@ -109,4 +110,65 @@ TEST(OpTable, CheckIntAttrs) {
   // Values and lists are not range-checked.
   int64_t reshape[] = {-1, 8, 8};
   EXPECT_TRUE(checkIntAttrs(OpId::Reshape, 1, {reshape, 3}).ok());
+}
+
+// The one parser of numeric flags (flags.h).
+TEST(Flags, NumbersAreFiniteAndInRange) {
+  using namespace etllm::rt;
+  const NumberRange unit{0, 1, true, false};
+  EXPECT_EQ(parseNumber("--top-p", "0.5", unit).value(), 0.5);
+  EXPECT_EQ(parseNumber("--top-p", "1", unit).value(), 1.0);
+  for (const char *bad : {"nan", "NaN", "inf", "-inf", "1e999", "", " 0.5",
+                          "0.5 ", "0x", "0", "1.0000001", "abc"}) {
+    Result<double> r = parseNumber("--top-p", bad, unit);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.message().rfind("--top-p: ", 0), 0u) << r.message();
+  }
+  EXPECT_EQ(parseNumber("--top-p", nullptr, unit).message(),
+            "--top-p: the value is missing");
+  EXPECT_EQ(parseNumber("--top-p", "0", unit).message(),
+            "--top-p: '0' is out of range (a number in (0, 1])");
+  const NumberRange count{0, 100, false, false, true};
+  EXPECT_EQ(parseNumber("-n", "100", count).value(), 100);
+  EXPECT_EQ(parseNumber("-n", "1e2", count).message(),
+            "-n: '1e2' is not an integer");
+  EXPECT_FALSE(parseNumber("-n", "1.5", count).ok());
+  EXPECT_FALSE(checkNumber("temperature", std::nan(""), unit).ok());
+  EXPECT_EQ(checkNumber("temperature", 2, unit).message(),
+            "temperature: 2 is out of range (a number in (0, 1])");
+  EXPECT_FALSE(checkNumber("top_k", 1.5, count).ok());
+}
+
+TEST(Flags, IntegersSeedsAndByteSizes) {
+  using namespace etllm::rt;
+  EXPECT_EQ(parseInteger("--x", "-7", -10, 10).value(), -7);
+  EXPECT_FALSE(parseInteger("--x", "11", -10, 10).ok());
+  EXPECT_FALSE(parseInteger("--x", "99999999999999999999", 0, 10).ok());
+  EXPECT_FALSE(parseInteger("--x", "+", 0, 10).ok());
+  EXPECT_FALSE(parseInteger("--x", "1 ", 0, 10).ok());
+  EXPECT_EQ(parseUnsigned("--seed", "18446744073709551615").value(),
+            UINT64_MAX);
+  EXPECT_FALSE(parseUnsigned("--seed", "18446744073709551616").ok());
+  EXPECT_FALSE(parseUnsigned("--seed", "-1").ok());
+  EXPECT_EQ(parseByteSize("--max-memory", "512M").value(), uint64_t(512) << 20);
+  EXPECT_EQ(parseByteSize("--max-memory", "2GiB").value(), uint64_t(2) << 30);
+  EXPECT_EQ(parseByteSize("--max-memory", "1000").value(), 1000u);
+  for (const char *bad : {"", "M", "5x", "-1M", "1.5G", "99999999999T"})
+    EXPECT_FALSE(parseByteSize("--max-memory", bad).ok()) << bad;
+}
+
+TEST(Flags, ThreadsWithinTheMachine) {
+  using namespace etllm::rt;
+  size_t hw = hardwareThreads();
+  ASSERT_GE(hw, 1u);
+  EXPECT_EQ(parseThreads("--threads", "1").value(), 1u);
+  EXPECT_EQ(parseThreads("--threads", std::to_string(hw).c_str()).value(), hw);
+  Result<size_t> r = parseThreads("--threads", std::to_string(hw + 1).c_str());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.message(), "--threads: " + std::to_string(hw + 1) +
+                             " is out of range (1 to the machine's " +
+                             std::to_string(hw) + " hardware threads)");
+  EXPECT_FALSE(parseThreads("--threads", "0").ok());
+  EXPECT_FALSE(parseThreads("--threads", "nan").ok());
+  EXPECT_FALSE(parseThreads("--threads", "4611686018427387904").ok());
 }

@@ -5,14 +5,17 @@
 // verifier must catch.
 //
 //===----------------------------------------------------------------------===//
+#include "etllm/runtime/flags.h"
 #include "etllm/runtime/program.h"
 #include "etllm/schema/program_generated.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <thread>
+#include <tuple>
 
 using namespace etllm::rt;
 namespace fbs = etllm::schema;
@@ -32,6 +35,7 @@ struct Spec {
   fbs::DType dtype = fbs::DType::F32;
   std::vector<int64_t> ints;
   std::vector<double> floats;
+  int numOutputs = 1;
 };
 
 /// forward(x: f32[?<=4]) -> x + c, c a constant [4]; plus a zeroed buffer.
@@ -53,9 +57,11 @@ std::vector<uint8_t> buildProgram(const Spec &s = {}) {
              s.plannedOffset, 0, true)}; // y
   std::vector<uint32_t> ins = {s.inputIndex, 1}, outs = {2};
   ins.resize(s.numInputs, 1);
+  outs.resize(s.numOutputs, 2);
   auto kc = fbs::CreateKernelCall(
       fb, fb.CreateString(s.op), fb.CreateVector(ins), fb.CreateVector(outs),
-      fb.CreateVector(s.ints), fb.CreateVector(s.floats));
+      s.ints.empty() ? 0 : fb.CreateVector(s.ints),
+      s.floats.empty() ? 0 : fb.CreateVector(s.floats));
   std::vector<flatbuffers::Offset<fbs::InstructionEntry>> instrs = {
       fbs::CreateInstructionEntry(fb, fbs::Instruction::KernelCall,
                                   kc.Union())};
@@ -258,6 +264,116 @@ TEST(Program, RejectsAttributesOutsideTheContract) {
                  "layer_norm: 2 inputs, but its has_* attributes say 1");
   s.ints = {1, 2};
   expectRejected(buildProgram(s), "(has_bias) is 2");
+}
+
+// Every attribute is checked when the program loads (the table's enums and
+// flags, then verify_ops.cpp), not when the instruction runs. The values are
+// f32 of rank 1.
+TEST(Program, RejectsBadAttributesAtLoad) {
+  auto call = [](const std::string &op, int inputs, std::vector<int64_t> ints,
+                 std::vector<double> floats = {}, int outputs = 1) {
+    Spec s;
+    s.op = op;
+    s.numInputs = inputs;
+    s.ints = std::move(ints);
+    s.floats = std::move(floats);
+    s.numOutputs = outputs;
+    return buildProgram(s);
+  };
+  expectRejected(call("softmax", 1, {5}),
+                 "instruction 0 (softmax): dim (integer attribute 0) 5 is "
+                 "out of range for rank 1");
+  expectRejected(call("softmax", 1, {-2}), "-2 is out of range for rank 1");
+  expectRejected(call("gelu", 1, {2}),
+                 "integer attribute 0 (approximate) is 2, outside [0, 1]");
+  expectRejected(call("transpose", 1, {0, 1}),
+                 "dim1 (integer attribute 1) 1 is out of range for rank 1");
+  expectRejected(call("sum", 1, {0, 0, -1}), "dimension -1 is reduced twice");
+  expectRejected(call("sum", 1, {3, 0}),
+                 "integer attribute 0 (keepdim) is 3, outside [0, 1]");
+  expectRejected(call("sum", 1, {}), "no keepdim attribute");
+  expectRejected(call("arange", 0, {0, 4, 0}), "step (integer attribute 2)");
+  expectRejected(call("split", 1, {0, 2, 2}), "1 outputs for 2 sizes");
+  expectRejected(call("split", 1, {0, -1}, {}, 1),
+                 "sizes[0] (integer attribute 1) must be at least 0");
+  expectRejected(call("slice", 1, {0, 0, 4, 0}),
+                 "step (integer attribute 3) must be at least 1, got 0");
+  expectRejected(call("permute", 1, {0, 0}),
+                 "2 integer attributes, expected 1");
+  expectRejected(call("rms_norm", 1, {}, {std::nan(""), 0}),
+                 "eps (float attribute 0) nan is not finite");
+  expectRejected(call("full_like", 1, {}, {std::nan("")}),
+                 "value (float attribute 0) nan is not finite");
+  expectRejected(call("eq", 2, {}), "the output (bool) has element type f32");
+  expectRejected(call("embedding", 2, {}),
+                 "input 1 (indices, i64 or i32) has element type f32");
+  expectRejected(call("qlinear", 2, {}),
+                 "the weight (qweight) has element type f32");
+  expectRejected(call("layer_norm", 1, {1, 0}, {1e-5}),
+                 "layer_norm: 1 inputs, but its has_* attributes say 2");
+  expectRejected(call("sdpa", 3, {0, 0, 0, 0}, {1, 0}),
+                 "q, k and v has rank 1, expected 4");
+}
+
+TEST(Program, AcceptsGoodAttributes) {
+  for (auto [op, inputs, ints, floats] :
+       std::vector<std::tuple<std::string, int, std::vector<int64_t>,
+                              std::vector<double>>>{
+           {"softmax", 1, {0}, {}},
+           {"softmax", 1, {-1}, {}},
+           {"neg", 1, {}, {}},
+           {"gelu", 1, {1}, {}},
+           {"sum", 1, {1, 0}, {}},
+           {"full_like", 1, {}, {-INFINITY}},
+           {"rms_norm", 1, {}, {1e-6, 1}},
+           {"reshape", 1, {-1}, {}},
+           {"transpose", 1, {0, -1}, {}}}) {
+    Spec s;
+    s.op = op;
+    s.numInputs = inputs;
+    s.ints = ints;
+    s.floats = floats;
+    auto p = load(buildProgram(s));
+    EXPECT_TRUE(p.ok()) << op << ": " << p.message();
+  }
+}
+
+TEST(Program, MemoryBudgetIsCheckedBeforeAllocating) {
+  auto p = load(buildProgram());
+  ASSERT_TRUE(p.ok()) << p.message();
+  const Program::PlannedMemory &plan = (*p)->plannedMemory();
+  EXPECT_EQ(plan.arenas, 256u);
+  EXPECT_EQ(plan.buffers, 16u);
+  EXPECT_GT(plan.constants, 0u); // loaded from a buffer: copied
+  ModuleOptions mo;
+  mo.maxMemory = plan.total() - 1;
+  auto m = Module::create(*p, mo);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.message().find("test.pte: the program plans " +
+                             std::to_string(plan.total()) + " bytes"),
+            std::string::npos)
+      << m.message();
+  EXPECT_NE(m.message().find("more than the memory limit of " +
+                             std::to_string(plan.total() - 1) + " bytes"),
+            std::string::npos)
+      << m.message();
+  mo.maxMemory = plan.total();
+  EXPECT_TRUE(Module::create(*p, mo).ok());
+}
+
+TEST(Program, ThreadCountIsBoundedByTheMachine) {
+  auto p = load(buildProgram());
+  ASSERT_TRUE(p.ok()) << p.message();
+  ModuleOptions mo;
+  mo.numThreads = hardwareThreads() + 1;
+  auto m = Module::create(*p, mo);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.message().find("hardware threads"), std::string::npos)
+      << m.message();
+  mo.numThreads = 0;
+  EXPECT_FALSE(Module::create(*p, mo).ok());
+  mo.numThreads = hardwareThreads();
+  EXPECT_TRUE(Module::create(*p, mo).ok());
 }
 
 TEST(Program, EveryTruncationIsRejectedCleanly) {

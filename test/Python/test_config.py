@@ -66,3 +66,18 @@ def test_set_errors_name_the_key(tool, tmp_path):
     assert r.stderr == f"etllm-export: error: {e.value}\n"
     with pytest.raises(etllm.Error, match="unknown key 'nope'"):
         c.get("nope")
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("quantization.group_size=7", "7 is out of range \\(-1, 0 or a power of "
+     "two in \\[2, 65536\\]\\)"),
+    ("quantization.group_size=-7", "-7 is out of range"),
+    ("quantization.group_size=1099511627776", "is out of range"),
+    ("quantization.embedding_group_size=0", "0 is out of range"),
+    ("model.max_seq_len=16777216", "16777216 is out of range"),
+    ("model.max_seq_len=nan", "'nan' is not an integer"),
+])
+def test_integer_keys_are_range_checked(setting, message):
+    # The same schema ranges as etllm-export --set (one parser, in C++).
+    with pytest.raises(etllm.Error, match=message):
+        etllm.ExportConfig().set(setting)

@@ -104,6 +104,45 @@ def test_sampling_callbacks_and_stop_strings(stories):
     assert g.text == ", there was a little girl named "
     with pytest.raises(etllm.Error, match="top_p"):
         r.generate("x", top_p=0).text
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(temperature=float("nan")), "temperature: nan is not a finite"),
+    (dict(temperature=float("inf")), "temperature: inf is not a finite"),
+    (dict(temperature=-1.0), "temperature: -1 is out of range"),
+    (dict(top_p=float("nan")), "top_p: nan is not a finite"),
+    (dict(min_p=2.0), "min_p: 2 is out of range"),
+    (dict(repetition_penalty=float("nan")), "repetition_penalty: nan"),
+    (dict(repetition_penalty=0.0), "repetition_penalty: 0 is out of range"),
+    (dict(max_new_tokens=-1), "max_new_tokens: -1 is out of range"),
+    (dict(top_k=-3), "top_k: -3 is out of range"),
+])
+def test_generation_numbers_are_checked(stories, kw, message):
+    # The runtime's one check (llm::validate), the one etllm-run's flags and
+    # the C API use: NaN, infinity and out-of-range values are refused.
+    r = etllm.Runner(stories)
+    with pytest.raises(etllm.Error, match=message):
+        r.generate("Once", **kw).text
+
+
+def test_thread_count_is_bounded_by_the_machine(stories):
+    with pytest.raises(etllm.Error, match="hardware threads"):
+        etllm.Runner(stories, threads=100000)
+    with pytest.raises(etllm.Error, match="threads: 0 is out of range"):
+        etllm.Program(stories, threads=0)
+
+
+def test_memory_budget_refuses_at_load(stories):
+    with pytest.raises(etllm.Error, match=r"the program plans \d+ bytes .* "
+                       r"more than the memory limit of 1024 bytes"):
+        etllm.Runner(stories, max_memory=1024)
+    with pytest.raises(etllm.Error, match="memory limit of 1024 bytes"):
+        etllm.Program(stories, max_memory=1024)
+    etllm.Runner(stories, max_memory=1 << 30)  # fits
+
+
+def test_more_sampling(stories):
+    r = etllm.Runner(stories)
     with pytest.raises(ZeroDivisionError):
         r.generate("Once", max_new_tokens=5, callback=lambda s: 1 / 0)
     assert r.encode("Once", add_bos=True)[0] == 1

@@ -168,11 +168,13 @@ struct Instance {
   DecodeTraffic traffic;
 };
 
-Result<Instance> instantiate(const LoadedModel &m, size_t threads) {
+Result<Instance> instantiate(const LoadedModel &m, size_t threads,
+                             uint64_t maxMemory) {
   Instance in;
   auto t0 = Clock::now();
   ModuleOptions mo;
   mo.numThreads = threads;
+  mo.maxMemory = maxMemory; // --max-memory, checked before any allocation
   auto module = Module::create(m.program, mo);
   if (!module.ok())
     return module.error();
@@ -223,7 +225,8 @@ int runPerplexity(const BenchParams &params) {
     auto m = loadModel(path);
     if (!m.ok())
       return fail(m.message());
-    auto in = instantiate(*m, size_t(params.nThreads.front()));
+    auto in =
+        instantiate(*m, size_t(params.nThreads.front()), params.maxMemory);
     if (!in.ok())
       return fail(in.message());
     Result<std::unique_ptr<Tokenizer>> tok =
@@ -399,7 +402,7 @@ int main(int argc, char **argv) {
     }
     if (!inst || instThreads != t.nThreads) {
       inst.reset();
-      auto in = instantiate(*model, size_t(t.nThreads));
+      auto in = instantiate(*model, size_t(t.nThreads), params.maxMemory);
       if (!in.ok())
         return fail(in.message());
       inst = std::make_unique<Instance>(std::move(in.value()));

@@ -66,6 +66,12 @@ static cl::opt<bool>
     noChatTemplate("no-chat-template",
                    cl::desc("Embed no chat template (default: off)"),
                    cl::cat(category));
+static cl::list<std::string>
+    loraAdapters("lora",
+                 cl::desc("Merge a LoRA adapter (a PEFT directory) into the "
+                          "weights before quantization, with an optional "
+                          "scale (repeatable; default: none, scale 1)"),
+                 cl::value_desc("path[:scale]"), cl::cat(category));
 static cl::opt<std::string>
     configPath("config",
                cl::desc("export_config.yaml (docs/generated/ExportConfig.md) "
@@ -252,6 +258,7 @@ int main(int argc, char **argv) {
     return fail("--jobs: at most " + std::to_string(kMaxJobs) +
                 " threads, not " + std::to_string(jobs));
   request.threads = jobs;
+  request.lora.assign(loraAdapters.begin(), loraAdapters.end());
   if (noChatTemplate && !chatTemplatePath.empty())
     return fail("--chat-template and --no-chat-template contradict each other");
   request.progress = [](const std::string &line) { progress(line); };

@@ -7,7 +7,9 @@
 
 #include "etllm/Formats/Checkpoint.h"
 #include "etllm/Formats/Generator.h"
+#include "etllm/Formats/Limits.h"
 #include "etllm/Models/Registry.h"
+#include "etllm/runtime/flags.h"
 
 #include <cerrno>
 #include <chrono>
@@ -26,12 +28,17 @@ const char *kOptions =
     "          --ffn N --vocab N --max-seq N]\n"
     "         [--experts N --experts-per-tok N --moe-ffn N --shared-ffn N]\n"
     "         [--dtype f32|f16|bf16] [--gguf-type f32|f16|bf16|q8_0|q4_0]\n"
-    "         [--tied|--untied] [--rope-scaling none|llama3|linear:F]\n"
+    "         [--tied|--untied] [--rope-scaling none|llama3|linear:F|\n"
+    "          yarn:FACTOR:ORIGINAL:MSCALE:MSCALE_ALL_DIM]\n"
+    "         [--q-lora-rank N --kv-lora-rank N --gguf-kv-b split|joint]\n"
     "         [--seed S] [--verify] -o OUT\n"
     "\n"
     "Writes an HF directory (config.json + model.safetensors) or the GGUF\n"
     "file llama.cpp's converter would make of it. --verify reopens the\n"
-    "result and checks its config and tensors.\n";
+    "result and checks its config and tensors. Multi-head latent attention\n"
+    "families (DeepSeek) take the LoRA ranks (--q-lora-rank 0: q_proj) and\n"
+    "the GGUF form of kv_b_proj (split attn_k_b/attn_v_b, as llama.cpp's\n"
+    "converter writes it, or the older joint attn_kv_b).\n";
 
 std::string usage() {
   std::string archs, presets = "tiny";
@@ -42,18 +49,6 @@ std::string usage() {
   }
   return "usage: etllm-gen-checkpoint --arch {" + archs + "}\n" +
          "         --format {hf,gguf} [--preset " + presets + "]\n" + kOptions;
-}
-
-bool parseInt(const char *s, int64_t &out) {
-  if (!s || !*s)
-    return false;
-  char *end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(s, &end, 10);
-  if (errno || *end)
-    return false;
-  out = v;
-  return true;
 }
 
 int fail(const std::string &msg) {
@@ -76,11 +71,14 @@ int main(int argc, char **argv) {
       return true;
     };
     const char *v = nullptr;
+    // Sizes go through the runtime's one flag parser (flags.h), bounded
+    // as the checkpoint readers bound config values.
     auto intOpt = [&](std::optional<int64_t> &dst) -> int {
-      int64_t n;
-      if (!value(v) || !parseInt(v, n))
-        return fail(a + " needs an integer argument");
-      dst = n;
+      Result<int64_t> n = etllm::rt::parseInteger(
+          a, i + 1 < argc ? argv[++i] : nullptr, 1, kMaxConfigDim);
+      if (!n.ok())
+        return fail(n.message());
+      dst = *n;
       return 0;
     };
     if (a == "-h" || a == "--help") {
@@ -136,6 +134,16 @@ int main(int argc, char **argv) {
     } else if (a == "--shared-ffn") {
       if (intOpt(o.sharedFfn))
         return 1;
+    } else if (a == "--q-lora-rank") {
+      if (intOpt(o.qLoraRank))
+        return 1;
+    } else if (a == "--kv-lora-rank") {
+      if (intOpt(o.kvLoraRank))
+        return 1;
+    } else if (a == "--gguf-kv-b") {
+      if (!value(v))
+        return fail("--gguf-kv-b needs a value");
+      o.ggufKvB = v;
     } else if (a == "--dtype" || a == "--gguf-type") {
       if (!value(v))
         return fail(a + " needs a value");
@@ -155,10 +163,11 @@ int main(int argc, char **argv) {
         return fail("--rope-scaling needs a value");
       o.ropeScaling = v;
     } else if (a == "--seed") {
-      int64_t n;
-      if (!value(v) || !parseInt(v, n))
-        return fail("--seed needs an integer argument");
-      o.seed = static_cast<uint64_t>(n);
+      Result<uint64_t> n =
+          etllm::rt::parseUnsigned(a, i + 1 < argc ? argv[++i] : nullptr);
+      if (!n.ok())
+        return fail(n.message());
+      o.seed = *n;
     } else if (a == "--verify") {
       verify = true;
     } else if (a == "-o" || a == "--output") {
@@ -194,7 +203,11 @@ int main(int argc, char **argv) {
         got.numKvHeads != want->numKvHeads || got.headDim != want->headDim ||
         got.vocabSize != want->vocabSize ||
         got.intermediateSize != want->intermediateSize ||
-        got.tieWordEmbeddings != want->tieWordEmbeddings)
+        got.tieWordEmbeddings != want->tieWordEmbeddings ||
+        got.qLoraRank != want->qLoraRank ||
+        got.kvLoraRank != want->kvLoraRank ||
+        got.qkNopeHeadDim != want->qkNopeHeadDim ||
+        got.vHeadDim != want->vHeadDim)
       return fail("verify: the config read back differs from the one "
                   "generated");
     Status v = validateAgainstConfig(**ck, *want);

@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "etllm/runtime/backend.h"
+#include "etllm/runtime/flags.h"
 #include "etllm/runtime/llm/chat.h"
 #include "etllm/runtime/llm/runner.h"
 
@@ -71,7 +72,11 @@ void usage() {
       "                          default: none)\n"
       "  --no-bos                do not prepend BOS to the prompt (default: "
       "prepend)\n"
-      "  --threads N             kernel threads (default: hardware threads)\n"
+      "  --threads N             kernel threads, at most the machine's "
+      "(default: hardware threads)\n"
+      "  --max-memory SIZE       refuse a program that plans more memory "
+      "(bytes, or\n"
+      "                          512M, 2G...; default: the physical memory)\n"
       "  --stats-json            print statistics as one JSON line on stderr "
       "(per\n"
       "                          reply with --chat) (default: off)\n"
@@ -81,12 +86,6 @@ void usage() {
 int fail(const std::string &message) {
   std::fprintf(stderr, "etllm-run: error: %s\n", message.c_str());
   return 1;
-}
-
-bool parseNumber(const char *s, double &out) {
-  char *end = nullptr;
-  out = std::strtod(s, &end);
-  return end && *end == '\0' && end != s;
 }
 
 std::atomic<bool> interrupted{false};
@@ -210,19 +209,26 @@ int main(int argc, char **argv) {
   bool havePrompt = false, statsJson = false, chatMode = false,
        haveMaxNew = false;
   llm::RunnerOptions options;
-  options.numThreads = std::max(1u, std::thread::hardware_concurrency());
+  options.numThreads = hardwareThreads();
   llm::GenerationConfig config;
   llm::ChatOptions chatOptions;
   config.sampling.seed =
       uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    auto value = [&](double &out) -> bool {
-      if (i + 1 >= argc || !parseNumber(argv[i + 1], out)) {
-        fail("option " + a + " needs a number");
+    // Every number goes through the runtime's one flag parser (flags.h),
+    // with the ranges the runtime itself enforces (llm::limits).
+    auto text = [&]() -> const char * {
+      return i + 1 < argc ? argv[++i] : nullptr;
+    };
+    std::string err;
+    auto number = [&](const NumberRange &range, double &out) {
+      Result<double> r = parseNumber(a, text(), range);
+      if (!r.ok()) {
+        err = r.message();
         return false;
       }
-      ++i;
+      out = *r;
       return true;
     };
     double v;
@@ -245,38 +251,47 @@ int main(int argc, char **argv) {
     } else if (a == "--stop" && i + 1 < argc) {
       config.stopStrings.push_back(argv[++i]);
     } else if (a == "-n" || a == "--max-new-tokens") {
-      if (!value(v) || v < 0)
-        return fail("-n needs a non-negative number");
-      config.maxNewTokens = int32_t(std::min(v, 2e9));
+      if (!number(llm::limits::kMaxNewTokens, v))
+        return fail(err);
+      config.maxNewTokens = int32_t(v);
       haveMaxNew = true;
     } else if (a == "--temperature") {
-      if (!value(v) || v < 0)
-        return fail("--temperature needs a non-negative number");
+      if (!number(llm::limits::kTemperature, v))
+        return fail(err);
       config.sampling.temperature = float(v);
     } else if (a == "--top-k") {
-      if (!value(v) || v < 0)
-        return fail("--top-k needs a non-negative number");
-      config.sampling.topK = int32_t(std::min(v, 2e9));
+      if (!number(llm::limits::kTopK, v))
+        return fail(err);
+      config.sampling.topK = int32_t(v);
     } else if (a == "--top-p") {
-      if (!value(v) || v <= 0 || v > 1)
-        return fail("--top-p needs a number in (0, 1]");
+      if (!number(llm::limits::kTopP, v))
+        return fail(err);
       config.sampling.topP = float(v);
     } else if (a == "--min-p") {
-      if (!value(v) || v < 0 || v > 1)
-        return fail("--min-p needs a number in [0, 1]");
+      if (!number(llm::limits::kMinP, v))
+        return fail(err);
       config.sampling.minP = float(v);
     } else if (a == "--repetition-penalty") {
-      if (!value(v) || v <= 0)
-        return fail("--repetition-penalty needs a positive number");
+      if (!number(llm::limits::kRepetitionPenalty, v))
+        return fail(err);
       config.sampling.repetitionPenalty = float(v);
     } else if (a == "--seed") {
-      if (!value(v) || v < 0)
-        return fail("--seed needs a non-negative number");
-      config.sampling.seed = uint64_t(v);
+      Result<uint64_t> seed = parseUnsigned(a, text());
+      if (!seed.ok())
+        return fail(seed.message());
+      config.sampling.seed = *seed;
     } else if (a == "--threads") {
-      if (!value(v) || v < 1 || v > 4096)
-        return fail("--threads needs a number in [1, 4096]");
-      options.numThreads = size_t(v);
+      Result<size_t> threads = parseThreads(a, text());
+      if (!threads.ok())
+        return fail(threads.message());
+      options.numThreads = *threads;
+    } else if (a == "--max-memory") {
+      Result<uint64_t> bytes = parseByteSize(a, text());
+      if (!bytes.ok())
+        return fail(bytes.message());
+      if (*bytes == 0)
+        return fail("--max-memory: 0 is out of range (at least 1 byte)");
+      options.maxMemory = *bytes;
     } else if (a == "--no-bos") {
       config.addBos = false;
     } else if (a == "--stats-json") {

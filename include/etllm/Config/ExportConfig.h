@@ -30,6 +30,17 @@ struct ConfigKey {
   std::vector<const char *> allowed; // Enum: the values
   const char *description;
   const char *example;
+  /// Int keys: the values allowed, [min, max] (checked by the runtime's
+  /// one number parser, etllm/runtime/flags.h), plus `special` ones; with
+  /// `powerOfTwo`, positive values must be powers of two.
+  int64_t min = INT64_MIN;
+  int64_t max = INT64_MAX;
+  std::vector<int64_t> special = {};
+  bool powerOfTwo = false;
+  /// False for keys added after programs were first recorded: the resolved
+  /// configuration a program embeds (toYaml) leaves such a key out while it
+  /// holds its default, so a program that does not use it keeps its bytes.
+  bool writtenWhenDefault = true;
 };
 
 /// Every key, in documentation order.

@@ -115,6 +115,12 @@ struct TensorRef {
   /// rotate-half order is permuteQkRowsToRotateHalf, the inverse of the
   /// permute in llama.cpp's convert_hf_to_gguf.py.
   int64_t qkPermuteHeads = 0;
+  /// When non-empty, the tensor is not stored in one piece: it is kv_b_proj
+  /// assembled from the GGUF split MLA form, parts[0] attn_k_b [heads,
+  /// kv_lora_rank, qk_nope] and parts[1] attn_v_b [heads, v, kv_lora_rank]
+  /// (the inverse of llama.cpp's DeepseekV2Model split). `data` is null
+  /// and `dtype` F32: read it with toFloat32 (or bytesInHfOrder).
+  std::vector<TensorRef> parts;
 };
 
 namespace detail {

@@ -40,8 +40,16 @@ struct GeneratorOptions {
   /// Overrides the preset's tie_word_embeddings.
   std::optional<bool> tied;
   /// "" (preset's), "none", "llama3" (factor 32, low 1, high 4, original
-  /// 8192) or "linear:<factor>".
+  /// 8192), "linear:<factor>" or (families with YaRN)
+  /// "yarn:<factor>:<original context>:<mscale>:<mscale_all_dim>".
   std::string ropeScaling;
+  /// Multi-head Latent Attention: overrides the preset's q_lora_rank (0: no
+  /// q LoRA, q_proj) and kv_lora_rank.
+  std::optional<int64_t> qLoraRank, kvLoraRank;
+  /// GGUF form of an MLA family's kv_b_proj: "split" (attn_k_b/attn_v_b,
+  /// what llama.cpp's converter writes today) or "joint" (attn_kv_b, older
+  /// converters).
+  std::string ggufKvB = "split";
   /// Element type of the safetensors tensors (F32, F16, BF16).
   DType dtype = DType::F32;
   /// GGUF type of 2-D weights (F32, F16, BF16, Q8_0, Q4_0); 1-D tensors are

@@ -20,15 +20,25 @@ namespace etllm::formats {
 
 /// RoPE frequency scaling (HF `rope_scaling`).
 struct RopeScaling {
-  /// "" (none), "linear" or "llama3".
+  /// "" (none), "linear", "llama3" or "yarn" (DeepSeek).
   std::string type;
   /// linear and llama3: frequencies are divided by `factor` (llama3: only the
-  /// low frequencies, smoothly).
+  /// low frequencies, smoothly); yarn: the interpolated frequencies are.
   double factor = 1.0;
   /// llama3 only.
   double lowFreqFactor = 1.0;
   double highFreqFactor = 4.0;
+  /// llama3 and yarn.
   int64_t originalMaxPositionEmbeddings = 0;
+  /// yarn only (DeepseekV2YarnRotaryEmbedding): the rotation counts that
+  /// bound the interpolation ramp, and the magnitude scales. cos/sin are
+  /// multiplied by mscale(factor, mscale) / mscale(factor, mscale_all_dim)
+  /// and the softmax scale by mscale(factor, mscale_all_dim)^2 (when
+  /// mscale_all_dim is not 0), mscale(s, m) = 0.1 m ln(s) + 1.
+  double betaFast = 32.0;
+  double betaSlow = 1.0;
+  double mscale = 1.0;
+  double mscaleAllDim = 0.0;
   /// GGUF only: llama.cpp's per-frequency divisors (the rope_freqs.weight
   /// tensor its converter writes for llama3 scaling), headDim*partial/2
   /// values; empty otherwise. When non-empty it is authoritative:
@@ -94,9 +104,22 @@ struct ModelConfig {
   /// attention_multiplier), instead of the head-size rule. 0 = none.
   double attentionMultiplier = 0.0;
 
+  /// Multi-head Latent Attention (DeepSeek-V2/V3; all 0 for other
+  /// families). headDim is qk_rope_head_dim, the rotated part of each query
+  /// and key head (as transformers' DeepseekV2Config.head_dim).
+  /// q_lora_rank 0: q comes from q_proj (V2-Lite), else q_a_proj ->
+  /// q_a_layernorm -> q_b_proj.
+  int64_t qLoraRank = 0;
+  int64_t kvLoraRank = 0;
+  int64_t qkNopeHeadDim = 0;
+  int64_t vHeadDim = 0;
+
   //===--- Mixture of experts (the family's MlpBlock::SparseMoe) ---------===//
 
-  /// Routed experts per sparse layer (0: every layer is dense).
+  /// Routed experts per sparse layer (0: every layer is dense). DeepSeek's
+  /// configs carry n_routed_experts & co. while all its layers are dense
+  /// (first_k_dense_replace >= numLayers): layerIsMoe says which layers
+  /// are sparse.
   int64_t numExperts = 0;
   /// Experts each token is routed to (top-k).
   int64_t numExpertsPerTok = 0;
@@ -151,7 +174,8 @@ struct ModelConfig {
   /// Number of rotated dimensions per head: floor(headDim * partial) rounded
   /// down to even.
   int64_t rotaryDim() const;
-  /// The attention softmax scale HF uses.
+  /// The attention softmax scale HF uses (MLA: (qk_nope + qk_rope)^-0.5,
+  /// times the YaRN mscale(factor, mscale_all_dim)^2).
   double attentionScale() const;
   /// The intermediate size of one routed expert.
   int64_t expertIntermediateSize() const {
@@ -162,6 +186,21 @@ struct ModelConfig {
     return i >= 0 && i < static_cast<int64_t>(layerIsMoe.size()) &&
            layerIsMoe[static_cast<size_t>(i)];
   }
+  /// True when some layer has the sparse MoE block (the model "has
+  /// experts"; only then does #etllm.model_config carry the MoE fields).
+  bool hasMoeLayers() const {
+    for (bool b : layerIsMoe)
+      if (b)
+        return true;
+    return false;
+  }
+  /// The factor cos and sin are multiplied by (YaRN's attention scaling;
+  /// 1 for every other rope).
+  double ropeAttentionFactor() const;
+  /// True for a Multi-head Latent Attention config.
+  bool isMla() const { return kvLoraRank > 0; }
+  /// MLA: qk_nope_head_dim + qk_rope_head_dim.
+  int64_t qkHeadDim() const { return qkNopeHeadDim + headDim; }
   /// Every eos id, first one the primary.
   int64_t primaryEosTokenId() const {
     return eosTokenIds.empty() ? -1 : eosTokenIds.front();

@@ -14,8 +14,11 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/Support/Error.h"
 
+#include "etllm/Formats/Lora.h"
+
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace etllm::formats {
 class Checkpoint;
@@ -33,6 +36,11 @@ struct ImportOptions {
   std::string dtype = "float32";
   /// Return only the last position's logits ([1, 1, vocab]).
   bool lastLogitsOnly = false;
+  /// LoRA adapters merged into the float weights before any quantization
+  /// (`lora:` in export_config.yaml, `etllm-export --lora`). Each is opened
+  /// and checked against the checkpoint here and recorded in the module
+  /// attribute `etllm.lora`; the serializer's weight store merges them.
+  std::vector<formats::LoraSpec> lora;
 };
 
 inline constexpr int64_t kDefaultMaxSeqLen = 2048;

@@ -39,6 +39,15 @@ enum class AttentionBlock : uint8_t {
   Separate,
   /// One qkv_proj [(H + 2 KV) * D, hidden] sliced into q, k, v (Phi3).
   FusedQkv,
+  /// Multi-head Latent Attention (DeepSeek-V2/V3, DeepSeek's
+  /// modeling_deepseek.py and transformers' modeling_deepseek_v3.py):
+  /// q from q_proj, or from q_a_proj -> q_a_layernorm -> q_b_proj when
+  /// q_lora_rank is set; kv_a_proj_with_mqa gives the compressed latent
+  /// (kv_lora_rank) and one shared rope key (qk_rope_head_dim);
+  /// kv_a_layernorm, then kv_b_proj expands the latent into per-head
+  /// k_nope and v; RoPE on the rope parts only, in DeepSeek's interleaved
+  /// layout.
+  Mla,
 };
 
 /// The MLP block of a decoder layer (lib/Import/Blocks/Mlp.cpp).
@@ -143,9 +152,15 @@ enum class HfModule : uint8_t {
   SharedActFn,
   /// Qwen2-MoE's sigmoid gate of the shared expert ("mlp.shared_expert_gate").
   SharedExpertGate,
+  // Multi-head Latent Attention (AttentionBlock::Mla).
+  QAProj,
+  QALayerNorm,
+  QBProj,
+  KvAProjWithMqa,
+  KvALayerNorm,
+  KvBProj,
 };
-inline constexpr int kNumHfModules =
-    static_cast<int>(HfModule::SharedExpertGate) + 1;
+inline constexpr int kNumHfModules = static_cast<int>(HfModule::KvBProj) + 1;
 
 /// Module paths, indexed by HfModule.
 using HfNames = std::array<const char *, kNumHfModules>;
@@ -192,6 +207,12 @@ inline constexpr HfNames kTransformersNames = {
     "mlp.shared_expert.down_proj",
     "mlp.shared_expert.act_fn",
     "mlp.shared_expert_gate",
+    "self_attn.q_a_proj",
+    "self_attn.q_a_layernorm",
+    "self_attn.q_b_proj",
+    "self_attn.kv_a_proj_with_mqa",
+    "self_attn.kv_a_layernorm",
+    "self_attn.kv_b_proj",
 };
 
 //===----------------------------------------------------------------------===//
@@ -226,7 +247,8 @@ enum class GgufKey : uint8_t {
   ResidualScale,         // {arch}.residual_scale
   LogitScale,            // {arch}.logit_scale
   FileType,              // general.file_type
-  // Mixture of experts (gguf-py Keys.LLM.EXPERT_*).
+  // Mixture of experts (gguf-py Keys.LLM.EXPERT_*; llama.cpp's deepseek2
+  // loader reads them even for a model whose layers are all dense).
   ExpertCount,                   // {arch}.expert_count
   ExpertUsedCount,               // {arch}.expert_used_count
   ExpertFeedForwardLength,       // {arch}.expert_feed_forward_length
@@ -238,6 +260,14 @@ enum class GgufKey : uint8_t {
   ExpertGroupCount,              // {arch}.expert_group_count
   ExpertGroupUsedCount,          // {arch}.expert_group_used_count
   LeadingDenseBlockCount,        // {arch}.leading_dense_block_count
+  // Multi-head Latent Attention (llama.cpp's deepseek2).
+  QLoraRank,               // {arch}.attention.q_lora_rank
+  KvLoraRank,              // {arch}.attention.kv_lora_rank
+  KeyLengthMla,            // {arch}.attention.key_length_mla
+  ValueLengthMla,          // {arch}.attention.value_length_mla
+  RopeScalingYarnLogMul,   // {arch}.rope.scaling.yarn_log_multiplier
+  RopeScalingYarnBetaFast, // {arch}.rope.scaling.yarn_beta_fast
+  RopeScalingYarnBetaSlow, // {arch}.rope.scaling.yarn_beta_slow
 };
 
 /// A GGUF tensor, spelled as llama.cpp's LLM_TENSOR_* names
@@ -272,6 +302,15 @@ enum class GgufTensor : uint8_t {
   FfnUpShexp,      // ffn_up_shexp
   FfnDownShexp,    // ffn_down_shexp
   FfnExpProbsB,    // exp_probs_b (".bias": e_score_correction_bias)
+  // Multi-head Latent Attention (deepseek2).
+  AttnQA,      // attn_q_a
+  AttnQANorm,  // attn_q_a_norm
+  AttnQB,      // attn_q_b
+  AttnKvAMqa,  // attn_kv_a_mqa
+  AttnKvANorm, // attn_kv_a_norm
+  AttnKvB,     // attn_kv_b (the joint form of older converters)
+  AttnKB,      // attn_k_b (the split form: kv_b_proj's key half, transposed)
+  AttnVB,      // attn_v_b (the split form: kv_b_proj's value half)
 };
 
 /// One row of a family's tensor-name table: the llama.cpp tensor and the
@@ -295,7 +334,8 @@ enum class ConfigField : uint8_t {
   ResidualMultiplier,
   AttentionMultiplier,
   LogitsScaling,
-  // Mixture of experts (ModelConfig's MoE fields).
+  // Mixture of experts (ModelConfig's MoE fields; DeepSeek's dense-only
+  // configs carry them too).
   NumExperts,
   NumExpertsPerTok,
   MoeIntermediateSize,
@@ -312,6 +352,11 @@ enum class ConfigField : uint8_t {
   MoeLayerFreq,
   /// A list: ModelConfig::mlpOnlyLayers (KeyType::IntList).
   MlpOnlyLayers,
+  // Multi-head Latent Attention.
+  QLoraRank,
+  KvLoraRank,
+  QkNopeHeadDim,
+  VHeadDim,
 };
 
 /// What JSON value a key holds (the ModelConfig field stores it as a number,
@@ -333,19 +378,25 @@ enum class KeyRange : uint8_t {
   Positive,
   /// A size: an integer in [1, kMaxConfigDim].
   Dim,
+  /// A count: an integer in [0, kMaxConfigDim].
+  Count,
+  /// A count of at least num_hidden_layers (DeepSeek's first_k_dense_replace
+  /// while every layer must be dense).
+  AtLeastNumLayers,
 };
 
 /// What an unset (zero) field stands for, in the writer and when a format
 /// cannot carry the key.
 enum class KeyFallback : uint8_t {
   Zero,
+  One,
   HeadDim,
   MaxPositionEmbeddings,
   IntermediateSize,
   /// intermediate_size / experts per token (llama.cpp's guess for a
   /// missing expert_feed_forward_length).
   IntermediatePerExpertUsed,
-  One,
+  NumLayers,
 };
 
 /// A config key only some families have, with its GGUF counterpart.
@@ -381,12 +432,18 @@ struct ConfigKey {
 
 /// A key the config class always writes with one value.
 struct ConstantKey {
-  enum class Kind : uint8_t { Null, Int, Double, String };
+  enum class Kind : uint8_t { Null, Int, Double, String, Bool };
   const char *key;
   Kind kind;
+  /// Int and Bool (0/1) values.
   int64_t intValue = 0;
   double doubleValue = 0;
   const char *stringValue = nullptr;
+  /// The reader rejects a config.json whose key holds another value (a
+  /// setting of the class that etllm does not build: DeepSeek's
+  /// attention_bias true, rope_interleave false); a missing key is the
+  /// class default, this value.
+  bool enforced = false;
 };
 
 /// Which projections carry biases and how config.json says so.
@@ -510,6 +567,10 @@ struct HfConfigSpec {
   int64_t bosTokenId = -1, eosTokenId = -1, padTokenId = -1;
   /// head_dim when config.json has none; 0: hidden_size / heads.
   int64_t headDim = 0;
+  /// The config.json key holding head_dim (DeepSeek: qk_rope_head_dim, the
+  /// rotated part of a head, which transformers' DeepseekV2Config calls
+  /// head_dim).
+  const char *headDimKeyName = "head_dim";
 
   //--- Keys and how they map.
   /// Keys naming the MLP activation, read in order (messages name the
@@ -523,6 +584,9 @@ struct HfConfigSpec {
   RopeScalingKey ropeScaling = RopeScalingKey::Always;
   /// `partial_rotary_factor` may differ from 1 (Phi3).
   bool partialRotaryFactorKey = false;
+  /// rope_scaling may be YaRN (DeepSeek: factor, original_max_position_
+  /// embeddings, beta_fast, beta_slow, mscale, mscale_all_dim).
+  bool yarnRopeScaling = false;
   SlidingWindowRule slidingWindow = SlidingWindowRule::None;
   /// sliding_window when config.json lacks the key (Gemma2: 4096).
   int64_t defaultSlidingWindow = 0;
@@ -547,6 +611,21 @@ struct GgufSpec {
   bool normWeightsIncludeOne = false;
   /// lm_head is dropped (the output must be tied).
   bool dropsLmHead = false;
+  /// DeepseekV2Model: kv_b_proj is written split per head into attn_k_b
+  /// (the key half, transposed: [heads, kv_lora_rank, qk_nope_head_dim])
+  /// and attn_v_b ([heads, v_head_dim, kv_lora_rank]), with head_count_kv 1
+  /// and the MLA key/value lengths; older converters wrote the joint
+  /// attn_kv_b. The reader accepts both.
+  bool splitsKvB = false;
+  /// When several families share `arch` (DeepSeek-V2 and V3 both convert
+  /// to deepseek2), a file opens as the one whose `identityKey` holds
+  /// `identityValue` (expert_gating_func: 1 softmax for V2, 2 sigmoid for
+  /// V3); a file without the key opens as the family marked
+  /// `identityDefault` (what llama.cpp assumes then). The generator writes
+  /// the key.
+  GgufKey identityKey = GgufKey::None;
+  int64_t identityValue = 0;
+  bool identityDefault = false;
   /// The metadata the converter writes, in its order. The reader also
   /// reads the family-specific ones among them (sliding window, ...).
   std::vector<GgufKey> metadata;
@@ -586,10 +665,18 @@ struct GeneratorPreset {
   int64_t slidingWindow = 0;
   /// --rope-scaling when none is given ("": none).
   const char *ropeScaling = "";
+  /// Multi-head Latent Attention (AttentionBlock::Mla; headDim is then
+  /// qk_rope_head_dim): q_lora_rank (0: q_proj), kv_lora_rank,
+  /// qk_nope_head_dim and v_head_dim.
+  int64_t qLoraRank = 0, kvLoraRank = 0, qkNopeHeadDim = 0, vHeadDim = 0;
+  /// Mixture of experts: routed experts, experts per token, DeepSeek's
+  /// shared-expert count, the expert and shared-expert intermediate sizes.
+  /// MlpBlock::SparseMoe builds them; DeepSeek's layers are all dense here
+  /// (first_k_dense_replace is the layer count) and only its config keys
+  /// carry them.
+  int64_t experts = 0, expertsPerTok = 0, sharedExperts = 0, moeFfn = 0,
+          sharedFfn = 0;
   SyntheticVocab vocab = SyntheticVocab::FamilyDefault;
-  /// Mixture of experts (MlpBlock::SparseMoe): routed experts, experts per
-  /// token, the expert and shared-expert intermediate sizes.
-  int64_t experts = 0, expertsPerTok = 0, moeFfn = 0, sharedFfn = 0;
 };
 
 struct GeneratorSpec {

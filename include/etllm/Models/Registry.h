@@ -11,6 +11,7 @@
 #include "etllm/Models/Family.h"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,13 +27,18 @@ const FamilySpec *findByArchitecture(std::string_view hfArchitecture);
 const FamilySpec *findByModelType(std::string_view hfModelType);
 /// The family a GGUF general.architecture opens as ("llama"), or null.
 /// Families that need a key to read back (GgufSpec::readsBackWithKey) are
-/// skipped.
+/// skipped; when families share the architecture, the one marked
+/// identityDefault.
 const FamilySpec *findByGgufArch(std::string_view ggufArch);
-/// The family a GGUF file opens as, given its architecture and whether it
-/// has each key (`hasKey(key)`: "<arch>.<name>" is present): a family whose
-/// readsBackWithKey the file has, else the one of findByGgufArch.
-const FamilySpec *findByGgufArch(std::string_view ggufArch,
-                                 const std::function<bool(GgufKey)> &hasKey);
+/// The family a GGUF file opens as, given its architecture and its integer
+/// metadata (`value(key)`: "<arch>.<name>", nullopt when absent): a family
+/// whose readsBackWithKey the file has (Mixtral: "llama" with
+/// expert_count), else among those sharing the architecture the one whose
+/// identityKey holds its identityValue, else the one of
+/// findByGgufArch(ggufArch).
+const FamilySpec *
+findByGgufArch(std::string_view ggufArch,
+               const std::function<std::optional<int64_t>(GgufKey)> &value);
 /// The family of a generator id (--arch), or null.
 const FamilySpec *findById(std::string_view id);
 /// The family llama2.c checkpoints import as.

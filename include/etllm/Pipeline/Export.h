@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace mlir {
 class MLIRContext;
@@ -55,6 +56,9 @@ struct ExportRequest {
   /// Threads producing the weights (SerializeOptions::threads; 0: every
   /// core). The program's bytes do not depend on it.
   unsigned threads = 0;
+  /// LoRA adapters to merge, "PATH[:SCALE]" each (`--lora`), after those of
+  /// the config's `lora` key.
+  std::vector<std::string> lora;
   /// Progress lines ("stage import done", "writing weights 40%"); null for
   /// none.
   std::function<void(const std::string &)> progress;

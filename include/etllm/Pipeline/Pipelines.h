@@ -62,6 +62,11 @@ struct RecipeOptions : public mlir::PassPipelineOptions<RecipeOptions> {
       llvm::cl::desc("lm_head scheme: same, none, int8, int4, 8da8w, 8da4w "
                      "(default: recipe)"),
       llvm::cl::init("")};
+  Option<std::string> mlaCache{
+      *this, "mla-cache",
+      llvm::cl::desc("Multi-head latent attention cache: expanded or latent "
+                     "(the compressed latent, absorbed attention)"),
+      llvm::cl::init("expanded")};
   ListOption<std::string> exclude{
       *this, "exclude",
       llvm::cl::desc("Linear layers (module path patterns) kept in float")};

@@ -5,7 +5,9 @@
 // opens each checkpoint once (mapped, nothing copied) and produces the bytes
 // of one parameter in the runtime layout of its declared type on request:
 // converted (F16/BF16/ggml blocks -> float), permuted (interleaved RoPE rows
-// -> rotate-half), quantized, or repacked exactly from GGUF blocks.
+// -> rotate-half), merged with the LoRA adapters of the module attribute
+// etllm.lora (in float, before quantization), quantized, or repacked exactly
+// from GGUF blocks (never for a weight an adapter changes).
 //
 //===----------------------------------------------------------------------===//
 #ifndef ETLLM_SERIALIZE_WEIGHTSTORE_H
@@ -26,6 +28,7 @@ class ParameterOp;
 
 namespace etllm::formats {
 class Checkpoint;
+class LoraAdapter;
 } // namespace etllm::formats
 
 namespace etllm {
@@ -53,12 +56,26 @@ public:
   /// Reads the parameters from `opened` (already open, e.g. by the import
   /// stage) when it is the checkpoint the module names; null: no effect.
   void useCheckpoint(std::shared_ptr<const formats::Checkpoint> opened);
+  /// The LoRA adapters of `etllm.lora` with their scales (opened on first
+  /// use); failure with an error emitted when one cannot be opened.
+  struct Adapter {
+    std::unique_ptr<formats::LoraAdapter> adapter;
+    double scale = 1.0;
+  };
+  mlir::FailureOr<const std::vector<Adapter> *>
+  loraAdapters(mlir::Operation *forDiagnostics);
 
 private:
+  /// True when an adapter changes the parameter's weight.
+  mlir::FailureOr<bool> hasLoraDelta(mlir::etllm::ParameterOp param);
   mlir::ModuleOp module;
   std::shared_ptr<const formats::Checkpoint> ckpt;
   bool triedOpen = false;
   std::mutex openMutex;
+  std::vector<Adapter> adapters;
+  bool triedAdapters = false;
+  bool adaptersFailed = false;
+  std::mutex loraMutex;
 };
 
 } // namespace etllm

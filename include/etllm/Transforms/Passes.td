@@ -20,7 +20,16 @@ def SwapSourcePass : Pass<"etllm-swap-source", "mlir::ModuleOp"> {
     * `*Attention` (every family's: LlamaAttention, Gemma2Attention, ...) ->
       `etllm.rope` on q and k, `etllm.kv_cache.update` on the caches and one
       `etllm.sdpa` (causal over the input positions, GQA, sliding window,
-      soft-capping kept), with the projections untouched.
+      soft-capping kept), with the projections untouched;
+    * with `mla-cache=latent`, a multi-head latent attention (DeepSeek's
+      `*Attention` with `kv_lora_rank` > 0) -> a latent cache of
+      `kv_lora_rank + qk_rope_head_dim` values per token (the normalized
+      latent and the rotated shared key, one `etllm.kv_cache.update`) and
+      the absorbed form: `q_nope` multiplied through `kv_b_proj`'s key half,
+      one `etllm.sdpa` over the latent cache as a single key/value head, the
+      output multiplied through the value half, then `o_proj`. With the
+      default `mla-cache=expanded` such an instance is left alone (its
+      expanded per-head k/v caches, fused by `etllm-fuse-sdpa`).
 
     An instance that does not have the expected interface (a missing
     parameter or buffer, an unexpected input) is left alone with a remark.
@@ -44,6 +53,10 @@ def SwapSourcePass : Pass<"etllm-swap-source", "mlir::ModuleOp"> {
     ListOption<"classes", "classes", "std::string",
                "Only swap these class suffixes (e.g. RMSNorm,Attention); "
                "default: every registered one">,
+    Option<"mlaCache", "mla-cache", "std::string", "\"expanded\"",
+           "Multi-head latent attention cache: expanded (per-head keys and "
+           "values, the modeling code's) or latent (the compressed latent, "
+           "absorbed attention)">,
   ];
   let dependentDialects = ["::mlir::etllm::EtllmDialect"];
 }

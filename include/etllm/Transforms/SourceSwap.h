@@ -29,6 +29,9 @@ struct ModuleInstance {
   /// The module's model configuration (etllm.model_config), may be null.
   mlir::etllm::ModelConfigAttr config;
   mlir::ModuleOp module;
+  /// Multi-head latent attention: "expanded" (left to fuse-sdpa) or
+  /// "latent" (etllm-swap-source's mla-cache option).
+  std::string mlaCache = "expanded";
   /// True when `op` belongs to the instance (path equal or nested).
   bool contains(mlir::Operation *op) const;
 };

@@ -5,7 +5,8 @@
 // cache update (index_copy into the k/v buffers, written back at the end),
 // repeat_kv for GQA, and eager_attention_forward (scale, soft-cap, mask,
 // softmax in float32), then o_proj. The blocks differ only in how q, k and v
-// are projected.
+// are projected. The cache update and eager_attention_forward are shared
+// with the latent attention block (Mla.cpp).
 //
 //===----------------------------------------------------------------------===//
 #include "Blocks.h"
@@ -35,11 +36,8 @@ Value repeatKv(GraphEmitter &e, Value x, int64_t nRep) {
 Value attend(GraphEmitter &e, const LayerContext &l, Value q, Value k,
              Value v) {
   const formats::ModelConfig &c = e.config;
-  auto &b = e.b;
-  Type f32 = b.getF32Type();
   const int64_t D = c.hiddenSize, H = c.numHeads, Hkv = c.numKvHeads,
                 Dh = c.headDim;
-  const std::string ap = e.path(HfModule::Attention, l.index);
   q = e.reshape(q, {1, -1, H, Dh});
   k = e.reshape(k, {1, -1, Hkv, Dh});
   v = e.reshape(v, {1, -1, Hkv, Dh});
@@ -55,21 +53,33 @@ Value attend(GraphEmitter &e, const LayerContext &l, Value q, Value k,
   q = applyRope(e, q, cosU, sinU);
   k = applyRope(e, k, cosU, sinU);
 
-  // StaticCache.update: index_copy_ into the caches (functionalized).
-  auto updateCache = [&](const char *name, Value newVal) {
-    std::string sym = ap + "." + name;
-    Value cache =
-        e.val<BufferReadOp>(l.cacheType, FlatSymbolRefAttr::get(e.ctx, sym));
-    Value updated =
-        e.val<IndexCopyOp>(cache, b.getI64IntegerAttr(2), l.positions, newVal);
-    e.cacheWrites.push_back({sym, updated});
-    return updated;
-  };
   int64_t nRep = H / Hkv;
-  Value kAll = repeatKv(e, updateCache("k_cache", k), nRep);
-  Value vAll = repeatKv(e, updateCache("v_cache", v), nRep);
+  Value kAll = repeatKv(e, updateCache(e, l, "k_cache", l.cacheType, k), nRep);
+  Value vAll =
+      repeatKv(e, updateCache(e, l, "v_cache", l.valueCacheType, v), nRep);
+  Value o = eagerAttention(e, l, q, kAll, vAll); // [1, H, S, Dh]
+  o = e.reshape(e.transpose(o, 1, 2), {1, -1, H * Dh});
+  return e.linear(e.path(HfModule::OProj, l.index), o, D, H * Dh, c.oProjBias);
+}
 
-  // eager_attention_forward
+} // namespace
+
+Value updateCache(GraphEmitter &e, const LayerContext &l, const char *name,
+                  RankedTensorType type, Value newVal) {
+  // StaticCache.update: index_copy_ into the cache (functionalized).
+  std::string sym = e.path(HfModule::Attention, l.index) + "." + name;
+  Value cache = e.val<BufferReadOp>(type, FlatSymbolRefAttr::get(e.ctx, sym));
+  Value updated =
+      e.val<IndexCopyOp>(cache, e.b.getI64IntegerAttr(2), l.positions, newVal);
+  e.cacheWrites.push_back({sym, updated});
+  return updated;
+}
+
+Value eagerAttention(GraphEmitter &e, const LayerContext &l, Value q,
+                     Value kAll, Value vAll) {
+  const formats::ModelConfig &c = e.config;
+  auto &b = e.b;
+  Type f32 = b.getF32Type();
   Value scores = e.val<MatmulOp>(q, e.transpose(kAll, 2, 3));
   scores = e.val<MulOp>(scores, e.scalar(c.attentionScale(), e.dtype));
   if (c.attnLogitSoftcapping > 0) {
@@ -86,12 +96,8 @@ Value attend(GraphEmitter &e, const LayerContext &l, Value q, Value k,
   if (e.dtype != f32)
     probs = e.val<ConvertOp>(
         cast<RankedTensorType>(probs.getType()).clone(e.dtype), probs);
-  Value o = e.val<MatmulOp>(probs, vAll); // [1, H, S, Dh]
-  o = e.reshape(e.transpose(o, 1, 2), {1, -1, H * Dh});
-  return e.linear(e.path(HfModule::OProj, l.index), o, D, H * Dh, c.oProjBias);
+  return e.val<MatmulOp>(probs, vAll);
 }
-
-} // namespace
 
 Value buildSeparateAttention(GraphEmitter &e, const LayerContext &l, Value x) {
   const formats::ModelConfig &c = e.config;

@@ -16,6 +16,8 @@ AttentionBuilder attentionBuilder(models::AttentionBlock kind) {
     return buildSeparateAttention;
   case models::AttentionBlock::FusedQkv:
     return buildFusedQkvAttention;
+  case models::AttentionBlock::Mla:
+    return buildMlaAttention;
   }
   return nullptr;
 }

@@ -42,8 +42,10 @@ struct LayerContext {
   RotaryTables rotary;
   /// The mask this layer attends with.
   mlir::Value mask;
-  /// KV-cache type [1, KV, T, D].
-  mlir::RankedTensorType cacheType;
+  /// Key-cache type [1, KV, T, D] and value-cache type (the same, except
+  /// for MLA's expanded caches: [1, H, T, qk_nope + qk_rope] and
+  /// [1, H, T, v_head_dim]).
+  mlir::RankedTensorType cacheType, valueCacheType;
   /// RMSNorms compute x * (1 + w) (Gemma, unless the file already added 1).
   bool normAddsOne;
 };
@@ -108,6 +110,21 @@ struct GatedMlpPaths {
 /// scope (Mlp.cpp).
 mlir::Value gatedMlp(GraphEmitter &e, const GatedMlpPaths &paths, mlir::Value x,
                      int64_t F, bool bias);
+
+/// Multi-head latent attention (DeepSeek, Mla.cpp).
+mlir::Value buildMlaAttention(GraphEmitter &e, const LayerContext &l,
+                              mlir::Value x);
+
+/// StaticCache.update: reads the layer's cache buffer `name` of `type`,
+/// index_copy's `value` in at the positions (dim 2) and records the
+/// write-back (Attention.cpp).
+mlir::Value updateCache(GraphEmitter &e, const LayerContext &l,
+                        const char *name, mlir::RankedTensorType type,
+                        mlir::Value value);
+/// eager_attention_forward on [1, H, S, Dq] q and [1, H, T, *] k/v: scale,
+/// soft-cap, mask, softmax (float32), @ v (Attention.cpp).
+mlir::Value eagerAttention(GraphEmitter &e, const LayerContext &l,
+                           mlir::Value q, mlir::Value k, mlir::Value v);
 
 /// gate/up/down projections with the config's activation (Mlp.cpp).
 mlir::Value buildGatedMlp(GraphEmitter &e, const LayerContext &l,

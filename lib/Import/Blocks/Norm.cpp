@@ -12,7 +12,7 @@ using namespace mlir::etllm;
 namespace etllm::import {
 
 Value GraphEmitter::rmsNorm(const std::string &path, Value x, int64_t dim,
-                            bool addOne) {
+                            bool addOne, std::optional<double> eps) {
   Scope s(*this, path, cls("RMSNorm"));
   Value w = param(path + ".weight", {dim});
   Type f32 = b.getF32Type();
@@ -20,7 +20,8 @@ Value GraphEmitter::rmsNorm(const std::string &path, Value x, int64_t dim,
   Value xf = xt.getElementType() == f32 ? x : val<ConvertOp>(xt.clone(f32), x);
   Value sq = val<PowOp>(xf, scalar(2.0, f32));
   Value var = val<MeanOp>(sq, b.getDenseI64ArrayAttr({-1}), b.getUnitAttr());
-  Value r = val<RsqrtOp>(val<AddOp>(var, scalar(config.rmsNormEps, f32)));
+  Value r = val<RsqrtOp>(
+      val<AddOp>(var, scalar(eps.value_or(config.rmsNormEps), f32)));
   Value n = val<MulOp>(xf, r);
   if (addOne) {
     // Gemma: (x * rsqrt(...)) * (1 + w.float()), then cast to x's dtype.

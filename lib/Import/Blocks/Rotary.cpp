@@ -32,6 +32,11 @@ RotaryTables buildRotary(GraphEmitter &e, Value inputPos) {
   RotaryTables t;
   t.cos = e.val<CosOp>(emb);
   t.sin = e.val<SinOp>(emb);
+  if (double scaling = e.config.ropeAttentionFactor(); scaling != 1.0) {
+    // cos = emb.cos() * self.attention_scaling (YaRN's mscale ratio).
+    t.cos = e.val<MulOp>(t.cos, e.scalar(scaling, f32));
+    t.sin = e.val<MulOp>(t.sin, e.scalar(scaling, f32));
+  }
   auto ct = cast<RankedTensorType>(t.cos.getType());
   if (e.dtype != f32) {
     t.cos = e.val<ConvertOp>(ct.clone(e.dtype), t.cos);

@@ -128,6 +128,90 @@ def u32(v):
 
 
 # ---------------------------------------------------------------------------
+# Corrupt programs: a good program with one field of one kernel call changed.
+# A minimal flatbuffers reader over runtime/schema/program.fbs (field ids in
+# declaration order): Program.methods = 1, Method.instructions = 4,
+# InstructionEntry.instruction = 1 (0 is its union type), KernelCall.op = 0,
+# .inputs = 1, .outputs = 2, .ints = 3, .floats = 4.
+
+PROGRAM = None
+
+KERNEL_CALL_FIELDS = {"inputs": (1, 4, "<I"), "outputs": (2, 4, "<I"),
+                      "ints": (3, 8, "<q"), "floats": (4, 8, "<d")}
+
+
+def _field(b, table, field):
+    """Absolute offset of `field` of the table at `table`, or None."""
+    import struct
+    vt = table - struct.unpack_from("<i", b, table)[0]
+    vtsize = struct.unpack_from("<H", b, vt)[0]
+    if 4 + 2 * field >= vtsize:
+        return None
+    off = struct.unpack_from("<H", b, vt + 4 + 2 * field)[0]
+    return table + off if off else None
+
+
+def _deref(b, at):
+    import struct
+    return at + struct.unpack_from("<I", b, at)[0]
+
+
+def _vector(b, at):
+    """(first element offset, length) of the vector referenced at `at`."""
+    import struct
+    v = _deref(b, at)
+    return v + 4, struct.unpack_from("<I", b, v)[0]
+
+
+def kernel_calls(b):
+    """(op name, KernelCall table offset) of the first method's calls."""
+    import struct
+    fb = struct.unpack_from("<Q", b, 16)[0]  # FileHeader.flatbufferOffset
+    root = _deref(b, fb)
+    methods, _ = _vector(b, _field(b, root, 1))
+    method = _deref(b, methods)
+    instrs, n = _vector(b, _field(b, method, 4))
+    out = []
+    for i in range(n):
+        entry = _deref(b, instrs + 4 * i)
+        kind = _field(b, entry, 0)
+        if kind is None or b[kind] != 1:  # 1 = KernelCall
+            continue
+        call = _deref(b, _field(b, entry, 1))
+        name, length = _vector(b, _field(b, call, 0))
+        out.append((bytes(b[name:name + length]).decode(), call))
+    return out
+
+
+def program_of(extra_args):
+    """stories260K exported with `extra_args` (run before the case, outside
+    its limits)."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "p.pte")
+        subprocess.run(["etllm-export", "--quiet", "--model",
+                        os.path.join(SHARED, "models/stories260K/"
+                                     "stories260K.bin"), "--tokenizer",
+                        os.path.join(SHARED, "models/stories260K/tok512.bin"),
+                        "-o", out] + list(extra_args), check=True)
+        with open(out, "rb") as f:
+            return f.read()
+
+
+def program_with(op, field, index, value, nth=0):
+    """The good program with element `index` of `field` (ints, floats,
+    inputs, outputs) of the `nth` call of `op` set to `value`."""
+    import struct
+    b = bytearray(open(PROGRAM, "rb").read())
+    calls = [c for name, c in kernel_calls(b) if name == op]
+    fid, size, fmt = KERNEL_CALL_FIELDS[field]
+    first, n = _vector(b, _field(b, calls[nth], fid))
+    assert index < n, (op, field, index, n)
+    struct.pack_into(fmt, b, first + size * index, value)
+    return bytes(b)
+
+
+# ---------------------------------------------------------------------------
 
 def parse_cases(path):
     cases = []
@@ -263,6 +347,8 @@ def main():
                         "--tokenizer",
                         os.path.join(SHARED, "models/stories260K/tok512.bin"),
                         "-o", program], check=True)
+    global PROGRAM
+    PROGRAM = program
     subst = {"shared": SHARED, "program": program, "model": model,
              "deep100k": "[" * 100000}
 

@@ -54,8 +54,8 @@ std::string freshTempDir(const std::string &name) {
       base + "etllm_formats_" + std::to_string(::getpid()) + "_" + name;
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
-  EXPECT_TRUE(std::filesystem::create_directories(dir, ec)) << dir << ": "
-                                                           << ec.message();
+  EXPECT_TRUE(std::filesystem::create_directories(dir, ec))
+      << dir << ": " << ec.message();
   tempDirs().dirs.push_back(dir);
   return dir;
 }
@@ -106,6 +106,19 @@ void expectConfigsEqual(const ModelConfig &a, const ModelConfig &b,
     EXPECT_EQ(a.ropeScaling.originalMaxPositionEmbeddings,
               b.ropeScaling.originalMaxPositionEmbeddings);
   }
+  if (a.ropeScaling.type == "yarn") {
+    EXPECT_EQ(a.ropeScaling.originalMaxPositionEmbeddings,
+              b.ropeScaling.originalMaxPositionEmbeddings);
+    EXPECT_TRUE(close(a.ropeScaling.betaFast, b.ropeScaling.betaFast));
+    EXPECT_TRUE(close(a.ropeScaling.betaSlow, b.ropeScaling.betaSlow));
+    EXPECT_TRUE(close(a.ropeScaling.mscale, b.ropeScaling.mscale));
+    EXPECT_TRUE(close(a.ropeScaling.mscaleAllDim, b.ropeScaling.mscaleAllDim));
+  }
+  EXPECT_EQ(a.qLoraRank, b.qLoraRank);
+  EXPECT_EQ(a.kvLoraRank, b.kvLoraRank);
+  EXPECT_EQ(a.qkNopeHeadDim, b.qkNopeHeadDim);
+  EXPECT_EQ(a.vHeadDim, b.vHeadDim);
+  EXPECT_EQ(a.firstKDenseReplace, b.firstKDenseReplace);
   EXPECT_TRUE(close(a.partialRotaryFactor, b.partialRotaryFactor));
   EXPECT_EQ(a.originalMaxPositionEmbeddings, b.originalMaxPositionEmbeddings);
   EXPECT_EQ(a.tieWordEmbeddings, b.tieWordEmbeddings);

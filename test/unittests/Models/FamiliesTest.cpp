@@ -48,14 +48,30 @@ TEST(Registry, NamesAreUniqueAndLookupsFindThem) {
       // expert_count) is found with that key, the plain one without it.
       const GgufKey key = f->gguf.readsBackWithKey;
       if (key != GgufKey::None)
-        reader =
-            findByGgufArch(f->gguf.arch, [&](GgufKey k) { return k == key; });
-      if (f->gguf.readsBack) {
+        reader = findByGgufArch(f->gguf.arch,
+                                [&](GgufKey k) -> std::optional<int64_t> {
+                                  if (k == key)
+                                    return 1;
+                                  return std::nullopt;
+                                });
+      if (f->gguf.readsBack && f->gguf.identityKey == GgufKey::None) {
         EXPECT_EQ(reader, f);
         EXPECT_TRUE(ggufArchs
                         .insert(std::string(f->gguf.arch) + "/" +
                                 std::to_string(static_cast<int>(key)))
                         .second);
+      } else if (f->gguf.readsBack) {
+        // Families sharing an architecture: a file with the family's
+        // identity value opens as it, one without the key as the default.
+        EXPECT_EQ(findByGgufArch(f->gguf.arch,
+                                 [&](GgufKey k) -> std::optional<int64_t> {
+                                   if (k == f->gguf.identityKey)
+                                     return f->gguf.identityValue;
+                                   return std::nullopt;
+                                 }),
+                  f);
+        EXPECT_TRUE(reader->gguf.identityDefault);
+        EXPECT_EQ(f == reader, f->gguf.identityDefault);
       }
     }
     llama2c += f->llama2c;

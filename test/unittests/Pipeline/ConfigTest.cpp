@@ -116,3 +116,18 @@ TEST(ExportConfig, ToYamlReadsBackForAnyString) {
   }
 }
 } // namespace
+
+// A key added after programs were recorded (writtenWhenDefault false) is
+// left out of the configuration a program embeds while it has its default
+// (so the golden programs keep their bytes), and written once set.
+TEST(ExportConfig, NewKeysAreWrittenOnlyWhenSet) {
+  ExportConfig c;
+  EXPECT_EQ(c.toYaml().find("model.mla_cache"), std::string::npos);
+  EXPECT_NE(c.toYaml().find("model.last_logits_only: true"), std::string::npos);
+  ASSERT_TRUE(c.set("model.mla_cache=latent").ok());
+  EXPECT_NE(c.toYaml().find("model.mla_cache: latent\n"), std::string::npos);
+  auto again = ExportConfig::fromText(c.toYaml(), "toYaml");
+  ASSERT_TRUE(again.ok()) << again.message();
+  EXPECT_EQ(again->getString("model.mla_cache"), "latent");
+  ASSERT_FALSE(c.set("model.mla_cache=compressed").ok());
+}

@@ -57,6 +57,10 @@ def Etllm_Dialect : Dialect {
     /// Module attribute: the checkpoint parameters are read from.
     static constexpr ::llvm::StringLiteral kCheckpointAttrName =
         "etllm.checkpoint";
+    /// Module attribute: LoRA adapters merged into the parameters when the
+    /// serializer reads them, in order: an array of
+    /// {path = "...", scale = <f64>} dictionaries.
+    static constexpr ::llvm::StringLiteral kLoraAttrName = "etllm.lora";
     /// Module attribute: the model configuration (#etllm.model_config).
     static constexpr ::llvm::StringLiteral kModelConfigAttrName =
         "etllm.model_config";

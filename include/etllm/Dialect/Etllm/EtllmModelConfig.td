@@ -59,6 +59,12 @@ def Etllm_ModelConfigAttr : AttrDef<Etllm_Dialect, "ModelConfig"> {
     (`attention_scale = 0.0` means `head_dim^-0.5`, a zero soft-cap means
     none).
 
+    Multi-head latent attention (DeepSeek) adds `kv_lora_rank` (the size of
+    the compressed latent a latent cache holds per token, with the
+    `head_dim` = qk_rope_head_dim rotated key), `q_lora_rank`,
+    `qk_nope_head_dim` and `v_head_dim`; `attention_scale` is then
+    `(qk_nope_head_dim + head_dim)^-0.5` with YaRN's mscale applied.
+
     Example:
 
     ```mlir
@@ -93,6 +99,10 @@ def Etllm_ModelConfigAttr : AttrDef<Etllm_Dialect, "ModelConfig"> {
     Etllm_ConfigInt<"beginning-of-sequence token (-1: none)", "-1">:$bos_token_id,
     Etllm_ConfigArray<"int64_t", "end-of-sequence tokens, primary first">:$eos_token_ids,
     Etllm_ConfigArray<"bool", "per layer: attends within sliding_window">:$layer_sliding_window,
+    Etllm_ConfigInt<"MLA: query LoRA rank (0: q_proj)">:$q_lora_rank,
+    Etllm_ConfigInt<"MLA: rank of the cached latent (0: no MLA)">:$kv_lora_rank,
+    Etllm_ConfigInt<"MLA: non-rotated part of each query/key head">:$qk_nope_head_dim,
+    Etllm_ConfigInt<"MLA: value head size">:$v_head_dim,
     Etllm_ConfigInt<"routed experts of a sparse layer (0: dense)">:$num_experts,
     Etllm_ConfigInt<"experts each token is routed to">:$num_experts_per_tok,
     Etllm_ConfigInt<"intermediate size of one routed expert">:$moe_intermediate_size,

@@ -45,7 +45,8 @@ typedef struct etllm_chat etllm_chat;
 
 typedef struct etllm_runner_options {
   size_t struct_size;
-  /** Kernel threads; 0 = one per hardware thread. */
+  /** Kernel threads; 0 = one per hardware thread; at most the hardware
+   *  threads (more is ETLLM_INVALID_ARGUMENT). */
   int32_t num_threads;
   /** A tokenizer file to use instead of the program's own; NULL = none. */
   const char *tokenizer_path;

@@ -96,6 +96,18 @@ public:
   /// Size of the whole file.
   size_t fileSize() const { return size_; }
 
+  /// The memory an instance (Module) of this program plans, from the
+  /// program file alone, before anything is allocated.
+  struct PlannedMemory {
+    uint64_t arenas = 0;  // every method's planned arenas
+    uint64_t buffers = 0; // mutable buffers (KV caches)
+    /// Constants held in memory rather than mapped from the file: the whole
+    /// file when it was loaded from a buffer (copied), else 0.
+    uint64_t constants = 0;
+    uint64_t total() const;
+  };
+  const PlannedMemory &plannedMemory() const { return planned_; }
+
 private:
   Program() = default;
   static Result<std::shared_ptr<Program>> verify(std::shared_ptr<Program> p);
@@ -107,6 +119,7 @@ private:
   const schema::Program *fb_ = nullptr;
   const uint8_t *segmentBase_ = nullptr;
   ProgramMetadata metadata_;
+  PlannedMemory planned_;
 };
 
 class Module;
@@ -152,11 +165,19 @@ private:
 
 /// Options for a Module instance.
 struct ModuleOptions {
-  /// Threads for kernels (1 = no pool).
+  /// Threads for kernels (1 = no pool); at most the machine's hardware
+  /// threads (hardwareThreads() in flags.h), else create() fails.
   size_t numThreads = 1;
   /// Kernels to use; default: portableKernels().
   const KernelTable *kernels = nullptr;
+  /// The memory budget in bytes: create() refuses, before allocating
+  /// anything, a program whose planned memory (Program::plannedMemory())
+  /// is larger. 0 = the machine's physical memory (physicalMemoryBytes()).
+  uint64_t maxMemory = 0;
 };
+
+/// The machine's physical memory in bytes (sysconf), or 2^62 when unknown.
+uint64_t physicalMemoryBytes();
 
 /// An instance of a program: planned memory, mutable buffers, delegates.
 class Module {

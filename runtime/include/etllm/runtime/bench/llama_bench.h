@@ -53,6 +53,9 @@ struct BenchParams {
   int64_t nCtx = 512;
   int64_t chunks = -1;
   std::string tokenizer;
+  /// --max-memory: the memory budget of each Module (ModuleOptions::
+  /// maxMemory); 0 = the machine's physical memory.
+  uint64_t maxMemory = 0;
 };
 
 /// The defaults (llama-bench's: -p 512 -n 128 -b 2048 -r 5 -t <cores>).

@@ -9,6 +9,7 @@
 #ifndef ETLLM_RUNTIME_LLM_RUNNER_H
 #define ETLLM_RUNTIME_LLM_RUNNER_H
 
+#include "etllm/runtime/flags.h"
 #include "etllm/runtime/llm/sampler.h"
 #include "etllm/runtime/program.h"
 #include "etllm/runtime/tokenizer.h"
@@ -39,6 +40,23 @@ struct GenerationConfig {
   const std::atomic<bool> *cancel = nullptr;
 };
 
+/// The values each number of a GenerationConfig may take: the one source
+/// for etllm-run's flags, the Python and C APIs and Runner::generate.
+namespace limits {
+inline constexpr NumberRange kMaxNewTokens{0, 2147483647.0, false, false, true};
+inline constexpr NumberRange kTemperature{0, 3.4028234663852886e38};
+inline constexpr NumberRange kTopK{0, 2147483647.0, false, false, true};
+inline constexpr NumberRange kTopP{0, 1, true, false};
+inline constexpr NumberRange kMinP{0, 1};
+inline constexpr NumberRange kRepetitionPenalty{0, 3.4028234663852886e38, true,
+                                                false};
+} // namespace limits
+
+/// Checks every number of `config` against `limits` (names as the APIs
+/// spell them: "max_new_tokens", "temperature", ...). Runner::generate and
+/// continueWith call it, so no API can pass NaN or a negative count.
+Status validate(const GenerationConfig &config);
+
 /// Timings and counts of one generate() call (milliseconds).
 struct Stats {
   double loadMs = 0;    // program + tokenizer load (Runner::load)
@@ -67,6 +85,8 @@ struct RunnerOptions {
   std::string tokenizerPath;
   size_t numThreads = 1;
   const KernelTable *kernels = nullptr;
+  /// The memory budget (ModuleOptions::maxMemory): 0 = physical memory.
+  uint64_t maxMemory = 0;
 };
 
 class Runner {

@@ -1,0 +1,330 @@
+//===- DeepseekTest.cpp - The DeepSeek families' config and GGUF forms ----===//
+//
+// DeepseekV2Config / DeepseekV3Config in config.json (the MLA sizes, YaRN,
+// class defaults, and errors naming the key and the value for what etllm
+// does not build), and llama.cpp's deepseek2 GGUF: its metadata (the split
+// and the joint MLA forms, YaRN's log multiplier), the kv_b_proj assembled
+// from attn_k_b/attn_v_b, and errors naming the key or the tensor.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../Formats/TestUtil.h"
+#include "etllm/Formats/Generator.h"
+#include "etllm/Formats/Gguf.h"
+
+#include <cmath>
+
+using namespace etllm::formats;
+using namespace etllm::formats::testing;
+
+namespace {
+
+/// DeepSeek-V2-Lite's config.json with two layers, all dense (or
+/// `firstDense` of them); `extra` adds keys.
+std::string liteConfig(const std::string &extra,
+                       const std::string &firstDense = "2") {
+  return R"({"architectures": ["DeepseekV2ForCausalLM"],
+    "model_type": "deepseek_v2", "attention_bias": false,
+    "bos_token_id": 100000, "eos_token_id": 100001,
+    "first_k_dense_replace": )" +
+         firstDense + R"(, "hidden_act": "silu", "hidden_size": 2048,
+    "intermediate_size": 10944, "kv_lora_rank": 512,
+    "max_position_embeddings": 163840, "moe_intermediate_size": 1408,
+    "moe_layer_freq": 1, "n_group": 1, "n_routed_experts": 64,
+    "n_shared_experts": 2, "norm_topk_prob": false, "num_attention_heads": 16,
+    "num_experts_per_tok": 6, "num_hidden_layers": 2, "num_key_value_heads": 16,
+    "q_lora_rank": null, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+    "rms_norm_eps": 1e-06, "rope_theta": 10000, "routed_scaling_factor": 1.0,
+    "scoring_func": "softmax", "tie_word_embeddings": false,
+    "topk_group": 1, "topk_method": "greedy", "v_head_dim": 128,
+    "vocab_size": 102400)" +
+         extra + "}";
+}
+
+const char *kLiteYarn = R"(, "rope_scaling": {"beta_fast": 32, "beta_slow": 1,
+    "factor": 40, "mscale": 0.707, "mscale_all_dim": 0.707,
+    "original_max_position_embeddings": 4096, "type": "yarn"})";
+
+Result<ModelConfig> parse(const std::string &text) {
+  return parseHfConfigText(text, "/m/config.json");
+}
+
+double mscale(double scale, double m) { return 0.1 * m * std::log(scale) + 1; }
+
+TEST(Deepseek, LiteConfig) {
+  auto c = parse(liteConfig(kLiteYarn));
+  ASSERT_TRUE(c.ok()) << c.message();
+  EXPECT_EQ(c->architecture, "DeepseekV2ForCausalLM");
+  EXPECT_TRUE(c->isMla());
+  EXPECT_EQ(c->qLoraRank, 0); // null: q_proj
+  EXPECT_EQ(c->kvLoraRank, 512);
+  EXPECT_EQ(c->qkNopeHeadDim, 128);
+  EXPECT_EQ(c->headDim, 64); // qk_rope_head_dim
+  EXPECT_EQ(c->rotaryDim(), 64);
+  EXPECT_EQ(c->vHeadDim, 128);
+  EXPECT_EQ(c->numKvHeads, 16);
+  EXPECT_EQ(c->firstKDenseReplace, 2);
+  EXPECT_EQ(c->ropeScaling.type, "yarn");
+  EXPECT_EQ(c->ropeScaling.originalMaxPositionEmbeddings, 4096);
+  EXPECT_EQ(c->ropeScaling.mscale, 0.707);
+  // DeepseekV2Attention.softmax_scale: (128 + 64)^-0.5 * mscale(40, 0.707)^2,
+  // and cos/sin unscaled (mscale == mscale_all_dim).
+  double m = mscale(40, 0.707);
+  EXPECT_DOUBLE_EQ(c->attentionScale(), m * m / std::sqrt(192.0));
+  EXPECT_DOUBLE_EQ(c->ropeAttentionFactor(), 1.0);
+
+  // V3's mscale 1 / mscale_all_dim 1; an mscale of its own scales cos/sin.
+  auto v3 = parse(liteConfig(R"(, "rope_scaling": {"factor": 40,
+      "mscale": 1.0, "mscale_all_dim": 0.5,
+      "original_max_position_embeddings": 4096, "type": "yarn"})"));
+  ASSERT_TRUE(v3.ok()) << v3.message();
+  EXPECT_EQ(v3->ropeScaling.betaFast, 32); // DeepSeek's defaults
+  EXPECT_EQ(v3->ropeScaling.betaSlow, 1);
+  EXPECT_DOUBLE_EQ(v3->ropeAttentionFactor(),
+                   mscale(40, 1.0) / mscale(40, 0.5));
+  // Without rope scaling: the plain scale.
+  auto plain = parse(liteConfig(""));
+  ASSERT_TRUE(plain.ok()) << plain.message();
+  EXPECT_DOUBLE_EQ(plain->attentionScale(), 1 / std::sqrt(192.0));
+}
+
+TEST(Deepseek, YarnFrequencies) {
+  // DeepseekV2YarnRotaryEmbedding for rope 8, original context 32, factor
+  // 4: the correction range is [0, 1], so the ramp keeps the first
+  // frequency (extrapolated) and interpolates the other three.
+  auto c = parse(liteConfig(R"(, "rope_scaling": {"factor": 4,
+      "mscale": 1.0, "mscale_all_dim": 1.0,
+      "original_max_position_embeddings": 32, "type": "yarn"})"));
+  ASSERT_TRUE(c.ok()) << c.message();
+  ModelConfig t = *c;
+  t.headDim = 8;
+  std::vector<double> inv = ropeInverseFrequencies(t);
+  ASSERT_EQ(inv.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    double extra = 1.0 / std::pow(10000.0, 2.0 * i / 8);
+    EXPECT_DOUBLE_EQ(inv[i], i == 0 ? extra : extra / 4) << i;
+  }
+}
+
+TEST(Deepseek, ClassDefaults) {
+  // V2: q_lora_rank 1536 when absent; V3: first_k_dense_replace 3 and
+  // q_lora_rank 1536.
+  std::string noQ = liteConfig("");
+  noQ.replace(noQ.find("\"q_lora_rank\": null, "), 21, "");
+  auto c = parse(noQ);
+  ASSERT_TRUE(c.ok()) << c.message();
+  EXPECT_EQ(c->qLoraRank, 1536);
+  auto v3 = parse(R"({"architectures": ["DeepseekV3ForCausalLM"],
+      "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 3,
+      "num_attention_heads": 4, "vocab_size": 300})");
+  ASSERT_TRUE(v3.ok()) << v3.message();
+  EXPECT_EQ(v3->architecture, "DeepseekV3ForCausalLM");
+  EXPECT_EQ(v3->firstKDenseReplace, 3);
+  EXPECT_EQ(v3->qLoraRank, 1536);
+  EXPECT_EQ(v3->kvLoraRank, 512);
+  EXPECT_EQ(v3->headDim, 64);
+  EXPECT_EQ(v3->numKvHeads, 4);
+  EXPECT_EQ(v3->bosTokenId, 0);
+  EXPECT_EQ(v3->primaryEosTokenId(), 1);
+}
+
+TEST(Deepseek, UnsupportedSettingsNameTheKeyAndValue) {
+  // Mixture-of-experts layers (until the MoE block exists).
+  expectError(parse(liteConfig(kLiteYarn, "1")),
+              {"/m/config.json", "'first_k_dense_replace'",
+               "1 makes layers "
+               "1..1 mixture-of-experts layers",
+               "not supported"});
+  auto v3Default = parse(R"({"architectures": ["DeepseekV3ForCausalLM"],
+      "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4,
+      "num_attention_heads": 4, "vocab_size": 300})");
+  expectError(v3Default, {"'first_k_dense_replace'", "3 makes layers 3..3"});
+  expectError(parse(liteConfig(R"(, "attention_bias": true)")),
+              {"'attention_bias'", "true is not supported", "false"});
+  expectError(parse(R"({"architectures": ["DeepseekV3ForCausalLM"],
+      "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+      "first_k_dense_replace": 2, "num_attention_heads": 4,
+      "vocab_size": 300, "rope_interleave": false})"),
+              {"'rope_interleave'", "false is not supported"});
+  std::string gqa = liteConfig("");
+  gqa.replace(gqa.find("\"num_key_value_heads\": 16"), 25,
+              "\"num_key_value_heads\": 8");
+  expectError(parse(gqa), {"'num_key_value_heads'", "8 differs from "
+                                                    "num_attention_heads 16"});
+  std::string noLatent = liteConfig("");
+  noLatent.replace(noLatent.find("\"kv_lora_rank\": 512"), 19,
+                   "\"kv_lora_rank\": 0");
+  expectError(parse(noLatent), {"'kv_lora_rank'", "positive"});
+  expectError(parse(liteConfig(R"(, "rope_scaling": {"type": "yarn",
+      "factor": 40})")),
+              {"'rope_scaling.original_max_position_embeddings'", "yarn"});
+  expectError(parse(liteConfig(R"(, "rope_scaling": {"type": "dynamic",
+      "factor": 2})")),
+              {"'rope_scaling'", "'dynamic'", "yarn"});
+  expectError(parse(liteConfig(R"(, "rope_scaling": {"type": "yarn",
+      "factor": 4, "original_max_position_embeddings": 32,
+      "attention_factor": 2})")),
+              {"'rope_scaling.attention_factor'", "not supported"});
+  // YaRN belongs to the DeepSeek families.
+  expectError(parse(R"({"architectures": ["LlamaForCausalLM"],
+      "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "vocab_size": 300, "rope_scaling":
+      {"rope_type": "yarn", "factor": 4}})"),
+              {"'rope_scaling'", "'yarn'", "linear, llama3)"});
+}
+
+/// Copies a GGUF with one metadata key replaced or dropped (nullopt) and
+/// the tensors named in `dropTensors` left out (assembled tensors, which
+/// the file does not hold, are skipped).
+std::string rewrite(const Checkpoint &src, const std::string &out,
+                    const std::string &key, std::optional<GgufValue> value,
+                    const std::vector<std::string> &dropTensors = {}) {
+  GgufWriter w(src.ggufAlignment());
+  for (const auto &kv : src.metadataEntries())
+    if (kv.first != key)
+      w.set(kv.first, kv.second);
+    else if (value)
+      w.set(kv.first, *value);
+  if (value && !src.metadata(key))
+    w.set(key, *value);
+  std::vector<const TensorRef *> kept;
+  for (const TensorRef &t : src.tensors())
+    if (t.parts.empty() && std::find(dropTensors.begin(), dropTensors.end(),
+                                     t.sourceName) == dropTensors.end())
+      kept.push_back(&t);
+  for (const TensorRef *t : kept)
+    EXPECT_TRUE(w.addTensor(t->sourceName, t->dtype, t->shape).ok());
+  EXPECT_TRUE(w.open(out).ok());
+  for (const TensorRef *t : kept)
+    EXPECT_TRUE(w.write(t->data, t->nbytes).ok());
+  EXPECT_TRUE(w.finish().ok());
+  return out;
+}
+
+std::unique_ptr<Checkpoint> generate(const std::string &dir,
+                                     const std::string &arch,
+                                     const std::string &format,
+                                     const std::string &kvB = "split") {
+  GeneratorOptions o;
+  o.arch = arch;
+  o.format = format;
+  o.ggufKvB = kvB;
+  o.seed = 3;
+  o.output = dir + "/" + arch + "-" + kvB + (format == "gguf" ? ".gguf" : "");
+  Status s = generateCheckpoint(o);
+  EXPECT_TRUE(s.ok()) << s.message();
+  auto c = openCheckpoint(o.output);
+  EXPECT_TRUE(c.ok()) << c.message();
+  return c.ok() ? std::move(*c) : nullptr;
+}
+
+TEST(Deepseek, GgufReadsBothFormsAndAssemblesKvB) {
+  std::string dir = freshTempDir("deepseek_gguf");
+  auto hf = generate(dir, "deepseekv2", "hf");
+  auto split = generate(dir, "deepseekv2", "gguf", "split");
+  auto joint = generate(dir, "deepseekv2", "gguf", "joint");
+  ASSERT_TRUE(hf && split && joint);
+  expectConfigsEqual(split->config(), hf->config(), "split");
+  expectConfigsEqual(joint->config(), hf->config(), "joint");
+  // yarn_log_multiplier is float32(0.1 * 0.707): read back as 0.707.
+  EXPECT_EQ(split->config().ropeScaling.mscaleAllDim, 0.707);
+  EXPECT_EQ(split->config().attentionScale(), hf->config().attentionScale());
+  const std::string kvB = "model.layers.1.self_attn.kv_b_proj.weight";
+  const TensorRef *assembled = split->find(kvB);
+  ASSERT_NE(assembled, nullptr);
+  EXPECT_EQ(assembled->parts.size(), 2u);
+  EXPECT_EQ(assembled->sourceName,
+            "blk.1.attn_k_b.weight+blk.1.attn_v_b.weight");
+  EXPECT_EQ(assembled->parts[0].shape, (std::vector<int64_t>{4, 32, 16}));
+  EXPECT_EQ(assembled->parts[1].shape, (std::vector<int64_t>{4, 20, 32}));
+  auto want = toFloat32(*hf->find(kvB));
+  auto got = toFloat32(*assembled);
+  auto gotJoint = toFloat32(*joint->find(kvB));
+  ASSERT_TRUE(want.ok() && got.ok() && gotJoint.ok()) << got.message();
+  EXPECT_EQ(*got, *want);
+  EXPECT_EQ(*gotJoint, *want);
+  EXPECT_TRUE(joint->find(kvB)->parts.empty());
+  auto bytes = bytesInHfOrder(*assembled);
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_EQ(bytes->size(), want->size() * 4);
+
+  // V3 converts to deepseek2 too: its expert_gating_func (2) opens it as V3;
+  // without the key a file opens as V2 (llama.cpp's softmax default).
+  auto v3 = generate(dir, "deepseekv3", "gguf");
+  ASSERT_TRUE(v3);
+  EXPECT_EQ(v3->config().architecture, "DeepseekV3ForCausalLM");
+  EXPECT_EQ(v3->config().qLoraRank, 48);
+  auto noGate = openCheckpoint(
+      rewrite(*v3, dir + "/nogate.gguf", "deepseek2.expert_gating_func", {}));
+  ASSERT_TRUE(noGate.ok()) << noGate.message();
+  EXPECT_EQ((*noGate)->config().architecture, "DeepseekV2ForCausalLM");
+}
+
+TEST(Deepseek, GgufErrorsNameTheKeyOrTensor) {
+  std::string dir = freshTempDir("deepseek_gguf_errors");
+  auto split = generate(dir, "deepseekv2", "gguf", "split");
+  auto joint = generate(dir, "deepseekv2", "gguf", "joint");
+  ASSERT_TRUE(split && joint);
+  std::string p =
+      rewrite(*split, dir + "/a.gguf", "deepseek2.attention.kv_lora_rank", {});
+  expectError(openCheckpoint(p), {p, "'deepseek2.attention.kv_lora_rank'"});
+  p = rewrite(*split, dir + "/b.gguf", "deepseek2.attention.head_count_kv",
+              GgufValue::u32(4));
+  expectError(openCheckpoint(p), {"'deepseek2.attention.head_count_kv'",
+                                  "4 differs from 1", "one kv head"});
+  p = rewrite(*split, dir + "/c.gguf", "deepseek2.attention.key_length",
+              GgufValue::u32(24));
+  expectError(openCheckpoint(p),
+              {"'deepseek2.attention.key_length'", "24 differs from 40"});
+  p = rewrite(*split, dir + "/d.gguf", "deepseek2.attention.value_length_mla",
+              {});
+  expectError(openCheckpoint(p),
+              {"'deepseek2.attention.value_length_mla'", "required"});
+  p = rewrite(*joint, dir + "/e.gguf", "deepseek2.attention.head_count_kv",
+              GgufValue::u32(1));
+  expectError(openCheckpoint(p),
+              {"'deepseek2.attention.head_count_kv'", "1 differs from 4"});
+  p = rewrite(*split, dir + "/f.gguf",
+              "deepseek2.rope.scaling.yarn_log_multiplier", {});
+  expectError(openCheckpoint(p),
+              {"'deepseek2.rope.scaling.yarn_log_multiplier'", "required"});
+  p = rewrite(*split, dir + "/g.gguf", "deepseek2.rope.scaling.yarn_ext_factor",
+              GgufValue::f32(1.0f));
+  expectError(openCheckpoint(p),
+              {"'deepseek2.rope.scaling.yarn_ext_factor'", "not supported"});
+  p = rewrite(*split, dir + "/h.gguf", "deepseek2.leading_dense_block_count",
+              GgufValue::u32(1));
+  expectError(openCheckpoint(p), {"'deepseek2.leading_dense_block_count'",
+                                  "1 makes layers 1..1 mixture-of-experts"});
+  p = rewrite(*split, dir + "/i.gguf", "", {}, {"blk.0.attn_v_b.weight"});
+  expectError(openCheckpoint(p),
+              {"'blk.0.attn_v_b.weight' is missing", "attn_k_b and attn_v_b"});
+  // A part of the wrong shape.
+  p = rewrite(*split, dir + "/j.gguf", "deepseek2.attention.value_length_mla",
+              GgufValue::u32(16));
+  expectError(openCheckpoint(p), {"'blk.0.attn_v_b.weight' has shape "
+                                  "[4, 20, 32], expected [4, 16, 32]"});
+}
+
+TEST(Deepseek, GeneratorErrors) {
+  GeneratorOptions o;
+  o.arch = "llama";
+  o.qLoraRank = 8;
+  expectError(generatorConfig(o), {"--q-lora-rank", "latent attention"});
+  o = GeneratorOptions();
+  o.arch = "deepseekv2";
+  o.format = "gguf";
+  o.output = freshTempDir("deepseek_gen") + "/x.gguf";
+  o.ggufKvB = "both";
+  expectError(generateCheckpoint(o), {"--gguf-kv-b 'both'"});
+  o.ggufKvB = "split";
+  o.ropeScaling = "yarn:4:32:1:0.5";
+  expectError(generateCheckpoint(o), {"mscale == mscale_all_dim"});
+  o.ropeScaling = "yarn:4:32";
+  expectError(generatorConfig(o), {"four numbers"});
+  o.arch = "llama";
+  o.ropeScaling = "yarn:4:32:1:1";
+  expectError(generatorConfig(o), {"--rope-scaling yarn", "LlamaForCausalLM"});
+}
+
+} // namespace
