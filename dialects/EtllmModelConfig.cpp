@@ -98,7 +98,12 @@ LogicalResult ModelConfigAttr::verify(
     APFloat attnLogitSoftcapping, APFloat finalLogitSoftcapping,
     bool tieWordEmbeddings, int64_t bosTokenId, ArrayRef<int64_t> eosTokenIds,
     ArrayRef<bool> layerSlidingWindow, int64_t qLoraRank, int64_t kvLoraRank,
-    int64_t qkNopeHeadDim, int64_t vHeadDim) {
+    int64_t qkNopeHeadDim, int64_t vHeadDim, int64_t numExperts,
+    int64_t numExpertsPerTok, int64_t moeIntermediateSize,
+    int64_t sharedExpertIntermediateSize, bool normTopkProb,
+    StringRef moeScoring, StringRef moeTopkMethod, int64_t nGroup,
+    int64_t topkGroup, APFloat routedScalingFactor, ArrayRef<bool> layerMoe) {
+  (void)normTopkProb;
   (void)architecture;
   (void)modelType;
   (void)tieWordEmbeddings;
@@ -120,7 +125,13 @@ LogicalResult ModelConfigAttr::verify(
       {"q_lora_rank", qLoraRank},
       {"kv_lora_rank", kvLoraRank},
       {"qk_nope_head_dim", qkNopeHeadDim},
-      {"v_head_dim", vHeadDim}};
+      {"v_head_dim", vHeadDim},
+      {"num_experts", numExperts},
+      {"num_experts_per_tok", numExpertsPerTok},
+      {"moe_intermediate_size", moeIntermediateSize},
+      {"shared_expert_intermediate_size", sharedExpertIntermediateSize},
+      {"n_group", nGroup},
+      {"topk_group", topkGroup}};
   for (auto [name, v] : sizes)
     if (v < 0)
       return emitError() << name << " must not be negative, got " << v;
@@ -136,7 +147,8 @@ LogicalResult ModelConfigAttr::verify(
       {"rope_theta", &ropeTheta},
       {"attention_scale", &attentionScale},
       {"attn_logit_softcapping", &attnLogitSoftcapping},
-      {"final_logit_softcapping", &finalLogitSoftcapping}};
+      {"final_logit_softcapping", &finalLogitSoftcapping},
+      {"routed_scaling_factor", &routedScalingFactor}};
   for (auto [name, v] : reals)
     if (&v->getSemantics() != &APFloat::IEEEdouble() || !v->isFinite() ||
         v->isNegative())
@@ -167,6 +179,22 @@ LogicalResult ModelConfigAttr::verify(
   if (slidingWindow == 0 && llvm::is_contained(layerSlidingWindow, true))
     return emitError()
            << "layer_sliding_window marks a layer but sliding_window is 0";
+  if (!moeScoring.empty() && moeScoring != "softmax" && moeScoring != "sigmoid")
+    return emitError() << "moe_scoring '" << moeScoring
+                       << "' is not softmax or sigmoid";
+  if (!moeTopkMethod.empty() && moeTopkMethod != "greedy" &&
+      moeTopkMethod != "group_limited_greedy" && moeTopkMethod != "noaux_tc")
+    return emitError() << "moe_topk_method '" << moeTopkMethod
+                       << "' is not greedy, group_limited_greedy or noaux_tc";
+  if (numExpertsPerTok > numExperts)
+    return emitError() << "num_experts_per_tok " << numExpertsPerTok
+                       << " is more than num_experts " << numExperts;
+  if (!layerMoe.empty() &&
+      static_cast<int64_t>(layerMoe.size()) != numHiddenLayers)
+    return emitError() << "layer_moe has " << layerMoe.size() << " entries for "
+                       << numHiddenLayers << " layers";
+  if (numExperts == 0 && llvm::is_contained(layerMoe, true))
+    return emitError() << "layer_moe marks a layer but num_experts is 0";
   return success();
 }
 
@@ -180,6 +208,16 @@ int64_t ModelConfigAttr::getLayerWindow(int64_t layer) const {
       !sliding[layer])
     return 0;
   return getSlidingWindow();
+}
+
+bool ModelConfigAttr::isMoeLayer(int64_t layer) const {
+  ArrayRef<bool> moe = getLayerMoe();
+  return layer >= 0 && layer < static_cast<int64_t>(moe.size()) && moe[layer];
+}
+
+double ModelConfigAttr::getRoutedScalingFactorOrDefault() const {
+  double s = getRoutedScalingFactor().convertToDouble();
+  return s > 0 ? s : 1.0;
 }
 
 double ModelConfigAttr::getAttentionScaleOrDefault() const {
@@ -225,6 +263,26 @@ std::string ModelConfigAttr::toJson() const {
     obj["kv_lora_rank"] = getKvLoraRank();
     obj["qk_nope_head_dim"] = getQkNopeHeadDim();
     obj["v_head_dim"] = getVHeadDim();
+  }
+  // Mixture-of-experts keys only for models that have experts (dense
+  // programs keep their metadata).
+  if (getNumExperts() > 0) {
+    obj["num_experts"] = getNumExperts();
+    obj["num_experts_per_tok"] = getNumExpertsPerTok();
+    obj["moe_intermediate_size"] = getMoeIntermediateSize();
+    obj["shared_expert_intermediate_size"] = getSharedExpertIntermediateSize();
+    obj["norm_topk_prob"] = getNormTopkProb();
+    obj["moe_scoring"] =
+        getMoeScoring().empty() ? "softmax" : getMoeScoring().str();
+    obj["moe_topk_method"] =
+        getMoeTopkMethod().empty() ? "greedy" : getMoeTopkMethod().str();
+    obj["n_group"] = getNGroup();
+    obj["topk_group"] = getTopkGroup();
+    obj["routed_scaling_factor"] = getRoutedScalingFactorOrDefault();
+    llvm::json::Array moe;
+    for (bool b : getLayerMoe())
+      moe.push_back(b);
+    obj["layer_moe"] = std::move(moe);
   }
   std::string s;
   llvm::raw_string_ostream os(s);

@@ -382,6 +382,45 @@ uint32_t ggufFileType(DType d) {
   }
 }
 
+/// What llama.cpp's GGUF of the family cannot hold, as an error naming the
+/// key and the value: a sliding window its architecture does not read, a
+/// family key whose value differs from the one llama.cpp hard-codes, dense
+/// layers in an architecture whose loader wants experts in every layer.
+Status checkGgufExpressible(const models::FamilySpec &f, const ModelConfig &c) {
+  const std::string arch = f.gguf.arch;
+  bool window = false;
+  for (models::GgufKey k : f.gguf.metadata)
+    window |= k == models::GgufKey::SlidingWindow;
+  if (f.gguf.readsBack && !window && c.slidingWindow > 0)
+    return Error("sliding_window = " + std::to_string(c.slidingWindow) +
+                 " cannot be expressed in GGUF '" + arch + "' (llama.cpp's " +
+                 arch + " has no sliding window)");
+  for (const models::ConfigKey &k : f.hf.keys) {
+    if (k.gguf != models::GgufKey::None || !k.ggufImplied)
+      continue;
+    double v = detail::getField(c, k.field);
+    if (v != k.ggufDefault)
+      return Error(std::string(k.hf) + " = " +
+                   (k.type == models::KeyType::Bool
+                        ? std::string(v != 0 ? "true" : "false")
+                        : std::to_string(v)) +
+                   " cannot be expressed in GGUF '" + arch +
+                   "' (llama.cpp assumes " +
+                   (k.type == models::KeyType::Bool
+                        ? std::string(k.ggufDefault != 0 ? "true" : "false")
+                        : std::to_string(k.ggufDefault)) +
+                   ")");
+  }
+  if (f.blocks.mlp == models::MlpBlock::SparseMoe && c.numExperts > 0 &&
+      f.moe.layers == models::MoeLayerRule::SparseStep)
+    for (int64_t i = 0; i < c.numLayers; ++i)
+      if (!c.isMoeLayer(i))
+        return Error("mlp_only_layers / decoder_sparse_step: layer " +
+                     std::to_string(i) + " is dense, which llama.cpp's '" +
+                     arch + "' cannot load (it wants experts in every layer)");
+  return Status();
+}
+
 Status generateGguf(const GeneratorOptions &o, const ModelConfig &c,
                     const Choice &choice) {
   const models::FamilySpec &f = *choice.family;
@@ -396,6 +435,7 @@ Status generateGguf(const GeneratorOptions &o, const ModelConfig &c,
   if (f.gguf.dropsLmHead && !c.tieWordEmbeddings)
     return Error("llama.cpp's converter of " + c.architecture +
                  " drops lm_head, so an untied one cannot be written as GGUF");
+  ETLLM_RETURN_IF_ERROR(checkGgufExpressible(f, c));
   GgufWriter w;
   auto u32 = [](int64_t v) { return GgufValue::u32(static_cast<uint32_t>(v)); };
   auto f32 = [](double v) { return GgufValue::f32(static_cast<float>(v)); };
@@ -436,6 +476,18 @@ Status generateGguf(const GeneratorOptions &o, const ModelConfig &c,
         familyKey = &k;
     if (familyKey) {
       double v = detail::getField(c, familyKey->field);
+      if (familyKey->type == models::KeyType::Bool) {
+        w.set(name, GgufValue::boolean(v != 0));
+        continue;
+      }
+      if (familyKey->type == models::KeyType::Choice) {
+        size_t i = static_cast<size_t>(v);
+        if (i >= familyKey->ggufCodes.size())
+          return Error(std::string(familyKey->hf) +
+                       " has no GGUF code for its value");
+        w.set(name, u32(familyKey->ggufCodes[i]));
+        continue;
+      }
       if (v == 0)
         v = detail::fallbackValue(c, familyKey->fallback);
       w.set(name, detail::isIntegerKey(*familyKey)
@@ -530,6 +582,16 @@ Status generateGguf(const GeneratorOptions &o, const ModelConfig &c,
     case GgufKey::FileType:
       w.set(name, u32(ggufFileType(qtype)));
       break;
+    case GgufKey::ExpertCount:
+    case GgufKey::ExpertUsedCount:
+    case GgufKey::ExpertFeedForwardLength:
+    case GgufKey::ExpertSharedFeedForwardLength:
+    case GgufKey::ExpertSharedCount:
+    case GgufKey::ExpertWeightsScale:
+    case GgufKey::ExpertWeightsNorm:
+    case GgufKey::ExpertGroupCount:
+    case GgufKey::ExpertGroupUsedCount:
+    case GgufKey::LeadingDenseBlockCount:
     case GgufKey::None:
     case GgufKey::RopeScalingFactor:
     case GgufKey::RopeScaleLinear:
@@ -544,12 +606,6 @@ Status generateGguf(const GeneratorOptions &o, const ModelConfig &c,
     case GgufKey::KvLoraRank:
     case GgufKey::RopeScalingYarnBetaFast:
     case GgufKey::RopeScalingYarnBetaSlow:
-    case GgufKey::LeadingDenseBlockCount:
-    case GgufKey::ExpertFeedForwardLength:
-    case GgufKey::ExpertCount:
-    case GgufKey::ExpertUsedCount:
-    case GgufKey::ExpertSharedCount:
-    case GgufKey::ExpertWeightsScale:
       // Written with their family key above, or never by the converter.
       break;
     }
@@ -593,20 +649,27 @@ Status generateGguf(const GeneratorOptions &o, const ModelConfig &c,
   Result<std::vector<ExpectedTensor>> specs = expectedTensors(c);
   if (!specs)
     return specs.error();
-  // How a GGUF tensor holds its HF tensor: as is (rows possibly permuted),
-  // or one half of an MLA kv_b_proj split per head (DeepseekV2Model).
+  // How a GGUF tensor holds its HF tensors: one as is (rows possibly
+  // permuted), every routed expert's projection of a layer stacked
+  // (blk.N.ffn_gate_exps [E, F, hidden]), or one half of an MLA kv_b_proj
+  // split per head (DeepseekV2Model).
   enum class Part { Whole, KeyHalf, ValueHalf };
   struct Planned {
-    const ExpectedTensor *spec;
+    std::vector<const ExpectedTensor *> specs;
     std::string name;
     DType dtype;
     int64_t permuteHeads;
     Part part = Part::Whole;
     std::vector<int64_t> shape; // in the file (PyTorch order)
   };
-  auto fileType = [&](const std::vector<int64_t> &shape) {
+  // llama.cpp's converter keeps the routers in F32 (ffn_gate_inp,
+  // ffn_gate_inp_shexp), as every 1-D tensor.
+  const std::string routerName =
+      std::string(".") + models::ggufTensorName(models::GgufTensor::FfnGateInp);
+  auto fileType = [&](const std::vector<int64_t> &shape,
+                      const std::string &name) {
     DType d = DType::F32;
-    if (shape.size() >= 2) {
+    if (shape.size() >= 2 && name.find(routerName) == std::string::npos) {
       d = qtype;
       if (shape.back() % dtypeBlockSize(d) != 0)
         d = DType::F16; // As llama.cpp does for rows that do not fit blocks.
@@ -618,9 +681,21 @@ Status generateGguf(const GeneratorOptions &o, const ModelConfig &c,
       std::string(".") +
       f.hfNames[static_cast<size_t>(models::HfModule::KvBProj)] + ".weight";
   for (const ExpectedTensor &t : *specs) {
-    std::string g = detail::hfNameToGguf(f, t.name);
+    int64_t expert = -1;
+    std::string g = detail::hfNameToGguf(f, t.name, &expert);
     if (g.empty())
       return Error("no GGUF name for tensor '" + t.name + "'");
+    if (expert > 0) {
+      Planned *stack = nullptr;
+      for (Planned &pl : plan)
+        if (pl.name == g)
+          stack = &pl;
+      if (!stack || static_cast<int64_t>(stack->specs.size()) != expert ||
+          stack->specs.front()->shape != t.shape)
+        return Error("expert tensor '" + t.name + "' does not continue " + g);
+      stack->specs.push_back(&t);
+      continue;
+    }
     if (splitKvB && t.name.size() > kvB.size() &&
         t.name.compare(t.name.size() - kvB.size(), kvB.size(), kvB) == 0) {
       // blk.N.attn_kv_b.weight -> blk.N.attn_k_b.weight, blk.N.attn_v_b...
@@ -632,12 +707,11 @@ Status generateGguf(const GeneratorOptions &o, const ModelConfig &c,
            {std::tuple{Part::KeyHalf, models::GgufTensor::AttnKB, kShape},
             std::tuple{Part::ValueHalf, models::GgufTensor::AttnVB, vShape}}) {
         std::string name = blk + models::ggufTensorName(tensor) + ".weight";
-        plan.push_back({&t, name, fileType(shape), 0, part, shape});
-        ETLLM_RETURN_IF_ERROR(w.addTensor(name, plan.back().dtype, shape));
+        plan.push_back({{&t}, name, fileType(shape, name), 0, part, shape});
       }
       continue;
     }
-    DType d = fileType(t.shape);
+    DType d = fileType(t.shape, g);
     int64_t heads = 0;
     if (f.gguf.permutesQk) {
       auto is = [&](models::HfModule m) {
@@ -649,52 +723,61 @@ Status generateGguf(const GeneratorOptions &o, const ModelConfig &c,
       else if (is(models::HfModule::KProj))
         heads = c.numKvHeads;
     }
-    plan.push_back({&t, g, d, heads, Part::Whole, t.shape});
-    ETLLM_RETURN_IF_ERROR(w.addTensor(g, d, t.shape));
+    plan.push_back({{&t}, g, d, heads, Part::Whole, t.shape});
+  }
+  for (const Planned &pl : plan) {
+    std::vector<int64_t> shape = pl.shape;
+    if (pl.part == Part::Whole && detail::ggufNameToHf(f, pl.name, 0) != "")
+      shape.insert(shape.begin(), static_cast<int64_t>(pl.specs.size()));
+    ETLLM_RETURN_IF_ERROR(w.addTensor(pl.name, pl.dtype, shape));
   }
   ETLLM_RETURN_IF_ERROR(w.open(o.output));
   if (!ropeFreqs.empty())
     ETLLM_RETURN_IF_ERROR(w.write(ropeFreqs.data(), ropeFreqs.size() * 4));
   for (const Planned &pl : plan) {
-    const ExpectedTensor &t = *pl.spec;
-    int64_t cols = pl.shape.size() > 1 ? pl.shape.back() : 1;
-    int64_t rows = 1;
-    for (size_t i = 0; i + 1 < pl.shape.size(); ++i)
-      rows *= pl.shape[i];
-    if (pl.shape.size() == 1)
-      rows = pl.shape[0];
-    int64_t perHead = pl.permuteHeads > 0 ? rows / pl.permuteHeads : 0;
-    const int64_t hfCols = t.shape.size() > 1 ? t.shape[1] : 1;
-    const int64_t nope = c.qkNopeHeadDim, kvl = c.kvLoraRank,
-                  head = c.qkNopeHeadDim + c.vHeadDim;
-    // GGUF element (r, col) holds this HF element: the converter's permute
-    // of q/k rows, or its split of kv_b_proj (k_b transposed per head).
-    auto source = [&](int64_t r, int64_t col) -> uint64_t {
-      int64_t hfRow = r, hfCol = col;
-      switch (pl.part) {
-      case Part::Whole:
-        if (perHead > 0) {
-          int64_t h = r / perHead, within = r % perHead;
-          hfRow = h * perHead + (within % 2) * (perHead / 2) + within / 2;
+    // One expert's tensor at a time (a stack holds them in order).
+    for (const ExpectedTensor *spec : pl.specs) {
+      const ExpectedTensor &t = *spec;
+      int64_t cols = pl.shape.size() > 1 ? pl.shape.back() : 1;
+      int64_t rows = 1;
+      for (size_t i = 0; i + 1 < pl.shape.size(); ++i)
+        rows *= pl.shape[i];
+      if (pl.shape.size() == 1)
+        rows = pl.shape[0];
+      int64_t perHead = pl.permuteHeads > 0 ? rows / pl.permuteHeads : 0;
+      const int64_t hfCols = t.shape.size() > 1 ? t.shape[1] : 1;
+      const int64_t nope = c.qkNopeHeadDim, kvl = c.kvLoraRank,
+                    head = c.qkNopeHeadDim + c.vHeadDim;
+      // GGUF element (r, col) holds this HF element: the converter's
+      // permute of q/k rows, or its split of kv_b_proj (k_b transposed per
+      // head).
+      auto source = [&](int64_t r, int64_t col) -> uint64_t {
+        int64_t hfRow = r, hfCol = col;
+        switch (pl.part) {
+        case Part::Whole:
+          if (perHead > 0) {
+            int64_t h = r / perHead, within = r % perHead;
+            hfRow = h * perHead + (within % 2) * (perHead / 2) + within / 2;
+          }
+          break;
+        case Part::KeyHalf: // row (h, latent c), column qk_nope i
+          hfRow = (r / kvl) * head + col;
+          hfCol = r % kvl;
+          break;
+        case Part::ValueHalf: // row (h, v j), column latent
+          hfRow = (r / c.vHeadDim) * head + nope + r % c.vHeadDim;
+          break;
         }
-        break;
-      case Part::KeyHalf: // row (h, latent c), column qk_nope i
-        hfRow = (r / kvl) * head + col;
-        hfCol = r % kvl;
-        break;
-      case Part::ValueHalf: // row (h, v j), column latent
-        hfRow = (r / c.vHeadDim) * head + nope + r % c.vHeadDim;
-        break;
-      }
-      return static_cast<uint64_t>(hfRow) * static_cast<uint64_t>(hfCols) +
-             static_cast<uint64_t>(hfCol);
-    };
-    bool addOne = c.normAddsOne && t.isNorm;
-    ValueStream vs = streamFor(o.seed, t.name, t.isNorm, c.normAddsOne);
-    ETLLM_RETURN_IF_ERROR(streamTensor(
-        vs, rows, cols, o.dtype, pl.dtype, source,
-        [addOne](float v) { return addOne ? v + 1.0f : v; },
-        [&](const uint8_t *p, size_t n) { return w.write(p, n); }));
+        return static_cast<uint64_t>(hfRow) * static_cast<uint64_t>(hfCols) +
+               static_cast<uint64_t>(hfCol);
+      };
+      bool addOne = c.normAddsOne && t.isNorm;
+      ValueStream vs = streamFor(o.seed, t.name, t.isNorm, c.normAddsOne);
+      ETLLM_RETURN_IF_ERROR(streamTensor(
+          vs, rows, cols, o.dtype, pl.dtype, source,
+          [addOne](float v) { return addOne ? v + 1.0f : v; },
+          [&](const uint8_t *p, size_t n) { return w.write(p, n); }));
+    }
   }
   return w.finish();
 }
@@ -749,11 +832,31 @@ Result<ModelConfig> generatorConfig(const GeneratorOptions &o) {
                                        : models::SlidingWindowRule::AllLayers);
   }
   // The family's own keys: the value both formats agree on.
+  detail::applyMoeDefaults(c, f);
   for (const models::ConfigKey &key : f.hf.keys) {
-    double v = key.gguf != models::GgufKey::None ? key.hfDefault : 0;
-    if (v == 0)
+    if (key.type == models::KeyType::IntList)
+      continue;
+    double v = key.gguf != models::GgufKey::None ? key.hfDefault
+               : key.ggufImplied                 ? key.ggufDefault
+                                                 : 0;
+    if (v == 0 && key.type == models::KeyType::Number)
       v = detail::fallbackValue(c, key.fallback);
     detail::setField(c, key.field, v);
+  }
+  if (f.blocks.mlp == models::MlpBlock::SparseMoe) {
+    auto set = [](int64_t &field, std::optional<int64_t> opt, int64_t preset) {
+      if (opt)
+        field = *opt;
+      else if (preset > 0)
+        field = preset;
+    };
+    set(c.numExperts, o.experts, p.experts);
+    set(c.numExpertsPerTok, o.expertsPerTok, p.expertsPerTok);
+    set(c.moeIntermediateSize, o.moeFfn, p.moeFfn);
+    set(c.sharedExpertIntermediateSize, o.sharedFfn, p.sharedFfn);
+  } else if (o.experts || o.expertsPerTok || o.moeFfn || o.sharedFfn) {
+    return Error("--experts, --experts-per-tok, --moe-ffn and --shared-ffn "
+                 "need a mixture-of-experts --arch");
   }
   if (f.blocks.attention == models::AttentionBlock::Mla) {
     // headDim is qk_rope_head_dim; every query head has its kv head.
@@ -765,9 +868,9 @@ Result<ModelConfig> generatorConfig(const GeneratorOptions &o) {
     c.vHeadDim = p.vHeadDim;
     // Dense layers only: first_k_dense_replace covers every layer.
     c.firstKDenseReplace = c.numLayers;
-    c.nRoutedExperts = p.experts;
+    c.numExperts = p.experts;
     c.numExpertsPerTok = p.expertsPerTok;
-    c.nSharedExperts = p.sharedExperts;
+    c.numSharedExperts = p.sharedExperts;
     c.moeIntermediateSize = p.moeFfn;
   } else if (o.qLoraRank || o.kvLoraRank) {
     return Error("--q-lora-rank and --kv-lora-rank need a family with "
@@ -775,6 +878,7 @@ Result<ModelConfig> generatorConfig(const GeneratorOptions &o) {
   }
   if (f.generator.configure)
     f.generator.configure(c);
+  detail::applyMoeLayers(c, f);
   std::string rs = o.ropeScaling;
   if (rs.empty())
     rs = p.ropeScaling;

@@ -80,6 +80,98 @@ bool fitLlama3(ModelConfig &c, const std::vector<float> &ff) {
   return false;
 }
 
+/// A family key from its GGUF key (or what GGUF implies without one).
+Result<double> readGgufFamilyKey(const MetaReader &m, const ModelConfig &c,
+                                 const models::ConfigKey &k,
+                                 const std::string &name) {
+  if (k.gguf == models::GgufKey::None)
+    return k.ggufImplied ? k.ggufDefault : detail::fallbackValue(c, k.fallback);
+  std::optional<double> got;
+  switch (k.type) {
+  case models::KeyType::IntList:
+    return 0.0;
+  case models::KeyType::Bool: {
+    std::optional<bool> b;
+    ETLLM_ASSIGN_OR_RETURN(b, m.optBool(name));
+    if (b)
+      got = *b ? 1.0 : 0.0;
+    break;
+  }
+  case models::KeyType::Choice: {
+    std::optional<uint64_t> u;
+    ETLLM_ASSIGN_OR_RETURN(u, m.optUInt(name));
+    if (u) {
+      std::string accepted;
+      for (size_t i = 0; i < k.ggufCodes.size(); ++i) {
+        if (*u == k.ggufCodes[i])
+          got = static_cast<double>(i);
+        accepted += (i ? ", " : "") + std::to_string(k.ggufCodes[i]) + " (" +
+                    k.choices[i] + ")";
+      }
+      if (!got)
+        return m.error(name, "unsupported value " + std::to_string(*u) +
+                                 " (supported: " + accepted + ")");
+    }
+    break;
+  }
+  case models::KeyType::Number:
+    if (detail::isIntegerKey(k)) {
+      std::optional<uint64_t> u;
+      ETLLM_ASSIGN_OR_RETURN(u, m.optUInt(name));
+      if (u)
+        got = static_cast<double>(*u);
+    } else {
+      ETLLM_ASSIGN_OR_RETURN(got, m.optFloat(name));
+    }
+    break;
+  }
+  double v = got.value_or(k.ggufDefault);
+  if (!got && v == 0 && k.type == models::KeyType::Number)
+    v = detail::fallbackValue(c, k.fallback);
+  ETLLM_RETURN_IF_ERROR(
+      detail::checkKeyRange(k, v, c.numLayers, [&](const std::string &what) {
+        return m.error(name, what);
+      }));
+  return v;
+}
+
+/// Which layers are sparse: those with a router tensor. A family whose
+/// config keys say which (DeepSeek's leading_dense_block_count) must agree;
+/// one whose GGUF cannot say (Qwen-MoE's mlp_only_layers) takes them from
+/// the tensors.
+Status readMoeLayers(const Checkpoint &ckpt, const FamilySpec &f,
+                     ModelConfig &c) {
+  detail::applyMoeLayers(c, f);
+  if (f.blocks.mlp != models::MlpBlock::SparseMoe)
+    return Status();
+  std::vector<bool> present(static_cast<size_t>(c.numLayers));
+  for (int64_t i = 0; i < c.numLayers; ++i)
+    present[static_cast<size_t>(i)] =
+        ckpt.find(models::hfPath(f, models::HfModule::MoeRouter, i) +
+                  ".weight") != nullptr;
+  if (present == c.layerIsMoe)
+    return Status();
+  if (f.moe.layers == models::MoeLayerRule::SparseStep && c.numExperts > 0) {
+    c.decoderSparseStep = 1;
+    c.mlpOnlyLayers.clear();
+    for (int64_t i = 0; i < c.numLayers; ++i)
+      if (!present[static_cast<size_t>(i)])
+        c.mlpOnlyLayers.push_back(i);
+    detail::applyMoeLayers(c, f);
+    if (present == c.layerIsMoe)
+      return Status();
+  }
+  for (int64_t i = 0; i < c.numLayers; ++i)
+    if (present[static_cast<size_t>(i)] != c.isMoeLayer(i))
+      return Error(ckpt.path() + ": layer " + std::to_string(i) +
+                   (present[static_cast<size_t>(i)] ? " has" : " lacks") +
+                   " the router tensor blk." + std::to_string(i) + "." +
+                   models::ggufTensorName(models::GgufTensor::FfnGateInp) +
+                   ".weight, but the metadata makes it " +
+                   (c.isMoeLayer(i) ? "sparse" : "dense"));
+  return Status();
+}
+
 /// The shortest decimal x (up to 9 significant digits) whose
 /// float(x * multiplier) is `stored`: the value a converter wrote as
 /// float32(x * multiplier) (yarn_log_multiplier = 0.1 * mscale_all_dim).
@@ -155,6 +247,14 @@ Status readMlaLengths(const MetaReader &m,
 
 } // namespace
 
+const FamilySpec *detail::ggufFamily(const Checkpoint &ckpt,
+                                     const std::string &arch) {
+  return models::findByGgufArch(arch, [&](models::GgufKey k) {
+    const GgufValue *v = ckpt.metadata(arch + "." + models::ggufKeyName(k));
+    return v ? v->toInt() : std::nullopt;
+  });
+}
+
 Result<ModelConfig> configFromGguf(const Checkpoint &ckpt) {
   MetaReader m(ckpt);
   std::optional<std::string> archOpt;
@@ -162,11 +262,7 @@ Result<ModelConfig> configFromGguf(const Checkpoint &ckpt) {
   if (!archOpt)
     return m.error("general.architecture", "required key is missing");
   const std::string arch = *archOpt;
-  const FamilySpec *family =
-      models::findByGgufArch(arch, [&](models::GgufKey k) {
-        const GgufValue *v = ckpt.metadata(arch + "." + models::ggufKeyName(k));
-        return v ? v->toInt() : std::nullopt;
-      });
+  const FamilySpec *family = detail::ggufFamily(ckpt, arch);
   if (!family)
     return m.error("general.architecture",
                    "unsupported architecture '" + arch +
@@ -370,32 +466,19 @@ Result<ModelConfig> configFromGguf(const Checkpoint &ckpt) {
                                        : models::SlidingWindowRule::AllLayers);
   }
   // The family's own keys: from their GGUF key, else what GGUF implies.
+  detail::applyMoeDefaults(c, f);
   for (const models::ConfigKey &k : f.hf.keys) {
-    double v = 0;
-    if (k.gguf != GgufKey::None) {
-      std::string name = key(k.gguf);
-      std::optional<double> got;
-      if (detail::isIntegerKey(k)) {
-        std::optional<uint64_t> u;
-        ETLLM_ASSIGN_OR_RETURN(u, m.optUInt(name));
-        if (u)
-          got = static_cast<double>(*u);
-      } else {
-        ETLLM_ASSIGN_OR_RETURN(got, m.optFloat(name));
-      }
-      v = got.value_or(k.ggufDefault);
-      if (!got && v == 0)
-        v = detail::fallbackValue(c, k.fallback);
-      ETLLM_RETURN_IF_ERROR(detail::checkKeyRange(
-          k, v, c.numLayers,
-          [&](const std::string &what) { return m.error(name, what); }));
-    } else {
-      v = detail::fallbackValue(c, k.fallback);
+    if (k.type == models::KeyType::IntList) {
+      detail::listField(c, k.field)->clear();
+      continue;
     }
+    double v;
+    ETLLM_ASSIGN_OR_RETURN(v, readGgufFamilyKey(m, c, k, key(k.gguf)));
     detail::setField(c, k.field, v);
   }
   if (mla)
     ETLLM_RETURN_IF_ERROR(readMlaLengths(m, key, c));
+  ETLLM_RETURN_IF_ERROR(readMoeLayers(ckpt, f, c));
   c.hiddenAct = f.hf.hiddenAct;
   c.tieWordEmbeddings = ckpt.find(models::hfPath(f, models::HfModule::LmHead) +
                                   ".weight") == nullptr;

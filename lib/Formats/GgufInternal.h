@@ -66,6 +66,16 @@ public:
     return std::optional<double>(*f);
   }
 
+  Result<std::optional<bool>> optBool(const std::string &key) const {
+    const GgufValue *v = ckpt_.metadata(key);
+    if (!v)
+      return std::optional<bool>();
+    if (std::optional<bool> b = v->toBool())
+      return b;
+    return error(key, std::string("expected a bool, got ") +
+                          ggufTypeName(v->type()));
+  }
+
   Result<std::optional<std::string>> optString(const std::string &key) const {
     const GgufValue *v = ckpt_.metadata(key);
     if (!v)
@@ -79,6 +89,12 @@ public:
 private:
   const Checkpoint &ckpt_;
 };
+
+/// The family a GGUF file of `arch` opens as, given its metadata (a family
+/// may need a key to read back: "llama" with expert_count is Mixtral), or
+/// null (GgufConfig.cpp).
+const models::FamilySpec *ggufFamily(const Checkpoint &checkpoint,
+                                     const std::string &arch);
 
 /// The tokenizer.ggml.* metadata of an opened GGUF file, validated; null
 /// when the file has none (GgufVocab.cpp).

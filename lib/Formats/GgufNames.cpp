@@ -34,10 +34,21 @@ bool splitKind(const std::string &name, std::string &base, std::string &kind) {
   return false;
 }
 
+/// Parses "<MoeExperts>.<j>.<rest>" (an expert module's path below the
+/// layer); false otherwise.
+bool splitExpert(const FamilySpec &f, const std::string &base, int64_t &expert,
+                 std::string &rest) {
+  return detail::splitLayerName(
+      base,
+      f.hfNames[static_cast<size_t>(models::HfModule::MoeExperts)] +
+          std::string("."),
+      expert, rest);
+}
+
 } // namespace
 
 std::string detail::ggufNameToHf(const models::FamilySpec &family,
-                                 const std::string &name) {
+                                 const std::string &name, int64_t expert) {
   const FamilySpec *f = &family;
   std::string base, kind, suffix;
   int64_t layer = -1;
@@ -50,28 +61,52 @@ std::string detail::ggufNameToHf(const models::FamilySpec &family,
       continue;
     if (!isLayer && kind != ".weight")
       return ""; // Model-level tensors have no bias.
-    return models::hfPath(*f, row.hf, layer) + kind;
+    if (models::isExpertModule(row.hf) != (expert >= 0))
+      return ""; // A stacked tensor names one expert's slice.
+    if (models::isBareParameter(row.hf))
+      return kind == ".bias" ? models::hfPath(*f, row.hf, layer) : "";
+    return models::hfPath(*f, row.hf, layer, expert) + kind;
   }
   return "";
 }
 
 std::string detail::hfNameToGguf(const models::FamilySpec &family,
-                                 const std::string &name) {
+                                 const std::string &name, int64_t *expert) {
   const FamilySpec *f = &family;
+  if (expert)
+    *expert = -1;
   std::string layers =
       f->hfNames[static_cast<size_t>(models::HfModule::Layers)] +
       std::string(".");
   std::string base, kind, suffix;
   int64_t layer = -1;
   bool isLayer = detail::splitLayerName(name, layers, layer, suffix);
+  for (const models::GgufTensorName &row : f->gguf.tensors) {
+    if (!isLayer || !models::isBareParameter(row.hf) ||
+        suffix != f->hfNames[static_cast<size_t>(row.hf)])
+      continue;
+    return "blk." + std::to_string(layer) + "." +
+           models::ggufTensorName(row.gguf) + ".bias";
+  }
   if (!splitKind(isLayer ? suffix : name, base, kind))
     return "";
+  int64_t j = -1;
+  std::string rest;
+  bool isExpert = isLayer && splitExpert(*f, base, j, rest);
   for (const models::GgufTensorName &row : f->gguf.tensors) {
     if (isLayer != models::isLayerModule(row.hf) ||
-        base != f->hfNames[static_cast<size_t>(row.hf)])
+        models::isBareParameter(row.hf))
+      continue;
+    bool expertRow = models::isExpertModule(row.hf);
+    if (expertRow ? !isExpert || rest != f->hfNames[static_cast<size_t>(row.hf)]
+                  : base != f->hfNames[static_cast<size_t>(row.hf)])
       continue;
     if (!isLayer && kind != ".weight")
       return "";
+    if (expertRow && kind != ".weight")
+      return ""; // Experts have no biases in any supported family.
+    if (expertRow && expert)
+      *expert = j;
     std::string g = models::ggufTensorName(row.gguf) + kind;
     return isLayer ? "blk." + std::to_string(layer) + "." + g : g;
   }
@@ -86,6 +121,16 @@ std::string ggufNameToHf(const std::string &arch, const std::string &name) {
 std::string hfNameToGguf(const std::string &arch, const std::string &name) {
   const FamilySpec *f = models::findByGgufArch(arch);
   return f ? detail::hfNameToGguf(*f, name) : "";
+}
+
+std::string ggufNameToHf(const models::FamilySpec &family,
+                         const std::string &name, int64_t expert) {
+  return detail::ggufNameToHf(family, name, expert);
+}
+
+std::string hfNameToGguf(const models::FamilySpec &family,
+                         const std::string &name, int64_t *expert) {
+  return detail::hfNameToGguf(family, name, expert);
 }
 
 std::string ggufArchForModelType(const std::string &modelType) {

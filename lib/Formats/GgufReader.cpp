@@ -300,12 +300,7 @@ Result<std::unique_ptr<Checkpoint>> openGguf(const std::string &path) {
     return Error(path + ": metadata key 'general.architecture': required key "
                         "is missing");
   }
-  const FamilySpec *family =
-      models::findByGgufArch(*arch, [&](models::GgufKey k) {
-        const GgufValue *v =
-            b.get().metadata(*arch + "." + models::ggufKeyName(k));
-        return v ? v->toInt() : std::nullopt;
-      });
+  const FamilySpec *family = detail::ggufFamily(b.get(), *arch);
   if (!family)
     return Error(path +
                  ": metadata key 'general.architecture': unsupported "
@@ -398,6 +393,40 @@ Result<std::unique_ptr<Checkpoint>> openGguf(const std::string &path) {
       return Error(where + ": data [" + std::to_string(info.offset) + ", +" +
                    std::to_string(info.nbytes) + ") runs past the end of the " +
                    std::to_string(dataSize) + "-byte data section");
+    if (!detail::ggufNameToHf(*family, info.name, 0).empty()) {
+      // A stacked expert tensor [E, rows, cols]: one HF tensor per expert,
+      // each a slice of the bytes (whole rows, so any ggml type).
+      if (info.shape.size() != 3)
+        return Error(where +
+                     ": a stacked expert tensor must have 3 "
+                     "dimensions, got " +
+                     shapeToString(info.shape));
+      const int64_t experts = info.shape[0];
+      // Every expert becomes a tensor of its own: bound the count (a
+      // zero-sized slice would otherwise let a tiny file ask for billions).
+      constexpr int64_t kMaxExperts = 1 << 16;
+      if (experts < 1 || experts > kMaxExperts)
+        return Error(where + ": " + std::to_string(experts) +
+                     " experts is outside [1, " + std::to_string(kMaxExperts) +
+                     "]");
+      std::vector<int64_t> slice(info.shape.begin() + 1, info.shape.end());
+      Result<uint64_t> sliceBytes = byteSize(info.dtype, slice);
+      if (!sliceBytes)
+        return Error(where + ": " + sliceBytes.message());
+      for (int64_t j = 0; j < experts; ++j) {
+        TensorRef t;
+        t.sourceName = info.name + "[" + std::to_string(j) + "]";
+        t.name = detail::ggufNameToHf(*family, info.name, j);
+        t.file = path;
+        t.dtype = info.dtype;
+        t.shape = slice;
+        t.fileOffset = dataStart + info.offset + uint64_t(j) * *sliceBytes;
+        t.data = file->data() + t.fileOffset;
+        t.nbytes = *sliceBytes;
+        ETLLM_RETURN_IF_ERROR(b.addTensor(std::move(t)));
+      }
+      continue;
+    }
     TensorRef t;
     t.sourceName = info.name;
     t.name = detail::ggufNameToHf(*family, info.name);

@@ -332,7 +332,7 @@ Status readRope(const ConfigReader &r, const models::HfConfigSpec &hf,
     if (it != rp->end())
       ETLLM_ASSIGN_OR_RETURN(theta,
                              r.optDouble("rope_parameters.rope_theta", &*it));
-    c.ropeTheta = theta.value_or(10000.0);
+    c.ropeTheta = theta.value_or(hf.ropeTheta);
     ETLLM_RETURN_IF_ERROR(
         parseRopeScaling(r, *rp, "rope_parameters", hf.yarnRopeScaling, c));
     auto prf = rp->find("partial_rotary_factor");
@@ -344,7 +344,7 @@ Status readRope(const ConfigReader &r, const models::HfConfigSpec &hf,
         c.partialRotaryFactor = *f;
     }
   } else {
-    ETLLM_ASSIGN_OR_RETURN(c.ropeTheta, r.doubleOr("rope_theta", 10000.0));
+    ETLLM_ASSIGN_OR_RETURN(c.ropeTheta, r.doubleOr("rope_theta", hf.ropeTheta));
     if (const json *rs = r.get("rope_scaling"))
       ETLLM_RETURN_IF_ERROR(
           parseRopeScaling(r, *rs, "rope_scaling", hf.yarnRopeScaling, c));
@@ -368,16 +368,58 @@ Status readRope(const ConfigReader &r, const models::HfConfigSpec &hf,
   return Status();
 }
 
+/// A KeyType::Choice key's string as its index; an error naming the key and
+/// the value (and the accepted ones) otherwise.
+Result<double> readChoice(const ConfigReader &r, const models::ConfigKey &key,
+                          const std::string &value) {
+  std::string accepted;
+  for (size_t i = 0; i < key.choices.size(); ++i) {
+    if (value == key.choices[i])
+      return static_cast<double>(i);
+    accepted += (i ? ", " : "") + std::string(key.choices[i]);
+  }
+  return r.error(key.hf, "unsupported value '" + value +
+                             "' (supported: " + accepted + ")");
+}
+
 /// The keys only the family has (ConfigKey): config-class default when
 /// absent, null as the key says, checked against its range.
 Status readFamilyKeys(const ConfigReader &r, const models::HfConfigSpec &hf,
                       ModelConfig &c) {
   for (const models::ConfigKey &key : hf.keys) {
+    if (key.type == models::KeyType::IntList) {
+      std::vector<int64_t> *list = detail::listField(c, key.field);
+      list->clear();
+      const json *v = r.get(key.hf);
+      if (!v)
+        continue; // absent or null: the empty list (the class default)
+      if (!v->is_array())
+        return r.error(key.hf, "expected an array of integers");
+      for (const json &e : *v) {
+        std::optional<int64_t> i;
+        ETLLM_ASSIGN_OR_RETURN(i, r.optInt(key.hf, &e));
+        if (!i || *i < 0 || *i >= c.numLayers)
+          return r.error(key.hf, "entries must be layer indices in [0, " +
+                                     std::to_string(c.numLayers) + "), got " +
+                                     e.dump());
+        list->push_back(*i);
+      }
+      continue;
+    }
     double v = key.hfDefault;
-    if (v == 0)
+    if (v == 0 && key.type == models::KeyType::Number)
       v = detail::fallbackValue(c, key.fallback);
     if (r.has(key.hf)) {
-      if (detail::isIntegerKey(key)) {
+      if (key.type == models::KeyType::Bool) {
+        bool b;
+        ETLLM_ASSIGN_OR_RETURN(b, r.boolOr(key.hf, v != 0));
+        v = b ? 1 : 0;
+      } else if (key.type == models::KeyType::Choice) {
+        std::optional<std::string> str;
+        ETLLM_ASSIGN_OR_RETURN(str, r.optString(key.hf));
+        if (str)
+          ETLLM_ASSIGN_OR_RETURN(v, readChoice(r, key, *str));
+      } else if (detail::isIntegerKey(key)) {
         std::optional<int64_t> i;
         ETLLM_ASSIGN_OR_RETURN(i, r.optInt(key.hf));
         if (i)
@@ -597,7 +639,9 @@ Result<ModelConfig> parseHfConfigText(const std::string &text,
   const models::HfConfigSpec &hf = family->hf;
   ETLLM_RETURN_IF_ERROR(readSizes(r, hf, c));
   ETLLM_RETURN_IF_ERROR(readRope(r, hf, c));
+  detail::applyMoeDefaults(c, *family);
   ETLLM_RETURN_IF_ERROR(readFamilyKeys(r, hf, c));
+  detail::applyMoeLayers(c, *family);
   ETLLM_RETURN_IF_ERROR(readBiasesAndActivation(r, hf, c));
   ETLLM_RETURN_IF_ERROR(readSlidingWindows(r, hf, c));
   ETLLM_RETURN_IF_ERROR(readSpecialTokens(r, hf, c));

@@ -161,7 +161,23 @@ Result<std::string> toHfConfigJson(const ModelConfig &config) {
     j["mlp_bias"] = c.mlpBias;
 
   for (const models::ConfigKey &key : hf.keys) {
+    if (key.type == models::KeyType::IntList) {
+      j[key.hf] = *detail::listField(c, key.field);
+      continue;
+    }
     double v = detail::getField(c, key.field);
+    if (key.type == models::KeyType::Bool) {
+      j[key.hf] = v != 0;
+      continue;
+    }
+    if (key.type == models::KeyType::Choice) {
+      size_t i = static_cast<size_t>(v);
+      if (i >= key.choices.size())
+        return Error(c.architecture + ": no value of '" + key.hf + "' for " +
+                     std::to_string(i));
+      j[key.hf] = key.choices[i];
+      continue;
+    }
     if (v == 0)
       v = detail::fallbackValue(c, key.fallback);
     if (key.writeZeroAsNull && v == 0)
@@ -192,6 +208,17 @@ Result<std::string> toHfConfigJson(const ModelConfig &config) {
     }
   }
 
+  {
+    ModelConfig layers = c;
+    detail::applyMoeLayers(layers, f);
+    bool same = true;
+    for (int64_t i = 0; i < c.numLayers; ++i)
+      same &= layers.isMoeLayer(i) == c.isMoeLayer(i);
+    if (!same)
+      return Error(c.architecture +
+                   ": the sparse layers cannot be expressed by its "
+                   "config keys");
+  }
   if ((c.attentionBias || c.oProjBias) && hf.bias == models::BiasRule::None)
     return Error(c.architecture + " has no attention bias");
   if (c.mlpBias && !hf.mlpBiasKey)

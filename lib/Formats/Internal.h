@@ -173,6 +173,36 @@ inline double getField(const ModelConfig &c, models::ConfigField field) {
     return c.attentionMultiplier;
   case models::ConfigField::LogitsScaling:
     return c.logitsScaling;
+  case models::ConfigField::NumExperts:
+    return static_cast<double>(c.numExperts);
+  case models::ConfigField::NumExpertsPerTok:
+    return static_cast<double>(c.numExpertsPerTok);
+  case models::ConfigField::MoeIntermediateSize:
+    return static_cast<double>(c.moeIntermediateSize);
+  case models::ConfigField::SharedExpertIntermediateSize:
+    return static_cast<double>(c.sharedExpertIntermediateSize);
+  case models::ConfigField::NumSharedExperts:
+    return static_cast<double>(c.numSharedExperts);
+  case models::ConfigField::NormTopkProb:
+    return c.normTopkProb ? 1 : 0;
+  case models::ConfigField::RoutedScalingFactor:
+    return c.routedScalingFactor;
+  case models::ConfigField::MoeScoring:
+    return static_cast<double>(c.moeScoring);
+  case models::ConfigField::MoeTopkMethod:
+    return static_cast<double>(c.moeTopkMethod);
+  case models::ConfigField::NumExpertGroups:
+    return static_cast<double>(c.numExpertGroups);
+  case models::ConfigField::TopkGroup:
+    return static_cast<double>(c.topkGroup);
+  case models::ConfigField::DecoderSparseStep:
+    return static_cast<double>(c.decoderSparseStep);
+  case models::ConfigField::FirstKDenseReplace:
+    return static_cast<double>(c.firstKDenseReplace);
+  case models::ConfigField::MoeLayerFreq:
+    return static_cast<double>(c.moeLayerFreq);
+  case models::ConfigField::MlpOnlyLayers:
+    return 0; // a list: listField
   case models::ConfigField::QLoraRank:
     return static_cast<double>(c.qLoraRank);
   case models::ConfigField::KvLoraRank:
@@ -181,22 +211,19 @@ inline double getField(const ModelConfig &c, models::ConfigField field) {
     return static_cast<double>(c.qkNopeHeadDim);
   case models::ConfigField::VHeadDim:
     return static_cast<double>(c.vHeadDim);
-  case models::ConfigField::FirstKDenseReplace:
-    return static_cast<double>(c.firstKDenseReplace);
-  case models::ConfigField::MoeIntermediateSize:
-    return static_cast<double>(c.moeIntermediateSize);
-  case models::ConfigField::NRoutedExperts:
-    return static_cast<double>(c.nRoutedExperts);
-  case models::ConfigField::NSharedExperts:
-    return static_cast<double>(c.nSharedExperts);
-  case models::ConfigField::NumExpertsPerTok:
-    return static_cast<double>(c.numExpertsPerTok);
-  case models::ConfigField::RoutedScalingFactor:
-    return c.routedScalingFactor;
-  case models::ConfigField::MoeLayerFreq:
-    return static_cast<double>(c.moeLayerFreq);
   }
   return 0;
+}
+
+/// The list a KeyType::IntList key reads and writes.
+inline std::vector<int64_t> *listField(ModelConfig &c,
+                                       models::ConfigField field) {
+  return field == models::ConfigField::MlpOnlyLayers ? &c.mlpOnlyLayers
+                                                     : nullptr;
+}
+inline const std::vector<int64_t> *listField(const ModelConfig &c,
+                                             models::ConfigField field) {
+  return listField(const_cast<ModelConfig &>(c), field);
 }
 
 /// Sets a family key's field.
@@ -226,6 +253,42 @@ inline void setField(ModelConfig &c, models::ConfigField field, double v) {
   case models::ConfigField::LogitsScaling:
     c.logitsScaling = v;
     return;
+  case models::ConfigField::NumExperts:
+    c.numExperts = static_cast<int64_t>(v);
+    return;
+  case models::ConfigField::NumExpertsPerTok:
+    c.numExpertsPerTok = static_cast<int64_t>(v);
+    return;
+  case models::ConfigField::MoeIntermediateSize:
+    c.moeIntermediateSize = static_cast<int64_t>(v);
+    return;
+  case models::ConfigField::SharedExpertIntermediateSize:
+    c.sharedExpertIntermediateSize = static_cast<int64_t>(v);
+    return;
+  case models::ConfigField::NumSharedExperts:
+    c.numSharedExperts = static_cast<int64_t>(v);
+    return;
+  case models::ConfigField::NormTopkProb:
+    c.normTopkProb = v != 0;
+    return;
+  case models::ConfigField::RoutedScalingFactor:
+    c.routedScalingFactor = v;
+    return;
+  case models::ConfigField::MoeScoring:
+    c.moeScoring = static_cast<models::MoeScoring>(static_cast<int>(v));
+    return;
+  case models::ConfigField::MoeTopkMethod:
+    c.moeTopkMethod = static_cast<models::MoeTopkMethod>(static_cast<int>(v));
+    return;
+  case models::ConfigField::NumExpertGroups:
+    c.numExpertGroups = static_cast<int64_t>(v);
+    return;
+  case models::ConfigField::TopkGroup:
+    c.topkGroup = static_cast<int64_t>(v);
+    return;
+  case models::ConfigField::DecoderSparseStep:
+    c.decoderSparseStep = static_cast<int64_t>(v);
+    return;
   case models::ConfigField::QLoraRank:
     c.qLoraRank = static_cast<int64_t>(v);
     return;
@@ -241,24 +304,11 @@ inline void setField(ModelConfig &c, models::ConfigField field, double v) {
   case models::ConfigField::FirstKDenseReplace:
     c.firstKDenseReplace = static_cast<int64_t>(v);
     return;
-  case models::ConfigField::MoeIntermediateSize:
-    c.moeIntermediateSize = static_cast<int64_t>(v);
-    return;
-  case models::ConfigField::NRoutedExperts:
-    c.nRoutedExperts = static_cast<int64_t>(v);
-    return;
-  case models::ConfigField::NSharedExperts:
-    c.nSharedExperts = static_cast<int64_t>(v);
-    return;
-  case models::ConfigField::NumExpertsPerTok:
-    c.numExpertsPerTok = static_cast<int64_t>(v);
-    return;
-  case models::ConfigField::RoutedScalingFactor:
-    c.routedScalingFactor = v;
-    return;
   case models::ConfigField::MoeLayerFreq:
     c.moeLayerFreq = static_cast<int64_t>(v);
     return;
+  case models::ConfigField::MlpOnlyLayers:
+    return; // a list: listField
   }
 }
 
@@ -282,8 +332,49 @@ inline double fallbackValue(const ModelConfig &c, models::KeyFallback f) {
     return static_cast<double>(c.headDim);
   case models::KeyFallback::MaxPositionEmbeddings:
     return static_cast<double>(c.maxPositionEmbeddings);
+  case models::KeyFallback::IntermediateSize:
+    return static_cast<double>(c.intermediateSize);
+  case models::KeyFallback::IntermediatePerExpertUsed:
+    return c.numExpertsPerTok > 0
+               ? static_cast<double>(c.intermediateSize / c.numExpertsPerTok)
+               : 0;
   }
   return 0;
+}
+
+/// The routing a family's config has when no key says (MoeSpec), before
+/// the family keys are read.
+inline void applyMoeDefaults(ModelConfig &c, const models::FamilySpec &f) {
+  c.moeScoring = f.moe.scoring;
+  c.moeTopkMethod = f.moe.topkMethod;
+  c.normTopkProb = f.moe.normTopkProb;
+}
+
+/// Marks the sparse layers of the family's MoeLayerRule (all dense when the
+/// family has no MoE block or no experts).
+inline void applyMoeLayers(ModelConfig &c, const models::FamilySpec &f) {
+  c.layerIsMoe.assign(static_cast<size_t>(std::max<int64_t>(c.numLayers, 0)),
+                      false);
+  if (f.blocks.mlp != models::MlpBlock::SparseMoe || c.numExperts <= 0)
+    return;
+  for (int64_t i = 0; i < c.numLayers; ++i) {
+    bool sparse = false;
+    switch (f.moe.layers) {
+    case models::MoeLayerRule::AllLayers:
+      sparse = true;
+      break;
+    case models::MoeLayerRule::SparseStep:
+      sparse = c.decoderSparseStep > 0 && (i + 1) % c.decoderSparseStep == 0 &&
+               std::find(c.mlpOnlyLayers.begin(), c.mlpOnlyLayers.end(), i) ==
+                   c.mlpOnlyLayers.end();
+      break;
+    case models::MoeLayerRule::FirstKDense:
+      sparse = i >= c.firstKDenseReplace && c.moeLayerFreq > 0 &&
+               i % c.moeLayerFreq == 0;
+      break;
+    }
+    c.layerIsMoe[static_cast<size_t>(i)] = sparse;
+  }
 }
 
 /// Checks `v` against the key's range; `error(what)` makes the error (it
@@ -291,6 +382,10 @@ inline double fallbackValue(const ModelConfig &c, models::KeyFallback f) {
 template <typename MakeError>
 Status checkKeyRange(const models::ConfigKey &key, double v, int64_t numLayers,
                      MakeError error) {
+  if (key.type == models::KeyType::Bool ||
+      key.type == models::KeyType::Choice ||
+      key.type == models::KeyType::IntList)
+    return Status(); // checked when parsed
   switch (key.range) {
   case models::KeyRange::NonNegative:
     if (!(v >= 0))
@@ -339,12 +434,16 @@ inline void applySlidingPattern(ModelConfig &c,
         (rule == models::SlidingWindowRule::EvenLayers && i % 2 == 0);
 }
 
-/// The HF name of a llama.cpp tensor name, or "" (GgufNames.cpp).
+/// The HF name of a llama.cpp tensor name, or "" (GgufNames.cpp). A
+/// stacked expert tensor (ffn_gate_exps) names expert `expert`'s slice
+/// (and nothing without one).
 std::string ggufNameToHf(const models::FamilySpec &family,
-                         const std::string &ggufName);
-/// The llama.cpp name of an HF tensor name, or "" (GgufNames.cpp).
+                         const std::string &ggufName, int64_t expert = -1);
+/// The llama.cpp name of an HF tensor name, or "" (GgufNames.cpp). An
+/// expert's projection maps to its stacked tensor; `expert` (when given) is
+/// set to its index, else -1.
 std::string hfNameToGguf(const models::FamilySpec &family,
-                         const std::string &hfName);
+                         const std::string &hfName, int64_t *expert = nullptr);
 
 /// Splits "model.layers.12.self_attn.q_proj.weight" into layer 12 and suffix
 /// "self_attn.q_proj.weight"; false if not a layer tensor.

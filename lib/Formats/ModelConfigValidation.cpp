@@ -16,6 +16,76 @@ namespace etllm::formats {
 
 using models::FamilySpec;
 
+namespace {
+
+/// The mixture-of-experts fields: sizes, top-k within the experts, groups
+/// that divide the experts and hold the top-k, per-layer flags.
+Status validateMoe(const ModelConfig &c) {
+  if (!c.layerIsMoe.empty() &&
+      c.layerIsMoe.size() != static_cast<size_t>(c.numLayers))
+    return Error("layerIsMoe has " + std::to_string(c.layerIsMoe.size()) +
+                 " entries for " + std::to_string(c.numLayers) + " layers");
+  bool anySparse = false;
+  for (bool b : c.layerIsMoe)
+    anySparse |= b;
+  for (int64_t l : c.mlpOnlyLayers)
+    if (l < 0 || l >= c.numLayers)
+      return Error("mlp_only_layers: " + std::to_string(l) +
+                   " is not a layer index");
+  if (!anySparse)
+    return Status();
+  auto size = [](const char *name, int64_t v, int64_t lo) -> Status {
+    if (v < lo || v > detail::kMaxConfigDim)
+      return Error(std::string(name) + " = " + std::to_string(v) +
+                   " is outside [" + std::to_string(lo) + ", " +
+                   std::to_string(detail::kMaxConfigDim) + "]");
+    return Status();
+  };
+  ETLLM_RETURN_IF_ERROR(size("num_experts", c.numExperts, 1));
+  ETLLM_RETURN_IF_ERROR(size("num_experts_per_tok", c.numExpertsPerTok, 1));
+  if (c.numExpertsPerTok > c.numExperts)
+    return Error("num_experts_per_tok = " + std::to_string(c.numExpertsPerTok) +
+                 " is more than the " + std::to_string(c.numExperts) +
+                 " experts");
+  ETLLM_RETURN_IF_ERROR(
+      size("moe_intermediate_size", c.expertIntermediateSize(), 1));
+  ETLLM_RETURN_IF_ERROR(size("shared_expert_intermediate_size",
+                             c.sharedExpertIntermediateSize, 0));
+  if (!(c.routedScalingFactor > 0) || !std::isfinite(c.routedScalingFactor))
+    return Error("routed_scaling_factor must be positive");
+  if (c.numExperts * c.expertIntermediateSize() > 64 * detail::kMaxConfigDim)
+    return Error("num_experts * moe_intermediate_size is absurdly large");
+  bool grouped = c.moeTopkMethod != models::MoeTopkMethod::Greedy;
+  if (grouped) {
+    const char *method = c.moeTopkMethod == models::MoeTopkMethod::NoauxTc
+                             ? "noaux_tc"
+                             : "group_limited_greedy";
+    if (c.numExpertGroups < 1 || c.numExperts % c.numExpertGroups != 0)
+      return Error(std::string("topk_method ") + method +
+                   ": n_group = " + std::to_string(c.numExpertGroups) +
+                   " must be positive and divide the " +
+                   std::to_string(c.numExperts) + " experts");
+    if (c.topkGroup < 1 || c.topkGroup > c.numExpertGroups)
+      return Error(std::string("topk_method ") + method + ": topk_group = " +
+                   std::to_string(c.topkGroup) + " must be in [1, n_group = " +
+                   std::to_string(c.numExpertGroups) + "]");
+    int64_t perGroup = c.numExperts / c.numExpertGroups;
+    if (c.moeTopkMethod == models::MoeTopkMethod::NoauxTc && perGroup < 2)
+      return Error("topk_method noaux_tc ranks groups by their two best "
+                   "experts: n_group = " +
+                   std::to_string(c.numExpertGroups) + " leaves " +
+                   std::to_string(perGroup) + " per group");
+    if (c.numExpertsPerTok > c.topkGroup * perGroup)
+      return Error(
+          "num_experts_per_tok = " + std::to_string(c.numExpertsPerTok) +
+          " is more than the " + std::to_string(c.topkGroup * perGroup) +
+          " experts of topk_group groups");
+  }
+  return Status();
+}
+
+} // namespace
+
 Status validate(const ModelConfig &c) {
   auto dim = [](const char *name, int64_t v) -> Status {
     if (v <= 0 || v > detail::kMaxConfigDim)
@@ -91,6 +161,7 @@ Status validate(const ModelConfig &c) {
                    "positive");
   if (!(c.attentionMultiplier >= 0) || !std::isfinite(c.attentionMultiplier))
     return Error("the attention multiplier must not be negative");
+  ETLLM_RETURN_IF_ERROR(validateMoe(c));
   auto tok = [&](const char *name, int64_t id) -> Status {
     if (id < -1 || id >= c.vocabSize)
       return Error(std::string(name) + " " + std::to_string(id) +
@@ -144,6 +215,40 @@ Status validate(const ModelConfig &c) {
   return Status();
 }
 
+namespace {
+
+/// The tensors of one sparse MoE block (MlpBlock::SparseMoe): the router
+/// [E, hidden] (and DeepSeek-V3's score-correction bias [E]), every routed
+/// expert's gate/up [F, hidden] and down [hidden, F], the shared expert's
+/// projections and Qwen2-MoE's shared-expert gate [1, hidden].
+template <typename Add>
+void addMoeTensors(const FamilySpec &f, const ModelConfig &t, int64_t layer,
+                   Add &add, int64_t &expert) {
+  using models::HfModule;
+  (void)layer;
+  const int64_t h = t.hiddenSize, E = t.numExperts,
+                fe = t.expertIntermediateSize(),
+                fs = t.sharedExpertIntermediateSize;
+  add(HfModule::MoeRouter, {E, h});
+  if (t.moeTopkMethod == models::MoeTopkMethod::NoauxTc)
+    add(HfModule::MoeRouterBias, {E});
+  for (expert = 0; expert < E; ++expert) {
+    add(HfModule::ExpertGateProj, {fe, h});
+    add(HfModule::ExpertUpProj, {fe, h});
+    add(HfModule::ExpertDownProj, {h, fe});
+  }
+  expert = -1;
+  if (f.moe.sharedExpert != models::SharedExpertKind::None && fs > 0) {
+    add(HfModule::SharedGateProj, {fs, h});
+    add(HfModule::SharedUpProj, {fs, h});
+    add(HfModule::SharedDownProj, {h, fs});
+    if (f.moe.sharedExpert == models::SharedExpertKind::SigmoidGated)
+      add(HfModule::SharedExpertGate, {1, h});
+  }
+}
+
+} // namespace
+
 Result<std::vector<ExpectedTensor>> expectedTensors(const ModelConfig &c) {
   ETLLM_RETURN_IF_ERROR(validate(c));
   const FamilySpec &f = *familyOf(c);
@@ -151,10 +256,14 @@ Result<std::vector<ExpectedTensor>> expectedTensors(const ModelConfig &c) {
   ETLLM_RETURN_IF_ERROR(applyArchitectureTraits(t));
   std::vector<ExpectedTensor> out;
   using models::HfModule;
-  int64_t layer = -1;
+  int64_t layer = -1, expert = -1;
   auto add = [&](HfModule m, std::vector<int64_t> shape, bool isNorm = false,
                  bool bias = false) {
-    std::string base = models::hfPath(f, m, layer);
+    std::string base = models::hfPath(f, m, layer, expert);
+    if (models::isBareParameter(m)) {
+      out.push_back({base, shape, false, true});
+      return;
+    }
     out.push_back({base + ".weight", shape, isNorm, false});
     if (bias)
       out.push_back({base + ".bias", {shape[0]}, false, true});
@@ -207,13 +316,20 @@ Result<std::vector<ExpectedTensor>> expectedTensors(const ModelConfig &c) {
     switch (f.blocks.mlp) {
     case models::MlpBlock::FusedGateUp:
       add(HfModule::GateUpProj, {2 * ffn, h}, false, t.mlpBias);
+      add(HfModule::DownProj, {h, ffn}, false, t.mlpBias);
       break;
+    case models::MlpBlock::SparseMoe:
+      if (t.isMoeLayer(layer)) {
+        addMoeTensors(f, t, layer, add, expert);
+        break;
+      }
+      [[fallthrough]];
     case models::MlpBlock::Gated:
       add(HfModule::GateProj, {ffn, h}, false, t.mlpBias);
       add(HfModule::UpProj, {ffn, h}, false, t.mlpBias);
+      add(HfModule::DownProj, {h, ffn}, false, t.mlpBias);
       break;
     }
-    add(HfModule::DownProj, {h, ffn}, false, t.mlpBias);
   }
   layer = -1;
   add(HfModule::FinalNorm, {h}, true);

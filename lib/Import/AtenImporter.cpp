@@ -2090,7 +2090,12 @@ FailureOr<ModelConfigAttr> modelConfigAttr(Builder &b, const json &cfg,
       layers, heads, kvHeads, headDim, vocab, maxSeq, rotary,
       llvm::APFloat(eps), llvm::APFloat(theta), llvm::APFloat(scale), window,
       llvm::APFloat(attnCap), llvm::APFloat(finalCap), tied, bos, eos,
-      layerWindow, qLora, kvLora, qkNope, vHead);
+      layerWindow, qLora, kvLora, qkNope, vHead, /*numExperts=*/0,
+      /*numExpertsPerTok=*/0,
+      /*moeIntermediateSize=*/0, /*sharedExpertIntermediateSize=*/0,
+      /*normTopkProb=*/false, /*moeScoring=*/"", /*moeTopkMethod=*/"",
+      /*nGroup=*/0, /*topkGroup=*/0, llvm::APFloat(0.0),
+      /*layerMoe=*/ArrayRef<bool>());
 }
 
 } // namespace

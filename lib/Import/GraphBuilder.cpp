@@ -105,10 +105,21 @@ LogicalResult buildModel(GraphEmitter &e, const ::etllm::ImportOptions &options,
   return success(e.error.empty());
 }
 
+/// The routing names #etllm.model_config records ("" for a dense model).
+StringRef moeScoringName(const ModelConfig &c) {
+  return c.numExperts == 0 ? "" : ::etllm::models::moeScoringName(c.moeScoring);
+}
+StringRef moeTopkMethodName(const ModelConfig &c) {
+  return c.numExperts == 0
+             ? ""
+             : ::etllm::models::moeTopkMethodName(c.moeTopkMethod);
+}
+
 /// The configuration as the typed `#etllm.model_config`, read back by passes
 /// (source swap) and copied into the program file.
 ModelConfigAttr configAttr(MLIRContext *ctx, const ModelConfig &c,
                            int64_t maxSeq, const std::string &dtype) {
+  const bool moe = c.hasMoeLayers();
   return ModelConfigAttr::get(
       ctx, c.architecture, c.modelType, dtype, c.hiddenSize, c.intermediateSize,
       c.numLayers, c.numHeads, c.numKvHeads, c.headDim, c.vocabSize, maxSeq,
@@ -119,7 +130,17 @@ ModelConfigAttr configAttr(MLIRContext *ctx, const ModelConfig &c,
       c.eosTokenIds,
       SmallVector<bool>(c.layerUsesSlidingWindow.begin(),
                         c.layerUsesSlidingWindow.end()),
-      c.qLoraRank, c.kvLoraRank, c.qkNopeHeadDim, c.vHeadDim);
+      c.qLoraRank, c.kvLoraRank, c.qkNopeHeadDim, c.vHeadDim,
+      // The MoE fields only for a model with sparse layers (DeepSeek's
+      // dense-only configs carry expert counts that build nothing).
+      moe ? c.numExperts : 0, moe ? c.numExpertsPerTok : 0,
+      moe ? c.expertIntermediateSize() : 0,
+      moe ? c.sharedExpertIntermediateSize : 0, moe && c.normTopkProb,
+      moe ? moeScoringName(c) : "", moe ? moeTopkMethodName(c) : "",
+      moe ? c.numExpertGroups : 0, moe ? c.topkGroup : 0,
+      llvm::APFloat(moe ? c.routedScalingFactor : 0.0),
+      moe ? SmallVector<bool>(c.layerIsMoe.begin(), c.layerIsMoe.end())
+          : SmallVector<bool>());
 }
 
 } // namespace

@@ -74,20 +74,28 @@ const char *ggufKeyName(GgufKey key) {
     return "rope.scaling.yarn_beta_fast";
   case GgufKey::RopeScalingYarnBetaSlow:
     return "rope.scaling.yarn_beta_slow";
-  case GgufKey::LeadingDenseBlockCount:
-    return "leading_dense_block_count";
-  case GgufKey::ExpertFeedForwardLength:
-    return "expert_feed_forward_length";
   case GgufKey::ExpertCount:
     return "expert_count";
   case GgufKey::ExpertUsedCount:
     return "expert_used_count";
+  case GgufKey::ExpertFeedForwardLength:
+    return "expert_feed_forward_length";
+  case GgufKey::ExpertSharedFeedForwardLength:
+    return "expert_shared_feed_forward_length";
   case GgufKey::ExpertSharedCount:
     return "expert_shared_count";
   case GgufKey::ExpertWeightsScale:
     return "expert_weights_scale";
+  case GgufKey::ExpertWeightsNorm:
+    return "expert_weights_norm";
   case GgufKey::ExpertGatingFunc:
     return "expert_gating_func";
+  case GgufKey::ExpertGroupCount:
+    return "expert_group_count";
+  case GgufKey::ExpertGroupUsedCount:
+    return "expert_group_used_count";
+  case GgufKey::LeadingDenseBlockCount:
+    return "leading_dense_block_count";
   }
   return "";
 }
@@ -134,6 +142,24 @@ const char *ggufTensorName(GgufTensor tensor) {
     return "ffn_down";
   case GgufTensor::FfnPostNorm:
     return "post_ffw_norm";
+  case GgufTensor::FfnGateInp:
+    return "ffn_gate_inp";
+  case GgufTensor::FfnGateExps:
+    return "ffn_gate_exps";
+  case GgufTensor::FfnUpExps:
+    return "ffn_up_exps";
+  case GgufTensor::FfnDownExps:
+    return "ffn_down_exps";
+  case GgufTensor::FfnGateInpShexp:
+    return "ffn_gate_inp_shexp";
+  case GgufTensor::FfnGateShexp:
+    return "ffn_gate_shexp";
+  case GgufTensor::FfnUpShexp:
+    return "ffn_up_shexp";
+  case GgufTensor::FfnDownShexp:
+    return "ffn_down_shexp";
+  case GgufTensor::FfnExpProbsB:
+    return "exp_probs_b";
   case GgufTensor::AttnQA:
     return "attn_q_a";
   case GgufTensor::AttnQANorm:

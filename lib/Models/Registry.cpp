@@ -56,9 +56,19 @@ const FamilySpec *findByModelType(std::string_view hfModelType) {
 const FamilySpec *
 findByGgufArch(std::string_view ggufArch,
                const std::function<std::optional<int64_t>(GgufKey)> &value) {
+  auto sameArch = [&](const FamilySpec *f) {
+    return f->gguf.arch && f->gguf.readsBack && f->gguf.arch == ggufArch;
+  };
+  // A family that needs a key to read back (Mixtral: "llama" with
+  // expert_count) when the file has the key.
+  if (value)
+    for (const FamilySpec *f : families())
+      if (sameArch(f) && f->gguf.readsBackWithKey != GgufKey::None &&
+          value(f->gguf.readsBackWithKey))
+        return f;
   const FamilySpec *fallback = nullptr;
   for (const FamilySpec *f : families()) {
-    if (!f->gguf.arch || !f->gguf.readsBack || f->gguf.arch != ggufArch)
+    if (!sameArch(f) || f->gguf.readsBackWithKey != GgufKey::None)
       continue;
     if (f->gguf.identityKey == GgufKey::None)
       return f;
@@ -102,16 +112,61 @@ std::string supportedIds() {
   return join([](const FamilySpec &f) { return f.id; });
 }
 
+const char *moeScoringName(MoeScoring scoring) {
+  switch (scoring) {
+  case MoeScoring::Softmax:
+    return "softmax";
+  case MoeScoring::Sigmoid:
+    return "sigmoid";
+  }
+  return "";
+}
+
+const char *moeTopkMethodName(MoeTopkMethod method) {
+  switch (method) {
+  case MoeTopkMethod::Greedy:
+    return "greedy";
+  case MoeTopkMethod::GroupLimitedGreedy:
+    return "group_limited_greedy";
+  case MoeTopkMethod::NoauxTc:
+    return "noaux_tc";
+  }
+  return "";
+}
+
 bool isLayerModule(HfModule module) {
   return static_cast<int>(module) >= static_cast<int>(HfModule::InputNorm);
 }
 
-std::string hfPath(const FamilySpec &family, HfModule module, int64_t layer) {
+bool isExpertModule(HfModule module) {
+  switch (module) {
+  case HfModule::ExpertGateProj:
+  case HfModule::ExpertUpProj:
+  case HfModule::ExpertDownProj:
+  case HfModule::ExpertActFn:
+    return true;
+  default:
+    return false;
+  }
+}
+
+bool isBareParameter(HfModule module) {
+  return module == HfModule::MoeRouterBias;
+}
+
+std::string hfPath(const FamilySpec &family, HfModule module, int64_t layer,
+                   int64_t expert) {
   const char *name = family.hfNames[static_cast<size_t>(module)];
   if (!isLayerModule(module))
     return name;
-  return std::string(family.hfNames[static_cast<size_t>(HfModule::Layers)]) +
-         "." + std::to_string(layer) + "." + name;
+  std::string layerPath =
+      std::string(family.hfNames[static_cast<size_t>(HfModule::Layers)]) + "." +
+      std::to_string(layer) + ".";
+  if (isExpertModule(module))
+    return layerPath +
+           family.hfNames[static_cast<size_t>(HfModule::MoeExperts)] + "." +
+           std::to_string(expert) + "." + name;
+  return layerPath + name;
 }
 
 } // namespace etllm::models

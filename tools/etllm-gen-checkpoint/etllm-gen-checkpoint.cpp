@@ -26,6 +26,7 @@ namespace {
 const char *kOptions =
     "         [--hidden N --layers N --heads N --kv-heads N --head-dim N\n"
     "          --ffn N --vocab N --max-seq N]\n"
+    "         [--experts N --experts-per-tok N --moe-ffn N --shared-ffn N]\n"
     "         [--dtype f32|f16|bf16] [--gguf-type f32|f16|bf16|q8_0|q4_0]\n"
     "         [--tied|--untied] [--rope-scaling none|llama3|linear:F|\n"
     "          yarn:FACTOR:ORIGINAL:MSCALE:MSCALE_ALL_DIM]\n"
@@ -120,6 +121,18 @@ int main(int argc, char **argv) {
         return 1;
     } else if (a == "--max-seq") {
       if (intOpt(o.maxSeq))
+        return 1;
+    } else if (a == "--experts") {
+      if (intOpt(o.experts))
+        return 1;
+    } else if (a == "--experts-per-tok") {
+      if (intOpt(o.expertsPerTok))
+        return 1;
+    } else if (a == "--moe-ffn") {
+      if (intOpt(o.moeFfn))
+        return 1;
+    } else if (a == "--shared-ffn") {
+      if (intOpt(o.sharedFfn))
         return 1;
     } else if (a == "--q-lora-rank") {
       if (intOpt(o.qLoraRank))

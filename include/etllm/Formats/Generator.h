@@ -34,6 +34,9 @@ struct GeneratorOptions {
   std::string preset = "tiny";
   std::optional<int64_t> hidden, layers, heads, kvHeads, headDim, ffn, vocab,
       maxSeq;
+  /// Mixture-of-experts families: routed experts, experts per token, the
+  /// expert and shared-expert intermediate sizes (default: the preset's).
+  std::optional<int64_t> experts, expertsPerTok, moeFfn, sharedFfn;
   /// Overrides the preset's tie_word_embeddings.
   std::optional<bool> tied;
   /// "" (preset's), "none", "llama3" (factor 32, low 1, high 4, original

@@ -80,6 +80,15 @@ std::string ggufNameToHf(const std::string &arch, const std::string &ggufName);
 /// "" when none.
 std::string hfNameToGguf(const std::string &arch, const std::string &hfName);
 
+/// The same for a family (a GGUF architecture may open as several: "llama"
+/// with experts is Mixtral). A stacked expert tensor (blk.N.ffn_gate_exps)
+/// names the slice of expert `expert`; `*expert` receives the index of an
+/// expert's tensor (else -1).
+std::string ggufNameToHf(const models::FamilySpec &family,
+                         const std::string &ggufName, int64_t expert = -1);
+std::string hfNameToGguf(const models::FamilySpec &family,
+                         const std::string &hfName, int64_t *expert = nullptr);
+
 /// The GGUF general.architecture llama.cpp's converter uses for an HF model
 /// type (a family's GgufSpec::arch), or "" if unsupported.
 std::string ggufArchForModelType(const std::string &modelType);

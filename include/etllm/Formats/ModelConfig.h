@@ -9,15 +9,12 @@
 #ifndef ETLLM_FORMATS_MODEL_CONFIG_H
 #define ETLLM_FORMATS_MODEL_CONFIG_H
 
+#include "etllm/Models/Family.h"
 #include "etllm/runtime/result.h"
 
 #include <cstdint>
 #include <string>
 #include <vector>
-
-namespace etllm::models {
-struct FamilySpec;
-} // namespace etllm::models
 
 namespace etllm::formats {
 
@@ -116,16 +113,39 @@ struct ModelConfig {
   int64_t kvLoraRank = 0;
   int64_t qkNopeHeadDim = 0;
   int64_t vHeadDim = 0;
-  /// DeepSeek's MoE keys. Only dense layers are built so far:
-  /// first_k_dense_replace must be >= numLayers; the others are carried for
-  /// the config.json and GGUF metadata (llama.cpp's loader reads them).
-  int64_t firstKDenseReplace = 0;
-  int64_t moeIntermediateSize = 0;
-  int64_t nRoutedExperts = 0;
-  int64_t nSharedExperts = 0;
+
+  //===--- Mixture of experts (the family's MlpBlock::SparseMoe) ---------===//
+
+  /// Routed experts per sparse layer (0: every layer is dense). DeepSeek's
+  /// configs carry n_routed_experts & co. while all its layers are dense
+  /// (first_k_dense_replace >= numLayers): layerIsMoe says which layers
+  /// are sparse.
+  int64_t numExperts = 0;
+  /// Experts each token is routed to (top-k).
   int64_t numExpertsPerTok = 0;
+  /// Intermediate size of one routed expert (0: intermediateSize, as
+  /// Mixtral's experts).
+  int64_t moeIntermediateSize = 0;
+  /// Intermediate size of the shared expert MLP (0: none).
+  int64_t sharedExpertIntermediateSize = 0;
+  /// DeepSeek's n_shared_experts (its shared MLP is that many experts wide).
+  int64_t numSharedExperts = 0;
+  /// The top-k weights are divided by their sum.
+  bool normTopkProb = false;
+  /// The top-k weights are multiplied by this.
   double routedScalingFactor = 1.0;
+  models::MoeScoring moeScoring = models::MoeScoring::Softmax;
+  models::MoeTopkMethod moeTopkMethod = models::MoeTopkMethod::Greedy;
+  /// DeepSeek's n_group and topk_group (0: no groups).
+  int64_t numExpertGroups = 0;
+  int64_t topkGroup = 0;
+  /// Which layers are sparse (the family's MoeLayerRule over these).
+  int64_t decoderSparseStep = 1;
+  std::vector<int64_t> mlpOnlyLayers;
+  int64_t firstKDenseReplace = 0;
   int64_t moeLayerFreq = 1;
+  /// One entry per layer: true when the layer has the sparse block.
+  std::vector<bool> layerIsMoe;
 
   int64_t bosTokenId = -1;
   /// eos_token_id may be a list in config.json.
@@ -157,6 +177,23 @@ struct ModelConfig {
   /// The attention softmax scale HF uses (MLA: (qk_nope + qk_rope)^-0.5,
   /// times the YaRN mscale(factor, mscale_all_dim)^2).
   double attentionScale() const;
+  /// The intermediate size of one routed expert.
+  int64_t expertIntermediateSize() const {
+    return moeIntermediateSize > 0 ? moeIntermediateSize : intermediateSize;
+  }
+  /// True when layer `i` has the sparse MoE block.
+  bool isMoeLayer(int64_t i) const {
+    return i >= 0 && i < static_cast<int64_t>(layerIsMoe.size()) &&
+           layerIsMoe[static_cast<size_t>(i)];
+  }
+  /// True when some layer has the sparse MoE block (the model "has
+  /// experts"; only then does #etllm.model_config carry the MoE fields).
+  bool hasMoeLayers() const {
+    for (bool b : layerIsMoe)
+      if (b)
+        return true;
+    return false;
+  }
   /// The factor cos and sin are multiplied by (YaRN's attention scaling;
   /// 1 for every other rope).
   double ropeAttentionFactor() const;

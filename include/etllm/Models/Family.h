@@ -56,6 +56,14 @@ enum class MlpBlock : uint8_t {
   Gated,
   /// One gate_up_proj [2 * F, hidden], the first half the gate (Phi3).
   FusedGateUp,
+  /// A sparse mixture-of-experts block (lib/Import/Blocks/Moe.cpp) in the
+  /// layers the family's MoeSpec::layers rule makes sparse, the Gated MLP
+  /// in the others: a router (softmax or sigmoid scores, top-k, optional
+  /// renormalization, group-limited selection and score-correction bias, a
+  /// scaling factor), the routed experts' gate/up/down projections and the
+  /// shared experts (MixtralSparseMoeBlock, Qwen2MoeSparseMoeBlock,
+  /// Qwen3MoeSparseMoeBlock, DeepseekV2Moe, DeepseekV3MoE).
+  SparseMoe,
 };
 
 /// How a decoder layer wires norms, attention, MLP and residuals
@@ -118,6 +126,32 @@ enum class HfModule : uint8_t {
   GateUpProj,
   DownProj,
   ActFn,
+  // Mixture-of-experts blocks (MlpBlock::SparseMoe), relative to the layer.
+  /// The sparse block ("mlp", Mixtral's "block_sparse_moe").
+  Moe,
+  /// Its router ("mlp.gate": a Linear, or DeepSeek-V3's TopkRouter).
+  MoeRouter,
+  /// DeepSeek-V3's e_score_correction_bias: a bare parameter of the router
+  /// (the full tensor name, without ".weight"; isBareParameter).
+  MoeRouterBias,
+  /// The ModuleList of routed experts ("mlp.experts"); expert j is
+  /// "<MoeExperts>.<j>".
+  MoeExperts,
+  /// Projections of one routed expert, relative to "<MoeExperts>.<j>"
+  /// ("gate_proj", Mixtral's "w1"; isExpertModule).
+  ExpertGateProj,
+  ExpertUpProj,
+  ExpertDownProj,
+  ExpertActFn,
+  /// The shared expert(s) ("mlp.shared_expert", DeepSeek's
+  /// "mlp.shared_experts") and their projections.
+  SharedExpert,
+  SharedGateProj,
+  SharedUpProj,
+  SharedDownProj,
+  SharedActFn,
+  /// Qwen2-MoE's sigmoid gate of the shared expert ("mlp.shared_expert_gate").
+  SharedExpertGate,
   // Multi-head Latent Attention (AttentionBlock::Mla).
   QAProj,
   QALayerNorm,
@@ -158,6 +192,21 @@ inline constexpr HfNames kTransformersNames = {
     "mlp.gate_up_proj",
     "mlp.down_proj",
     "mlp.act_fn",
+    // Qwen2-MoE / Qwen3-MoE / DeepSeek's MoE block.
+    "mlp",
+    "mlp.gate",
+    "mlp.gate.e_score_correction_bias",
+    "mlp.experts",
+    "gate_proj",
+    "up_proj",
+    "down_proj",
+    "act_fn",
+    "mlp.shared_expert",
+    "mlp.shared_expert.gate_proj",
+    "mlp.shared_expert.up_proj",
+    "mlp.shared_expert.down_proj",
+    "mlp.shared_expert.act_fn",
+    "mlp.shared_expert_gate",
     "self_attn.q_a_proj",
     "self_attn.q_a_layernorm",
     "self_attn.q_b_proj",
@@ -198,6 +247,19 @@ enum class GgufKey : uint8_t {
   ResidualScale,         // {arch}.residual_scale
   LogitScale,            // {arch}.logit_scale
   FileType,              // general.file_type
+  // Mixture of experts (gguf-py Keys.LLM.EXPERT_*; llama.cpp's deepseek2
+  // loader reads them even for a model whose layers are all dense).
+  ExpertCount,                   // {arch}.expert_count
+  ExpertUsedCount,               // {arch}.expert_used_count
+  ExpertFeedForwardLength,       // {arch}.expert_feed_forward_length
+  ExpertSharedFeedForwardLength, // {arch}.expert_shared_feed_forward_length
+  ExpertSharedCount,             // {arch}.expert_shared_count
+  ExpertWeightsScale,            // {arch}.expert_weights_scale
+  ExpertWeightsNorm,             // {arch}.expert_weights_norm
+  ExpertGatingFunc,              // {arch}.expert_gating_func
+  ExpertGroupCount,              // {arch}.expert_group_count
+  ExpertGroupUsedCount,          // {arch}.expert_group_used_count
+  LeadingDenseBlockCount,        // {arch}.leading_dense_block_count
   // Multi-head Latent Attention (llama.cpp's deepseek2).
   QLoraRank,               // {arch}.attention.q_lora_rank
   KvLoraRank,              // {arch}.attention.kv_lora_rank
@@ -206,15 +268,6 @@ enum class GgufKey : uint8_t {
   RopeScalingYarnLogMul,   // {arch}.rope.scaling.yarn_log_multiplier
   RopeScalingYarnBetaFast, // {arch}.rope.scaling.yarn_beta_fast
   RopeScalingYarnBetaSlow, // {arch}.rope.scaling.yarn_beta_slow
-  // The expert keys llama.cpp's deepseek2 loader reads even for a model
-  // whose layers are all dense.
-  LeadingDenseBlockCount,  // {arch}.leading_dense_block_count
-  ExpertFeedForwardLength, // {arch}.expert_feed_forward_length
-  ExpertCount,             // {arch}.expert_count
-  ExpertUsedCount,         // {arch}.expert_used_count
-  ExpertSharedCount,       // {arch}.expert_shared_count
-  ExpertWeightsScale,      // {arch}.expert_weights_scale
-  ExpertGatingFunc,        // {arch}.expert_gating_func
 };
 
 /// A GGUF tensor, spelled as llama.cpp's LLM_TENSOR_* names
@@ -238,6 +291,17 @@ enum class GgufTensor : uint8_t {
   FfnUp,        // ffn_up
   FfnDown,      // ffn_down
   FfnPostNorm,  // post_ffw_norm
+  // Mixture of experts. The *_exps tensors stack every routed expert's
+  // projection along a leading dimension [E, ...] (ggml ne[2]).
+  FfnGateInp,      // ffn_gate_inp (the router)
+  FfnGateExps,     // ffn_gate_exps
+  FfnUpExps,       // ffn_up_exps
+  FfnDownExps,     // ffn_down_exps
+  FfnGateInpShexp, // ffn_gate_inp_shexp (the shared expert's gate)
+  FfnGateShexp,    // ffn_gate_shexp
+  FfnUpShexp,      // ffn_up_shexp
+  FfnDownShexp,    // ffn_down_shexp
+  FfnExpProbsB,    // exp_probs_b (".bias": e_score_correction_bias)
   // Multi-head Latent Attention (deepseek2).
   AttnQA,      // attn_q_a
   AttnQANorm,  // attn_q_a_norm
@@ -270,20 +334,42 @@ enum class ConfigField : uint8_t {
   ResidualMultiplier,
   AttentionMultiplier,
   LogitsScaling,
+  // Mixture of experts (ModelConfig's MoE fields; DeepSeek's dense-only
+  // configs carry them too).
+  NumExperts,
+  NumExpertsPerTok,
+  MoeIntermediateSize,
+  SharedExpertIntermediateSize,
+  NumSharedExperts,
+  NormTopkProb,
+  RoutedScalingFactor,
+  MoeScoring,
+  MoeTopkMethod,
+  NumExpertGroups,
+  TopkGroup,
+  DecoderSparseStep,
+  FirstKDenseReplace,
+  MoeLayerFreq,
+  /// A list: ModelConfig::mlpOnlyLayers (KeyType::IntList).
+  MlpOnlyLayers,
   // Multi-head Latent Attention.
   QLoraRank,
   KvLoraRank,
   QkNopeHeadDim,
   VHeadDim,
-  // DeepSeek's expert keys (all layers are dense until the MoE block
-  // exists: first_k_dense_replace must cover every layer).
-  FirstKDenseReplace,
-  MoeIntermediateSize,
-  NRoutedExperts,
-  NSharedExperts,
-  NumExpertsPerTok,
-  RoutedScalingFactor,
-  MoeLayerFreq,
+};
+
+/// What JSON value a key holds (the ModelConfig field stores it as a number,
+/// except for lists).
+enum class KeyType : uint8_t {
+  Number,
+  /// true / false; the field is 1 / 0. GGUF: a bool.
+  Bool,
+  /// One of ConfigKey::choices; the field is its index. GGUF: the u32 code
+  /// ConfigKey::ggufCodes gives the index (llama.cpp's enum).
+  Choice,
+  /// A list of non-negative integers (ConfigField::MlpOnlyLayers).
+  IntList,
 };
 
 /// The values a key accepts.
@@ -306,6 +392,10 @@ enum class KeyFallback : uint8_t {
   One,
   HeadDim,
   MaxPositionEmbeddings,
+  IntermediateSize,
+  /// intermediate_size / experts per token (llama.cpp's guess for a
+  /// missing expert_feed_forward_length).
+  IntermediatePerExpertUsed,
   NumLayers,
 };
 
@@ -329,6 +419,15 @@ struct ConfigKey {
   bool writeZeroAsNull = false;
   /// Writer: an integral value is written as an integer.
   bool writeIntegral = false;
+  KeyType type = KeyType::Number;
+  /// KeyType::Choice: the accepted strings (index = field value) and, when
+  /// GGUF carries the key, llama.cpp's code for each.
+  std::vector<const char *> choices = {};
+  std::vector<uint32_t> ggufCodes = {};
+  /// The value GGUF implies when `gguf` is None and the key is not the
+  /// fallback's (llama.cpp hard-codes it for the architecture: Qwen3-MoE
+  /// always renormalizes its top-k weights).
+  bool ggufImplied = false;
 };
 
 /// A key the config class always writes with one value.
@@ -387,6 +486,76 @@ enum class RopeScalingKey : uint8_t {
   Unsupported,
 };
 
+/// Which decoder layers have the sparse MoE block (MlpBlock::SparseMoe);
+/// the others have the dense Gated MLP of intermediate_size.
+enum class MoeLayerRule : uint8_t {
+  /// Every layer (Mixtral).
+  AllLayers,
+  /// Layer i unless it is in mlp_only_layers, when (i + 1) %
+  /// decoder_sparse_step == 0 (Qwen2-MoE, Qwen3-MoE).
+  SparseStep,
+  /// Layer i when i >= first_k_dense_replace and i % moe_layer_freq == 0
+  /// (DeepSeek-V2/V3).
+  FirstKDense,
+};
+
+/// The shared expert(s) of a MoE block, added to the routed experts' sum.
+enum class SharedExpertKind : uint8_t {
+  None,
+  /// One gated MLP of shared_expert_intermediate_size, scaled by
+  /// sigmoid(shared_expert_gate(x)) (Qwen2-MoE).
+  SigmoidGated,
+  /// One MLP of shared_expert_intermediate_size (DeepSeek: n_shared_experts
+  /// * moe_intermediate_size; the family sets it), ungated.
+  Plain,
+};
+
+/// How the router scores experts (ModelConfig::moeScoring).
+enum class MoeScoring : uint8_t { Softmax, Sigmoid };
+/// How the router selects experts (ModelConfig::moeTopkMethod): top-k over
+/// all scores (greedy); within the topk_group best of n_group groups by
+/// their highest score (DeepSeek-V2's group_limited_greedy); or by
+/// scores + e_score_correction_bias within the groups ranked by the sum of
+/// their two highest, weights from the unbiased scores (DeepSeek-V3's
+/// noaux_tc).
+enum class MoeTopkMethod : uint8_t { Greedy, GroupLimitedGreedy, NoauxTc };
+
+/// How the router's logits are computed, i.e. which module scope
+/// torch.export records for the routing.
+enum class MoeRouterForm : uint8_t {
+  /// `self.gate(x)`, an nn.Linear called as a module, in the model dtype;
+  /// the scoring and selection in the block (Mixtral, Qwen-MoE).
+  Linear,
+  /// `F.linear(x.float(), self.gate.weight.float())` in the block
+  /// (DeepseekV2Moe).
+  Float32Linear,
+  /// `self.gate(x)`, a router module of class MoeSpec::routerClass that
+  /// computes the float32 logits and the whole routing (DeepseekV3TopkRouter).
+  Module,
+};
+
+/// The mixture-of-experts structure of a family (MlpBlock::SparseMoe).
+struct MoeSpec {
+  MoeLayerRule layers = MoeLayerRule::AllLayers;
+  SharedExpertKind sharedExpert = SharedExpertKind::None;
+  /// The routing of a config that has no key for it (Mixtral always
+  /// renormalizes its top-2 softmax weights).
+  MoeScoring scoring = MoeScoring::Softmax;
+  MoeTopkMethod topkMethod = MoeTopkMethod::Greedy;
+  bool normTopkProb = false;
+  MoeRouterForm router = MoeRouterForm::Linear;
+  /// renormalization divides by sum + 1e-20 (DeepSeek) instead of sum.
+  bool normEpsilon = false;
+  /// Class names of the modeling code, after the family prefix: the
+  /// sparse block ("SparseMoeBlock"), an expert ("MLP"; Mixtral
+  /// "BlockSparseTop2MLP"), the shared expert ("MLP").
+  const char *blockClass = "SparseMoeBlock";
+  const char *expertClass = "MLP";
+  const char *sharedClass = "MLP";
+  /// MoeRouterForm::Module: the router's class ("TopkRouter").
+  const char *routerClass = "TopkRouter";
+};
+
 /// The Hugging Face config class of the family.
 struct HfConfigSpec {
   //--- Class defaults for keys config.json may omit.
@@ -421,6 +590,8 @@ struct HfConfigSpec {
   SlidingWindowRule slidingWindow = SlidingWindowRule::None;
   /// sliding_window when config.json lacks the key (Gemma2: 4096).
   int64_t defaultSlidingWindow = 0;
+  /// rope_theta when config.json lacks the key (Mixtral: 1e6).
+  double ropeTheta = 10000.0;
   /// Keys only this family has.
   std::vector<ConfigKey> keys;
   /// Keys its config class writes with a fixed value.
@@ -458,6 +629,10 @@ struct GgufSpec {
   /// The metadata the converter writes, in its order. The reader also
   /// reads the family-specific ones among them (sliding window, ...).
   std::vector<GgufKey> metadata;
+  /// A file of `arch` opens as this family only when it has this key (and
+  /// as the family of `arch` without one otherwise): llama.cpp's "llama"
+  /// with expert_count is Mixtral.
+  GgufKey readsBackWithKey = GgufKey::None;
   /// llama.cpp's tensor-name table of the architecture (LLM_TENSOR_NAMES).
   std::vector<GgufTensorName> tensors;
 };
@@ -494,10 +669,13 @@ struct GeneratorPreset {
   /// qk_rope_head_dim): q_lora_rank (0: q_proj), kv_lora_rank,
   /// qk_nope_head_dim and v_head_dim.
   int64_t qLoraRank = 0, kvLoraRank = 0, qkNopeHeadDim = 0, vHeadDim = 0;
-  /// Expert counts and the expert MLP width, for the config keys of
-  /// families that have them (DeepSeek's layers are all dense here:
-  /// first_k_dense_replace is the layer count).
-  int64_t experts = 0, expertsPerTok = 0, sharedExperts = 0, moeFfn = 0;
+  /// Mixture of experts: routed experts, experts per token, DeepSeek's
+  /// shared-expert count, the expert and shared-expert intermediate sizes.
+  /// MlpBlock::SparseMoe builds them; DeepSeek's layers are all dense here
+  /// (first_k_dense_replace is the layer count) and only its config keys
+  /// carry them.
+  int64_t experts = 0, expertsPerTok = 0, sharedExperts = 0, moeFfn = 0,
+          sharedFfn = 0;
   SyntheticVocab vocab = SyntheticVocab::FamilyDefault;
 };
 
@@ -533,6 +711,8 @@ struct FamilySpec {
 
   Blocks blocks;
   Traits traits;
+  /// MlpBlock::SparseMoe only.
+  MoeSpec moe;
   HfConfigSpec hf;
   GgufSpec gguf;
   GeneratorSpec generator;

@@ -26,10 +26,16 @@ const FamilySpec *findByArchitecture(std::string_view hfArchitecture);
 /// The family of a transformers model_type ("llama"), or null.
 const FamilySpec *findByModelType(std::string_view hfModelType);
 /// The family a GGUF general.architecture opens as ("llama"), or null.
-/// When families share the architecture, the one marked identityDefault.
+/// Families that need a key to read back (GgufSpec::readsBackWithKey) are
+/// skipped; when families share the architecture, the one marked
+/// identityDefault.
 const FamilySpec *findByGgufArch(std::string_view ggufArch);
-/// The same for a file whose metadata `value` gives (the family whose
-/// identityKey holds its identityValue).
+/// The family a GGUF file opens as, given its architecture and its integer
+/// metadata (`value(key)`: "<arch>.<name>", nullopt when absent): a family
+/// whose readsBackWithKey the file has (Mixtral: "llama" with
+/// expert_count), else among those sharing the architecture the one whose
+/// identityKey holds its identityValue, else the one of
+/// findByGgufArch(ggufArch).
 const FamilySpec *
 findByGgufArch(std::string_view ggufArch,
                const std::function<std::optional<int64_t>(GgufKey)> &value);
@@ -53,12 +59,25 @@ bool ggufKeyHasArchPrefix(GgufKey key);
 /// llama.cpp's name of a tensor ("attn_q"), without "blk.<i>." or ".weight".
 const char *ggufTensorName(GgufTensor tensor);
 
+/// The config.json spelling of a routing choice ("softmax", "noaux_tc"),
+/// which #etllm.model_config records too.
+const char *moeScoringName(MoeScoring scoring);
+const char *moeTopkMethodName(MoeTopkMethod method);
+
 /// True when `module` lives inside a decoder layer.
 bool isLayerModule(HfModule module);
+/// True for the projections of one routed expert (their path has the
+/// expert's index: "<layer>.<MoeExperts>.<j>.<name>").
+bool isExpertModule(HfModule module);
+/// True for a module entry that names a parameter itself, not a module
+/// whose ".weight"/".bias" are the tensors (DeepSeek-V3's
+/// "mlp.gate.e_score_correction_bias").
+bool isBareParameter(HfModule module);
 /// The module's full path: "model.embed_tokens", or for a per-layer module
-/// "model.layers.<layer>.self_attn.q_proj".
+/// "model.layers.<layer>.self_attn.q_proj", or for an expert module
+/// "model.layers.<layer>.mlp.experts.<expert>.gate_proj".
 std::string hfPath(const FamilySpec &family, HfModule module,
-                   int64_t layer = -1);
+                   int64_t layer = -1, int64_t expert = -1);
 
 } // namespace etllm::models
 

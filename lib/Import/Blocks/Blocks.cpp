@@ -28,6 +28,8 @@ MlpBuilder mlpBuilder(models::MlpBlock kind) {
     return buildGatedMlp;
   case models::MlpBlock::FusedGateUp:
     return buildFusedGateUpMlp;
+  case models::MlpBlock::SparseMoe:
+    return buildSparseMoe;
   }
   return nullptr;
 }

@@ -101,6 +101,16 @@ mlir::Value buildSeparateAttention(GraphEmitter &e, const LayerContext &l,
 mlir::Value buildFusedQkvAttention(GraphEmitter &e, const LayerContext &l,
                                    mlir::Value x);
 
+/// The module paths of one gated MLP (an expert's, the shared expert's,
+/// a layer's).
+struct GatedMlpPaths {
+  std::string gate, up, down, act;
+};
+/// down(act(gate(x)) * up(x)) with intermediate size F, in the caller's
+/// scope (Mlp.cpp).
+mlir::Value gatedMlp(GraphEmitter &e, const GatedMlpPaths &paths, mlir::Value x,
+                     int64_t F, bool bias);
+
 /// Multi-head latent attention (DeepSeek, Mla.cpp).
 mlir::Value buildMlaAttention(GraphEmitter &e, const LayerContext &l,
                               mlir::Value x);
@@ -122,6 +132,12 @@ mlir::Value buildGatedMlp(GraphEmitter &e, const LayerContext &l,
 /// One gate_up_proj, first half the gate (Mlp.cpp).
 mlir::Value buildFusedGateUpMlp(GraphEmitter &e, const LayerContext &l,
                                 mlir::Value x);
+
+/// The sparse mixture-of-experts block in the layers the family makes
+/// sparse (the router, top-k routing, every routed expert as a masked loop,
+/// the shared expert), the gated MLP in the others (Moe.cpp).
+mlir::Value buildSparseMoe(GraphEmitter &e, const LayerContext &l,
+                           mlir::Value x);
 
 /// Residual + attention(norm), residual + mlp(norm) (DecoderLayer.cpp).
 mlir::Value buildPreNormLayer(GraphEmitter &e, const LayerContext &l,

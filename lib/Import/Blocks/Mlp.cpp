@@ -12,10 +12,11 @@ using ::etllm::models::HfModule;
 
 namespace etllm::import {
 
-namespace {
-
-/// act_fn(gate) * up, then down_proj. Runs in the MLP scope.
-Value actAndDown(GraphEmitter &e, const LayerContext &l, Value gate, Value up) {
+/// act_fn(gate) * up, then down_proj: the activation module at `actPath`,
+/// the down projection at `downPath`.
+static Value actAndDown(GraphEmitter &e, const std::string &actPath,
+                        const std::string &downPath, Value gate, Value up,
+                        int64_t out, int64_t in, bool bias) {
   const formats::ModelConfig &c = e.config;
   Value act;
   {
@@ -23,7 +24,7 @@ Value actAndDown(GraphEmitter &e, const LayerContext &l, Value gate, Value up) {
                     c.hiddenAct == "gelu_new" || c.hiddenAct == "gelu_fast";
     bool gelu = tanhGelu || c.hiddenAct == "gelu";
     GraphEmitter::Scope s(
-        e, e.path(HfModule::ActFn, l.index),
+        e, actPath,
         gelu ? (tanhGelu ? "PytorchGELUTanh" : "GELUActivation") : "SiLU");
     if (gelu)
       act = e.val<GeluOp>(gate, GeluApproximationAttr::get(
@@ -32,20 +33,24 @@ Value actAndDown(GraphEmitter &e, const LayerContext &l, Value gate, Value up) {
     else
       act = e.val<SiluOp>(gate);
   }
-  return e.linear(e.path(HfModule::DownProj, l.index), e.val<MulOp>(act, up),
-                  c.hiddenSize, c.intermediateSize, c.mlpBias);
+  return e.linear(downPath, e.val<MulOp>(act, up), out, in, bias);
 }
 
-} // namespace
+Value gatedMlp(GraphEmitter &e, const GatedMlpPaths &p, Value x, int64_t F,
+               bool bias) {
+  const int64_t D = e.config.hiddenSize;
+  Value gate = e.linear(p.gate, x, F, D, bias);
+  Value up = e.linear(p.up, x, F, D, bias);
+  return actAndDown(e, p.act, p.down, gate, up, D, F, bias);
+}
 
 Value buildGatedMlp(GraphEmitter &e, const LayerContext &l, Value x) {
   const formats::ModelConfig &c = e.config;
-  const int64_t D = c.hiddenSize, F = c.intermediateSize;
   GraphEmitter::Scope mlp(e, e.path(HfModule::Mlp, l.index), e.cls("MLP"));
-  Value gate =
-      e.linear(e.path(HfModule::GateProj, l.index), x, F, D, c.mlpBias);
-  Value up = e.linear(e.path(HfModule::UpProj, l.index), x, F, D, c.mlpBias);
-  return actAndDown(e, l, gate, up);
+  GatedMlpPaths p{
+      e.path(HfModule::GateProj, l.index), e.path(HfModule::UpProj, l.index),
+      e.path(HfModule::DownProj, l.index), e.path(HfModule::ActFn, l.index)};
+  return gatedMlp(e, p, x, c.intermediateSize, c.mlpBias);
 }
 
 Value buildFusedGateUpMlp(GraphEmitter &e, const LayerContext &l, Value x) {
@@ -56,7 +61,9 @@ Value buildFusedGateUpMlp(GraphEmitter &e, const LayerContext &l, Value x) {
       e.linear(e.path(HfModule::GateUpProj, l.index), x, 2 * F, D, c.mlpBias);
   Value gate = e.slice(gu, -1, 0, F);
   Value up = e.slice(gu, -1, F, kEnd);
-  return actAndDown(e, l, gate, up);
+  return actAndDown(e, e.path(HfModule::ActFn, l.index),
+                    e.path(HfModule::DownProj, l.index), gate, up, D, F,
+                    c.mlpBias);
 }
 
 } // namespace etllm::import

@@ -22,6 +22,7 @@
 // yarn_log_multiplier = 0.1 * mscale_all_dim.
 //
 //===----------------------------------------------------------------------===//
+#include "../MoeKeys.h"
 #include "FamilyList.h"
 
 namespace etllm::models {
@@ -86,19 +87,22 @@ const FamilySpec &deepseekV2Family() {
                             ConfigField::QkNopeHeadDim, 128);
     ConfigKey vDim =
         dimKey("v_head_dim", GgufKey::None, ConfigField::VHeadDim, 128);
-    ConfigKey dense;
-    dense.hf = "first_k_dense_replace";
-    dense.gguf = GgufKey::LeadingDenseBlockCount;
-    dense.field = ConfigField::FirstKDenseReplace;
+    // The expert keys, spelled once in MoeKeys.h; DeepSeek's config class
+    // allows null counts (0) and, with dense layers only, requires
+    // first_k_dense_replace to cover every layer.
+    ConfigKey dense = moe_keys::firstKDenseReplace(0);
     dense.range = KeyRange::AtLeastNumLayers;
-    ConfigKey scaling;
-    scaling.hf = "routed_scaling_factor";
-    scaling.gguf = GgufKey::ExpertWeightsScale;
-    scaling.field = ConfigField::RoutedScalingFactor;
-    scaling.hfDefault = scaling.ggufDefault = 1.0;
-    scaling.range = KeyRange::Positive;
-    ConfigKey freq =
-        dimKey("moe_layer_freq", GgufKey::None, ConfigField::MoeLayerFreq, 1);
+    auto count = [](ConfigKey k, double dflt) {
+      k.hfDefault = k.ggufDefault = dflt;
+      k.range = KeyRange::Count;
+      k.nullIsZero = k.writeZeroAsNull = true;
+      k.fallback = KeyFallback::Zero;
+      return k;
+    };
+    ConfigKey moeFfn = moe_keys::moeIntermediateSize(1407);
+    moeFfn.ggufDefault = 1407;
+    moeFfn.fallback = KeyFallback::Zero;
+    ConfigKey freq = moe_keys::moeLayerFreq(1);
     freq.fallback = KeyFallback::One;
     s.hf.keys = {
         qLora,
@@ -106,15 +110,11 @@ const FamilySpec &deepseekV2Family() {
         nope,
         vDim,
         dense,
-        dimKey("moe_intermediate_size", GgufKey::ExpertFeedForwardLength,
-               ConfigField::MoeIntermediateSize, 1407),
-        countKey("n_routed_experts", GgufKey::ExpertCount,
-                 ConfigField::NRoutedExperts, 64),
-        countKey("n_shared_experts", GgufKey::ExpertSharedCount,
-                 ConfigField::NSharedExperts, 2),
-        countKey("num_experts_per_tok", GgufKey::ExpertUsedCount,
-                 ConfigField::NumExpertsPerTok, 0),
-        scaling,
+        moeFfn,
+        count(moe_keys::numExperts("n_routed_experts", 0), 64),
+        count(moe_keys::numSharedExperts(0), 2),
+        count(moe_keys::numExpertsPerTok(0), 0),
+        moe_keys::routedScalingFactor(1.0),
         freq,
     };
     using K = ConstantKey::Kind;

@@ -38,10 +38,10 @@ const FamilySpec &deepseekV3Family() {
       case ConfigField::MoeIntermediateSize:
         k.hfDefault = 2048;
         break;
-      case ConfigField::NRoutedExperts:
+      case ConfigField::NumExperts:
         k.hfDefault = 256;
         break;
-      case ConfigField::NSharedExperts:
+      case ConfigField::NumSharedExperts:
         k.hfDefault = 1;
         break;
       case ConfigField::NumExpertsPerTok:

@@ -102,7 +102,18 @@ def Etllm_ModelConfigAttr : AttrDef<Etllm_Dialect, "ModelConfig"> {
     Etllm_ConfigInt<"MLA: query LoRA rank (0: q_proj)">:$q_lora_rank,
     Etllm_ConfigInt<"MLA: rank of the cached latent (0: no MLA)">:$kv_lora_rank,
     Etllm_ConfigInt<"MLA: non-rotated part of each query/key head">:$qk_nope_head_dim,
-    Etllm_ConfigInt<"MLA: value head size">:$v_head_dim
+    Etllm_ConfigInt<"MLA: value head size">:$v_head_dim,
+    Etllm_ConfigInt<"routed experts of a sparse layer (0: dense)">:$num_experts,
+    Etllm_ConfigInt<"experts each token is routed to">:$num_experts_per_tok,
+    Etllm_ConfigInt<"intermediate size of one routed expert">:$moe_intermediate_size,
+    Etllm_ConfigInt<"intermediate size of the shared expert (0: none)">:$shared_expert_intermediate_size,
+    Etllm_ConfigBool<"the top-k routing weights are renormalized">:$norm_topk_prob,
+    Etllm_ConfigString<"router scores: softmax (\"\") or sigmoid">:$moe_scoring,
+    Etllm_ConfigString<"expert selection: greedy (\"\"), group_limited_greedy or noaux_tc">:$moe_topk_method,
+    Etllm_ConfigInt<"expert groups of group-limited selection (0: none)">:$n_group,
+    Etllm_ConfigInt<"groups each token selects from">:$topk_group,
+    Etllm_ConfigF64<"multiplier of the routing weights (0: 1)">:$routed_scaling_factor,
+    Etllm_ConfigArray<"bool", "per layer: has the sparse mixture-of-experts block">:$layer_moe
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
@@ -113,6 +124,10 @@ def Etllm_ModelConfigAttr : AttrDef<Etllm_Dialect, "ModelConfig"> {
     /// The attention scale, `head_dim^-0.5` when none is recorded (0 when
     /// head_dim is unknown too).
     double getAttentionScaleOrDefault() const;
+    /// Whether `layer` has the sparse mixture-of-experts block.
+    bool isMoeLayer(int64_t layer) const;
+    /// routed_scaling_factor, 1 when none is recorded.
+    double getRoutedScalingFactorOrDefault() const;
 
     /// The configuration as the JSON object the serializer writes into the
     /// program's metadata (every field, sorted keys).
