@@ -7,8 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <stdexcept>
 #include <set>
 
 namespace etllm::formats {
