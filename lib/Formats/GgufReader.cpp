@@ -220,7 +220,49 @@ Status assembleSplitKvB(detail::CheckpointBuilder &b, const FamilySpec &f,
 
 } // namespace
 
-Result<std::unique_ptr<Checkpoint>> openGguf(const std::string &path) {
+namespace {
+
+/// The tensors of a llama.cpp LoRA adapter (general.type = adapter):
+/// `<gguf weight name>.lora_a` / `.lora_b` become
+/// `<HF weight name>.lora_a` / `.lora_b`, in the file's row order.
+Status addAdapterTensor(detail::CheckpointBuilder &b, const FamilySpec &family,
+                        const std::string &path, const std::string &name,
+                        std::vector<int64_t> shape, DType dtype,
+                        uint64_t fileOffset, const uint8_t *data,
+                        uint64_t nbytes) {
+  std::string where = path + ": tensor '" + name + "'";
+  auto endsWith = [&](std::string_view s) {
+    return name.size() > s.size() &&
+           name.compare(name.size() - s.size(), s.size(), s) == 0;
+  };
+  std::string suffix = endsWith(".lora_a")   ? ".lora_a"
+                       : endsWith(".lora_b") ? ".lora_b"
+                                             : "";
+  if (suffix.empty())
+    return Error(where + ": not a LoRA tensor (expected '<weight>.lora_a' or "
+                         "'<weight>.lora_b'; norm and other full tensors in "
+                         "adapters are not supported)");
+  std::string weight = name.substr(0, name.size() - suffix.size());
+  if (!detail::ggufNameToHf(family, weight, 0).empty())
+    return Error(where + ": LoRA on stacked expert tensors is not supported");
+  std::string hf = detail::ggufNameToHf(family, weight);
+  if (hf.empty())
+    return Error(where + ": '" + weight + "' is not a weight of a '" +
+                 family.id + "' model");
+  TensorRef t;
+  t.sourceName = name;
+  t.name = hf + suffix;
+  t.file = path;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  t.fileOffset = fileOffset;
+  t.data = data;
+  t.nbytes = nbytes;
+  return b.addTensor(std::move(t));
+}
+
+Result<std::unique_ptr<Checkpoint>> openGgufFile(const std::string &path,
+                                                 bool adapter) {
   Result<std::shared_ptr<rt::MappedFile>> mapped = rt::MappedFile::open(path);
   if (!mapped)
     return mapped.error();
@@ -306,6 +348,33 @@ Result<std::unique_ptr<Checkpoint>> openGguf(const std::string &path) {
                  ": metadata key 'general.architecture': unsupported "
                  "architecture '" +
                  *arch + "' (supported: " + models::supportedGgufArchs() + ")");
+  // A model or a LoRA adapter (llama.cpp's convert_lora_to_gguf.py writes
+  // general.type = adapter, adapter.type = lora).
+  std::string type = "model";
+  if (const GgufValue *t = b.get().metadata("general.type")) {
+    if (!t->toString())
+      return Error(path +
+                   ": metadata key 'general.type': expected a string, "
+                   "got " +
+                   std::string(ggufTypeName(t->type())));
+    type = *t->toString();
+  }
+  if (!adapter && type == "adapter")
+    return Error(path + ": a LoRA adapter (general.type = adapter), not a "
+                        "model: pass it with --lora");
+  if (adapter) {
+    if (type != "adapter")
+      return Error(path + ": metadata key 'general.type': '" + type +
+                   "': not a LoRA adapter (expected 'adapter')");
+    const GgufValue *at = b.get().metadata("adapter.type");
+    if (!at || !at->toString() || *at->toString() != "lora")
+      return Error(
+          path + ": metadata key 'adapter.type': " +
+          std::string(at && at->toString()
+                          ? "'" + *at->toString() + "'"
+                          : std::string(at ? "not a string" : "missing")) +
+          " (only 'lora' adapters are supported)");
+  }
 
   struct Info {
     std::string name;
@@ -393,6 +462,13 @@ Result<std::unique_ptr<Checkpoint>> openGguf(const std::string &path) {
       return Error(where + ": data [" + std::to_string(info.offset) + ", +" +
                    std::to_string(info.nbytes) + ") runs past the end of the " +
                    std::to_string(dataSize) + "-byte data section");
+    if (adapter) {
+      uint64_t at = dataStart + info.offset;
+      ETLLM_RETURN_IF_ERROR(
+          addAdapterTensor(b, *family, path, info.name, std::move(info.shape),
+                           info.dtype, at, file->data() + at, info.nbytes));
+      continue;
+    }
     if (!detail::ggufNameToHf(*family, info.name, 0).empty()) {
       // A stacked expert tensor [E, rows, cols]: one HF tensor per expert,
       // each a slice of the bytes (whole rows, so any ggml type).
@@ -464,6 +540,8 @@ Result<std::unique_ptr<Checkpoint>> openGguf(const std::string &path) {
   b.sortTensors([](const TensorRef &x, const TensorRef &y) {
     return x.fileOffset < y.fileOffset;
   });
+  if (adapter)
+    return b.finish();
 
   Result<std::unique_ptr<GgufTokenizerInfo>> tok =
       detail::readTokenizer(b.get());
@@ -478,6 +556,17 @@ Result<std::unique_ptr<Checkpoint>> openGguf(const std::string &path) {
     ETLLM_RETURN_IF_ERROR(assembleSplitKvB(b, *family, *config, path));
   b.setConfig(std::move(*config));
   return b.finish();
+}
+
+} // namespace
+
+Result<std::unique_ptr<Checkpoint>> openGguf(const std::string &path) {
+  return openGgufFile(path, /*adapter=*/false);
+}
+
+Result<std::unique_ptr<Checkpoint>>
+openGgufLoraAdapter(const std::string &path) {
+  return openGgufFile(path, /*adapter=*/true);
 }
 
 } // namespace etllm::formats

@@ -1,17 +1,21 @@
-//===- Lora.cpp - LoRA adapters (PEFT) merged into float weights ----------===//
+//===- Lora.cpp - LoRA adapters (PEFT, GGUF) merged into float weights ----===//
 
 #include "etllm/Formats/Lora.h"
+#include "GgufInternal.h"
 #include "Internal.h"
 
 #include "etllm/Formats/Safetensors.h"
+#include "etllm/Models/Registry.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <stdexcept>
+#include <cstring>
 #include <set>
+#include <stdexcept>
 
 namespace etllm::formats {
 
@@ -78,8 +82,129 @@ bool isFloatType(DType t) {
 
 } // namespace
 
+Result<std::unique_ptr<LoraAdapter>> LoraAdapter::open(const std::string &path,
+                                                       const Checkpoint *base) {
+  if (!detail::isDirectory(path)) {
+    // A GGUF adapter starts with the magic; PEFT's safetensors with a u64.
+    Result<std::shared_ptr<rt::MappedFile>> f = rt::MappedFile::open(path);
+    if (f && (*f)->size() >= 4 && std::memcmp((*f)->data(), "GGUF", 4) == 0)
+      return openGguf(path, base);
+  }
+  return openPeft(path);
+}
+
 Result<std::unique_ptr<LoraAdapter>>
-LoraAdapter::open(const std::string &path) {
+LoraAdapter::openGguf(const std::string &path, const Checkpoint *base) {
+  Result<std::unique_ptr<Checkpoint>> ck = openGgufLoraAdapter(path);
+  if (!ck)
+    return ck.error();
+  auto adapter = std::unique_ptr<LoraAdapter>(new LoraAdapter());
+  adapter->path_ = path;
+  adapter->format_ = "gguf";
+  adapter->files_ = {path};
+  adapter->tensors_ = std::move(ck.value());
+  const Checkpoint &c = *adapter->tensors_;
+  detail::MetaReader meta(c);
+  auto bad = [&](const std::string &key, const std::string &why) {
+    return Error(path + ": metadata key '" + key + "': " + why);
+  };
+  // llama.cpp reads adapter.lora.alpha as f32 and takes a missing key as 0.
+  Result<std::optional<double>> alpha = meta.optFloat("adapter.lora.alpha");
+  if (!alpha)
+    return alpha.error();
+  adapter->alpha_ = alpha->value_or(0.0);
+  if (adapter->alpha_ < 0)
+    return bad("adapter.lora.alpha",
+               "negative alpha " + std::to_string(adapter->alpha_));
+  if (c.metadata("adapter.alora.invocation_tokens"))
+    return bad("adapter.alora.invocation_tokens",
+               "activated LoRA (aLoRA) is not supported");
+  const std::string arch = *c.metadata("general.architecture")->toString();
+  const models::FamilySpec *family = detail::ggufFamily(c, arch);
+  // openGgufLoraAdapter refused unknown architectures.
+  if (base && base->hasConfig()) {
+    std::string baseArch = ggufArchForModelType(base->config().modelType);
+    if (!baseArch.empty() && baseArch != arch)
+      return bad("general.architecture", "the adapter is for '" + arch + "', " +
+                                             base->path() + " is a '" +
+                                             baseArch + "' model");
+  }
+  const std::string qName =
+      std::string(
+          family->hfNames[static_cast<size_t>(models::HfModule::QProj)]) +
+      ".weight";
+  const std::string kName =
+      std::string(
+          family->hfNames[static_cast<size_t>(models::HfModule::KProj)]) +
+      ".weight";
+
+  for (const TensorRef &t : c.tensors()) {
+    auto badTensor = [&](const std::string &why) {
+      return Error(path + ": tensor '" + t.sourceName + "': " + why);
+    };
+    bool isA = t.name.size() > 7 &&
+               t.name.compare(t.name.size() - 7, 7, ".lora_a") == 0;
+    std::string weight = t.name.substr(0, t.name.size() - 7);
+    if (weight == "model.embed_tokens.weight")
+      return badTensor("LoRA on embeddings is not supported");
+    if (t.dtype != DType::F32 && t.dtype != DType::F16 &&
+        t.dtype != DType::BF16 && t.dtype != DType::Q8_0)
+      return badTensor(std::string("type ") + dtypeName(t.dtype) +
+                       " (expected F32, F16, BF16 or Q8_0)");
+    if (t.shape.size() != 2)
+      return badTensor("shape " + shapeToString(t.shape) + " is not 2-D");
+    Target &target = adapter->targets_[weight];
+    (isA ? target.a : target.b) = &t;
+  }
+  if (adapter->targets_.empty())
+    return Error(path + ": the adapter has no LoRA tensors");
+  for (auto &[name, target] : adapter->targets_) {
+    if (!target.a || !target.b)
+      return Error(path + ": '" + hfNameToGguf(*family, name) + "' has lora_" +
+                   (target.a ? "a" : "b") + " but no lora_" +
+                   (target.a ? "b" : "a"));
+    // llama.cpp: a [r, in] (ne [in, r]), b [out, r] (ne [r, out]).
+    int64_t rank = target.a->shape[0];
+    if (target.b->shape[1] != rank)
+      return Error(path + ": tensor '" + target.b->sourceName + "': shape " +
+                   shapeToString(target.b->shape) + " does not match " +
+                   target.a->sourceName + "'s " +
+                   shapeToString(target.a->shape) + " (rank " +
+                   std::to_string(rank) + ")");
+    if (rank < 1 || rank > kMaxLoraRank)
+      return Error(path + ": tensor '" + target.a->sourceName + "': rank " +
+                   std::to_string(rank) + " is outside 1.." +
+                   std::to_string(kMaxLoraRank));
+    target.rank = rank;
+    target.scaling =
+        adapter->alpha_ != 0 ? adapter->alpha_ / double(rank) : 1.0;
+    adapter->rank_ = std::max(adapter->rank_, rank);
+    if (family->gguf.permutesQk) {
+      auto endsWith = [&](const std::string &s) {
+        return name.size() >= s.size() &&
+               name.compare(name.size() - s.size(), s.size(), s) == 0;
+      };
+      bool q = endsWith(qName), k = endsWith(kName);
+      if (q || k) {
+        if (!base || !base->hasConfig())
+          return Error(path + ": '" + hfNameToGguf(*family, name) +
+                       "': the rows of a GGUF adapter's q/k lora_b are "
+                       "permuted by head; their order needs the base model");
+        target.qkPermuteHeads =
+            q ? base->config().numHeads : base->config().numKvHeads;
+        int64_t rows = target.b->shape[0], h = target.qkPermuteHeads;
+        if (h <= 0 || rows % h != 0 || (rows / h) % 2 != 0)
+          return Error(path + ": tensor '" + target.b->sourceName + "': " +
+                       std::to_string(rows) + " rows cannot be split into " +
+                       std::to_string(h) + " heads of even size");
+      }
+    }
+  }
+  return adapter;
+}
+
+Result<std::unique_ptr<LoraAdapter>>
+LoraAdapter::openPeft(const std::string &path) {
   std::string dir = path, weights;
   if (detail::isDirectory(path)) {
     weights = detail::joinPath(path, "adapter_model.safetensors");
@@ -135,6 +260,7 @@ LoraAdapter::open(const std::string &path) {
 
   auto adapter = std::unique_ptr<LoraAdapter>(new LoraAdapter());
   adapter->path_ = path;
+  adapter->format_ = "peft";
   adapter->files_ = {configPath, weights};
   auto r = cfg.find("r");
   if (r == cfg.end() || !r->is_number_integer())
@@ -152,9 +278,9 @@ LoraAdapter::open(const std::string &path) {
   bool rslora = false;
   if (auto it = cfg.find("use_rslora"); it != cfg.end() && it->is_boolean())
     rslora = it->get<bool>();
-  adapter->scaling_ = rslora
-                          ? adapter->alpha_ / std::sqrt(double(adapter->rank_))
-                          : adapter->alpha_ / double(adapter->rank_);
+  const double scaling =
+      rslora ? adapter->alpha_ / std::sqrt(double(adapter->rank_))
+             : adapter->alpha_ / double(adapter->rank_);
   // target_modules: a list of module names (cross-checked below) or a regex
   // string (not checked: the tensors say which modules are adapted).
   std::set<std::string> targetModules;
@@ -220,6 +346,7 @@ LoraAdapter::open(const std::string &path) {
     Target &target = adapter->targets_[std::string(module) + ".weight"];
     (isA ? target.a : target.b) = &t;
     target.rank = adapter->rank_;
+    target.scaling = scaling;
   }
   if (adapter->targets_.empty())
     return Error(weights + ": the adapter has no LoRA tensors");
@@ -273,14 +400,22 @@ Status LoraAdapter::mergeInto(std::string_view weightName, double scale,
   Result<std::vector<float>> b = toFloat32(*t->b);
   if (!b)
     return b.error();
+  if (t->qkPermuteHeads > 0) {
+    std::vector<float> hfOrder(b->size());
+    ETLLM_RETURN_IF_ERROR(
+        permuteQkRowsToRotateHalf(DType::F32, t->b->shape, t->qkPermuteHeads,
+                                  reinterpret_cast<const uint8_t *>(b->data()),
+                                  reinterpret_cast<uint8_t *>(hfOrder.data())));
+    b->swap(hfOrder);
+  }
   for (const auto *m : {&*a, &*b})
     for (float v : *m)
       if (!std::isfinite(v))
         return Error(path_ + ": tensor '" +
-                     (m == &*a ? t->a->name : t->b->name) +
+                     (m == &*a ? t->a->sourceName : t->b->sourceName) +
                      "' holds NaN or infinity");
   const int64_t r = t->rank;
-  const double s = scale * scaling_;
+  const double s = scale * t->scaling;
   std::vector<double> a64(a->begin(), a->end()), row(cols);
   for (int64_t i = 0; i < rows; ++i) {
     std::fill(row.begin(), row.end(), 0.0);

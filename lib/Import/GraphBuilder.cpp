@@ -199,7 +199,8 @@ buildExportedGraph(MLIRContext *context, const Checkpoint &checkpoint,
   if (!options.lora.empty()) {
     SmallVector<Attribute> adapters;
     for (const ::etllm::formats::LoraSpec &spec : options.lora) {
-      auto adapter = ::etllm::formats::LoraAdapter::open(spec.path);
+      auto adapter =
+          ::etllm::formats::LoraAdapter::open(spec.path, &checkpoint);
       if (!adapter.ok())
         return makeError(adapter.message());
       if (::etllm::rt::Status st = (*adapter)->checkAgainst(checkpoint);

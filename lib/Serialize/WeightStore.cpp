@@ -77,7 +77,12 @@ WeightStore::loraAdapters(Operation *diagOp) {
         diagOp->emitError("malformed ") << EtllmDialect::kLoraAttrName;
         break;
       }
-      auto opened = formats::LoraAdapter::open(path.str());
+      // The base gives a GGUF adapter its q/k head counts.
+      const formats::Checkpoint *base =
+          module->hasAttr(EtllmDialect::kCheckpointAttrName)
+              ? checkpoint(diagOp)
+              : nullptr;
+      auto opened = formats::LoraAdapter::open(path.str(), base);
       if (!opened.ok()) {
         adaptersFailed = true;
         diagOp->emitError("cannot open the LoRA adapter: ") << opened.message();

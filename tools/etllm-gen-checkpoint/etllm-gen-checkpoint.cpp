@@ -8,6 +8,7 @@
 #include "etllm/Formats/Checkpoint.h"
 #include "etllm/Formats/Generator.h"
 #include "etllm/Formats/Limits.h"
+#include "etllm/Formats/Lora.h"
 #include "etllm/Models/Registry.h"
 #include "etllm/runtime/flags.h"
 
@@ -38,7 +39,18 @@ const char *kOptions =
     "result and checks its config and tensors. Multi-head latent attention\n"
     "families (DeepSeek) take the LoRA ranks (--q-lora-rank 0: q_proj) and\n"
     "the GGUF form of kv_b_proj (split attn_k_b/attn_v_b, as llama.cpp's\n"
-    "converter writes it, or the older joint attn_kv_b).\n";
+    "converter writes it, or the older joint attn_kv_b).\n"
+    "\n"
+    "       etllm-gen-checkpoint --lora-for BASE --format {hf,gguf}\n"
+    "         [--rank N (4)] [--alpha X (8)] [--lora-targets "
+    "q_proj,v_proj,...]\n"
+    "         [--lora-std X (0.05)] [--dtype f32|f16|bf16]\n"
+    "         [--gguf-type f32|f16|bf16|q8_0] [--seed S] -o OUT\n"
+    "\n"
+    "Writes a random LoRA adapter for the checkpoint BASE: a PEFT directory\n"
+    "(adapter_config.json + adapter_model.safetensors) or llama.cpp's LoRA\n"
+    "GGUF. One seed gives the same adapter in both forms. Default targets:\n"
+    "every linear weight of the decoder layers but routed experts.\n";
 
 std::string usage() {
   std::string archs, presets = "tiny";
@@ -60,6 +72,8 @@ int fail(const std::string &msg) {
 
 int main(int argc, char **argv) {
   GeneratorOptions o;
+  LoraGeneratorOptions lora;
+  bool loraMode = false;
   bool verify = false;
   bool sawArch = false, sawFormat = false;
   for (int i = 1; i < argc; ++i) {
@@ -168,6 +182,38 @@ int main(int argc, char **argv) {
       if (!n.ok())
         return fail(n.message());
       o.seed = *n;
+    } else if (a == "--lora-for") {
+      if (!value(v))
+        return fail("--lora-for needs a checkpoint path");
+      lora.base = v;
+      loraMode = true;
+    } else if (a == "--rank") {
+      Result<int64_t> n = etllm::rt::parseInteger(
+          a, i + 1 < argc ? argv[++i] : nullptr, 1, kMaxLoraRank);
+      if (!n.ok())
+        return fail(n.message());
+      lora.rank = *n;
+    } else if (a == "--alpha" || a == "--lora-std") {
+      etllm::rt::NumberRange range{0, 1e6};
+      range.minOpen = a == "--lora-std";
+      Result<double> x =
+          etllm::rt::parseNumber(a, i + 1 < argc ? argv[++i] : nullptr, range);
+      if (!x.ok())
+        return fail(x.message());
+      (a == "--alpha" ? lora.alpha : lora.stdev) = *x;
+    } else if (a == "--lora-targets") {
+      if (!value(v))
+        return fail("--lora-targets needs a comma-separated list");
+      std::string list = v;
+      for (size_t p = 0; p <= list.size();) {
+        size_t q = list.find(',', p);
+        if (q == std::string::npos)
+          q = list.size();
+        if (q == p)
+          return fail("--lora-targets: empty module name in '" + list + "'");
+        lora.targets.push_back(list.substr(p, q - p));
+        p = q + 1;
+      }
     } else if (a == "--verify") {
       verify = true;
     } else if (a == "-o" || a == "--output") {
@@ -177,6 +223,25 @@ int main(int argc, char **argv) {
     } else {
       return fail("unknown argument '" + a + "' (see --help)");
     }
+  }
+  if (loraMode) {
+    if (!sawFormat || o.output.empty())
+      return fail("--lora-for needs --format and -o (see --help)");
+    if (sawArch || verify)
+      return fail("--lora-for takes the architecture from its checkpoint "
+                  "(no --arch, no --verify)");
+    lora.format = o.format;
+    lora.dtype = o.dtype;
+    lora.ggufType = o.ggufType;
+    lora.seed = o.seed;
+    lora.output = o.output;
+    Status s = generateLoraAdapter(lora);
+    if (!s.ok())
+      return fail(s.message());
+    std::printf("wrote %s (LoRA rank %lld for %s, %s)\n", lora.output.c_str(),
+                static_cast<long long>(lora.rank), lora.base.c_str(),
+                lora.format.c_str());
+    return 0;
   }
   if (!sawArch || !sawFormat || o.output.empty())
     return fail("--arch, --format and -o are required (see --help)");

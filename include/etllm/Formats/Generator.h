@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace etllm::formats {
 
@@ -71,6 +72,33 @@ Status generateCheckpoint(const GeneratorOptions &options);
 /// before any GGUF transform).
 float generatorValue(uint64_t seed, const std::string &hfName, bool isNorm,
                      bool normAddsOne, uint64_t index);
+
+/// A random LoRA adapter for an existing checkpoint (LoraGenerator.cpp).
+struct LoraGeneratorOptions {
+  /// The checkpoint it adapts (anything openCheckpoint reads).
+  std::string base;
+  /// "hf" (a PEFT directory) or "gguf" (llama.cpp's LoRA GGUF).
+  std::string format = "hf";
+  int64_t rank = 4;
+  double alpha = 8;
+  /// Module kinds to adapt (q_proj, ..., qkv_proj, gate_up_proj); empty:
+  /// every linear weight of the decoder layers except routed experts.
+  std::vector<std::string> targets;
+  /// Standard deviation of A's and B's elements (B is random, not PEFT's
+  /// zeros, so the adapter changes the model).
+  double stdev = 0.05;
+  /// Element type: PEFT tensors F32/F16/BF16; GGUF also Q8_0 (ggufType,
+  /// default dtype).
+  DType dtype = DType::F32;
+  std::optional<DType> ggufType;
+  uint64_t seed = 0;
+  /// The PEFT directory or the .gguf file.
+  std::string output;
+};
+
+/// Writes the adapter. The same options with either format hold the same
+/// adapter (see LoraGenerator.cpp).
+Status generateLoraAdapter(const LoraGeneratorOptions &options);
 
 } // namespace etllm::formats
 

@@ -57,8 +57,19 @@ Result<DType> dtypeFromGgmlType(uint32_t type);
 /// The ggml type id of a DType (BOOL/U8 have none: error).
 Result<uint32_t> ggmlTypeFromDType(DType dtype);
 
-/// Reads a GGUF file (see file comment). Used by openCheckpoint.
+/// Reads a GGUF file (see file comment). Used by openCheckpoint. A LoRA
+/// adapter (general.type = adapter) is refused.
 Result<std::unique_ptr<Checkpoint>> openGguf(const std::string &path);
+
+/// Reads a llama.cpp LoRA adapter (general.type = adapter, adapter.type =
+/// lora, as convert_lora_to_gguf.py writes it): the container is checked as
+/// openGguf checks it; the tensors `<weight>.lora_a` ([r, in]) and
+/// `<weight>.lora_b` ([out, r]) are named `<HF weight name>.lora_a` /
+/// `.lora_b` and keep the file's row order (for families whose converter
+/// permutes q/k, the rows of q/k's lora_b are interleaved as the base GGUF's
+/// are). No config and no vocabulary. Used by LoraAdapter::open.
+Result<std::unique_ptr<Checkpoint>>
+openGgufLoraAdapter(const std::string &path);
 
 /// Derives the ModelConfig of an opened GGUF checkpoint from its metadata and
 /// tensors (openGguf already did this; exposed for importers and tests).

@@ -1,5 +1,7 @@
 //===- LoraTest.cpp - LoRA adapter specs and the merge --------------------===//
 #include "etllm/Formats/Lora.h"
+#include "etllm/Formats/Gguf.h"
+#include "etllm/Formats/GgufMetadata.h"
 #include "etllm/Formats/Safetensors.h"
 
 #include <gtest/gtest.h>
@@ -60,7 +62,11 @@ TEST(LoraAdapter, MergeIsScaleTimesAlphaOverRankTimesBA) {
   auto adapter = LoraAdapter::open(dir);
   ASSERT_TRUE(adapter.ok()) << adapter.message();
   EXPECT_EQ((*adapter)->rank(), 1);
-  EXPECT_EQ((*adapter)->scaling(), 4.0);
+  EXPECT_EQ((*adapter)->format(), "peft");
+  ASSERT_NE((*adapter)->find("model.layers.0.self_attn.q_proj.weight"),
+            nullptr);
+  EXPECT_EQ((*adapter)->find("model.layers.0.self_attn.q_proj.weight")->scaling,
+            4.0);
   std::vector<float> w = {10, 10, 10, 10, 10, 10};
   const std::string name = "model.layers.0.self_attn.q_proj.weight";
   ASSERT_TRUE((*adapter)->mergeInto(name, 0.5, 2, 3, w.data()).ok());
@@ -88,4 +94,60 @@ TEST(LoraAdapter, NonFiniteValuesAreRefusedByName) {
   EXPECT_NE(st.message().find("lora_A.weight' holds NaN or infinity"),
             std::string::npos)
       << st.message();
+}
+
+namespace {
+/// Writes a llama.cpp LoRA GGUF for a Llama with one pair on `weight`
+/// (a GGUF name such as "blk.0.attn_v.weight"), B [rows, r], A [r, cols].
+std::string writeGgufAdapter(const std::string &path, const std::string &weight,
+                             int64_t rows, int64_t cols, int64_t r,
+                             const std::vector<float> &a,
+                             const std::vector<float> &b, float alpha) {
+  GgufWriter w;
+  w.set("general.architecture", GgufValue::str("llama"));
+  w.set("general.type", GgufValue::str("adapter"));
+  w.set("adapter.type", GgufValue::str("lora"));
+  w.set("adapter.lora.alpha", GgufValue::f32(alpha));
+  EXPECT_TRUE(w.addTensor(weight + ".lora_a", DType::F32, {r, cols}).ok());
+  EXPECT_TRUE(w.addTensor(weight + ".lora_b", DType::F32, {rows, r}).ok());
+  EXPECT_TRUE(w.open(path).ok());
+  EXPECT_TRUE(w.write(a.data(), a.size() * 4).ok());
+  EXPECT_TRUE(w.write(b.data(), b.size() * 4).ok());
+  EXPECT_TRUE(w.finish().ok());
+  return path;
+}
+} // namespace
+
+TEST(LoraAdapter, GgufScaleIsAlphaOverRankOrOneWhenAlphaIsZero) {
+  const std::string v = "model.layers.0.self_attn.v_proj.weight";
+  for (float alpha : {0.f, 6.f}) {
+    std::string path = writeGgufAdapter(
+        testing::TempDir() + "/lora-alpha.gguf", "blk.0.attn_v.weight", 2, 3, 2,
+        {1, 0, 0, 0, 1, 0}, {1, 0, 0, 1}, alpha);
+    auto adapter = LoraAdapter::open(path);
+    ASSERT_TRUE(adapter.ok()) << adapter.message();
+    EXPECT_EQ((*adapter)->format(), "gguf");
+    EXPECT_EQ((*adapter)->files(), std::vector<std::string>{path});
+    ASSERT_NE((*adapter)->find(v), nullptr);
+    EXPECT_EQ((*adapter)->find(v)->scaling, alpha == 0 ? 1.0 : 3.0);
+    // B A = [[1, 0, 0], [0, 1, 0]].
+    std::vector<float> w(6, 0.f);
+    ASSERT_TRUE((*adapter)->mergeInto(v, 1, 2, 3, w.data()).ok());
+    float s = alpha == 0 ? 1.f : 3.f;
+    EXPECT_EQ(w, (std::vector<float>{s, 0, 0, 0, s, 0}));
+  }
+}
+
+TEST(LoraAdapter, GgufQueryRowsNeedTheBaseHeadCounts) {
+  // q's lora_b rows are in the converter's interleaved order; without the
+  // base model their order is unknown, which is an error naming the pair.
+  std::string path = writeGgufAdapter(testing::TempDir() + "/lora-q.gguf",
+                                      "blk.0.attn_q.weight", 4, 3, 1, {1, 2, 3},
+                                      {1, 2, 3, 4}, 1);
+  auto adapter = LoraAdapter::open(path);
+  ASSERT_FALSE(adapter.ok());
+  EXPECT_NE(adapter.message().find("blk.0.attn_q.weight"), std::string::npos)
+      << adapter.message();
+  EXPECT_NE(adapter.message().find("base model"), std::string::npos)
+      << adapter.message();
 }
