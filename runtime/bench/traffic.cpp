@@ -97,9 +97,19 @@ Result<DecodeTraffic> analyzeDecodeTraffic(const Module &module,
   if (method->instructions())
     for (const fbs::InstructionEntry *e : *method->instructions()) {
       if (const fbs::DelegateCall *dc = e->instruction_as_DelegateCall()) {
-        for (uint32_t c : module.delegateConstants(dc->delegate()))
-          if (c < numConstants)
-            use(c, p.constants()->Get(c)->size());
+        const auto &gathers = module.delegateGatherTables(dc->delegate());
+        for (uint32_t c : module.delegateConstants(dc->delegate())) {
+          if (c >= numConstants)
+            continue;
+          uint64_t size = p.constants()->Get(c)->size();
+          auto g = std::lower_bound(gathers.begin(), gathers.end(),
+                                    std::make_pair(c, uint64_t(0)));
+          // A gather table: one row per decode step; else read in full.
+          if (g != gathers.end() && g->first == c)
+            use(c, (size + g->second - 1) / g->second);
+          else
+            use(c, size);
+        }
         continue;
       }
       const fbs::KernelCall *kc = e->instruction_as_KernelCall();

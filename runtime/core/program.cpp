@@ -530,6 +530,7 @@ Result<std::unique_ptr<Module>> Module::create(std::shared_ptr<Program> program,
   struct ProgramConstants : ConstantTable {
     const Program &p;
     mutable std::vector<uint32_t> requested;
+    mutable std::vector<std::pair<uint32_t, uint64_t>> gathered;
     explicit ProgramConstants(const Program &p) : p(p) {}
     size_t size() const override {
       return p.schema().constants() ? p.schema().constants()->size() : 0;
@@ -546,6 +547,16 @@ Result<std::unique_ptr<Module>> Module::create(std::shared_ptr<Program> program,
       return std::make_pair(p.segmentData(c->segment()) + c->offset(),
                             size_t(c->size()));
     }
+    void noteGatherTable(uint32_t index, uint64_t rows) const override {
+      // Only for constants the delegate asked for, with at least one row.
+      if (rows == 0 || std::find(requested.begin(), requested.end(), index) ==
+                           requested.end())
+        return;
+      for (auto &g : gathered)
+        if (g.first == index)
+          return;
+      gathered.push_back({index, rows});
+    }
   } constants(*program);
   if (fb.delegates())
     for (const fbs::Delegate *d : *fb.delegates()) {
@@ -559,6 +570,7 @@ Result<std::unique_ptr<Module>> Module::create(std::shared_ptr<Program> program,
         for (const fbs::KeyValue *kv : *d->compile_specs())
           specs.push_back({str(kv->key()), str(kv->value())});
       constants.requested.clear();
+      constants.gathered.clear();
       auto inst = backend->init(program->segmentData(d->segment()),
                                 program->segmentSize(d->segment()), specs,
                                 constants, *mod->ctx_);
@@ -568,6 +580,8 @@ Result<std::unique_ptr<Module>> Module::create(std::shared_ptr<Program> program,
       mod->delegates_.push_back(std::move(inst.value()));
       std::sort(constants.requested.begin(), constants.requested.end());
       mod->delegateConstants_.push_back(std::move(constants.requested));
+      std::sort(constants.gathered.begin(), constants.gathered.end());
+      mod->delegateGathers_.push_back(std::move(constants.gathered));
     }
 
   for (const fbs::Method *m : *fb.methods()) {
@@ -689,6 +703,12 @@ void Module::resetState() {
 const std::vector<uint32_t> &Module::delegateConstants(size_t i) const {
   static const std::vector<uint32_t> none;
   return i < delegateConstants_.size() ? delegateConstants_[i] : none;
+}
+
+const std::vector<std::pair<uint32_t, uint64_t>> &
+Module::delegateGatherTables(size_t i) const {
+  static const std::vector<std::pair<uint32_t, uint64_t>> none;
+  return i < delegateGathers_.size() ? delegateGathers_[i] : none;
 }
 
 size_t Module::bufferBytes() const {

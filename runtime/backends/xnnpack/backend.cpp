@@ -409,7 +409,12 @@ Result<std::unique_ptr<DelegateInstance>> XnnpackBackend::init(
     }
   }
 
-  // Nodes.
+  // Nodes. Constant values used as a gather table (input 0 of embedding,
+  // qembedding) and in any other way, to tell the runtime which tables a
+  // call reads one row of rather than in full.
+  // (Two values may name one program constant: a tied embedding's table is
+  // also the output layer's weight.)
+  std::vector<uint32_t> gatherOnly, fullIndices;
   inst->nodes.resize(numNodes);
   for (uint32_t n = 0; n < numNodes; ++n) {
     const xfb::Node *fn = fnodes->Get(n);
@@ -478,6 +483,14 @@ Result<std::unique_ptr<DelegateInstance>> XnnpackBackend::init(
       }
       vi.lastUse = int(n);
       node.values.push_back(v);
+      if (vi.kind == xfb::ValueKind::CONSTANT) {
+        const bool gather =
+            i == 0 && (op->id == OpId::Embedding || op->id == OpId::QEmbedding);
+        if (gather)
+          gatherOnly.push_back(v);
+        else
+          fullIndices.push_back(vi.index);
+      }
     }
     for (uint32_t i = 0; i < nout; ++i) {
       const uint32_t v = fn->outputs()->Get(i);
@@ -513,6 +526,13 @@ Result<std::unique_ptr<DelegateInstance>> XnnpackBackend::init(
         return blobError(what + ": " + w.message());
       node.qweight = *w;
     }
+  }
+  std::sort(fullIndices.begin(), fullIndices.end());
+  for (uint32_t v : gatherOnly) {
+    const ValueInfo &vi = info[v];
+    if (!std::binary_search(fullIndices.begin(), fullIndices.end(), vi.index) &&
+        vi.proto.rank >= 1 && vi.proto.sizes[0] > 0)
+      constants.noteGatherTable(vi.index, uint64_t(vi.proto.sizes[0]));
   }
   for (uint32_t i = 0; i < numOut; ++i)
     if (info[uint32_t(outputPos[i])].producer < 0)

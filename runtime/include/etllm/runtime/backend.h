@@ -30,6 +30,14 @@ public:
   /// lives), or an error for an index out of range.
   virtual Result<std::pair<const uint8_t *, size_t>>
   get(uint32_t index) const = 0;
+  /// Tells the runtime that the delegate uses constant `index` (already
+  /// obtained with get) only as a table it gathers one of `rows` rows from
+  /// per indexed token (an embedding table), never in full. What a decode
+  /// step reads is reported from this (bench::analyzeDecodeTraffic).
+  virtual void noteGatherTable(uint32_t index, uint64_t rows) const {
+    (void)index;
+    (void)rows;
+  }
 };
 
 /// A compiled delegate subgraph, ready to run.

@@ -208,6 +208,10 @@ public:
   /// it was initialized: the weights a call of it may read. Empty for an
   /// index out of range.
   const std::vector<uint32_t> &delegateConstants(size_t i) const;
+  /// The constants among those that delegate `i` only gathers rows from,
+  /// with their row counts (ConstantTable::noteGatherTable), ascending.
+  const std::vector<std::pair<uint32_t, uint64_t>> &
+  delegateGatherTables(size_t i) const;
 
 private:
   Module() = default;
@@ -217,6 +221,7 @@ private:
   std::vector<std::unique_ptr<Method>> methods_;
   std::vector<std::unique_ptr<DelegateInstance>> delegates_;
   std::vector<std::vector<uint32_t>> delegateConstants_;
+  std::vector<std::vector<std::pair<uint32_t, uint64_t>>> delegateGathers_;
   std::unique_ptr<ExecContext> ctx_;
   pthreadpool *pool_ = nullptr;
   friend class Method;

@@ -6,7 +6,8 @@
 //     except the tables of embedding/qembedding (one row per token) and of
 //     index_select (one slice per index);
 //   - every constant a delegate asked for at init (Module::
-//     delegateConstants), in full;
+//     delegateConstants), in full, except the tables it said it only
+//     gathers from (Module::delegateGatherTables): one row per token;
 //   - the mutable buffers (KV caches): a buffer with a dimension of the
 //     program's context length is read up to the current position (at
 //     position p, p + 1 of its rows along that dimension); any other buffer
