@@ -158,7 +158,8 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        "[]",
        {},
        "LoRA adapters (PEFT directories: adapter_config.json + "
-       "adapter_model.safetensors) merged into the float weights before "
+       "adapter_model.safetensors, or llama.cpp LoRA GGUF files) merged "
+       "into the float weights before "
        "quantization, each `PATH` or `PATH:SCALE` (scale 1 by default); "
        "`--lora` adds more (docs/LoRA.md).",
        "[\"adapters/chat:0.5\"]",

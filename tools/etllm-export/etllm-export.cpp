@@ -68,7 +68,8 @@ static cl::opt<bool>
                    cl::cat(category));
 static cl::list<std::string>
     loraAdapters("lora",
-                 cl::desc("Merge a LoRA adapter (a PEFT directory) into the "
+                 cl::desc("Merge a LoRA adapter (a PEFT directory or a "
+                          "llama.cpp LoRA GGUF) into the "
                           "weights before quantization, with an optional "
                           "scale (repeatable; default: none, scale 1)"),
                  cl::value_desc("path[:scale]"), cl::cat(category));
