@@ -127,3 +127,51 @@ func.func @forward(%x: tensor<1x?x16xf32>, %pos: tensor<?xi64>) -> tensor<1x?x16
   %o = etllm.reshape %a1 [1, -1, 16] : tensor<1x?x2x8xf32> -> tensor<1x?x16xf32>
   return %o : tensor<1x?x16xf32>
 }
+
+// -----
+
+// Element-wise math with an f32 scalar operand (Granite's multipliers,
+// Gemma's soft-cap) and div are legal: the linear, the scaled residual and
+// the soft-cap stay one subgraph, with the scalar as an operand.
+// CHECK-LABEL: func.func private @xnnpack_0
+// CHECK: etllm.linear
+// CHECK: etllm.mul {{.*}} : (tensor<1x?x8xf32>, tensor<f32>)
+// CHECK: etllm.div {{.*}} : (tensor<1x?x8xf32>, tensor<f32>)
+// CHECK: etllm.tanh
+// CHECK: etllm.add
+// CHECK-LABEL: func.func @forward
+// CHECK: etllm.delegate.call "xnnpack" @xnnpack_0
+// CHECK-NOT: etllm.{{(mul|div|tanh|add)}}
+// CHECK: return
+etllm.parameter @w : tensor<8x8xf32>
+func.func @forward(%x: tensor<1x?x8xf32>) -> tensor<1x?x8xf32> {
+  %s = etllm.constant dense<0.25> : tensor<f32>
+  %w = etllm.parameter.get @w : tensor<8x8xf32>
+  %a = etllm.linear %x, %w : (tensor<1x?x8xf32>, tensor<8x8xf32>) -> tensor<1x?x8xf32>
+  %m = etllm.mul %a, %s : (tensor<1x?x8xf32>, tensor<f32>) -> tensor<1x?x8xf32>
+  %d = etllm.div %m, %s : (tensor<1x?x8xf32>, tensor<f32>) -> tensor<1x?x8xf32>
+  %t = etllm.tanh %d : tensor<1x?x8xf32>
+  %r = etllm.add %t, %x : (tensor<1x?x8xf32>, tensor<1x?x8xf32>) -> tensor<1x?x8xf32>
+  return %r : tensor<1x?x8xf32>
+}
+
+// -----
+
+// Near miss: a scalar of another element type (f16) is not legal, and a
+// scalar result is not either: those ops stay portable.
+// CHECK-LABEL: func.func private @xnnpack_0
+// CHECK-NOT: tensor<f16>
+// CHECK-NOT: -> tensor<f32>
+// CHECK: return
+// CHECK-LABEL: func.func @forward
+// CHECK-DAG: etllm.mul {{.*}} : (tensor<4xf16>, tensor<f16>) -> tensor<4xf16>
+// CHECK-DAG: etllm.div {{.*}} : (tensor<f32>, tensor<f32>) -> tensor<f32>
+// CHECK-DAG: etllm.delegate.call "xnnpack" @xnnpack_0
+etllm.parameter @w : tensor<8x8xf32>
+func.func @forward(%x: tensor<1x?x8xf32>, %y: tensor<4xf16>, %h: tensor<f16>, %p: tensor<f32>, %q: tensor<f32>) -> (tensor<1x?x8xf32>, tensor<4xf16>, tensor<f32>) {
+  %w = etllm.parameter.get @w : tensor<8x8xf32>
+  %a = etllm.linear %x, %w : (tensor<1x?x8xf32>, tensor<8x8xf32>) -> tensor<1x?x8xf32>
+  %m = etllm.mul %y, %h : (tensor<4xf16>, tensor<f16>) -> tensor<4xf16>
+  %d = etllm.div %p, %q : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %a, %m, %d : tensor<1x?x8xf32>, tensor<4xf16>, tensor<f32>
+}

@@ -40,6 +40,11 @@ bool isF32Tensor(Type t, bool allowDynamicLast = false) {
          (allowDynamicLast || !tt.isDynamicDim(tt.getRank() - 1));
 }
 
+bool isF32Scalar(Type t) {
+  auto tt = dyn_cast<RankedTensorType>(t);
+  return tt && tt.getElementType().isF32() && tt.getRank() == 0;
+}
+
 bool isParam(Value v) { return v && v.getDefiningOp<ParameterGetOp>(); }
 
 bool isIndexVector(Type t) {
@@ -80,9 +85,15 @@ public:
           return isF32Tensor(q.getInput().getType()) && t.getBits() == 8 &&
                  t.getGranularity() != ActQuantGranularity::per_tensor;
         })
-        .Case<AddOp, SubOp, MulOp>([](Operation *o) {
+        // Element-wise arithmetic; an operand may be an f32 scalar (rank 0:
+        // Granite's multipliers, Gemma's embedding scale and softcap), which
+        // the kernels broadcast. (div has no fast path: the delegate runs the
+        // portable kernel, which keeps the layer in one region.)
+        .Case<AddOp, SubOp, MulOp, DivOp>([](Operation *o) {
           return llvm::all_of(o->getOperandTypes(),
-                              [](Type t) { return isF32Tensor(t, true); }) &&
+                              [](Type t) {
+                                return isF32Tensor(t, true) || isF32Scalar(t);
+                              }) &&
                  isF32Tensor(o->getResult(0).getType());
         })
         .Case<SiluOp, GeluOp, SigmoidOp, TanhOp, ReluOp>(
