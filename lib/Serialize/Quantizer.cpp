@@ -61,6 +61,49 @@ int loadQ(const uint8_t *row, int64_t k, unsigned bits, bool symmetric) {
   return symmetric ? u - 8 : u;
 }
 
+/// Rounds to the nearest integer, ties to even, as std::nearbyint does in
+/// the default rounding mode, for |v| < 2^22 (adding 1.5 * 2^23 leaves no
+/// fraction bits). Unlike the libm call it vectorizes. Not valid under
+/// -ffast-math, which the project does not use.
+inline float roundHalfEven(float v) {
+  constexpr float kMagic = 12582912.0f;
+  return (v + kMagic) - kMagic;
+}
+
+/// The quantized values of one group: q[k] = clamp(round(x[k] * inv)) (or
+/// of (x[k] - offset) * inv), clamped in float first (the same integers:
+/// the bounds are integers and rounding is monotonic); NaN gives 0.
+inline void quantizeGroup(const float *x, int64_t g, float offset, float inv,
+                          float qmin, float qmax, int8_t *q) {
+  for (int64_t k = 0; k < g; ++k) {
+    float v = (x[k] - offset) * inv;
+    v = v == v ? v : 0.0f;
+    v = v < qmin ? qmin : v;
+    v = v > qmax ? qmax : v;
+    q[k] = int8_t(int(roundHalfEven(v)));
+  }
+}
+
+/// max |x[k]| (NaN ignored, as std::max(amax, NaN) ignores it), in eight
+/// lanes so that it vectorizes; max is exact, so the order does not matter.
+inline float absMax(const float *x, int64_t g) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t k = 0;
+  for (; k + 8 <= g; k += 8)
+    for (int j = 0; j < 8; ++j) {
+      float a = std::fabs(x[k + j]);
+      acc[j] = acc[j] < a ? a : acc[j];
+    }
+  for (; k < g; ++k) {
+    float a = std::fabs(x[k]);
+    acc[0] = acc[0] < a ? a : acc[0];
+  }
+  float m = 0;
+  for (float a : acc)
+    m = m < a ? a : m;
+  return m;
+}
+
 } // namespace
 
 Result<std::vector<uint8_t>> quantizeRows(const float *x, int64_t rows,
@@ -74,6 +117,10 @@ Result<std::vector<uint8_t>> quantizeRows(const float *x, int64_t rows,
   int qmin = q.symmetric ? -(1 << (q.bits - 1)) : 0;
   int qmax = q.symmetric ? (1 << (q.bits - 1)) - 1 : (1 << q.bits) - 1;
   size_t qRowBytes = q.bits == 8 ? size_t(cols) : size_t(cols) / 2;
+  // Whole bytes per group: 8-bit, or 4-bit groups of even size (the
+  // layout's rows are even); else element by element (storeQ).
+  const bool wholeBytes = q.bits == 8 || g % 2 == 0;
+  std::vector<int8_t> qg(static_cast<size_t>(g));
   for (int64_t r = 0; r < rows; ++r) {
     const float *xr = x + r * cols;
     uint8_t *qrow = out.data() + r * qRowBytes;
@@ -81,10 +128,7 @@ Result<std::vector<uint8_t>> quantizeRows(const float *x, int64_t rows,
       const float *xg = xr + gi * g;
       float scale, offset = 0;
       if (q.symmetric) {
-        float amax = 0;
-        for (int64_t k = 0; k < g; ++k)
-          amax = std::max(amax, std::fabs(xg[k]));
-        scale = amax / (float(qmax) + 0.5f);
+        scale = absMax(xg, g) / (float(qmax) + 0.5f);
       } else {
         float mn = xg[0], mx = xg[0];
         for (int64_t k = 1; k < g; ++k) {
@@ -96,11 +140,20 @@ Result<std::vector<uint8_t>> quantizeRows(const float *x, int64_t rows,
       }
       scale = roundToScaleType(scale, q.scaleType);
       float inv = scale > 0 ? 1.0f / scale : 0.0f;
-      for (int64_t k = 0; k < g; ++k) {
-        float v = q.symmetric ? xg[k] * inv : (xg[k] - offset) * inv;
-        int qi = int(std::nearbyint(v));
-        storeQ(qrow, gi * g + k, std::clamp(qi, qmin, qmax), q.bits,
-               q.symmetric);
+      quantizeGroup(xg, g, offset, inv, float(qmin), float(qmax), qg.data());
+      if (!wholeBytes) {
+        for (int64_t k = 0; k < g; ++k)
+          storeQ(qrow, gi * g + k, qg[k], q.bits, q.symmetric);
+      } else if (q.bits == 8) {
+        std::memcpy(qrow + gi * g, qg.data(), size_t(g)); // int8 or uint8 bits
+      } else {
+        // Element k in byte k/2, the low nibble for even k; signed values
+        // stored as q + 8.
+        const int bias = q.symmetric ? 8 : 0;
+        uint8_t *dst = qrow + gi * g / 2;
+        for (int64_t k = 0; k < g; k += 2)
+          dst[k / 2] = uint8_t(((qg[k] + bias) & 0xf) |
+                               (((qg[k + 1] + bias) & 0xf) << 4));
       }
       int64_t idx = r * l.groups + gi;
       storeScale(out.data() + l.scalesOff, idx, scale, q.scaleType);

@@ -8,7 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 
 using namespace etllm;
@@ -144,3 +146,92 @@ TEST(Quantizer, RejectsBadParameters) {
 }
 
 } // namespace
+
+namespace {
+/// The definition quantizeRows must equal byte for byte: per group, the
+/// scale from max |x| (symmetric) or min/max (asymmetric), rounded to the
+/// scale type; q = clamp(nearbyint((x - offset) / scale)); element k of a
+/// row in byte k (8 bits) or in the low (even k) / high nibble of byte k/2
+/// (4 bits, signed values + 8).
+std::vector<uint8_t> referenceQuantize(const std::vector<float> &x,
+                                       int64_t rows, int64_t cols,
+                                       const rt::QuantInfo &q) {
+  auto l = rt::QWeightLayout::compute(rows, cols, q);
+  EXPECT_TRUE(l.ok());
+  std::vector<uint8_t> out(l->totalBytes, 0);
+  auto toScale = [&](float v) {
+    return q.scaleType == rt::DType::F16 ? rt::halfToFloat(rt::floatToHalf(v))
+                                         : v;
+  };
+  auto put = [&](size_t off, int64_t i, float v) {
+    if (q.scaleType == rt::DType::F16) {
+      uint16_t h = rt::floatToHalf(v);
+      std::memcpy(out.data() + off + i * 2, &h, 2);
+    } else {
+      std::memcpy(out.data() + off + i * 4, &v, 4);
+    }
+  };
+  const int qmin = q.symmetric ? -(1 << (q.bits - 1)) : 0;
+  const int qmax = q.symmetric ? (1 << (q.bits - 1)) - 1 : (1 << q.bits) - 1;
+  const int64_t g = q.groupSize;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t gi = 0; gi < cols / g; ++gi) {
+      const float *xg = x.data() + r * cols + gi * g;
+      float scale, offset = 0;
+      if (q.symmetric) {
+        float amax = 0;
+        for (int64_t k = 0; k < g; ++k)
+          amax = std::max(amax, std::fabs(xg[k]));
+        scale = amax / (float(qmax) + 0.5f);
+      } else {
+        float mn = *std::min_element(xg, xg + g);
+        float mx = *std::max_element(xg, xg + g);
+        scale = (mx - mn) / float(qmax);
+        offset = toScale(mn);
+      }
+      scale = toScale(scale);
+      float inv = scale > 0 ? 1.0f / scale : 0.0f;
+      for (int64_t k = 0; k < g; ++k) {
+        int v =
+            std::clamp(int(std::nearbyint((xg[k] - offset) * inv)), qmin, qmax);
+        int64_t e = r * cols + gi * g + k;
+        if (q.bits == 8) {
+          out[e] = uint8_t(v);
+        } else {
+          uint8_t u = uint8_t(q.symmetric ? v + 8 : v) & 0xf;
+          out[e / 2] |= e % 2 == 0 ? u : uint8_t(u << 4);
+        }
+      }
+      put(l->scalesOff, r * (cols / g) + gi, scale);
+      if (!q.symmetric)
+        put(l->offsetsOff, r * (cols / g) + gi, offset);
+    }
+  return out;
+}
+} // namespace
+
+TEST(Quantizer, EqualsItsDefinitionByteForByte) {
+  // Odd and even group sizes (a 4-bit group of odd size shares bytes with
+  // its neighbour), values on exact rounding ties, zeros (a zero scale) and
+  // extremes, every bit width, both symmetries and scale types.
+  for (unsigned bits : {4u, 8u})
+    for (bool sym : {true, false})
+      for (rt::DType st : {rt::DType::F16, rt::DType::F32})
+        for (int64_t group : {1, 3, 7, 8, 32, 96}) {
+          const int64_t rows = 5, cols = 672; // every group size divides it
+          if (cols % group)
+            continue;
+          std::vector<float> x = randomRows(rows, cols, 11 + unsigned(group));
+          // Ties: multiples of half a step of a group whose max is 7.5.
+          for (int64_t k = 0; k < cols; ++k)
+            x[k] = 0.5f * float(k % 16) - 3.5f;
+          std::fill(x.begin() + cols, x.begin() + 2 * cols, 0.0f);
+          x[2 * cols] = 1e30f;
+          x[2 * cols + 1] = -1e-30f;
+          rt::QuantInfo q = info(bits, group, sym, st);
+          auto got = quantizeRows(x.data(), rows, cols, q);
+          ASSERT_TRUE(got.ok()) << got.message();
+          EXPECT_EQ(*got, referenceQuantize(x, rows, cols, q))
+              << bits << " bits, group " << group << (sym ? " sym" : " asym");
+        }
+}
