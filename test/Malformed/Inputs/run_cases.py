@@ -55,6 +55,12 @@ def inp(name):
         return f.read()
 
 
+def repo(name):
+    """A file of the repository (a kept fuzz regression, say)."""
+    with open(os.path.join(INPUTS, "..", "..", "..", name), "rb") as f:
+        return f.read()
+
+
 def shared(name):
     with open(os.path.join(SHARED, name), "rb") as f:
         return f.read()
