@@ -222,6 +222,23 @@ def _gguf_write(version, kvs, infos, blob):
     return bytes(out) + blob
 
 
+def safetensors_edit(data, **tensors):
+    """`data` (a safetensors file) with header entries changed: name=dict
+    of fields to set (a '__' in a name stands for '.')."""
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + n])
+    for name, fields in tensors.items():
+        header[name.replace("__", ".")].update(fields)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    return len(text).to_bytes(8, "little") + text + data[8 + n:]
+
+
+def safetensors_offsets(data, name):
+    n = int.from_bytes(data[:8], "little")
+    return json.loads(data[8:8 + n])[name]["data_offsets"]
+
+
 def gguf_get(data, key):
     """The value of `key` (arrays as Python lists)."""
     t, v = _gguf_read(data)[1][key]
