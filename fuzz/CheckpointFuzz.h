@@ -13,6 +13,7 @@
 #include "FuzzSupport.h"
 
 #include "etllm/Formats/Checkpoint.h"
+#include "etllm/Formats/GgufEmbeddedVocab.h"
 #include "etllm/runtime/tokenizer.h"
 
 #include <cstdint>
@@ -20,27 +21,9 @@
 namespace etllm::fuzz {
 
 /// The runtime's view of a GGUF file's tokenizer.ggml.* metadata, as a
-/// program carries it. Ids outside int32 become -2 (out of range), so the
-/// vocabulary check sees them.
+/// program carries it (the one etllm-export checks).
 inline rt::EmbeddedVocab vocabFromGguf(const formats::GgufTokenizerInfo &g) {
-  rt::EmbeddedVocab v;
-  v.model = g.model;
-  v.pre = g.pre;
-  v.tokens = g.tokens;
-  v.scores = g.scores;
-  v.types = g.tokenTypes;
-  v.merges = g.merges;
-  auto id32 = [](int64_t id) {
-    return id >= -1 && id <= INT32_MAX ? static_cast<int32_t>(id) : -2;
-  };
-  v.bos = id32(g.bosTokenId);
-  v.eos = id32(g.eosTokenId);
-  v.unk = id32(g.unknownTokenId);
-  v.pad = id32(g.paddingTokenId);
-  v.eot = id32(g.eotTokenId);
-  v.addBos = g.addBosToken.value_or(true);
-  v.addSpacePrefix = g.addSpacePrefix.value_or(true);
-  return v;
+  return formats::embeddedVocab(g);
 }
 
 inline void fuzzCheckpoint(const std::string &path) {

@@ -298,6 +298,86 @@ def tiny_llama2c_checkpoint(shared_negative_vocab):
     return header + body
 
 
+
+# ---------------------------------------------------------------------------
+# LoRA adapters (PEFT) and chat templates.
+
+LORA_SEPARATOR = b"\n--- adapter_model.safetensors ---\n"
+CHAT_SEPARATOR = b"\n--- context ---\n"
+
+
+def safetensors_bytes(tensors):
+    """A safetensors file of {name: (dtype, shape, raw bytes)}."""
+    header, offset, blobs = {}, 0, []
+    for name, (dtype, shape, raw) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": shape,
+                        "data_offsets": [offset, offset + len(raw)]}
+        offset += len(raw)
+        blobs.append(raw)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + b"".join(blobs)
+
+
+def lora_seed(rank, modules, dtype="F32", config_extra=None, dim=16):
+    """adapter_config.json + separator + adapter_model.safetensors."""
+    pack = {"F32": ("f", 4), "F16": ("e", 2), "F64": ("d", 8)}[dtype]
+    def values(n, seed):
+        return struct.pack("<%d%s" % (n, pack[0]),
+                           *[((i * 37 + seed) % 19 - 9) / 64.0 for i in range(n)])
+    tensors = {}
+    for i, m in enumerate(modules):
+        mod = "base_model.model.model.layers.0." + m
+        tensors[mod + ".lora_A.weight"] = (dtype, [rank, dim], values(rank * dim, i))
+        tensors[mod + ".lora_B.weight"] = (dtype, [dim, rank], values(dim * rank, i + 7))
+    config = {"peft_type": "LORA", "r": rank, "lora_alpha": 2 * rank,
+              "target_modules": sorted(m.split(".")[-1] for m in modules),
+              "lora_dropout": 0.0, "bias": "none", "use_rslora": False,
+              "use_dora": False, "fan_in_fan_out": False,
+              "task_type": "CAUSAL_LM", "rank_pattern": {}, "alpha_pattern": {},
+              "modules_to_save": None}
+    config.update(config_extra or {})
+    return (json.dumps(config, indent=2).encode() + LORA_SEPARATOR +
+            safetensors_bytes(tensors))
+
+
+def chat_contexts():
+    """A few render contexts (the variables transformers passes)."""
+    def m(role, content):
+        return {"role": role, "content": content}
+    base = {"tools": None, "documents": None, "bos_token": "<s>",
+            "eos_token": "</s>", "add_generation_prompt": True}
+    tools = [{"type": "function", "function": {
+        "name": "get_weather", "description": "The weather in a city",
+        "parameters": {"type": "object",
+                       "properties": {"city": {"type": "string"}},
+                       "required": ["city"]}}}]
+    out = {
+        "system-2turns": {"messages": [m("system", "Be brief."), m("user", "Hi"),
+                                       m("assistant", " Hello! "),
+                                       m("user", "Who are you?")]},
+        "1turn-nogen": {"messages": [m("user", "Hello")],
+                        "add_generation_prompt": False},
+        "tool-call": {"messages": [
+            m("user", "Weather in Paris?"),
+            {"role": "assistant", "content": "",
+             "tool_calls": [{"id": "call12345", "type": "function",
+                             "function": {"name": "get_weather",
+                                          "arguments": {"city": "Paris"}}}]},
+            {"role": "tool", "tool_call_id": "call12345",
+             "name": "get_weather", "content": "{\"temperature\": 21}"}],
+            "tools": tools, "date_string": "01 Jan 2025"},
+        "thinking": {"messages": [m("user", "2+2?"),
+                                  m("assistant", "<think>\nadd\n</think>\n\n4"),
+                                  m("user", "and 3+3?")],
+                     "enable_thinking": False},
+    }
+    for name, ctx in out.items():
+        full = dict(base)
+        full.update(ctx)
+        out[name] = full
+    return out
+
 # ---------------------------------------------------------------------------
 
 def main():
@@ -439,6 +519,53 @@ output:
                                      "true", "false", "[", "]", "{", "}",
                                      ": ", "- ", "&a", "*a", "!!str", "'",
                                      "\""])
+
+        # Chat templates: every family's template of the conformance test
+        # and the feature test, alone (the fixed conversation) and with
+        # render contexts.
+        chat_dirs = [os.path.join(a.repo, "test/ChatTemplate", d)
+                     for d in ("Inputs", "Features")]
+        contexts = chat_contexts()
+        for d in chat_dirs:
+            for f in sorted(os.listdir(d)):
+                if not f.endswith(".jinja"):
+                    continue
+                src = read(os.path.join(d, f))
+                seeds.add("chat-template", f, src)
+                for cname, ctx in sorted(contexts.items()):
+                    seeds.add("chat-template", "%s+%s" % (f[:-6], cname),
+                              src + CHAT_SEPARATOR + json.dumps(ctx).encode())
+        seeds.dict("chat-template", [
+            "{{", "}}", "{%", "%}", "{#", "#}", "{%-", "-%}", "{{-", "-}}",
+            "if", "elif", "else", "endif", "for", "in", "endfor", "set",
+            "endset", "namespace", "loop.index", "loop.first", "loop.last",
+            "break", "continue", "generation", "endgeneration", "not", "and",
+            "or", "is", "defined", "none", "true", "false", "range",
+            "raise_exception", "strftime_now", "messages", "message",
+            "message['role']", "message['content']", "add_generation_prompt",
+            "bos_token", "eos_token", "tools", "|trim", "|length", "|tojson",
+            "|join", "|selectattr", "|map", "|default", "|upper", "|lower",
+            ".strip()", ".split(", ".startswith(", ".items()", ".get(",
+            "[::-1]", "~", "**", "//", "%", "(", ")", "[", "]", "'", "\""])
+
+        # LoRA adapters: config + separator + safetensors (see the target).
+        seeds.add("lora", "q-v-rank2", lora_seed(2, ["self_attn.q_proj",
+                                                     "self_attn.v_proj"]))
+        seeds.add("lora", "mlp-rank4-f16",
+                  lora_seed(4, ["mlp.up_proj", "mlp.down_proj"], "F16"))
+        seeds.add("lora", "rslora-f64",
+                  lora_seed(1, ["self_attn.o_proj"], "F64",
+                            {"use_rslora": True, "target_modules": None}))
+        seeds.add("lora", "bare.safetensors",
+                  lora_seed(2, ["self_attn.q_proj"]).split(LORA_SEPARATOR)[1])
+        seeds.dict("lora", [
+            "peft_type", "LORA", "lora_alpha", "\"r\"", "use_rslora",
+            "use_dora", "fan_in_fan_out", "rank_pattern", "alpha_pattern",
+            "bias", "none", "modules_to_save", "target_modules",
+            "base_model.model.", ".lora_A.weight", ".lora_B.weight",
+            "lora_embedding_A", "dtype", "shape", "data_offsets", "F32",
+            "F16", "BF16", "F64", "I32", "__metadata__",
+            "--- adapter_model.safetensors ---"])
 
         # Glob patterns and module paths.
         for i, (p, t) in enumerate([("model.layers.0.*", "model.layers.0.mlp.up_proj"),

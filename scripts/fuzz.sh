@@ -5,15 +5,22 @@
 # regression input in fuzz/regressions/<target>/ (replayed by the normal
 # test suite: ctest -R fuzz-regressions).
 #
-#   scripts/fuzz.sh [--seconds N] [--build-only] [--keep-going] [TARGET...]
+#   scripts/fuzz.sh [--seconds N] [--build-only] [--no-build] [TARGET...]
 #
 #   --seconds N   time per target (default 60)
 #   --build-only  configure and build, make the seeds, run nothing
+#   --no-build    run the targets already built (e.g. a second lane while
+#                 the first one's run goes on); the seeds must exist
 #   TARGET        names as in fuzz/targets/ (default: all of them)
 #
 # Environment: FUZZ_BUILD_DIR (default build-fuzz), BUILD_DIR (the normal
 # build whose tools make the seeds; default build, built if missing),
-# ETLLM_SHARED_DIR (test data; default ../shared or /work/shared).
+# ETLLM_SHARED_DIR (test data; default ../shared or /work/shared),
+# FUZZ_LOG_DIR (the logs; default FUZZ_BUILD_DIR/logs).
+# Per target the summary gives libFuzzer's last status line (executions,
+# cov: edges, ft: features, corp: corpus size, exec/s, oom/timeout/crash
+# counts) and the CPU time its processes got (user + system, of the wall
+# time: on a shared machine the difference went to other work).
 # The machine may be shared: each target runs as one process at a time
 # (libFuzzer's fork mode with one job), which keeps going after a crash.
 # Exit status: 1 when any new crash was kept, else 0.
@@ -23,12 +30,14 @@ ROOT=$(pwd)
 
 seconds=60
 buildOnly=0
+noBuild=0
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds=$2; shift 2 ;;
     --build-only) buildOnly=1; shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --no-build) noBuild=1; shift ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -51,7 +60,7 @@ SHARED=$(cd "$SHARED" && pwd)
 # UndefinedBehaviorSanitizer on etllm's own code (libMLIR/libLLVM and the
 # Debian libraries stay uninstrumented), assertions on.
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-if [ ! -f "$FUZZ_BUILD_DIR/build.ninja" ]; then
+if [ "$noBuild" = 0 ] && [ ! -f "$FUZZ_BUILD_DIR/build.ninja" ]; then
   cmake -S . -B "$FUZZ_BUILD_DIR" -G Ninja \
     -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -62,7 +71,7 @@ if [ ! -f "$FUZZ_BUILD_DIR/build.ninja" ]; then
     -DCMAKE_EXE_LINKER_FLAGS="$SAN" \
     -DETLLM_FUZZ=ON -DETLLM_SHARED_DIR="$SHARED" >/dev/null
 fi
-cmake --build "$FUZZ_BUILD_DIR" --target etllm-fuzzers -j "${FUZZ_JOBS:-2}"
+[ "$noBuild" = 1 ] || cmake --build "$FUZZ_BUILD_DIR" --target etllm-fuzzers -j "${FUZZ_JOBS:-2}"
 if [ ${#targets[@]} -eq 0 ]; then
   mapfile -t targets < "$FUZZ_BUILD_DIR/fuzz-targets.txt"
 fi
@@ -70,6 +79,10 @@ fi
 # Seeds come from the shared data and from files the normal build's tools
 # make (fuzz/make_seeds.py); they are never committed.
 SEEDS=$FUZZ_BUILD_DIR/seeds
+if [ ! -f "$SEEDS/.done" ] && [ "$noBuild" = 1 ]; then
+  echo "fuzz.sh: --no-build: no seeds in $SEEDS (run --build-only first)" >&2
+  exit 2
+fi
 if [ ! -f "$SEEDS/.done" ]; then
   if [ ! -x "$BUILD_DIR/bin/etllm-export" ]; then
     cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
@@ -93,7 +106,7 @@ for t in "${targets[@]}"; do
   [ -x "$bin" ] || { echo "fuzz.sh: no target '$t'" >&2; exit 2; }
   corpus=$FUZZ_BUILD_DIR/corpus/$t
   artifacts=$FUZZ_BUILD_DIR/artifacts/$t
-  log=$FUZZ_BUILD_DIR/logs/$t.log
+  log=${FUZZ_LOG_DIR:-$FUZZ_BUILD_DIR/logs}/$t.log
   mkdir -p "$corpus" "$artifacts" "$(dirname "$log")" "fuzz/regressions/$t"
   dict=()
   [ -f "$SEEDS/$t.dict" ] && dict=(-dict="$SEEDS/$t.dict")
@@ -104,11 +117,18 @@ for t in "${targets[@]}"; do
   echo "fuzz.sh: $t for ${seconds}s"
   # Budgets: 10 s per input, 2 GiB resident (AddressSanitizer's own
   # overhead included), no single allocation over 512 MiB.
-  "$bin" -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
+  # The CPU time of the fuzzer and its fork-mode children (bash's `time`
+  # counts the children it waited for): real, user, system seconds.
+  cpu=$( { TIMEFORMAT='%R %U %S'; time "$bin" -fork=1 -ignore_crashes=1 \
+    -ignore_timeouts=1 -ignore_ooms=1 \
     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
     -malloc_limit_mb=512 -artifact_prefix="$artifacts/" "${dict[@]}" \
-    "${inputs[@]}" > "$log" 2>&1 || true
-  stats=$(grep -E '^#[0-9]+: cov: ' "$log" | tail -1 || true)
+    "${inputs[@]}" > "$log" 2>&1 || true; } 2>&1 )
+  read -r real user sys <<< "$cpu"
+  cpuText=$(awk -v r="$real" -v u="$user" -v s="$sys" \
+    'BEGIN { printf "cpu %.0f s of %.0f s (%.0f%%)", u + s, r, (r > 0 ? 100 * (u + s) / r : 0) }')
+  echo "fuzz.sh: $t: $cpuText" >> "$log"
+  stats=$(grep -E '^#[0-9]+: cov: ' "$log" | tail -1 | sed -E 's/ dft_time: [0-9]+//' || true)
   # Keep every new crash, minimized (timeouts and out-of-memory inputs are
   # kept as found: minimizing them takes as long as they do). Inputs that
   # fail the same way (the same sanitizer summary or failed property) are
@@ -148,7 +168,7 @@ for t in "${targets[@]}"; do
     kept=$((kept + 1))
   done
   newCrashes=$((newCrashes + kept))
-  summary+=("$(printf '%-26s %s  new regressions: %d' "$t" "${stats:-no stats (see $log)}" "$kept")")
+  summary+=("$(printf '%-24s %s  %s  new regressions: %d' "$t" "${stats:-no stats (see $log)}" "$cpuText" "$kept")")
 done
 printf '%s\n' "${summary[@]}"
 [ "$newCrashes" -eq 0 ]

@@ -2,7 +2,9 @@
 # Builds etllm with AddressSanitizer and UndefinedBehaviorSanitizer (the
 # project's own compiler, g++) in its own build directory and runs the unit
 # and lit tests there: every test, including the malformed-input suite, the
-# determinism tests and the replay of every kept fuzz regression.
+# determinism tests, the replay of every kept fuzz regression and the Python
+# package's pytest suite (python/*: the extension under ASan, the interpreter
+# with the ASan runtime preloaded).
 #
 #   scripts/sanitize.sh [ctest arguments...]     e.g. -R tokenizers
 #
@@ -22,7 +24,18 @@ fi
 [ -n "$SHARED" ] || { echo "sanitize.sh: no shared test data (set ETLLM_SHARED_DIR)" >&2; exit 1; }
 SHARED=$(cd "$SHARED" && pwd)
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+# The Python package is built with the sanitizers too, for Debian's
+# interpreter (which has torch, numpy and pytest). The interpreter is not
+# instrumented: its tests run with g++'s AddressSanitizer runtime preloaded
+# (it must be the first library loaded; the UndefinedBehaviorSanitizer
+# runtime comes in as the extension's dependency). Leak checking stays off
+# (ASAN_OPTIONS below): the interpreter keeps its objects to exit.
+PYTHON=${SANITIZE_PYTHON:-/usr/bin/python3}
+ASAN_RUNTIME=$(g++ -print-file-name=libasan.so)
+[ -f "$ASAN_RUNTIME" ] || { echo "sanitize.sh: no libasan.so for g++ ($ASAN_RUNTIME)" >&2; exit 1; }
+ASAN_RUNTIME=$(readlink -f "$ASAN_RUNTIME")
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DPython3_EXECUTABLE="$PYTHON" -DETLLM_PYTHON_PRELOAD="$ASAN_RUNTIME" \
   -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
   -DCMAKE_C_FLAGS="$SAN" -DCMAKE_CXX_FLAGS="$SAN" \

@@ -164,6 +164,18 @@ Result<ParsedFile> parseSafetensorsFile(const std::string &path) {
                    [](const TensorRef &a, const TensorRef &b) {
                      return a.fileOffset < b.fileOffset;
                    });
+  // No two tensors share bytes (the safetensors library refuses it too):
+  // in offset order, each begins at or after the end of the one before.
+  for (size_t i = 1; i < out.tensors.size(); ++i) {
+    const TensorRef &a = out.tensors[i - 1], &b = out.tensors[i];
+    if (a.nbytes > 0 && b.nbytes > 0 && b.fileOffset < a.fileOffset + a.nbytes)
+      return Error(path + ": tensors '" + a.name + "' and '" + b.name +
+                   "' overlap (data_offsets [" +
+                   std::to_string(a.fileOffset - dataStart) + ", " +
+                   std::to_string(a.fileOffset - dataStart + a.nbytes) +
+                   "] and [" + std::to_string(b.fileOffset - dataStart) + ", " +
+                   std::to_string(b.fileOffset - dataStart + b.nbytes) + "])");
+  }
   return out;
 }
 

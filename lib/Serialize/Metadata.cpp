@@ -5,6 +5,7 @@
 #include "ProgramConfig.h"
 
 #include "etllm/Formats/Checkpoint.h"
+#include "etllm/Formats/GgufEmbeddedVocab.h"
 #include "etllm/Formats/Lora.h"
 #include "etllm/Serialize/Lowering.h"
 #include "etllm/Serialize/WeightStore.h"
@@ -39,6 +40,33 @@ FailureOr<EmbeddedTokenizer> loadTokenizer(ModuleOp module,
   return t;
 }
 
+/// The GGUF vocabulary a program embeds is checked as a --tokenizer file
+/// is: the runtime builds its tokenizer from it (the model, the token
+/// types, the scores' and types' lengths, the special ids, the merges),
+/// and it must have one token per row of the token embedding, so that a
+/// bad vocabulary fails the export, not the first run.
+static LogicalResult checkEmbeddedVocab(ModuleOp module,
+                                        const formats::Checkpoint &ckpt,
+                                        const formats::GgufTokenizerInfo &t,
+                                        int64_t vocabSize) {
+  if (int64_t(t.tokens.size()) != vocabSize)
+    return module.emitError()
+           << ckpt.path() << ": tokenizer.ggml.tokens has " << t.tokens.size()
+           << " tokens, but the model's vocabulary (the token embedding's "
+              "rows) is "
+           << vocabSize << "; pass --tokenizer to embed another tokenizer file";
+  rt::EmbeddedVocab v = formats::embeddedVocab(t);
+  // A pre-tokenizer this runtime lacks (qwen2, deepseek-llm, ...) is no
+  // fault of the file, and the program still runs with etllm-run
+  // --tokenizer: the rest of the vocabulary is checked with the default.
+  if (v.model == "gpt2" && !rt::isSupportedGgufPre(v.pre))
+    v.pre.clear();
+  auto tok = rt::tokenizerFromVocab(v, ckpt.path() + " (embedded vocabulary)");
+  if (!tok.ok())
+    return module.emitError(tok.message());
+  return success();
+}
+
 FailureOr<flatbuffers::Offset<fbs::Metadata>>
 buildMetadata(flatbuffers::FlatBufferBuilder &fb, LoweredProgram &p,
               const SerializeOptions &options,
@@ -66,6 +94,8 @@ buildMetadata(flatbuffers::FlatBufferBuilder &fb, LoweredProgram &p,
     tokInfo = tb.Finish();
   } else if (ckpt && ckpt->ggufTokenizer()) {
     const formats::GgufTokenizerInfo &t = *ckpt->ggufTokenizer();
+    if (failed(checkEmbeddedVocab(module, *ckpt, t, config.vocabSize)))
+      return failure();
     // The runtime's tokenizer kind is the GGUF tokenizer model's name,
     // prefixed (gguf-llama, gguf-gpt2, ...): no list of names here.
     auto kind = fb.CreateString("gguf-" + t.model);

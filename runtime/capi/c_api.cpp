@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -119,7 +120,9 @@ etllm_runner *etllm_runner_create(const char *program_path,
   guarded([&] {
     if (!program_path)
       return failWith(ETLLM_INVALID_ARGUMENT, "program_path is NULL");
-    if (options && options->struct_size < sizeof(etllm_runner_options))
+    // Version 1 of the struct ends before max_memory.
+    constexpr size_t kOptionsV1 = offsetof(etllm_runner_options, max_memory);
+    if (options && options->struct_size < kOptionsV1)
       return failWith(ETLLM_INVALID_ARGUMENT,
                       "options->struct_size is too small (use "
                       "etllm_runner_options_init)");
@@ -135,6 +138,9 @@ etllm_runner *etllm_runner_create(const char *program_path,
         ro.numThreads = size_t(options->num_threads);
       if (options->tokenizer_path)
         ro.tokenizerPath = options->tokenizer_path;
+      if (options->struct_size >= offsetof(etllm_runner_options, max_memory) +
+                                      sizeof options->max_memory)
+        ro.maxMemory = options->max_memory;
     }
     registerBuiltinBackends();
     auto runner = llm::Runner::load(program_path, ro);

@@ -1,6 +1,7 @@
 //===- backend.cpp - Backend registry -------------------------------------===//
 #include "etllm/runtime/backend.h"
 
+#include <cstdio>
 #include <mutex>
 
 namespace etllm::rt {
@@ -8,6 +9,24 @@ namespace etllm::rt {
 ConstantTable::~ConstantTable() = default;
 DelegateInstance::~DelegateInstance() = default;
 Backend::~Backend() = default;
+
+namespace {
+std::string bytesText(uint64_t b) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, " bytes (%.1f MiB)", double(b) / 1048576.0);
+  return std::to_string(b) + buf;
+}
+} // namespace
+
+Status MemoryBudget::reserve(uint64_t bytes, const std::string &what) {
+  if (bytes > remaining())
+    return Error(what + " needs " + bytesText(bytes) + ", more than the " +
+                 bytesText(remaining()) + " left of the memory limit of " +
+                 bytesText(limit_) + " (the program plans " + bytesText(used_) +
+                 ")");
+  used_ += bytes;
+  return Status();
+}
 
 namespace {
 std::mutex &registryMutex() {

@@ -45,7 +45,7 @@ Result<ArenaPlan> planArena(const std::vector<PlanRequest> &requests,
     // The lowest gap that holds the value.
     uint64_t offset = 0;
     for (const auto &[begin, end] : busy) {
-      if (offset + size <= begin)
+      if (offset <= begin && size <= begin - offset) // no overflow
         break;
       offset = std::max(offset, end);
     }

@@ -501,6 +501,9 @@ Result<std::unique_ptr<Module>> Module::create(std::shared_ptr<Program> program,
         std::to_string(limit) + " bytes (" + mib(limit) +
         (options.maxMemory ? ")" : ", the machine's physical memory)"));
   }
+  // What the delegates may still allocate in init (their arenas, converted
+  // weights, reserved scratch): they reserve it before allocating.
+  MemoryBudget budget(limit, plan.total());
   std::unique_ptr<Module> mod(new Module());
   mod->program_ = program;
   if (options.numThreads > 1)
@@ -573,7 +576,7 @@ Result<std::unique_ptr<Module>> Module::create(std::shared_ptr<Program> program,
       constants.gathered.clear();
       auto inst = backend->init(program->segmentData(d->segment()),
                                 program->segmentSize(d->segment()), specs,
-                                constants, *mod->ctx_);
+                                constants, *mod->ctx_, budget);
       if (!inst.ok())
         return Error(program->name() + ": backend '" + d->backend()->str() +
                      "': " + inst.message());

@@ -50,7 +50,8 @@ Status validateCommon(const EmbeddedVocab &v, const std::string &where,
   if (n == 0)
     return Error(where + "tokenizer.ggml.tokens is empty");
   if (n > static_cast<size_t>(kMaxVocab))
-    return Error(where + "more than " + std::to_string(kMaxVocab) + " tokens");
+    return Error(where + "tokenizer.ggml.tokens: more than " +
+                 std::to_string(kMaxVocab) + " tokens");
   if (!v.scores.empty() && v.scores.size() != n)
     return Error(where + "tokenizer.ggml.scores has " +
                  std::to_string(v.scores.size()) + " entries for " +
@@ -61,24 +62,29 @@ Status validateCommon(const EmbeddedVocab &v, const std::string &where,
                  std::to_string(n) + " tokens");
   for (size_t i = 0; i < v.scores.size(); ++i)
     if (std::isnan(v.scores[i]))
-      return Error(where + "score of token " + std::to_string(i) + " is NaN");
+      return Error(where + "tokenizer.ggml.scores: the score of token " +
+                   std::to_string(i) + " is NaN");
   for (size_t i = 0; i < v.types.size(); ++i)
     if (v.types[i] < kUndefined || v.types[i] > kByte)
-      return Error(where + "token " + std::to_string(i) + " has invalid type " +
-                   std::to_string(v.types[i]));
-  const std::pair<const char *, int32_t> specials[] = {{"bos", v.bos},
-                                                       {"eos", v.eos},
-                                                       {"unk", v.unk},
-                                                       {"pad", v.pad},
-                                                       {"eot", v.eot}};
-  for (const auto &[field, id] : specials)
+      return Error(
+          where + "tokenizer.ggml.token_type: token " + std::to_string(i) +
+          " has invalid type " + std::to_string(v.types[i]) + " (expected " +
+          std::to_string(kUndefined) + ".." + std::to_string(kByte) + ")");
+  const std::pair<const char *, int32_t> specials[] = {
+      {"tokenizer.ggml.bos_token_id", v.bos},
+      {"tokenizer.ggml.eos_token_id", v.eos},
+      {"tokenizer.ggml.unknown_token_id", v.unk},
+      {"tokenizer.ggml.padding_token_id", v.pad},
+      {"tokenizer.ggml.eot_token_id", v.eot}};
+  for (const auto &[key, id] : specials)
     if (id < -1 || id >= static_cast<int64_t>(n))
-      return Error(where + field + " token id " + std::to_string(id) +
+      return Error(where + key + ": token id " + std::to_string(id) +
                    " is out of range for " + std::to_string(n) + " tokens");
   for (size_t i = 0; i < n; ++i)
     if (v.tokens[i].size() > static_cast<size_t>(kMaxTokenBytes))
-      return Error(where + "token " + std::to_string(i) + " is longer than " +
-                   std::to_string(kMaxTokenBytes) + " bytes");
+      return Error(where + "tokenizer.ggml.tokens: token " + std::to_string(i) +
+                   " is longer than " + std::to_string(kMaxTokenBytes) +
+                   " bytes");
 
   types = v.types;
   if (types.empty()) {
@@ -363,11 +369,32 @@ Result<TokenizerPtr> makeGgufSpm(const EmbeddedVocab &v,
   uint8_t b;
   for (size_t i = 0; i < types.size(); ++i)
     if (types[i] == kByte && !parseByteToken(v.tokens[i], b))
-      return Error(where + "token " + std::to_string(i) + " " +
-                   quoteForError(v.tokens[i]) +
+      return Error(where + "tokenizer.ggml.token_type: token " +
+                   std::to_string(i) + " " + quoteForError(v.tokens[i]) +
                    " has type BYTE but is not <0xNN>");
   return TokenizerPtr(std::make_unique<GgufSpmTokenizer>(v, std::move(types)));
 }
+
+namespace {
+
+/// The pre-tokenizer regex of a GGUF `tokenizer.ggml.pre` name, and whether
+/// it ignores merges (false when the name is unknown).
+bool bpePreTokenizer(std::string_view pre, const char *&pattern,
+                     bool &ignoreMerges) {
+  ignoreMerges = false;
+  if (pre.empty() || pre == "default" || pre == "gpt-2" || pre == "gpt2") {
+    pattern = kGpt2Pattern;
+    return true;
+  }
+  if (pre == "llama-bpe" || pre == "llama3" || pre == "llama-v3") {
+    pattern = kLlama3Pattern;
+    ignoreMerges = true; // as llama.cpp for Llama 3 (and HF ignore_merges)
+    return true;
+  }
+  return false;
+}
+
+} // namespace
 
 Result<TokenizerPtr> makeGgufBpe(const EmbeddedVocab &v,
                                  const std::string &name) {
@@ -377,17 +404,10 @@ Result<TokenizerPtr> makeGgufBpe(const EmbeddedVocab &v,
 
   const char *pattern = nullptr;
   bool ignoreMerges = false;
-  if (v.pre.empty() || v.pre == "default" || v.pre == "gpt-2" ||
-      v.pre == "gpt2") {
-    pattern = kGpt2Pattern;
-  } else if (v.pre == "llama-bpe" || v.pre == "llama3" || v.pre == "llama-v3") {
-    pattern = kLlama3Pattern;
-    ignoreMerges = true; // as llama.cpp for Llama 3 (and HF ignore_merges)
-  } else {
+  if (!bpePreTokenizer(v.pre, pattern, ignoreMerges))
     return Error(where + "unsupported tokenizer.ggml.pre " +
                  quoteForError(v.pre) +
                  " (supported: default, gpt-2, llama-bpe, llama3)");
-  }
   if (v.merges.empty())
     return Error(where + "tokenizer.ggml.merges is empty");
 
@@ -414,3 +434,13 @@ Result<TokenizerPtr> makeGgufBpe(const EmbeddedVocab &v,
 }
 
 } // namespace etllm::rt::tok
+
+namespace etllm::rt {
+
+bool isSupportedGgufPre(std::string_view pre) {
+  const char *pattern;
+  bool ignoreMerges;
+  return tok::bpePreTokenizer(pre, pattern, ignoreMerges);
+}
+
+} // namespace etllm::rt

@@ -70,7 +70,7 @@ Status RopeTable::build(const Tensor &invFreq, float attentionScaling,
     return Error("rope: inv_freq must be a 1-D f32 constant");
   R = invFreq.sizes[0];
   scaling = attentionScaling;
-  positions = std::min<int64_t>(bound, int64_t(1) << 20);
+  positions = std::min<int64_t>(bound, kRopeMaxPositions);
   freq.assign(invFreq.ptr<float>(), invFreq.ptr<float>() + R);
   cosSin.assign(size_t(positions) * size_t(R) * 2, 0.0f);
   for (int64_t p = 0; p < positions; ++p)
@@ -502,8 +502,13 @@ size_t sdpaScratchBytes(int64_t B, int64_t H, int64_t S, int64_t Hkv, int64_t T,
   if (Hkv <= 0 || H % Hkv)
     return 0;
   const int64_t chunks = std::max<int64_t>(1, (T + kKeyChunk - 1) / kKeyChunk);
-  return size_t(B * Hkv * chunks) * size_t((H / Hkv) * S) *
-         size_t(kStateHead + Dv) * sizeof(float);
+  // The sizes come from a program: saturate instead of wrapping.
+  uint64_t n = 1;
+  for (int64_t f : {B, Hkv, chunks, H / Hkv, S, int64_t(kStateHead) + Dv,
+                    int64_t(sizeof(float))})
+    if (f < 0 || __builtin_mul_overflow(n, uint64_t(f), &n))
+      return SIZE_MAX;
+  return size_t(n);
 }
 
 Status sdpaKernel(const KernelArgs &a, Isa isa, bool &handled) {

@@ -183,7 +183,8 @@ Status readValue(uint32_t v, const xfb::Value *val, ValueInfo &vi) {
 /// a dense QWeight when its group has no block layout; vi.packing becomes
 /// the packing the nodes read.
 Status checkConstant(uint32_t v, ValueInfo &vi, const ConstantTable &constants,
-                     Tensor &t, std::vector<std::vector<uint8_t>> &converted) {
+                     Tensor &t, std::vector<std::vector<uint8_t>> &converted,
+                     MemoryBudget &budget) {
   const std::string what =
       valueName(v) + " (constant " + std::to_string(vi.index) + ")";
   for (int i = 0; i < vi.proto.rank; ++i)
@@ -254,6 +255,27 @@ Status checkConstant(uint32_t v, ValueInfo &vi, const ConstantTable &constants,
   if (vi.packing == xfb::Packing::QWEIGHT_NR8) {
     // Programs written before QWEIGHT_R16: back to QWeightLayout with the
     // legacy layout's f32 scales (lossless), then into the block layout.
+    // Both copies come out of the memory budget (the plain one is freed
+    // when the packed one exists, but both exist at once).
+    QuantInfo plainQuant = p.quant;
+    plainQuant.scaleType = DType::F32;
+    Result<size_t> plainBytes =
+        storageBytes(DType::QWeight, p.sizes, p.rank, plainQuant);
+    if (!plainBytes.ok())
+      return blobError(what + ": " + plainBytes.message());
+    uint64_t convertBytes = *plainBytes;
+    if (PackedQBlockLayout::supports(p.sizes[1], plainQuant)) {
+      Result<PackedQBlockLayout> l =
+          PackedQBlockLayout::compute(p.sizes[0], p.sizes[1], plainQuant);
+      if (!l.ok())
+        return blobError(what + ": " + l.message());
+      if (__builtin_add_overflow(convertBytes, uint64_t(l->totalBytes),
+                                 &convertBytes))
+        convertBytes = UINT64_MAX;
+    }
+    ETLLM_RETURN_IF_ERROR(budget.reserve(
+        convertBytes,
+        blobError(what + ": converting the legacy weight").message()));
     Result<std::vector<uint8_t>> plain =
         unpackLegacyQWeight(data, size, p.sizes[0], p.sizes[1], p.quant);
     if (!plain.ok())
@@ -341,7 +363,8 @@ public:
   Result<std::unique_ptr<DelegateInstance>>
   init(const uint8_t *blob, size_t size,
        const std::vector<std::pair<std::string, std::string>> &compileSpecs,
-       const ConstantTable &constants, ExecContext &ctx) override;
+       const ConstantTable &constants, ExecContext &ctx,
+       MemoryBudget &budget) override;
 
 private:
   Isa isa_;
@@ -350,7 +373,7 @@ private:
 Result<std::unique_ptr<DelegateInstance>> XnnpackBackend::init(
     const uint8_t *blob, size_t size,
     const std::vector<std::pair<std::string, std::string>> &compileSpecs,
-    const ConstantTable &constants, ExecContext &ctx) {
+    const ConstantTable &constants, ExecContext &ctx, MemoryBudget &budget) {
   for (const auto &kv : compileSpecs)
     if (kv.first == "format" && kv.second != "EXN1")
       return blobError("unsupported format '" + kv.second +
@@ -404,8 +427,8 @@ Result<std::unique_ptr<DelegateInstance>> XnnpackBackend::init(
                          valueName(uint32_t(pos[vi.index])));
       pos[vi.index] = int(v);
     } else if (vi.kind == xfb::ValueKind::CONSTANT) {
-      ETLLM_RETURN_IF_ERROR(
-          checkConstant(v, vi, constants, inst->tensors[v], inst->converted));
+      ETLLM_RETURN_IF_ERROR(checkConstant(v, vi, constants, inst->tensors[v],
+                                          inst->converted, budget));
     }
   }
 
@@ -589,6 +612,20 @@ Result<std::unique_ptr<DelegateInstance>> XnnpackBackend::init(
     while (t < inst->ropeKeys.size() && inst->ropeKeys[t] != key)
       ++t;
     if (t == inst->ropeKeys.size()) {
+      // The table holds min(bound, 2^20) positions of R cos/sin pairs.
+      const Tensor &freq = inst->tensors[node.values[2]];
+      if (freq.dtype != DType::F32 || freq.rank != 1)
+        continue; // not an f32 vector: the portable kernel reports it
+      uint64_t tableBytes = 0;
+      if (__builtin_mul_overflow(
+              uint64_t(std::min<int64_t>(pi.proto.sizes[0], kRopeMaxPositions)),
+              uint64_t(freq.sizes[0]) * 2 * sizeof(float), &tableBytes))
+        tableBytes = UINT64_MAX;
+      ETLLM_RETURN_IF_ERROR(budget.reserve(
+          tableBytes,
+          blobError("the RoPE table of " +
+                    nodeName(uint32_t(&node - inst->nodes.data()), "rope"))
+              .message()));
       auto table = std::make_unique<RopeTable>();
       if (!table
                ->build(inst->tensors[node.values[2]], float(node.floats[0]),
@@ -608,6 +645,11 @@ Result<std::unique_ptr<DelegateInstance>> XnnpackBackend::init(
   if (!arenaBytes.ok())
     return arenaBytes.error();
   inst->arenaBytes = *arenaBytes;
+  // The arena is sized by the blob: it comes out of the memory budget
+  // before it is allocated (ModuleOptions::maxMemory).
+  ETLLM_RETURN_IF_ERROR(
+      budget.reserve(uint64_t(inst->arenaBytes) + 64,
+                     blobError("the internal values' arena").message()));
   inst->arena.reset(new (std::nothrow) uint8_t[inst->arenaBytes + 64]);
   if (!inst->arena)
     return Error("xnnpack: cannot allocate " +
@@ -652,8 +694,12 @@ Result<std::unique_ptr<DelegateInstance>> XnnpackBackend::init(
   }
   // ExecContext::scratch cannot report an allocation failure: only reserve
   // sane sizes up front (larger ones grow on first use, as in portable).
-  if (scratch > 0 && scratch <= kMaxReservedScratch)
+  // The reservation comes out of the memory budget.
+  if (scratch > 0 && scratch <= kMaxReservedScratch) {
+    ETLLM_RETURN_IF_ERROR(budget.reserve(
+        scratch, blobError("the scratch of the packed kernels").message()));
     ctx.scratch(scratch);
+  }
   for (int v : inputPos)
     inst->inputValues.push_back(uint32_t(v));
   for (int v : outputPos)

@@ -381,6 +381,9 @@ ETLLM_XNN_AVX2 inline __m256 erf8(__m256 x) {
 // Entry points of the kernel files (dispatched by kernels.cpp).
 //===----------------------------------------------------------------------===//
 
+/// The most positions a RopeTable holds (later ones compute their angles).
+constexpr int64_t kRopeMaxPositions = int64_t(1) << 20;
+
 /// RoPE's cos/sin of positions [0, positions) (each row: R cos, R sin),
 /// built once per delegate instance from a constant inv_freq.
 struct RopeTable {

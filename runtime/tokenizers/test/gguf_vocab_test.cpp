@@ -217,15 +217,15 @@ TEST(GgufVocab, Errors) {
 
   v = tinyGpt2();
   v.types = {1, 1, 9};
-  expectError(v, "invalid type 9");
+  expectError(v, "tokenizer.ggml.token_type: token 2 has invalid type 9");
 
   v = tinyGpt2();
   v.eos = 3;
-  expectError(v, "eos token id 3 is out of range");
+  expectError(v, "tokenizer.ggml.eos_token_id: token id 3 is out of range");
 
   v = tinyGpt2();
   v.bos = -7;
-  expectError(v, "bos token id -7");
+  expectError(v, "tokenizer.ggml.bos_token_id: token id -7");
 
   EmbeddedVocab l;
   l.model = "llama";

@@ -77,7 +77,7 @@ public:
   Result<std::unique_ptr<DelegateInstance>>
   init(const uint8_t *blob, size_t size,
        const std::vector<std::pair<std::string, std::string>> &,
-       const ConstantTable &, ExecContext &) override {
+       const ConstantTable &, ExecContext &, MemoryBudget &) override {
     std::istringstream is(
         std::string(reinterpret_cast<const char *>(blob), size));
     std::string line;

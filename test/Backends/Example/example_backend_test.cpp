@@ -83,12 +83,13 @@ TEST_F(ExampleBackend, RuntimeRejectsAMalformedBlob) {
     }
   } constants;
   etllm::rt::ExecContext ctx;
+  etllm::rt::MemoryBudget budget(UINT64_MAX, 0);
   for (std::string blob :
        {std::string("not a blob"), std::string("example-blob 1\nmul 0 7 9\n"),
         std::string("example-blob 1\ninput 0 0\nsigmoid 5 0\n"),
         std::string("example-blob 1\ninput 0 -3\n")}) {
     auto r = b->init(reinterpret_cast<const uint8_t *>(blob.data()),
-                     blob.size(), {}, constants, ctx);
+                     blob.size(), {}, constants, ctx, budget);
     EXPECT_FALSE(r.ok()) << blob;
   }
 }

@@ -55,6 +55,12 @@ def inp(name):
         return f.read()
 
 
+def repo(name):
+    """A file of the repository (a kept fuzz regression, say)."""
+    with open(os.path.join(INPUTS, "..", "..", "..", name), "rb") as f:
+        return f.read()
+
+
 def shared(name):
     with open(os.path.join(SHARED, name), "rb") as f:
         return f.read()
@@ -125,6 +131,148 @@ def flip(data, offset, mask=0xFF):
 
 def u32(v):
     return int(v).to_bytes(4, "little", signed=v < 0)
+
+
+# ---------------------------------------------------------------------------
+# GGUF files with changed metadata: gguf_edit(data, key=value...) parses the
+# header (GGUF v2/v3), replaces or adds the key/value pairs (None removes a
+# key; a value is (type, payload) with the types below, or a Python str,
+# int, float or list of them taking the old entry's type) and writes the file
+# back with the tensor data realigned.
+
+GGUF_SCALAR = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f",
+               7: "?", 10: "Q", 11: "q", 12: "d"}
+GGUF_STRING, GGUF_ARRAY = 8, 9
+
+
+def _gguf_read(data):
+    import struct
+    pos = 0
+
+    def take(fmt):
+        nonlocal pos
+        v = struct.unpack_from("<" + fmt, data, pos)
+        pos += struct.calcsize("<" + fmt)
+        return v[0]
+
+    def string():
+        nonlocal pos
+        n = take("Q")
+        v = data[pos:pos + n].decode("utf-8", "surrogateescape")
+        pos += n
+        return v
+
+    def value(t):
+        if t == GGUF_STRING:
+            return string()
+        if t == GGUF_ARRAY:
+            et, n = take("I"), take("Q")
+            return (et, [value(et) for _ in range(n)])
+        return take(GGUF_SCALAR[t])
+
+    assert data[:4] == b"GGUF"
+    pos = 4
+    version, n_tensors, n_kv = take("I"), take("Q"), take("Q")
+    kvs = {}
+    for _ in range(n_kv):
+        k = string()
+        t = take("I")
+        kvs[k] = (t, value(t))
+    infos = []
+    for _ in range(n_tensors):
+        name = string()
+        dims = [take("Q") for _ in range(take("I"))]
+        infos.append((name, dims, take("I"), take("Q")))
+    align = kvs.get("general.alignment", (4, 32))[1]
+    start = (pos + align - 1) // align * align
+    return version, kvs, infos, data[start:]
+
+
+def _gguf_write(version, kvs, infos, blob):
+    import struct
+    out = bytearray(b"GGUF" + struct.pack("<IQQ", version, len(infos), len(kvs)))
+
+    def string(v):
+        b = v.encode("utf-8", "surrogateescape")
+        out.extend(struct.pack("<Q", len(b)) + b)
+
+    def value(t, v):
+        if t == GGUF_STRING:
+            string(v)
+        elif t == GGUF_ARRAY:
+            et, items = v
+            out.extend(struct.pack("<IQ", et, len(items)))
+            for x in items:
+                value(et, x)
+        else:
+            out.extend(struct.pack("<" + GGUF_SCALAR[t], v))
+
+    for k, (t, v) in kvs.items():
+        string(k)
+        out.extend(struct.pack("<I", t))
+        value(t, v)
+    for name, dims, t, off in infos:
+        string(name)
+        out.extend(struct.pack("<I", len(dims)))
+        for d in dims:
+            out.extend(struct.pack("<Q", d))
+        out.extend(struct.pack("<IQ", t, off))
+    align = kvs.get("general.alignment", (4, 32))[1]
+    out.extend(bytes(-len(out) % align))
+    return bytes(out) + blob
+
+
+def safetensors_edit(data, **tensors):
+    """`data` (a safetensors file) with header entries changed: name=dict
+    of fields to set (a '__' in a name stands for '.')."""
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + n])
+    for name, fields in tensors.items():
+        header[name.replace("__", ".")].update(fields)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    return len(text).to_bytes(8, "little") + text + data[8 + n:]
+
+
+def safetensors_offsets(data, name):
+    n = int.from_bytes(data[:8], "little")
+    return json.loads(data[8:8 + n])[name]["data_offsets"]
+
+
+def gguf_get(data, key):
+    """The value of `key` (arrays as Python lists)."""
+    t, v = _gguf_read(data)[1][key]
+    return v[1] if t == GGUF_ARRAY else v
+
+
+def gguf_edit(data, **changes):
+    """`data` with the keys changed (a '__' in a name stands for '.')."""
+    version, kvs, infos, blob = _gguf_read(data)
+    for k, v in changes.items():
+        k = k.replace("__", ".")
+        if v is None:
+            kvs.pop(k, None)
+        elif isinstance(v, tuple):
+            kvs[k] = v
+        elif k in kvs and kvs[k][0] == GGUF_ARRAY:
+            kvs[k] = (GGUF_ARRAY, (kvs[k][1][0], list(v)))
+        elif k in kvs:
+            kvs[k] = (kvs[k][0], v)
+        else:
+            kvs[k] = (GGUF_STRING, v) if isinstance(v, str) else (5, v)
+    return _gguf_write(version, kvs, infos, blob)
+
+
+def stories_gguf(**changes):
+    """The shared stories260K.gguf (512 tokens) with metadata changed."""
+    return gguf_edit(shared("models/stories260K/stories260K.gguf"), **changes)
+
+
+def stories_vocab(n):
+    """The first n entries of stories260K.gguf's tokens, scores, types."""
+    d = shared("models/stories260K/stories260K.gguf")
+    return {k: gguf_get(d, "tokenizer.ggml." + k)[:n]
+            for k in ("tokens", "scores", "token_type")}
 
 
 # ---------------------------------------------------------------------------

@@ -137,10 +137,12 @@ initBlob(const std::vector<uint8_t> &blob, const ConstantTable &constants,
          Isa isa = detectIsa(),
          std::vector<std::pair<std::string, std::string>> specs = {{"format",
                                                                     "EXN1"}},
-         ExecContext *ctx = nullptr) {
+         ExecContext *ctx = nullptr, MemoryBudget *budget = nullptr) {
   ExecContext own;
+  MemoryBudget unlimited(UINT64_MAX, 0);
   return makeXnnpackBackend(isa)->init(blob.data(), blob.size(), specs,
-                                       constants, ctx ? *ctx : own);
+                                       constants, ctx ? *ctx : own,
+                                       budget ? *budget : unlimited);
 }
 
 Status execute(DelegateInstance &inst, std::vector<Tensor *> ins,
@@ -589,6 +591,55 @@ TEST(HostileBlobTest, ValidSmallGraphRuns) {
   OwnedTensor y(DType::F32, {2, 9});
   ExecContext ctx;
   EXPECT_OK(execute(**inst, {x}, {y}, ctx));
+}
+
+// The arena the blob's internal values need comes out of the Module's
+// memory budget, before it is allocated: a small blob cannot make init
+// allocate 512 GiB.
+TEST(HostileBlobTest, ArenaComesOutOfTheMemoryBudget) {
+  auto s = makeSmall();
+  using K = xfb::ValueKind;
+  BlobBuilder b;
+  const uint32_t x = b.f32({2, 16}, K::INPUT, 0);
+  const uint32_t t = b.f32({int64_t(1) << 20, int64_t(1) << 17}); // 512 GiB
+  const uint32_t y = b.f32({2, 16}, K::OUTPUT, 0);
+  b.node("silu", {x}, {t});
+  b.node("silu", {t}, {y});
+  const uint64_t arena = (uint64_t(1) << 39) + 64;
+  MemoryBudget budget(64 << 20, 1000);
+  ExecContext ctx;
+  auto r = initBlob(b.finish(), s->constants, detectIsa(), {{"format", "EXN1"}},
+                    &ctx, &budget);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.message().find("the internal values' arena needs " +
+                             std::to_string(arena) + " bytes"),
+            std::string::npos)
+      << r.message();
+  EXPECT_NE(r.message().find("more than the " +
+                             std::to_string((64 << 20) - 1000) +
+                             " bytes (64.0 MiB) left of the memory limit of " +
+                             std::to_string(64 << 20) + " bytes"),
+            std::string::npos)
+      << r.message();
+  EXPECT_EQ(budget.used(), 1000u); // nothing taken
+}
+
+TEST(HostileBlobTest, ReservationsAreCountedAndExact) {
+  auto s = makeSmall();
+  // The small graph's one internal value: 2 x 9 f32 = 72 bytes, planned in
+  // 64-byte units (128), plus the 64 bytes of alignment slack.
+  MemoryBudget exact(1000 + 128 + 64, 1000);
+  ExecContext ctx;
+  auto r = initBlob(s->b.finish(), s->constants, detectIsa(),
+                    {{"format", "EXN1"}}, &ctx, &exact);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(exact.remaining(), 0u);
+  MemoryBudget short1(1000 + 128 + 63, 1000);
+  r = initBlob(s->b.finish(), s->constants, detectIsa(), {{"format", "EXN1"}},
+               &ctx, &short1);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.message().find("arena needs 192 bytes"), std::string::npos)
+      << r.message();
 }
 
 TEST(HostileBlobTest, Truncated) {

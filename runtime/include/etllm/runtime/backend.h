@@ -13,6 +13,7 @@
 #include "etllm/runtime/kernel.h"
 #include "etllm/runtime/result.h"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -40,6 +41,26 @@ public:
   }
 };
 
+/// The memory a Module may still allocate while its delegates initialize:
+/// the memory limit (ModuleOptions::maxMemory) minus the program's planned
+/// memory. A backend's init reserves, before allocating it, every
+/// allocation whose size its blob decides (arenas, converted weights,
+/// reserved scratch); a reservation beyond what is left fails with the
+/// numbers, and init returns that error.
+class MemoryBudget {
+public:
+  MemoryBudget(uint64_t limit, uint64_t used) : limit_(limit), used_(used) {}
+  /// Takes `bytes` for `what` ("the internal values"), or an error
+  /// naming both sizes and the limit when fewer bytes are left.
+  Status reserve(uint64_t bytes, const std::string &what);
+  uint64_t limit() const { return limit_; }
+  uint64_t used() const { return used_; }
+  uint64_t remaining() const { return used_ < limit_ ? limit_ - used_ : 0; }
+
+private:
+  uint64_t limit_, used_;
+};
+
 /// A compiled delegate subgraph, ready to run.
 class DelegateInstance {
 public:
@@ -57,10 +78,13 @@ public:
   virtual const char *id() const = 0;
   /// Builds an instance from the blob (which stays mapped while the
   /// Program lives). Must fully validate the blob: it comes from the file.
+  /// Every allocation whose size the blob decides is taken from `budget`
+  /// (MemoryBudget::reserve) before it is made.
   virtual Result<std::unique_ptr<DelegateInstance>>
   init(const uint8_t *blob, size_t size,
        const std::vector<std::pair<std::string, std::string>> &compileSpecs,
-       const ConstantTable &constants, ExecContext &ctx) = 0;
+       const ConstantTable &constants, ExecContext &ctx,
+       MemoryBudget &budget) = 0;
 };
 
 /// Registers a backend (replacing one with the same id).

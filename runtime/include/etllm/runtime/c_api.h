@@ -29,8 +29,9 @@ extern "C" {
 #define ETLLM_C_EXPORT __attribute__((visibility("default")))
 #endif
 
-/** Version of this API (incremented when functions are added). */
-#define ETLLM_C_API_VERSION 1
+/** Version of this API (incremented when functions or fields are added;
+ *  2: etllm_runner_options.max_memory). */
+#define ETLLM_C_API_VERSION 2
 
 typedef enum etllm_status {
   ETLLM_OK = 0,
@@ -50,6 +51,13 @@ typedef struct etllm_runner_options {
   int32_t num_threads;
   /** A tokenizer file to use instead of the program's own; NULL = none. */
   const char *tokenizer_path;
+  /** The memory budget in bytes (etllm-run's --max-memory): a program
+   *  whose planned memory (arenas, mutable buffers, what its delegates
+   *  allocate at load) is larger is refused by etllm_runner_create before
+   *  it is allocated, with the numbers in etllm_last_error(). 0 = the
+   *  machine's physical memory (the default). Since API version 2; a
+   *  struct_size of version 1 (without this field) gets the default. */
+  uint64_t max_memory;
 } etllm_runner_options;
 
 typedef struct etllm_generation_config {

@@ -146,6 +146,10 @@ struct EmbeddedVocab {
 Result<std::unique_ptr<Tokenizer>>
 tokenizerFromVocab(const EmbeddedVocab &vocab, const std::string &name);
 
+/// Whether tokenizerFromVocab has the byte-level BPE pre-tokenizer named by
+/// a GGUF `tokenizer.ggml.pre` ("" and "default" included).
+bool isSupportedGgufPre(std::string_view pre);
+
 } // namespace etllm::rt
 
 #endif // ETLLM_RUNTIME_TOKENIZER_H
