@@ -329,6 +329,16 @@ LogicalResult EtllmDialect::verifyOperationAttribute(Operation *op,
     }
     return success();
   }
+  if (attr.getName() == kLoraMaxRankAttrName) {
+    auto r = dyn_cast<IntegerAttr>(attr.getValue());
+    // (The upper bound, etllm::rt::kMaxLoraRank, is the pass's and the
+    // runtime's to check: the dialect does not see the runtime's headers.)
+    if (!isa<ModuleOp>(op) || !r || r.getInt() < 1)
+      return op->emitError() << "'" << kLoraMaxRankAttrName
+                             << "' must be a positive integer on a "
+                                "builtin.module";
+    return success();
+  }
   if (attr.getName() != kModelConfigAttrName)
     return success();
   if (!isa<ModuleOp>(op))

@@ -1036,6 +1036,30 @@ LogicalResult QuantizeDynamicOp::verify() {
   return success();
 }
 
+LogicalResult LoraOp::verify() {
+  auto x = cast<RankedTensorType>(getInput().getType());
+  auto y = cast<RankedTensorType>(getBase().getType());
+  if (getType() != y)
+    return emitOpError("result type ")
+           << getType() << " differs from the base's " << y;
+  if (x.getElementType() != y.getElementType() || !x.getElementType().isF32())
+    return emitOpError("input and base must be f32 tensors");
+  if (x.getRank() != y.getRank() || x.getRank() < 1)
+    return emitOpError("input and base must have the same rank");
+  if (x.isDynamicDim(x.getRank() - 1) || y.isDynamicDim(y.getRank() - 1))
+    return emitOpError("the feature dimensions must be static");
+  for (int64_t d = 0; d + 1 < x.getRank(); ++d)
+    if (failed(mergeDim(x.getDimSize(d), y.getDimSize(d))))
+      return emitOpError("input ")
+             << shapeStr(x.getShape()) << " and base " << shapeStr(y.getShape())
+             << " differ outside the features";
+  if (getHook() < 0)
+    return emitOpError("hook index ") << getHook() << " is negative";
+  if (getTarget().empty())
+    return emitOpError("empty target module");
+  return success();
+}
+
 LogicalResult QLinearOp::verify() {
   auto w = cast<QWeightType>(getWeight().getType());
   if (w.getRank() != 2)

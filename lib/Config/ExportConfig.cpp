@@ -2,6 +2,7 @@
 #include "etllm/Config/ExportConfig.h"
 
 #include "etllm/runtime/flags.h"
+#include "etllm/runtime/lora.h"
 
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
@@ -165,6 +166,34 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        "[\"adapters/chat:0.5\"]",
        INT64_MIN,
        INT64_MAX,
+       {},
+       false,
+       /*writtenWhenDefault=*/false},
+      {"lora_runtime.targets",
+       ConfigType::StringList,
+       "[]",
+       {},
+       "Linear layers given hooks for LoRA adapters loaded at run time "
+       "(`etllm-export-lora`, `etllm-run --lora`): module kinds, the last "
+       "part of the module path (q_proj, k_proj, v_proj, o_proj, "
+       "gate_proj, up_proj, down_proj; qkv_proj, gate_up_proj for fused "
+       "projections). Empty: no hooks, the program is unchanged "
+       "(docs/LoRA.md).",
+       "[q_proj, v_proj]",
+       INT64_MIN,
+       INT64_MAX,
+       {},
+       false,
+       /*writtenWhenDefault=*/false},
+      {"lora_runtime.max_rank",
+       ConfigType::Int,
+       "64",
+       {},
+       "Largest rank of an adapter applied at run time to the hooks of "
+       "`lora_runtime.targets`.",
+       "16",
+       1,
+       rt::kMaxLoraRank,
        {},
        false,
        /*writtenWhenDefault=*/false},

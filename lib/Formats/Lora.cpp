@@ -6,6 +6,7 @@
 
 #include "etllm/Formats/Safetensors.h"
 #include "etllm/Models/Registry.h"
+#include "etllm/runtime/flags.h"
 
 #include <nlohmann/json.hpp>
 
@@ -22,29 +23,11 @@ namespace etllm::formats {
 using json = nlohmann::json;
 
 Result<LoraSpec> parseLoraSpec(std::string_view text, std::string_view what) {
-  std::string w(what);
-  if (text.empty())
-    return Error(w + ": empty adapter path");
-  LoraSpec spec;
-  spec.path = std::string(text);
-  size_t colon = text.rfind(':');
-  if (colon != std::string_view::npos) {
-    std::string tail(text.substr(colon + 1));
-    char *end = nullptr;
-    errno = 0;
-    double v = tail.empty() ? 0 : std::strtod(tail.c_str(), &end);
-    bool numeric = !tail.empty() && end == tail.c_str() + tail.size();
-    if (numeric) {
-      if (!std::isfinite(v) || errno == ERANGE)
-        return Error(w + " '" + std::string(text) + "': the scale '" + tail +
-                     "' is not a finite number");
-      spec.path = std::string(text.substr(0, colon));
-      spec.scale = v;
-      if (spec.path.empty())
-        return Error(w + " '" + std::string(text) + "': empty adapter path");
-    }
-  }
-  return spec;
+  // The runtime's parser: `etllm-run --lora FILE[:SCALE]` reads the same.
+  auto parsed = rt::parsePathAndScale(what, text);
+  if (!parsed.ok())
+    return parsed.error();
+  return LoraSpec{parsed->first, parsed->second};
 }
 
 namespace {

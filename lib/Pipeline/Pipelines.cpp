@@ -158,6 +158,20 @@ std::vector<StageSpec> recipeStages(const std::string &recipe,
                         cleanup(pm);
                       }});
   }
+  // Hooks for adapters applied at run time, on the linears as quantized
+  // (a stage only when asked for: programs without hooks are unchanged).
+  if (!o.loraTargets.empty()) {
+    std::vector<std::string> targets(o.loraTargets.begin(),
+                                     o.loraTargets.end());
+    int64_t maxRank = o.loraMaxRank;
+    stages.push_back(
+        {"lora-hooks", [targets, maxRank](mlir::OpPassManager &pm) {
+           LoraHooksPassOptions l;
+           l.targets = targets;
+           l.maxRank = maxRank;
+           pm.addPass(createLoraHooksPass(l));
+         }});
+  }
   if (!backends.empty()) {
     stages.push_back({"partition", [backends](mlir::OpPassManager &pm) {
                         PartitionPassOptions p;

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 using namespace mlir;
 using namespace mlir::etllm;
@@ -46,6 +47,39 @@ static FailureOr<std::vector<uint8_t>> constantBytes(LoweredProgram &p,
   if (!c.fromParameter)
     return c.inlineData;
   return p.weights.materialize(cast<ParameterOp>(c.op));
+}
+
+namespace {
+/// One etllm.lora hook of the program, for its hook table.
+struct HookRec {
+  std::string target;
+  int64_t in = 0, out = 0;
+};
+} // namespace
+
+/// The program's LoRA hooks by index (every etllm.lora op, in `forward` or
+/// an outlined delegate subgraph): indices 0..N-1, each once, targets
+/// distinct. Empty without hooks.
+static FailureOr<std::vector<HookRec>> collectLoraHooks(ModuleOp module) {
+  std::vector<HookRec> hooks;
+  std::vector<LoraOp> ops;
+  module.walk([&](LoraOp h) { ops.push_back(h); });
+  llvm::StringMap<int64_t> byTarget;
+  hooks.resize(ops.size());
+  for (LoraOp h : ops) {
+    int64_t i = h.getHook();
+    if (i < 0 || size_t(i) >= ops.size() || !hooks[i].target.empty())
+      return h.emitError("LoRA hook ") << i << ": the program's " << ops.size()
+                                       << " hooks must be numbered 0.."
+                                       << ops.size() - 1 << ", each once";
+    if (!byTarget.insert({h.getTarget(), i}).second)
+      return h.emitError("LoRA hooks ")
+             << byTarget[h.getTarget()] << " and " << i << " both target '"
+             << h.getTarget() << "'";
+    hooks[i] = {h.getTarget().str(), shapeOf(h.getInput().getType()).back(),
+                shapeOf(h.getBase().getType()).back()};
+  }
+  return hooks;
 }
 
 LogicalResult emitProgram(LoweredProgram &p, const SerializeOptions &options,
@@ -132,6 +166,12 @@ LogicalResult emitProgram(LoweredProgram &p, const SerializeOptions &options,
   int32_t tokSeg = tokenizer.file
                        ? int32_t(addSegment(tokenizer.file->getBufferSize()))
                        : -1;
+  // LoRA hooks, and then the content hash as the last segment.
+  FailureOr<std::vector<HookRec>> hooks = collectLoraHooks(p.module);
+  if (failed(hooks))
+    return failure();
+  const bool hasHooks = !hooks->empty();
+  int32_t hashSeg = hasHooks ? int32_t(addSegment(32)) : -1;
 
   // Values.
   std::vector<flatbuffers::Offset<fbs::Tensor>> fbValues;
@@ -244,10 +284,24 @@ LogicalResult emitProgram(LoweredProgram &p, const SerializeOptions &options,
   for (const ValueRec &v : p.values)
     if (v.dtype == rt::DType::QAct && v.quant.groupSize != 0)
       version = 2;
+  flatbuffers::Offset<fbs::LoraHooks> lora = 0;
+  if (hasHooks) {
+    auto maxRank = p.module->getAttrOfType<IntegerAttr>(
+        EtllmDialect::kLoraMaxRankAttrName);
+    if (!maxRank)
+      return p.module.emitError("the program has LoRA hooks but no '")
+             << EtllmDialect::kLoraMaxRankAttrName << "'";
+    std::vector<flatbuffers::Offset<fbs::LoraHook>> fbHooks;
+    for (const HookRec &h : *hooks)
+      fbHooks.push_back(
+          fbs::CreateLoraHook(fb, fb.CreateString(h.target), h.in, h.out));
+    lora = fbs::CreateLoraHooks(fb, uint32_t(maxRank.getInt()),
+                                fb.CreateVector(fbHooks), hashSeg);
+  }
   auto program = fbs::CreateProgram(
       fb, version, fb.CreateVector(methods), fb.CreateVector(fbBuffers),
       fb.CreateVector(fbConsts), fb.CreateVector(fbSegs),
-      fb.CreateVector(fbDelegates), *meta);
+      fb.CreateVector(fbDelegates), *meta, lora);
   fbs::FinishProgramBuffer(fb, program);
 
   // Header.
@@ -261,8 +315,15 @@ LogicalResult emitProgram(LoweredProgram &p, const SerializeOptions &options,
   h.segmentBase = alignUp(h.flatbufferOffset + h.flatbufferSize, kAlign);
   h.segmentDataSize = segCursor;
   uint64_t written = 0;
+  // The content hash of a program with LoRA hooks: SHA-256 of every byte
+  // before the hash segment.
+  std::optional<Sha256> contentHash;
+  if (hasHooks)
+    contentHash.emplace();
   auto emit = [&](const void *p, size_t n) {
     os.write(static_cast<const char *>(p), n);
+    if (contentHash)
+      contentHash->update(p, n);
     written += n;
   };
   auto padTo = [&](uint64_t target) {
@@ -301,6 +362,12 @@ LogicalResult emitProgram(LoweredProgram &p, const SerializeOptions &options,
   if (tokenizer.file) {
     padTo(h.segmentBase + segs[tokSeg].first);
     emit(tokenizer.file->getBufferStart(), tokenizer.file->getBufferSize());
+  }
+  if (hasHooks) {
+    padTo(h.segmentBase + segs[hashSeg].first);
+    std::array<uint8_t, 32> digest = contentHash->finish();
+    contentHash.reset();
+    emit(digest.data(), digest.size());
   }
   padTo(h.segmentBase + h.segmentDataSize);
   os.flush();

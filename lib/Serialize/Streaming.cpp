@@ -4,6 +4,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/ErrorHandling.h"
 
 #include <openssl/evp.h>
 
@@ -11,12 +12,31 @@
 
 namespace etllm {
 
-std::string sha256Hex(const uint8_t *data, size_t size) {
-  unsigned char md[EVP_MAX_MD_SIZE];
+Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
+  if (!ctx_ || !EVP_DigestInit_ex(static_cast<EVP_MD_CTX *>(ctx_), EVP_sha256(),
+                                  nullptr))
+    llvm::report_fatal_error("OpenSSL: cannot initialize SHA-256");
+}
+
+Sha256::~Sha256() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX *>(ctx_)); }
+
+void Sha256::update(const void *data, size_t size) {
+  EVP_DigestUpdate(static_cast<EVP_MD_CTX *>(ctx_), data, size);
+}
+
+std::array<uint8_t, 32> Sha256::finish() {
+  std::array<uint8_t, 32> md{};
   unsigned int len = 0;
-  if (!EVP_Digest(data, size, md, &len, EVP_sha256(), nullptr))
-    return "";
-  return llvm::toHex(llvm::ArrayRef<uint8_t>(md, len), /*LowerCase=*/true);
+  EVP_DigestFinal_ex(static_cast<EVP_MD_CTX *>(ctx_), md.data(), &len);
+  return md;
+}
+
+std::string sha256Hex(const uint8_t *data, size_t size) {
+  Sha256 h;
+  h.update(data, size);
+  std::array<uint8_t, 32> md = h.finish();
+  return llvm::toHex(llvm::ArrayRef<uint8_t>(md.data(), md.size()),
+                     /*LowerCase=*/true);
 }
 
 InputHasher::~InputHasher() {

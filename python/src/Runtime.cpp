@@ -15,6 +15,7 @@
 #include "etllm/runtime/backend.h"
 #include "etllm/runtime/half.h"
 #include "etllm/runtime/llm/runner.h"
+#include "etllm/runtime/lora.h"
 #include "etllm/runtime/program.h"
 
 #include <pybind11/functional.h>
@@ -66,6 +67,11 @@ std::once_flag backendsOnce;
 void registerBackends() {
   std::call_once(backendsOnce, [] { rt::registerBuiltinBackends(); });
 }
+
+/// A LoRA adapter file loaded for one Program (rt::LoraAdapter).
+struct PyLoraAdapter {
+  std::shared_ptr<const rt::LoraAdapter> adapter;
+};
 
 class PyProgram {
 public:
@@ -170,6 +176,29 @@ public:
   }
 
   void reset() { module_->resetState(); }
+
+  PyLoraAdapter loadLora(const std::string &path) const {
+    auto a = rt::LoraAdapter::load(path, *program_);
+    if (!a.ok())
+      raise(a.message());
+    return {*a};
+  }
+  void applyLora(const PyLoraAdapter &a, double scale) {
+    check(module_->applyLora(a.adapter, scale));
+  }
+  void setLoraScale(const PyLoraAdapter &a, double scale) {
+    check(module_->setLoraScale(*a.adapter, scale));
+  }
+  void removeLora(const PyLoraAdapter &a) {
+    check(module_->removeLora(*a.adapter));
+  }
+  py::list loraHooks() const {
+    py::list l;
+    for (const rt::LoraHookInfo &h : program_->loraHooks())
+      l.append(py::make_tuple(h.name, h.inFeatures, h.outFeatures));
+    return l;
+  }
+  const std::string &contentHash() const { return program_->contentHash(); }
 
   py::dict metadata() const {
     const rt::ProgramMetadata &md = program_->metadata();
@@ -318,6 +347,15 @@ private:
 } // namespace
 
 void bindRuntime(py::module_ &m) {
+  py::class_<PyLoraAdapter>(m, "LoraAdapter",
+                            "A LoRA adapter file loaded for a Program.")
+      .def_property_readonly(
+          "name", [](const PyLoraAdapter &a) { return a.adapter->name(); })
+      .def_property_readonly(
+          "rank", [](const PyLoraAdapter &a) { return a.adapter->rank(); })
+      .def_property_readonly("scaling", [](const PyLoraAdapter &a) {
+        return a.adapter->scaling();
+      });
   py::class_<PyProgram>(m, "Program", R"doc(
 A program file (.pte), loaded and verified, with one instance of its state
 (planned memory, KV caches). Outputs are read-only NumPy views of the
@@ -350,6 +388,26 @@ program's memory: valid until the next call on this Program.)doc")
           "until the next call.")
       .def("reset", &PyProgram::reset,
            "Zeroes the mutable buffers (KV caches): a new sequence.")
+      .def(
+          "load_lora",
+          [](const PyProgram &p, const std::filesystem::path &path) {
+            return p.loadLora(path.string());
+          },
+          py::arg("path"),
+          "Loads and checks a LoRA adapter file (etllm-export-lora) made "
+          "for this program.")
+      .def("apply_lora", &PyProgram::applyLora, py::arg("adapter"),
+           py::arg("scale") = 1.0,
+           "Applies a loaded adapter with a scale (several add up).")
+      .def("set_lora_scale", &PyProgram::setLoraScale, py::arg("adapter"),
+           py::arg("scale"))
+      .def("remove_lora", &PyProgram::removeLora, py::arg("adapter"))
+      .def_property_readonly(
+          "lora_hooks", &PyProgram::loraHooks,
+          "(module path, in features, out features) of each LoRA hook.")
+      .def_property_readonly("content_hash", &PyProgram::contentHash,
+                             "The SHA-256 adapter files name (hex; empty "
+                             "without LoRA hooks).")
       .def_property_readonly("metadata", &PyProgram::metadata)
       .def_property_readonly(
           "inputs", [](const PyProgram &p) { return p.specs(false); },

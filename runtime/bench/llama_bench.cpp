@@ -157,6 +157,8 @@ std::string benchUsage(const char *argv0) {
         "(default: 16 x LLC, >= 256; 0: no probe)\n"
      << "  --max-memory <size>                   refuse a program that plans "
         "more (bytes, 512M, 2G; default: physical memory)\n"
+     << "  --lora <file>[:<scale>]               apply a LoRA adapter file "
+        "(repeatable; prints the time to switch adapters; default: none)\n"
      << "\ntest parameters:\n"
      << "  -m, --model <filename>                a program file (.pte)\n"
      << "  -p, --n-prompt <n>                    (default: 512)\n"
@@ -330,6 +332,14 @@ Result<BenchParams> parseBenchArgs(int argc, const char *const *argv,
       if (*bytes == 0)
         return Error("--max-memory: 0 is out of range (at least 1 byte)");
       p.maxMemory = *bytes;
+    } else if (arg == "--lora") {
+      auto v = value();
+      if (!v.ok())
+        return v.error();
+      auto spec = parsePathAndScale("--lora", *v);
+      if (!spec.ok())
+        return spec.error();
+      p.loras.push_back(*spec);
     } else if (!arg.empty() && arg[0] == '-') {
       return Error("unknown argument '" + arg + "' (see --help)");
     } else {

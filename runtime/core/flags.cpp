@@ -187,4 +187,30 @@ Result<size_t> parseThreads(std::string_view name, const char *text) {
   return size_t(*n);
 }
 
+Result<std::pair<std::string, double>>
+parsePathAndScale(std::string_view name, std::string_view text) {
+  std::string w(name);
+  if (text.empty())
+    return Error(w + ": empty adapter path");
+  std::pair<std::string, double> out{std::string(text), 1.0};
+  size_t colon = text.rfind(':');
+  if (colon != std::string_view::npos) {
+    std::string tail(text.substr(colon + 1));
+    char *end = nullptr;
+    errno = 0;
+    double v = tail.empty() ? 0 : std::strtod(tail.c_str(), &end);
+    bool numeric = !tail.empty() && end == tail.c_str() + tail.size();
+    if (numeric) {
+      if (!std::isfinite(v) || errno == ERANGE)
+        return Error(w + " '" + std::string(text) + "': the scale '" + tail +
+                     "' is not a finite number");
+      out.first = std::string(text.substr(0, colon));
+      out.second = v;
+      if (out.first.empty())
+        return Error(w + " '" + std::string(text) + "': empty adapter path");
+    }
+  }
+  return out;
+}
+
 } // namespace etllm::rt

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <set>
 #include <unistd.h>
 
 namespace etllm::rt {
@@ -431,6 +432,57 @@ Result<std::shared_ptr<Program>> Program::verify(std::shared_ptr<Program> p) {
       if (c->stop_strings())
         for (const flatbuffers::String *s : *c->stop_strings())
           md.chat.stopStrings.push_back(str(s));
+    }
+  }
+
+  // LoRA hooks: names distinct, features in range, the hash segment
+  // 32 bytes; every lora kernel call names a hook.
+  if (const fbs::LoraHooks *l = prog->lora()) {
+    constexpr int64_t kMaxFeatures = int64_t(1) << 24;
+    if (l->max_rank() < 1 || l->max_rank() > kMaxLoraRank)
+      return bad("LoRA max_rank " + std::to_string(l->max_rank()) +
+                 " is outside 1.." + std::to_string(kMaxLoraRank));
+    p->loraMaxRank_ = l->max_rank();
+    uint32_t n = l->hooks() ? l->hooks()->size() : 0;
+    if (n == 0)
+      return bad("the LoRA hook table is empty");
+    std::set<std::string> names;
+    for (uint32_t i = 0; i < n; ++i) {
+      const fbs::LoraHook *hk = l->hooks()->Get(i);
+      LoraHookInfo info{hk->name()->str(), hk->in_features(),
+                        hk->out_features()};
+      std::string what =
+          "LoRA hook " + std::to_string(i) + " ('" + info.name + "')";
+      if (info.name.empty() || !names.insert(info.name).second)
+        return bad(what + ": empty or repeated name");
+      if (info.inFeatures < 1 || info.inFeatures > kMaxFeatures ||
+          info.outFeatures < 1 || info.outFeatures > kMaxFeatures)
+        return bad(what + ": features [" + std::to_string(info.outFeatures) +
+                   ", " + std::to_string(info.inFeatures) + "] out of range");
+      p->loraHooks_.push_back(std::move(info));
+    }
+    int32_t seg = l->hash_segment();
+    if (seg < 0 || uint32_t(seg) >= numSegments ||
+        p->segmentSize(uint32_t(seg)) != 32)
+      return bad("the LoRA hash segment " + std::to_string(seg) +
+                 " is missing or not 32 bytes");
+    static const char *kHex = "0123456789abcdef";
+    const uint8_t *d = p->segmentData(uint32_t(seg));
+    for (int i = 0; i < 32; ++i) {
+      p->contentHash_ += kHex[d[i] >> 4];
+      p->contentHash_ += kHex[d[i] & 15];
+    }
+  }
+  for (const fbs::Method *m : *prog->methods()) {
+    uint32_t numInstrs = m->instructions() ? m->instructions()->size() : 0;
+    for (uint32_t k = 0; k < numInstrs; ++k) {
+      const fbs::KernelCall *kc =
+          m->instructions()->Get(k)->instruction_as_KernelCall();
+      if (kc && kc->op()->str() == opInfo(OpId::Lora).name &&
+          uint64_t(kc->ints()->Get(0)) >= p->loraHooks_.size())
+        return bad("instruction " + std::to_string(k) + " (lora): hook " +
+                   std::to_string(kc->ints()->Get(0)) + " of " +
+                   std::to_string(p->loraHooks_.size()));
     }
   }
   return p;

@@ -182,6 +182,16 @@ std::string dumpProgram(const Program &program) {
       os << (i ? ", " : "") << md.chat.stopStrings[i];
     os << "]\n";
   }
+  if (!program.loraHooks().empty()) {
+    os << "lora: " << program.loraHooks().size() << " hooks, max_rank "
+       << program.loraMaxRank()
+       << ", content hash sha256:" << program.contentHash() << "\n";
+    for (size_t i = 0; i < program.loraHooks().size(); ++i) {
+      const LoraHookInfo &h = program.loraHooks()[i];
+      os << "  hook " << i << ": " << h.name << " [" << h.outFeatures << ", "
+         << h.inFeatures << "]\n";
+    }
+  }
   return os.str();
 }
 

@@ -324,6 +324,18 @@ Status verifyKernelCall(const OpInfo &op, const std::vector<ValueDesc> &in,
     ETLLM_RETURN_IF_ERROR(c.sameDType(in[2], in[0], "the value", "the cache"));
     return c.sameDType(o, in[0], "the output", "the cache");
 
+  case OpId::Lora:
+    ETLLM_RETURN_IF_ERROR(
+        c.dtype(in[0], in[0].dtype == DType::F32, "the input (f32)"));
+    ETLLM_RETURN_IF_ERROR(
+        c.dtype(in[1], in[1].dtype == DType::F32, "the base (f32)"));
+    ETLLM_RETURN_IF_ERROR(c.sameDType(o, in[1], "the output", "the base"));
+    if (in[0].rank < 1 || in[0].rank != in[1].rank)
+      return c.bad("the input and the base must have one rank >= 1");
+    if (ints[0] < 0)
+      return c.bad(c.iname(0) + " must not be negative");
+    return Status();
+
   case OpId::QuantizeDynamic:
     return c.dtype(o, o.dtype == DType::QAct, "the output (qact)");
   case OpId::QLinear:

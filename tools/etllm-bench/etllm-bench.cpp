@@ -21,6 +21,7 @@
 #include "etllm/runtime/bench/traffic.h"
 #include "etllm/runtime/llm/perplexity.h"
 #include "etllm/runtime/llm/runner.h"
+#include "etllm/runtime/lora.h"
 #include "etllm/runtime/program.h"
 
 #include <nlohmann/json.hpp>
@@ -168,8 +169,59 @@ struct Instance {
   DecodeTraffic traffic;
 };
 
-Result<Instance> instantiate(const LoadedModel &m, size_t threads,
-                             uint64_t maxMemory) {
+std::string mib(double bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / 1048576.0);
+  return buf;
+}
+
+/// Applies the --lora adapters to a module and measures switching: the
+/// mean time of removing and re-applying all of them (what changing
+/// adapters between requests costs; the base is never reloaded).
+Status applyLoras(Module &module, const LoadedModel &m,
+                  const std::vector<std::pair<std::string, double>> &loras,
+                  bool report) {
+  if (loras.empty())
+    return Status();
+  std::vector<std::shared_ptr<const LoraAdapter>> adapters;
+  auto t0 = Clock::now();
+  for (const auto &[path, scale] : loras) {
+    auto a = LoraAdapter::load(path, *m.program);
+    if (!a.ok())
+      return a.error();
+    adapters.push_back(*a);
+  }
+  double loadMs = msSince(t0);
+  for (size_t i = 0; i < adapters.size(); ++i)
+    ETLLM_RETURN_IF_ERROR(module.applyLora(adapters[i], loras[i].second));
+  constexpr int kSwitches = 20;
+  t0 = Clock::now();
+  for (int k = 0; k < kSwitches; ++k) {
+    for (const auto &a : adapters)
+      ETLLM_RETURN_IF_ERROR(module.removeLora(*a));
+    for (size_t i = 0; i < adapters.size(); ++i)
+      ETLLM_RETURN_IF_ERROR(module.applyLora(adapters[i], loras[i].second));
+  }
+  double switchMs = msSince(t0) / kSwitches;
+  if (report) {
+    size_t bytes = 0, targets = 0;
+    for (const auto &a : adapters) {
+      bytes += a->sizeBytes();
+      targets += a->targets().size();
+    }
+    std::fprintf(stderr,
+                 "etllm-bench: --lora: %zu adapter(s), %zu targets, %s, "
+                 "loaded in %.3f ms; switch (remove + apply all) %.4f ms "
+                 "(mean of %d)\n",
+                 adapters.size(), targets, mib(double(bytes)).c_str(), loadMs,
+                 switchMs, kSwitches);
+  }
+  return Status();
+}
+
+Result<Instance>
+instantiate(const LoadedModel &m, size_t threads, uint64_t maxMemory,
+            const std::vector<std::pair<std::string, double>> &loras = {}) {
   Instance in;
   auto t0 = Clock::now();
   ModuleOptions mo;
@@ -184,6 +236,7 @@ Result<Instance> instantiate(const LoadedModel &m, size_t threads,
     return method.error();
   in.createMs = msSince(t0);
   in.forward = *method;
+  ETLLM_RETURN_IF_ERROR(applyLoras(*in.module, m, loras, true));
   const Method &f = *in.forward;
   if (f.numInputs() != 2 || f.numOutputs() != 1 ||
       f.input(0).dtype != DType::I64 || f.input(0).rank != 2 ||
@@ -197,12 +250,6 @@ Result<Instance> instantiate(const LoadedModel &m, size_t threads,
     return traffic.error();
   in.traffic = *traffic;
   return in;
-}
-
-std::string mib(double bytes) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / 1048576.0);
-  return buf;
 }
 
 int runPerplexity(const BenchParams &params) {
@@ -225,8 +272,8 @@ int runPerplexity(const BenchParams &params) {
     auto m = loadModel(path);
     if (!m.ok())
       return fail(m.message());
-    auto in =
-        instantiate(*m, size_t(params.nThreads.front()), params.maxMemory);
+    auto in = instantiate(*m, size_t(params.nThreads.front()), params.maxMemory,
+                          params.loras);
     if (!in.ok())
       return fail(in.message());
     Result<std::unique_ptr<Tokenizer>> tok =
@@ -402,7 +449,8 @@ int main(int argc, char **argv) {
     }
     if (!inst || instThreads != t.nThreads) {
       inst.reset();
-      auto in = instantiate(*model, size_t(t.nThreads), params.maxMemory);
+      auto in = instantiate(*model, size_t(t.nThreads), params.maxMemory,
+                            params.loras);
       if (!in.ok())
         return fail(in.message());
       inst = std::make_unique<Instance>(std::move(in.value()));

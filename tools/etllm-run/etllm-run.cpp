@@ -20,6 +20,7 @@
 #include "etllm/runtime/flags.h"
 #include "etllm/runtime/llm/chat.h"
 #include "etllm/runtime/llm/runner.h"
+#include "etllm/runtime/lora.h"
 
 #include <atomic>
 #include <cerrno>
@@ -56,6 +57,10 @@ void usage() {
       "(default:\n"
       "                          keep the KV cache, prefill only new tokens)\n"
       "  --tokenizer PATH        tokenizer file (default: the program's own)\n"
+      "  --lora FILE[:SCALE]     apply a LoRA adapter file "
+      "(etllm-export-lora)\n"
+      "                          with SCALE (default 1); repeatable, the\n"
+      "                          adapters add up (default: none)\n"
       "  -n, --max-new-tokens N  tokens to generate at most (default 128; "
       "1024 per\n"
       "                          reply with --chat)\n"
@@ -206,6 +211,7 @@ bool readFile(const std::string &path, std::string &out) {
 
 int main(int argc, char **argv) {
   std::string model, prompt, templatePath;
+  std::vector<std::pair<std::string, double>> loras; // --lora FILE[:SCALE]
   bool havePrompt = false, statsJson = false, chatMode = false,
        haveMaxNew = false;
   llm::RunnerOptions options;
@@ -246,6 +252,13 @@ int main(int argc, char **argv) {
       chatOptions.reuseKvCache = false;
     } else if (a == "--chat-template" && i + 1 < argc) {
       templatePath = argv[++i];
+    } else if (a == "--lora") {
+      if (i + 1 >= argc)
+        return fail("--lora: the value is missing");
+      auto spec = parsePathAndScale("--lora", argv[++i]);
+      if (!spec.ok())
+        return fail(spec.message());
+      loras.push_back(*spec);
     } else if (a == "--tokenizer" && i + 1 < argc) {
       options.tokenizerPath = argv[++i];
     } else if (a == "--stop" && i + 1 < argc) {
@@ -325,6 +338,13 @@ int main(int argc, char **argv) {
   auto runner = llm::Runner::load(model, options);
   if (!runner.ok())
     return fail(runner.message());
+  for (const auto &[path, scale] : loras) {
+    auto adapter = LoraAdapter::load(path, (*runner)->program());
+    if (!adapter.ok())
+      return fail(adapter.message());
+    if (Status st = (*runner)->module().applyLora(*adapter, scale); !st.ok())
+      return fail(st.message());
+  }
   if (chatMode)
     return chat(**runner, chatOptions, config, statsJson);
 

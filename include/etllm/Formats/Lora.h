@@ -33,6 +33,7 @@
 #define ETLLM_FORMATS_LORA_H
 
 #include "etllm/Formats/Checkpoint.h"
+#include "etllm/runtime/lora.h"
 
 #include <map>
 #include <memory>
@@ -53,8 +54,8 @@ struct LoraSpec {
 /// errors.
 Result<LoraSpec> parseLoraSpec(std::string_view text, std::string_view what);
 
-/// The largest rank accepted (real adapters use 4..256).
-inline constexpr int64_t kMaxLoraRank = 1024;
+/// The largest rank accepted (the runtime's: etllm/runtime/lora.h).
+inline constexpr int64_t kMaxLoraRank = rt::kMaxLoraRank;
 
 /// An opened adapter: its A/B pairs keyed by the HF name of the weight they
 /// update ("model.layers.0.self_attn.q_proj.weight").

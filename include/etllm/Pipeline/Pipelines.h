@@ -80,6 +80,14 @@ struct RecipeOptions : public mlir::PassPipelineOptions<RecipeOptions> {
   ListOption<std::string> backends{
       *this, "backends",
       llvm::cl::desc("Backends in priority order (default: recipe)")};
+  ListOption<std::string> loraTargets{
+      *this, "lora-targets",
+      llvm::cl::desc("Module kinds (q_proj, down_proj, ...) given hooks for "
+                     "LoRA adapters applied at run time (etllm-lora-hooks)")};
+  Option<int64_t> loraMaxRank{
+      *this, "lora-max-rank",
+      llvm::cl::desc("Largest rank of a LoRA adapter applied at run time"),
+      llvm::cl::init(64)};
 };
 
 /// One stage: a name (used for dumps: NN-<name>.mlir) and its passes.

@@ -20,6 +20,7 @@
 
 #include "mlir/Support/LogicalResult.h"
 
+#include <array>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -39,6 +40,22 @@ namespace etllm {
 
 /// Hex SHA-256 of `size` bytes at `data`.
 std::string sha256Hex(const uint8_t *data, size_t size);
+
+/// SHA-256 over bytes given piece by piece (OpenSSL's EVP digest): the
+/// program's content hash (Emission.cpp) and sha256Hex use it.
+class Sha256 {
+public:
+  Sha256();
+  ~Sha256();
+  Sha256(const Sha256 &) = delete;
+  Sha256 &operator=(const Sha256 &) = delete;
+  void update(const void *data, size_t size);
+  /// The 32-byte digest (the hasher is spent afterwards).
+  std::array<uint8_t, 32> finish();
+
+private:
+  void *ctx_; // EVP_MD_CTX
+};
 
 /// Hashes byte ranges on one background thread, in the order added.
 class InputHasher {

@@ -163,6 +163,39 @@ def QuantizePass : Pass<"etllm-quantize", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::etllm::EtllmDialect"];
 }
 
+def LoraHooksPass : Pass<"etllm-lora-hooks", "mlir::ModuleOp"> {
+  let summary = "Give linear layers hooks for LoRA adapters loaded at run time";
+  let description = [{
+    After every linear layer (`etllm.linear` or `etllm.qlinear` with a
+    parameter weight) whose module path ends in one of `targets` (module
+    kinds: `q_proj`, `down_proj`, ...), inserts an `etllm.lora` hook that
+    adds the adapters applied at run time to its output:
+
+    ```mlir
+    %y = etllm.qlinear %x, %w : ...
+    %y2 = etllm.lora %x, %y {hook = 3 : i64,
+        target = "model.layers.1.self_attn.q_proj"} : ...
+    ```
+
+    The hook reads the linear's float input (for a dynamically quantized
+    input, the input of its `etllm.quantize_dynamic`). It is placed just
+    before the output's first use, so the linears of one input (q, k, v;
+    gate, up) stay next to each other (the CPU backend runs them as one
+    group). Hooks are numbered in program order; the module gets
+    `etllm.lora_max_rank`, the largest rank an adapter may have. A target
+    that matches no linear is an error (a typo would otherwise give a
+    program that silently ignores adapters).
+  }];
+  let options = [
+    ListOption<"targets", "targets", "std::string",
+               "Module kinds to hook (the last component of the module "
+               "path: q_proj, k_proj, ...)">,
+    Option<"maxRank", "max-rank", "int64_t", "64",
+           "Largest adapter rank the program accepts at run time">,
+  ];
+  let dependentDialects = ["::mlir::etllm::EtllmDialect"];
+}
+
 def PartitionPass : Pass<"etllm-partition", "mlir::ModuleOp"> {
   let summary = "Outline maximal backend-legal subgraphs into delegate calls";
   let description = [{

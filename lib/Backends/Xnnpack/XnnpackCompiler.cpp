@@ -80,6 +80,12 @@ public:
           return actOk && isF32Tensor(l.getType()) && isParam(l.getWeight()) &&
                  (!l.getBias() || isParam(l.getBias()));
         })
+        // A LoRA hook (runs the adapters applied at run time; the portable
+        // kernel, on the delegate's memory).
+        .Case([](LoraOp h) {
+          return isF32Tensor(h.getInput().getType()) &&
+                 isF32Tensor(h.getBase().getType());
+        })
         .Case([](QuantizeDynamicOp q) {
           auto t = cast<QActType>(q.getType());
           return isF32Tensor(q.getInput().getType()) && t.getBits() == 8 &&

@@ -11,7 +11,10 @@ A case is one line of cases.txt:
   read with inp("name").
 - command: run in the case's directory, split like a shell line; {shared}
   is the shared test data, {program} a good stories260K program (with its
-  tokenizer), {model} stories260K.bin, {deep100k} 100,000 "[".
+  tokenizer), {model} stories260K.bin, {deep100k} 100,000 "[";
+  {lora_program} stories260K with LoRA hooks on q_proj and v_proj (max rank
+  4), {lora_peft} a PEFT adapter for it and {lora_adapter} that adapter as
+  an adapter file (etllm-export-lora); lora_adapter() reads its bytes.
 - expectation: "OK" (the command must succeed), or the texts the error must
   contain, separated by " && " (they name the file or flag and the problem).
 
@@ -346,6 +349,38 @@ def program_of(extra_args):
             return f.read()
 
 
+LORA_ADAPTER = None
+
+
+def lora_adapter():
+    """The bytes of the good adapter file ({lora_adapter})."""
+    with open(LORA_ADAPTER, "rb") as f:
+        return f.read()
+
+
+def make_lora(work):
+    """{lora_program}, {lora_peft}, {lora_adapter} (made once per work
+    directory, outside the cases' limits)."""
+    sys.path.insert(0, os.path.join(INPUTS, "..", "..", "Python"))
+    import lora_util
+    hf = os.path.join(SHARED, "models/stories260K-hf")
+    program = os.path.join(work, "stories260K-lora.pte")
+    peft = os.path.join(work, "stories260K-peft")
+    adapter = os.path.join(work, "stories260K.etla")
+    if not os.path.exists(adapter):
+        subprocess.run(["etllm-export", "--quiet", "--model", hf,
+                        "--tokenizer",
+                        os.path.join(SHARED, "models/stories260K/tok512.bin"),
+                        "--set", "lora_runtime.targets=[q_proj,v_proj]",
+                        "--set", "lora_runtime.max_rank=4", "-o", program],
+                       check=True)
+        lora_util.make_adapter(hf, peft, rank=4, alpha=8,
+                               targets={"q_proj", "v_proj"}, seed=1)
+        subprocess.run(["etllm-export-lora", "--base", program, "--adapter",
+                        peft, "-o", adapter], check=True)
+    return program, peft, adapter
+
+
 def program_with(op, field, index, value, nth=0):
     """The good program with element `index` of `field` (ints, floats,
     inputs, outputs) of the `nth` call of `op` set to `value`."""
@@ -497,8 +532,11 @@ def main():
                         "-o", program], check=True)
     global PROGRAM
     PROGRAM = program
+    global LORA_ADAPTER
+    lora_program, lora_peft, LORA_ADAPTER = make_lora(args.work)
     subst = {"shared": SHARED, "program": program, "model": model,
-             "deep100k": "[" * 100000}
+             "deep100k": "[" * 100000, "lora_program": lora_program,
+             "lora_peft": lora_peft, "lora_adapter": LORA_ADAPTER}
 
     cases = [c for c in parse_cases(args.cases) if args.filter in c[1]]
     names = [c[1] for c in cases]

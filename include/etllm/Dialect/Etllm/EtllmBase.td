@@ -61,6 +61,10 @@ def Etllm_Dialect : Dialect {
     /// serializer reads them, in order: an array of
     /// {path = "...", scale = <f64>} dictionaries.
     static constexpr ::llvm::StringLiteral kLoraAttrName = "etllm.lora";
+    /// Module attribute: the largest rank of a LoRA adapter applied at run
+    /// time to the program's etllm.lora hooks (an i64 in 1..1024).
+    static constexpr ::llvm::StringLiteral kLoraMaxRankAttrName =
+        "etllm.lora_max_rank";
     /// Module attribute: the model configuration (#etllm.model_config).
     static constexpr ::llvm::StringLiteral kModelConfigAttrName =
         "etllm.model_config";

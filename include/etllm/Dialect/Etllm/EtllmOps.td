@@ -984,6 +984,35 @@ def Etllm_QLinearOp : Etllm_Op<"qlinear",
   let hasVerifier = 1;
 }
 
+def Etllm_LoraOp : Etllm_Op<"lora",
+    [Pure, Etllm_Kernel<"lora", [Etllm_Int<"hook">]>]> {
+  let summary = "a LoRA hook: base + sum of s * B (A input) over the "
+                "adapters applied at run time";
+  let description = [{
+    A point where adapters loaded at run time (docs/LoRA.md) add their
+    low-rank update to a linear layer's output: `result = base + sum_i s_i *
+    B_i (A_i input)` over the adapters applied to hook `hook` of the
+    program, where `input` is the linear's float input ([..., in]) and
+    `base` its output ([..., out]). With no adapter applied the result is
+    `base`, bit for bit. `target` is the linear's module path
+    (`model.layers.3.self_attn.q_proj`): adapters bind to hooks by it.
+    Inserted by `etllm-lora-hooks`; the serializer writes the program's hook
+    table (index, target, in and out features) from these ops.
+
+    ```mlir
+    %y2 = etllm.lora %x, %y {hook = 0 : i64,
+        target = "model.layers.0.self_attn.q_proj"}
+        : (tensor<1x?x64xf32>, tensor<1x?x128xf32>) -> tensor<1x?x128xf32>
+    ```
+  }];
+  let arguments = (ins Etllm_FloatTensor:$input, Etllm_FloatTensor:$base,
+                       Etllm_I64Attr:$hook, StrAttr:$target);
+  let results = (outs Etllm_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $base attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Etllm_QEmbeddingOp : Etllm_Op<"qembedding",
     [Pure, Etllm_Kernel<"qembedding", [], [], "QEmbedding">]> {
   let summary = "row lookup in a block-quantized table";

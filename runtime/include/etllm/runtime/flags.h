@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace etllm::rt {
 
@@ -57,6 +58,12 @@ Result<uint64_t> parseUnsigned(std::string_view name, const char *text);
 /// A byte count: digits with an optional suffix K, M, G or T (powers of
 /// 1024; "KiB", "MiB", "GiB", "TiB" too), e.g. "512M". At most 2^60 bytes.
 Result<uint64_t> parseByteSize(std::string_view name, const char *text);
+
+/// "PATH" or "PATH:SCALE" (LoRA adapters: `--lora`, the `lora` config key):
+/// the scale is the text after the last ':' when it is a number, and must
+/// be finite; 1 otherwise. `name` names the flag or key in errors.
+Result<std::pair<std::string, double>> parsePathAndScale(std::string_view name,
+                                                         std::string_view text);
 
 /// The machine's hardware threads (std::thread::hardware_concurrency(), at
 /// least 1): the most threads a thread pool may have.

@@ -85,6 +85,22 @@ struct PoolHealth {
   int late = 0;              // consecutive late jobs
 };
 
+/// One LoRA adapter applied to a hook (lora.h): `out += scale * (x At) Bt`
+/// with At [in, rank] and Bt [rank, out] row-major (the adapter file's
+/// bytes, valid while the adapter is applied).
+struct LoraTerm {
+  const float *at = nullptr;
+  const float *bt = nullptr;
+  int64_t rank = 0;
+  float scale = 0;
+};
+/// What the `lora` kernel of one hook adds: the hook's features and the
+/// adapters applied to it, in the order they were applied.
+struct LoraHookTerms {
+  int64_t inFeatures = 0, outFeatures = 0;
+  std::vector<LoraTerm> terms;
+};
+
 /// Per-execution resources: the thread pool and a scratch buffer that
 /// grows on first use and is then reused (no per-token allocation).
 class ExecContext {
@@ -99,10 +115,15 @@ public:
   /// The pool's state (kernels receive a const context; the parallel loops
   /// update this).
   PoolHealth &poolHealth() const { return health_; }
+  /// The LoRA adapters applied to the program's hooks, by hook index
+  /// (Module::applyLora); null when the module has none applied.
+  const std::vector<LoraHookTerms> *loraHooks() const { return lora_; }
+  void setLoraHooks(const std::vector<LoraHookTerms> *hooks) { lora_ = hooks; }
 
 private:
   pthreadpool *pool_ = nullptr;
   mutable PoolHealth health_;
+  const std::vector<LoraHookTerms> *lora_ = nullptr;
   std::unique_ptr<uint8_t[]> scratchStorage_;
   size_t scratchSize_ = 0;
   void *scratchAligned_ = nullptr;

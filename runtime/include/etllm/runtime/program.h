@@ -14,6 +14,7 @@
 #define ETLLM_RUNTIME_PROGRAM_H
 
 #include "etllm/runtime/kernel.h"
+#include "etllm/runtime/lora.h"
 #include "etllm/runtime/mapped_file.h"
 #include "etllm/runtime/result.h"
 #include "etllm/runtime/tensor.h"
@@ -116,6 +117,14 @@ public:
   };
   const PlannedMemory &plannedMemory() const { return planned_; }
 
+  /// LoRA hooks (lora.h), by index; empty for a program without them.
+  const std::vector<LoraHookInfo> &loraHooks() const { return loraHooks_; }
+  /// The largest adapter rank the hooks accept (0 without hooks).
+  int64_t loraMaxRank() const { return loraMaxRank_; }
+  /// The content hash adapter files name (64 hex digits; empty without
+  /// hooks): the SHA-256 of the file before its hash segment.
+  const std::string &contentHash() const { return contentHash_; }
+
 private:
   Program() = default;
   static Result<std::shared_ptr<Program>> verify(std::shared_ptr<Program> p);
@@ -128,6 +137,9 @@ private:
   const uint8_t *segmentBase_ = nullptr;
   ProgramMetadata metadata_;
   PlannedMemory planned_;
+  std::vector<LoraHookInfo> loraHooks_;
+  int64_t loraMaxRank_ = 0;
+  std::string contentHash_;
 };
 
 class Module;
@@ -213,6 +225,21 @@ public:
   const std::vector<std::pair<uint32_t, uint64_t>> &
   delegateGatherTables(size_t i) const;
 
+  /// LoRA adapters at run time (lora.h). `applyLora` adds an adapter loaded
+  /// for this module's program with user scale `scale` (finite); an
+  /// adapter is applied at most once. `setLoraScale` changes its scale,
+  /// `removeLora` takes it off (the base output again, bit for bit). None
+  /// of them may run while a method of this module executes; errors leave
+  /// the applied set as it was.
+  Status applyLora(std::shared_ptr<const LoraAdapter> adapter, double scale);
+  Status setLoraScale(const LoraAdapter &adapter, double scale);
+  Status removeLora(const LoraAdapter &adapter);
+  /// The adapters applied, in order, with their scales.
+  const std::vector<std::pair<std::shared_ptr<const LoraAdapter>, double>> &
+  appliedLoras() const {
+    return loraApplied_;
+  }
+
 private:
   Module() = default;
   std::shared_ptr<Program> program_;
@@ -224,6 +251,10 @@ private:
   std::vector<std::vector<std::pair<uint32_t, uint64_t>>> delegateGathers_;
   std::unique_ptr<ExecContext> ctx_;
   pthreadpool *pool_ = nullptr;
+  std::vector<std::pair<std::shared_ptr<const LoraAdapter>, double>>
+      loraApplied_;
+  std::vector<LoraHookTerms> loraTerms_;
+  Status rebuildLora();
   friend class Method;
 };
 

@@ -147,6 +147,7 @@ protected:
             OpId::Sdpa, {x4, kv, kv, p2}, DType::F32, {0, 1, 1, 0}, {0.5, 0.0}},
         Case{OpId::KvCacheUpdate, {cache, p1, val}, DType::F32, {2}},
         Case{OpId::QLinear, {a4, qw}},
+        Case{OpId::Lora, {a4, a}, DType::F32, {0}},
         Case{OpId::QEmbedding, {qw, idx2}},
         Case{OpId::Dequantize, {qw}},
     };

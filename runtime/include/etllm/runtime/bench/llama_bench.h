@@ -56,6 +56,9 @@ struct BenchParams {
   /// --max-memory: the memory budget of each Module (ModuleOptions::
   /// maxMemory); 0 = the machine's physical memory.
   uint64_t maxMemory = 0;
+  /// --lora FILE[:SCALE] (repeatable): LoRA adapter files applied to every
+  /// Module (lora.h), for the decode overhead of adapters at run time.
+  std::vector<std::pair<std::string, double>> loras;
 };
 
 /// The defaults (llama-bench's: -p 512 -n 128 -b 2048 -r 5 -t <cores>).

@@ -114,6 +114,12 @@ public:
   void resetCache();
   const Tokenizer &tokenizer() const { return *tokenizer_; }
   const Program &program() const { return *program_; }
+  /// The program's instance (its LoRA adapters: Module::applyLora). The
+  /// KV cache holds state computed with the adapters applied when it was
+  /// filled: call resetCache() after changing them.
+  Module &module() { return *module_; }
+  /// The program, shared (LoraAdapter::load takes it).
+  const std::shared_ptr<Program> &sharedProgram() const { return program_; }
   int64_t maxSeqLen() const { return maxSeqLen_; }
 
 private:

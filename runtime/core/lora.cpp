@@ -1,0 +1,212 @@
+//===- lora.cpp - LoRA adapter files and their application ----------------===//
+//
+// An adapter file is hostile input like a program: it is verified
+// completely (flatbuffers Verifier, then every count, shape, the base hash
+// and every value) before anything uses it, and applying it to a Module
+// only changes the per-hook lists of (A^T, B^T, rank, scale) the `lora`
+// kernel reads.
+//
+//===----------------------------------------------------------------------===//
+#include "etllm/runtime/lora.h"
+
+#include "etllm/runtime/mapped_file.h"
+#include "etllm/runtime/program.h"
+#include "etllm/schema/lora_generated.h"
+
+#include <flatbuffers/flatbuffers.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+
+namespace etllm::rt {
+
+namespace lfb = ::etllm::lora;
+
+Result<std::shared_ptr<const LoraAdapter>>
+LoraAdapter::load(const std::string &path, const Program &program) {
+  Result<std::shared_ptr<MappedFile>> f = MappedFile::open(path);
+  if (!f.ok())
+    return f.error();
+  return loadFromBuffer((*f)->data(), (*f)->size(), path, program);
+}
+
+Result<std::shared_ptr<const LoraAdapter>>
+LoraAdapter::loadFromBuffer(const uint8_t *data, size_t size,
+                            const std::string &name, const Program &program) {
+  auto bad = [&](const std::string &what) {
+    return Error(name + ": invalid LoRA adapter: " + what);
+  };
+  if (program.loraHooks().empty())
+    return Error(name + ": the program " + program.name() +
+                 " has no LoRA hooks (export it with "
+                 "lora_runtime.targets, docs/LoRA.md)");
+  // Flatbuffers' 2 GiB limit; an adapter is far smaller.
+  if (size < 8 || size >= (size_t(1) << 31))
+    return bad("the file is " + std::to_string(size) +
+               " bytes (truncated, or not an adapter file)");
+  std::shared_ptr<LoraAdapter> a(new LoraAdapter());
+  a->name_ = name;
+  // A copy, 8-byte aligned (the flatbuffer's widest scalars): the matrices
+  // are used in place.
+  a->bytes_.resize((size + 7) / 8);
+  std::memcpy(a->bytes_.data(), data, size);
+  const uint8_t *buf = reinterpret_cast<const uint8_t *>(a->bytes_.data());
+  if (!lfb::AdapterBufferHasIdentifier(buf))
+    return bad("no 'ETLA' file identifier (not an etllm adapter file)");
+  flatbuffers::Verifier::Options vo;
+  vo.max_depth = 16;
+  vo.max_tables = 1 << 20;
+  flatbuffers::Verifier verifier(buf, size, vo);
+  if (!lfb::VerifyAdapterBuffer(verifier))
+    return bad("the flatbuffer does not verify (truncated or corrupt)");
+  const lfb::Adapter *fa = lfb::GetAdapter(buf);
+  if (fa->format_version() != kLoraFormatVersion)
+    return bad("format version " + std::to_string(fa->format_version()) +
+               " (this runtime reads version " +
+               std::to_string(kLoraFormatVersion) + ")");
+  a->baseHash_ = fa->base_hash()->str();
+  if (a->baseHash_ != program.contentHash())
+    return Error(name + ": made for another program (base hash " +
+                 a->baseHash_ + "), not " + program.name() + " (" +
+                 program.contentHash() + ")");
+  a->rank_ = fa->rank();
+  a->alpha_ = fa->alpha();
+  a->scaling_ = fa->scaling();
+  if (a->rank_ < 1 || a->rank_ > program.loraMaxRank())
+    return Error(name + ": rank " + std::to_string(a->rank_) +
+                 " is outside 1.." + std::to_string(program.loraMaxRank()) +
+                 " (the maximum " + program.name() +
+                 " was exported with: "
+                 "lora_runtime.max_rank)");
+  if (!std::isfinite(a->alpha_) || !std::isfinite(a->scaling_))
+    return bad("alpha or scaling is not a finite number");
+  std::map<std::string, uint32_t> hooks;
+  for (size_t i = 0; i < program.loraHooks().size(); ++i)
+    hooks[program.loraHooks()[i].name] = uint32_t(i);
+  const uint32_t n = fa->targets() ? fa->targets()->size() : 0;
+  if (n == 0)
+    return bad("no targets");
+  std::vector<bool> seen(program.loraHooks().size());
+  for (uint32_t i = 0; i < n; ++i) {
+    const lfb::LoraTarget *t = fa->targets()->Get(i);
+    const std::string tname = t->name()->str();
+    auto tbad = [&](const std::string &what) {
+      return Error(name + ": target '" + tname + "': " + what);
+    };
+    auto it = hooks.find(tname);
+    if (it == hooks.end())
+      return tbad("the program " + program.name() +
+                  " has no LoRA hook of that name (not a target of its "
+                  "lora_runtime.targets)");
+    if (seen[it->second])
+      return tbad("appears twice");
+    seen[it->second] = true;
+    const LoraHookInfo &h = program.loraHooks()[it->second];
+    if (t->in_features() != h.inFeatures || t->out_features() != h.outFeatures)
+      return tbad("shape [" + std::to_string(t->out_features()) + ", " +
+                  std::to_string(t->in_features()) + "], the program's is [" +
+                  std::to_string(h.outFeatures) + ", " +
+                  std::to_string(h.inFeatures) + "]");
+    const uint64_t wantA = uint64_t(h.inFeatures) * uint64_t(a->rank_);
+    const uint64_t wantB = uint64_t(a->rank_) * uint64_t(h.outFeatures);
+    const uint64_t gotA = t->a_t() ? t->a_t()->size() : 0;
+    const uint64_t gotB = t->b_t() ? t->b_t()->size() : 0;
+    if (gotA != wantA)
+      return tbad("A holds " + std::to_string(gotA) + " values, [" +
+                  std::to_string(h.inFeatures) + " x rank " +
+                  std::to_string(a->rank_) + "] needs " +
+                  std::to_string(wantA));
+    if (gotB != wantB)
+      return tbad("B holds " + std::to_string(gotB) + " values, [rank " +
+                  std::to_string(a->rank_) + " x " +
+                  std::to_string(h.outFeatures) + "] needs " +
+                  std::to_string(wantB));
+    const float *pa = t->a_t()->data(), *pb = t->b_t()->data();
+    for (uint64_t k = 0; k < wantA; ++k)
+      if (!std::isfinite(pa[k]))
+        return tbad("A holds NaN or infinity");
+    for (uint64_t k = 0; k < wantB; ++k)
+      if (!std::isfinite(pb[k]))
+        return tbad("B holds NaN or infinity");
+    a->targets_.push_back({it->second, pa, pb});
+  }
+  return std::shared_ptr<const LoraAdapter>(std::move(a));
+}
+
+//===----------------------------------------------------------------------===//
+// Module
+//===----------------------------------------------------------------------===//
+
+Status Module::rebuildLora() {
+  const std::vector<LoraHookInfo> &hooks = program_->loraHooks();
+  std::vector<LoraHookTerms> terms(hooks.size());
+  for (size_t i = 0; i < hooks.size(); ++i) {
+    terms[i].inFeatures = hooks[i].inFeatures;
+    terms[i].outFeatures = hooks[i].outFeatures;
+  }
+  for (const auto &[adapter, scale] : loraApplied_) {
+    const float s = float(scale * adapter->scaling());
+    if (!std::isfinite(s))
+      return Error(adapter->name() + ": scale " + std::to_string(scale) +
+                   " times the adapter's scaling " +
+                   std::to_string(adapter->scaling()) + " is not finite");
+    for (const LoraAdapter::Target &t : adapter->targets())
+      terms[t.hook].terms.push_back({t.at, t.bt, adapter->rank(), s});
+  }
+  loraTerms_ = std::move(terms);
+  ctx_->setLoraHooks(loraApplied_.empty() ? nullptr : &loraTerms_);
+  return Status();
+}
+
+Status Module::applyLora(std::shared_ptr<const LoraAdapter> adapter,
+                         double scale) {
+  if (!adapter)
+    return Error("applyLora: no adapter");
+  // Loaded for this program file (the same bytes: the same hooks).
+  if (program_->contentHash().empty() ||
+      adapter->baseHash() != program_->contentHash())
+    return Error(adapter->name() + ": loaded for another program than " +
+                 program_->name());
+  if (!std::isfinite(scale))
+    return Error(adapter->name() + ": the scale is not a finite number");
+  for (const auto &applied : loraApplied_)
+    if (applied.first.get() == adapter.get())
+      return Error(adapter->name() + ": already applied (setLoraScale "
+                                     "changes its scale)");
+  loraApplied_.push_back({std::move(adapter), scale});
+  Status st = rebuildLora();
+  if (!st.ok()) {
+    loraApplied_.pop_back();
+    (void)rebuildLora();
+  }
+  return st;
+}
+
+Status Module::setLoraScale(const LoraAdapter &adapter, double scale) {
+  if (!std::isfinite(scale))
+    return Error(adapter.name() + ": the scale is not a finite number");
+  for (auto &applied : loraApplied_)
+    if (applied.first.get() == &adapter) {
+      double old = applied.second;
+      applied.second = scale;
+      Status st = rebuildLora();
+      if (!st.ok()) {
+        applied.second = old;
+        (void)rebuildLora();
+      }
+      return st;
+    }
+  return Error(adapter.name() + ": not applied");
+}
+
+Status Module::removeLora(const LoraAdapter &adapter) {
+  for (size_t i = 0; i < loraApplied_.size(); ++i)
+    if (loraApplied_[i].first.get() == &adapter) {
+      loraApplied_.erase(loraApplied_.begin() + i);
+      return rebuildLora();
+    }
+  return Error(adapter.name() + ": not applied");
+}
+
+} // namespace etllm::rt
