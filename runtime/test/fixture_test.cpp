@@ -10,6 +10,7 @@
 // output (only when adding a fixture).
 //
 //===----------------------------------------------------------------------===//
+#include "etllm/runtime/lora.h"
 #include "etllm/runtime/program.h"
 
 #include <gtest/gtest.h>
@@ -134,6 +135,15 @@ TEST_P(Fixture, LoadsRunsAndGivesTheRecordedOutput) {
     SCOPED_TRACE("module " + std::to_string(round));
     auto module = Module::create(*program);
     ASSERT_TRUE(module.ok()) << module.message();
+    // A fixture with LoRA hooks comes with an adapter file for it, applied
+    // at scale 0.5 (the adapter format is under test too).
+    std::string etla = fixture(std::string(GetParam()) + ".etla");
+    if (std::ifstream(etla).good()) {
+      auto adapter = LoraAdapter::load(etla, **program);
+      ASSERT_TRUE(adapter.ok()) << adapter.message();
+      Status st = (*module)->applyLora(*adapter, 0.5);
+      ASSERT_TRUE(st.ok()) << st.message();
+    }
     auto forward = (*module)->method("forward");
     ASSERT_TRUE(forward.ok()) << forward.message();
     auto rows = decode(**forward, expected.prompt, expected.feed);
@@ -157,6 +167,7 @@ TEST_P(Fixture, LoadsRunsAndGivesTheRecordedOutput) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ProgramFormat, Fixture,
-                         ::testing::Values("tiny-llama-portable-v1"));
+                         ::testing::Values("tiny-llama-portable-v1",
+                                           "tiny-llama-lora-v1"));
 
 } // namespace

@@ -308,6 +308,36 @@ TEST(Lora, MalformedAdapterFiles) {
   EXPECT_TRUE(f.load(good).ok());
 }
 
+TEST(Lora, RandomByteFlipsNeverCrash) {
+  Fixture f;
+  const std::vector<uint8_t> good = buildAdapter();
+  uint32_t seed = 12345;
+  auto next = [&] {
+    seed = seed * 1103515245u + 12345u;
+    return seed >> 8;
+  };
+  int accepted = 0;
+  for (int k = 0; k < 3000; ++k) {
+    std::vector<uint8_t> bad = good;
+    for (int n = 1 + int(next() % 3); n > 0; --n)
+      bad[next() % bad.size()] ^= uint8_t(1 + next() % 255);
+    auto a = f.load(bad, "flip.etla");
+    if (!a.ok()) {
+      EXPECT_EQ(a.message().rfind("flip.etla: ", 0), 0u) << a.message();
+      continue;
+    }
+    // Accepted (a flip in the values or the scaling): it runs, or a
+    // scaling that overflows f32 is refused when applied.
+    ++accepted;
+    if (!f.module->applyLora(*a, 1.0).ok())
+      continue;
+    f.run();
+    ASSERT_TRUE(f.module->removeLora(**a).ok());
+  }
+  EXPECT_EQ(f.run(), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  EXPECT_LT(accepted, 3000);
+}
+
 TEST(Lora, ALoraCallNeedsTheHookTable) {
   // Without hooks the lora call's hook index has nothing to refer to.
   auto p = Program::loadFromBuffer(buildProgram({2, 0, 32, false}).data(),

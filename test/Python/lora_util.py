@@ -28,6 +28,16 @@ def read_safetensors(path):
     return out
 
 
+def read_shapes(path):
+    """{name: shape} of a safetensors file, from its header only (a 1B
+    checkpoint is not read)."""
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(n))
+    return {k: tuple(v["shape"]) for k, v in header.items()
+            if k != "__metadata__"}
+
+
 def write_safetensors(path, tensors):
     header, offset = {}, 0
     names = list(tensors)
@@ -52,7 +62,7 @@ def make_adapter(base_dir, out_dir, rank, alpha, targets, seed, std=0.05,
     """A random PEFT adapter for the HF checkpoint in base_dir: lora_A and
     lora_B (both random, unlike PEFT's zero-initialized B, so the adapter
     changes the model) for every linear whose module name is in targets."""
-    base = read_safetensors(pathlib.Path(base_dir) / "model.safetensors")
+    base = read_shapes(pathlib.Path(base_dir) / "model.safetensors")
     rng = np.random.default_rng(seed)
     tensors = {}
     for name in sorted(base):
@@ -61,7 +71,7 @@ def make_adapter(base_dir, out_dir, rank, alpha, targets, seed, std=0.05,
             continue
         if layers is not None and int(parts[2]) not in layers:
             continue
-        out_f, in_f = base[name].shape
+        out_f, in_f = base[name]
         module = name[:-len(".weight")]
         tensors[f"base_model.model.{module}.lora_A.weight"] = (
             rng.standard_normal((rank, in_f)) * std).astype(np.float32)
