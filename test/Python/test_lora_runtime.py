@@ -297,3 +297,28 @@ def test_hooks_need_matching_linears(models, tool, tmp_path):
                        text=True)
     assert r.returncode != 0 and "qkv_proj" in r.stderr, r.stderr
     assert not (tmp_path / "x.pte").exists()
+
+
+def test_a_gguf_base_takes_the_adapter_at_run_time(models, tool, tmp_path):
+    """Hooks are named by Hugging Face module paths and see the q/k rows in
+    Hugging Face order (a GGUF base's are permuted back when serialized),
+    so an HF adapter applied at run time to a program from the GGUF form of
+    the checkpoint gives the HF program's merged logits."""
+    base, a, _, kinds, _ = models["llama"]
+    gguf = tmp_path / "base.gguf"
+    subprocess.run([tool("etllm-gen-checkpoint"), "--arch", "llama",
+                    "--format", "gguf", "--gguf-type", "f32", "--dtype",
+                    "f32", "--layers", "2", "--seed", "21", "-o", str(gguf)],
+                   check=True, stdout=subprocess.DEVNULL)
+    hooked = export(tool, gguf, tmp_path / "hooked.pte", "portable",
+                    targets=kinds)
+    merged = export(tool, base, tmp_path / "merged.pte", "portable",
+                    lora=[str(a)])
+    p = etllm.Program(hooked)
+    plain = logits(p)
+    p.apply_lora(p.load_lora(export_lora(tool, hooked, a, tmp_path / "a.etla")))
+    p.reset()
+    got = logits(p)
+    np.testing.assert_allclose(got, logits(etllm.Program(merged)), rtol=0,
+                               atol=1e-4)
+    assert np.abs(got - plain).max() > 1e-3
