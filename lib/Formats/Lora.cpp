@@ -65,19 +65,37 @@ bool isFloatType(DType t) {
 
 } // namespace
 
+namespace {
+bool isGgufFile(const std::string &path) {
+  if (detail::isDirectory(path))
+    return false;
+  // A GGUF adapter starts with the magic; PEFT's safetensors with a u64.
+  Result<std::shared_ptr<rt::MappedFile>> f = rt::MappedFile::open(path);
+  return f && (*f)->size() >= 4 && std::memcmp((*f)->data(), "GGUF", 4) == 0;
+}
+} // namespace
+
 Result<std::unique_ptr<LoraAdapter>> LoraAdapter::open(const std::string &path,
                                                        const Checkpoint *base) {
-  if (!detail::isDirectory(path)) {
-    // A GGUF adapter starts with the magic; PEFT's safetensors with a u64.
-    Result<std::shared_ptr<rt::MappedFile>> f = rt::MappedFile::open(path);
-    if (f && (*f)->size() >= 4 && std::memcmp((*f)->data(), "GGUF", 4) == 0)
-      return openGguf(path, base);
-  }
-  return openPeft(path);
+  if (!isGgufFile(path))
+    return openPeft(path);
+  if (!base || !base->hasConfig())
+    return openGguf(path, nullptr);
+  Base b;
+  b.path = base->path();
+  b.ggufArch = ggufArchForModelType(base->config().modelType);
+  b.numHeads = base->config().numHeads;
+  b.numKvHeads = base->config().numKvHeads;
+  return openGguf(path, &b);
+}
+
+Result<std::unique_ptr<LoraAdapter>> LoraAdapter::open(const std::string &path,
+                                                       const Base &base) {
+  return isGgufFile(path) ? openGguf(path, &base) : openPeft(path);
 }
 
 Result<std::unique_ptr<LoraAdapter>>
-LoraAdapter::openGguf(const std::string &path, const Checkpoint *base) {
+LoraAdapter::openGguf(const std::string &path, const Base *base) {
   Result<std::unique_ptr<Checkpoint>> ck = openGgufLoraAdapter(path);
   if (!ck)
     return ck.error();
@@ -105,13 +123,10 @@ LoraAdapter::openGguf(const std::string &path, const Checkpoint *base) {
   const std::string arch = *c.metadata("general.architecture")->toString();
   const models::FamilySpec *family = detail::ggufFamily(c, arch);
   // openGgufLoraAdapter refused unknown architectures.
-  if (base && base->hasConfig()) {
-    std::string baseArch = ggufArchForModelType(base->config().modelType);
-    if (!baseArch.empty() && baseArch != arch)
-      return bad("general.architecture", "the adapter is for '" + arch + "', " +
-                                             base->path() + " is a '" +
-                                             baseArch + "' model");
-  }
+  if (base && !base->ggufArch.empty() && base->ggufArch != arch)
+    return bad("general.architecture", "the adapter is for '" + arch + "', " +
+                                           base->path + " is a '" +
+                                           base->ggufArch + "' model");
   const std::string qName =
       std::string(
           family->hfNames[static_cast<size_t>(models::HfModule::QProj)]) +
@@ -169,12 +184,11 @@ LoraAdapter::openGguf(const std::string &path, const Checkpoint *base) {
       };
       bool q = endsWith(qName), k = endsWith(kName);
       if (q || k) {
-        if (!base || !base->hasConfig())
+        if (!base || (q ? base->numHeads : base->numKvHeads) <= 0)
           return Error(path + ": '" + hfNameToGguf(*family, name) +
                        "': the rows of a GGUF adapter's q/k lora_b are "
                        "permuted by head; their order needs the base model");
-        target.qkPermuteHeads =
-            q ? base->config().numHeads : base->config().numKvHeads;
+        target.qkPermuteHeads = q ? base->numHeads : base->numKvHeads;
         int64_t rows = target.b->shape[0], h = target.qkPermuteHeads;
         if (h <= 0 || rows % h != 0 || (rows / h) % 2 != 0)
           return Error(path + ": tensor '" + target.b->sourceName + "': " +
@@ -367,6 +381,31 @@ Status LoraAdapter::checkAgainst(const Checkpoint &base) const {
   return Status();
 }
 
+Result<std::pair<std::vector<float>, std::vector<float>>>
+LoraAdapter::factors(const Target &t) const {
+  Result<std::vector<float>> a = toFloat32(*t.a);
+  if (!a)
+    return a.error();
+  Result<std::vector<float>> b = toFloat32(*t.b);
+  if (!b)
+    return b.error();
+  for (const auto *m : {&*a, &*b})
+    for (float v : *m)
+      if (!std::isfinite(v))
+        return Error(path_ + ": tensor '" +
+                     (m == &*a ? t.a->sourceName : t.b->sourceName) +
+                     "' holds NaN or infinity");
+  if (t.qkPermuteHeads > 0) {
+    std::vector<float> hfOrder(b->size());
+    ETLLM_RETURN_IF_ERROR(
+        permuteQkRowsToRotateHalf(DType::F32, t.b->shape, t.qkPermuteHeads,
+                                  reinterpret_cast<const uint8_t *>(b->data()),
+                                  reinterpret_cast<uint8_t *>(hfOrder.data())));
+    b->swap(hfOrder);
+  }
+  return std::make_pair(std::move(*a), std::move(*b));
+}
+
 Status LoraAdapter::mergeInto(std::string_view weightName, double scale,
                               int64_t rows, int64_t cols, float *w) const {
   const Target *t = find(weightName);
@@ -377,26 +416,10 @@ Status LoraAdapter::mergeInto(std::string_view weightName, double scale,
                  std::to_string(rows) + ", " + std::to_string(cols) +
                  "], the adapter's B A is " +
                  shapeToString({t->b->shape[0], t->a->shape[1]}));
-  Result<std::vector<float>> a = toFloat32(*t->a);
-  if (!a)
-    return a.error();
-  Result<std::vector<float>> b = toFloat32(*t->b);
-  if (!b)
-    return b.error();
-  if (t->qkPermuteHeads > 0) {
-    std::vector<float> hfOrder(b->size());
-    ETLLM_RETURN_IF_ERROR(
-        permuteQkRowsToRotateHalf(DType::F32, t->b->shape, t->qkPermuteHeads,
-                                  reinterpret_cast<const uint8_t *>(b->data()),
-                                  reinterpret_cast<uint8_t *>(hfOrder.data())));
-    b->swap(hfOrder);
-  }
-  for (const auto *m : {&*a, &*b})
-    for (float v : *m)
-      if (!std::isfinite(v))
-        return Error(path_ + ": tensor '" +
-                     (m == &*a ? t->a->sourceName : t->b->sourceName) +
-                     "' holds NaN or infinity");
+  auto ab = factors(*t);
+  if (!ab)
+    return ab.error();
+  const std::vector<float> *a = &ab->first, *b = &ab->second;
   const int64_t r = t->rank;
   const double s = scale * t->scaling;
   std::vector<double> a64(a->begin(), a->end()), row(cols);

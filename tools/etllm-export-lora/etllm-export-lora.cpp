@@ -11,10 +11,13 @@
 // is read back with the runtime's loader before it is kept.
 //
 //===----------------------------------------------------------------------===//
+#include "etllm/Formats/Gguf.h"
 #include "etllm/Formats/Lora.h"
 #include "etllm/runtime/lora.h"
 #include "etllm/runtime/program.h"
 #include "etllm/schema/lora_generated.h"
+
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstdio>
@@ -78,7 +81,21 @@ int main(int argc, char **argv) {
   if (p.loraHooks().empty())
     return fail(base + ": the program has no LoRA hooks (export it with "
                        "lora_runtime.targets, docs/LoRA.md)");
-  auto adapter = formats::LoraAdapter::open(adapterPath);
+  // A GGUF adapter's q/k rows are ordered by the base's heads, and its
+  // architecture must be the base's: both from the program's model config.
+  formats::LoraAdapter::Base baseInfo;
+  baseInfo.path = base;
+  try {
+    auto cfg = nlohmann::json::parse(p.metadata().modelConfigJson);
+    baseInfo.ggufArch =
+        formats::ggufArchForModelType(cfg.value("model_type", std::string()));
+    baseInfo.numHeads = cfg.value("num_attention_heads", int64_t(0));
+    baseInfo.numKvHeads = cfg.value("num_key_value_heads", int64_t(0));
+  } catch (const std::exception &e) {
+    return fail(base +
+                ": the program's model config is not valid JSON: " + e.what());
+  }
+  auto adapter = formats::LoraAdapter::open(adapterPath, baseInfo);
   if (!adapter)
     return fail(adapter.error().message());
   const formats::LoraAdapter &ad = **adapter;
@@ -107,10 +124,6 @@ int main(int argc, char **argv) {
   for (const auto &[weight, t] : ad.targets()) {
     // "model.layers.0.self_attn.q_proj.weight" -> the hook's module path.
     const std::string module = weight.substr(0, weight.size() - 7);
-    if (t.qkPermuteHeads > 0)
-      return fail(adapterPath + ": tensor '" + t.b->name +
-                  "': rows in GGUF's q/k order are not supported at run "
-                  "time (merge it at export with --lora)");
     auto it = hooks.find(module);
     if (it == hooks.end()) {
       std::string list;
@@ -130,18 +143,11 @@ int main(int argc, char **argv) {
                   module + "' of " + base + " is [" +
                   std::to_string(h.outFeatures) + ", " +
                   std::to_string(h.inFeatures) + "]");
-    auto a = formats::toFloat32(*t.a);
-    if (!a)
-      return fail(a.error().message());
-    auto b = formats::toFloat32(*t.b);
-    if (!b)
-      return fail(b.error().message());
-    for (const auto *m : {&*a, &*b})
-      for (float v : *m)
-        if (!std::isfinite(v))
-          return fail(adapterPath + ": tensor '" +
-                      (m == &*a ? t.a->name : t.b->name) +
-                      "' holds NaN or infinity");
+    // A [r, in], B [out, r] in HF row order, finite.
+    auto ab = ad.factors(t);
+    if (!ab)
+      return fail(ab.error().message());
+    const std::vector<float> *a = &ab->first, *b = &ab->second;
     // The kernel's layouts: A^T [in, r], B^T [r, out].
     const int64_t in = h.inFeatures, outF = h.outFeatures;
     std::vector<float> at(size_t(in * r)), bt(size_t(r * outF));

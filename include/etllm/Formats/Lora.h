@@ -82,6 +82,22 @@ public:
   static Result<std::unique_ptr<LoraAdapter>>
   open(const std::string &path, const Checkpoint *base = nullptr);
 
+  /// What a GGUF adapter needs of the model it adapts, when that model is
+  /// not at hand as a Checkpoint (a program's recorded model config).
+  struct Base {
+    std::string path;     ///< named in messages
+    std::string ggufArch; ///< checked against the adapter's; "" unchecked
+    int64_t numHeads = 0, numKvHeads = 0;
+  };
+  static Result<std::unique_ptr<LoraAdapter>> open(const std::string &path,
+                                                   const Base &base);
+
+  /// A [r, in] and B [out, r] of a target as float32, B's rows in Hugging
+  /// Face order (a GGUF adapter's q/k rows put back); NaN or infinity is an
+  /// error naming the tensor.
+  Result<std::pair<std::vector<float>, std::vector<float>>>
+  factors(const Target &target) const;
+
   const std::string &path() const { return path_; }
   /// The files the adapter was read from (adapter_config.json, then
   /// adapter_model.safetensors; or the .gguf), for provenance.
@@ -112,7 +128,7 @@ private:
   LoraAdapter() = default;
   static Result<std::unique_ptr<LoraAdapter>> openPeft(const std::string &path);
   static Result<std::unique_ptr<LoraAdapter>> openGguf(const std::string &path,
-                                                       const Checkpoint *base);
+                                                       const Base *base);
   std::string path_;
   std::string format_;
   std::vector<std::string> files_;
