@@ -380,6 +380,13 @@ Result<std::unique_ptr<DelegateInstance>> XnnpackBackend::init(
                        "' (EXN1 expected)");
   if (!blob || size < 8 || !xfb::GraphBufferHasIdentifier(blob))
     return blobError("not an EXN1 blob (missing file identifier)");
+  // The Verifier checks alignment relative to the blob's start, and not
+  // the elements of vectors (sizes, ints: [long]; floats: [double]): the
+  // blob must start 8-aligned (programs align segments to 64) and those
+  // vectors' elements must be 8-aligned, or reading them is a misaligned
+  // load (undefined behaviour).
+  if (reinterpret_cast<uintptr_t>(blob) % 8)
+    return blobError("the blob is not 8-byte aligned in the program file");
   flatbuffers::Verifier verifier(blob, size);
   if (!xfb::VerifyGraphBuffer(verifier))
     return blobError("the flatbuffer is malformed or truncated");
@@ -390,6 +397,18 @@ Result<std::unique_ptr<DelegateInstance>> XnnpackBackend::init(
   const uint32_t numNodes = fnodes ? fnodes->size() : 0;
   if (numValues > kMaxValues || numNodes > kMaxNodes)
     return blobError("too many values or nodes");
+  auto aligned8 = [](const auto *v) {
+    return !v || v->size() == 0 || // empty vectors are not aligned
+           reinterpret_cast<uintptr_t>(v->data()) % 8 == 0;
+  };
+  for (uint32_t v = 0; v < numValues; ++v)
+    if (values->Get(v) && !aligned8(values->Get(v)->sizes()))
+      return blobError(valueName(v) + ": sizes are not 8-byte aligned");
+  for (uint32_t n = 0; n < numNodes; ++n)
+    if (fnodes->Get(n) && (!aligned8(fnodes->Get(n)->ints()) ||
+                           !aligned8(fnodes->Get(n)->floats())))
+      return blobError("node " + std::to_string(n) +
+                       ": ints or floats are not 8-byte aligned");
 
   auto inst = std::make_unique<XnnpackInstance>();
   inst->isa = isa_;
