@@ -96,7 +96,11 @@ if [ ! -f "$SEEDS/.done" ]; then
 fi
 [ "$buildOnly" = 1 ] && exit 0
 
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
+# allow_user_poisoning=0, as in scripts/sanitize.sh: LLVM's allocator
+# headers, instrumented in etllm's code, poison slabs that the uninstrumented
+# libMLIR then uses, so every IR parse reported a use-after-poison in
+# MLIR's own allocations (the ir target's "crashes" before this).
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1:allow_user_poisoning=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export ETLLM_SHARED_DIR=$SHARED
 newCrashes=0
