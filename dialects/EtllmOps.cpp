@@ -157,6 +157,18 @@ LogicalResult ParameterOp::verify() {
     if (getSource())
       return emitOpError("has both an inline value and a checkpoint source");
   }
+  if (std::optional<ArrayAttr> stack = getStack()) {
+    ArrayRef<int64_t> shape = isa<QWeightType>(type)
+                                  ? cast<QWeightType>(type).getShape()
+                                  : cast<RankedTensorType>(type).getShape();
+    if (getValue() || getSource())
+      return emitOpError("a stacked parameter has no inline value or source");
+    if (stack->empty() || shape.empty() ||
+        shape.front() != int64_t(stack->size()))
+      return emitOpError("stack of ")
+             << stack->size() << " tensors does not match the leading "
+             << "dimension of " << type;
+  }
   if (std::optional<int64_t> heads = getQkPermuteHeads()) {
     ArrayRef<int64_t> shape = isa<QWeightType>(type)
                                   ? cast<QWeightType>(type).getShape()
@@ -1140,3 +1152,75 @@ LogicalResult DelegateCallOp::verifySymbolUses(SymbolTableCollection &symbols) {
 
 #define GET_OP_CLASSES
 #include "etllm/Dialect/Etllm/EtllmOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// MoeOp
+//===----------------------------------------------------------------------===//
+
+/// The logical shape of a float tensor or a quantized weight.
+static ArrayRef<int64_t> weightShape(Type t) {
+  if (auto q = dyn_cast<QWeightType>(t))
+    return q.getShape();
+  return cast<RankedTensorType>(t).getShape();
+}
+
+LogicalResult MoeOp::verify() {
+  auto x = cast<RankedTensorType>(getInput().getType());
+  if (x.getRank() < 1)
+    return emitOpError("input must have rank >= 1");
+  const int64_t D = x.getShape().back();
+  ArrayRef<int64_t> r = weightShape(getRouter().getType());
+  if (r.size() != 2 || failed(mergeDim(r[1], D)))
+    return emitOpError("router must be [experts, ")
+           << D << "], got " << shapeStr(r);
+  const int64_t E = r[0];
+  if (ShapedType::isDynamic(E) || E < 1)
+    return emitOpError("router must have a static number of experts");
+  ArrayRef<int64_t> g = weightShape(getGate().getType()),
+                    u = weightShape(getUp().getType()),
+                    d = weightShape(getDown().getType());
+  if (g.size() != 3 || g[0] != E || failed(mergeDim(g[2], D)))
+    return emitOpError("gate must be [")
+           << E << ", F, " << D << "], got " << shapeStr(g);
+  const int64_t F = g[1];
+  if (u != g)
+    return emitOpError("up must have gate's shape ")
+           << shapeStr(g) << ", got " << shapeStr(u);
+  if (d.size() != 3 || d[0] != E || failed(mergeDim(d[1], D)) || d[2] != F)
+    return emitOpError("down must be [")
+           << E << ", " << D << ", " << F << "], got " << shapeStr(d);
+  for (Value w : {getGate(), getUp(), getDown()})
+    if (auto t = dyn_cast<RankedTensorType>(w.getType());
+        t && !t.hasStaticShape())
+      return emitOpError("expert weights must have static shapes");
+  const int64_t k = getTopK(), G = getNGroup(), tg = getTopkGroup();
+  if (k < 1 || k > E)
+    return emitOpError("top_k ") << k << " must be in [1, " << E << "]";
+  if (G < 1 || E % G != 0)
+    return emitOpError("n_group ")
+           << G << " must divide the " << E << " experts";
+  if (tg < 1 || tg > G)
+    return emitOpError("topk_group ")
+           << tg << " must be in [1, n_group = " << G << "]";
+  const bool grouped = getTopkMethod() != RouterSelection::greedy;
+  if (!grouped && (G != 1 || tg != 1))
+    return emitOpError("greedy routing has no groups (n_group and "
+                       "topk_group must be 1)");
+  if (grouped && k > tg * (E / G))
+    return emitOpError("top_k ") << k << " is more than the " << tg * (E / G)
+                                 << " experts of the topk_group groups";
+  if (getTopkMethod() == RouterSelection::noaux_tc && E / G < 2)
+    return emitOpError("noaux_tc ranks groups by their two best experts: "
+                       "each group needs at least 2");
+  if (Value b = getScoreBias()) {
+    auto bt = cast<RankedTensorType>(b.getType());
+    if (bt.getRank() != 1 || bt.getDimSize(0) != E)
+      return emitOpError("score_bias must be [")
+             << E << "], got " << shapeStr(bt.getShape());
+  }
+  if (!(getRoutedScalingFactor().convertToDouble() > 0.0))
+    return emitOpError("routed_scaling_factor must be positive");
+  if (!(getNormEps().convertToDouble() >= 0.0))
+    return emitOpError("norm_eps must be >= 0");
+  return success();
+}

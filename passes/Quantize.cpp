@@ -127,8 +127,9 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
                              .str();
       auto q = b.create<ParameterOp>(
           p.getLoc(), name, t, p.getValueAttr(),
-          p.getValue() ? StringAttr() : b.getStringAttr(p.getSourceName()),
-          p.getQkPermuteHeadsAttr(), p.getSourceDtypeAttr());
+          p.getValue() || p.getStack() ? StringAttr()
+                                       : b.getStringAttr(p.getSourceName()),
+          p.getQkPermuteHeadsAttr(), p.getSourceDtypeAttr(), p.getStackAttr());
       symbols.insert(q);
       quantized[key] = q;
       return q;
@@ -182,12 +183,58 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
 
     SmallVector<LinearOp> linears;
     SmallVector<EmbeddingOp> embeddings;
+    SmallVector<MoeOp> moes;
     module.walk([&](Operation *op) {
       if (auto l = dyn_cast<LinearOp>(op))
         linears.push_back(l);
       else if (auto e = dyn_cast<EmbeddingOp>(op))
         embeddings.push_back(e);
+      else if (auto m = dyn_cast<MoeOp>(op))
+        moes.push_back(m);
     });
+
+    // Mixture-of-experts layers: the stacked expert weights take the
+    // linear scheme, grouped along their last dimension, with f32
+    // activations (etllm.moe has no quantized-activation form yet). The
+    // router is an operand of the op that has no quantized form: routers
+    // stay float in every recipe. `exclude` matches the stacked
+    // projection's name ("model.layers.0.mlp.experts.gate_proj").
+    for (MoeOp moe : moes) {
+      if (base.bits == 0)
+        break;
+      for (OpOperand *use : {&moe.getGateMutable(), &moe.getUpMutable(),
+                             &moe.getDownMutable()}) {
+        auto get = use->get().getDefiningOp<ParameterGetOp>();
+        auto param =
+            get ? symbols.lookup<ParameterOp>(get.getName()) : ParameterOp();
+        auto wt = param ? dyn_cast<RankedTensorType>(param.getType())
+                        : RankedTensorType();
+        if (!wt || wt.getRank() != 3)
+          continue;
+        StringRef path = param.getSymName();
+        path.consume_back(".weight");
+        if (llvm::any_of(exclude, [&](const std::string &pat) {
+              return ::etllm::globMatch(pat, std::string_view(path));
+            }))
+          continue;
+        Scheme s = base;
+        s.dynamicActivations = false;
+        s.blockActivations = false;
+        Scheme used;
+        QWeightType qt = weightType(param, s, moe, used);
+        if (!qt)
+          continue;
+        ParameterOp qp = quantizedParam(param, qt);
+        OpBuilder b(moe);
+        auto qget = b.create<ParameterGetOp>(get.getLoc(), qt,
+                                             FlatSymbolRefAttr::get(qp));
+        if (StringRef gp = getModulePath(get); !gp.empty())
+          setModulePath(qget, gp);
+        use->set(qget.getResult());
+        if (get->use_empty())
+          get.erase();
+      }
+    }
 
     for (LinearOp lin : linears) {
       auto get = lin.getWeight().getDefiningOp<ParameterGetOp>();

@@ -59,6 +59,21 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        {},
        false,
        /*writtenWhenDefault=*/false},
+      {"model.moe",
+       ConfigType::Enum,
+       "experts",
+       {"experts", "masked"},
+       "Sparse mixture-of-experts blocks (Mixtral, Qwen-MoE): `experts` "
+       "replaces each by one etllm.moe that computes only the experts each "
+       "token selects (a decode step reads only their weights); `masked` "
+       "keeps the exported graph's loop over every expert. Other models "
+       "ignore it.",
+       "masked",
+       INT64_MIN,
+       INT64_MAX,
+       {},
+       false,
+       /*writtenWhenDefault=*/false},
       {"pipeline.name",
        ConfigType::Enum,
        "portable",

@@ -60,6 +60,7 @@ void applyConfigToRecipeOptions(const ExportConfig &c, RecipeOptions &o) {
   o.embeddingGroupSize = c.getInt("quantization.embedding_group_size");
   o.outputLayer = c.getString("quantization.output_layer");
   o.mlaCache = c.getString("model.mla_cache");
+  o.moe = c.getString("model.moe");
   for (const std::string &e : c.getList("quantization.exclude"))
     o.exclude.push_back(e);
   for (const std::string &b : c.getList("backends"))

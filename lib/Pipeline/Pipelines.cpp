@@ -122,10 +122,11 @@ std::vector<StageSpec> recipeStages(const std::string &recipe,
                   (outputLayer != "same" && outputLayer != "none");
 
   std::vector<StageSpec> stages;
-  std::string mlaCache = o.mlaCache;
-  stages.push_back({"swap-source", [mlaCache](mlir::OpPassManager &pm) {
+  std::string mlaCache = o.mlaCache, moe = o.moe;
+  stages.push_back({"swap-source", [mlaCache, moe](mlir::OpPassManager &pm) {
                       SwapSourcePassOptions swap;
                       swap.mlaCache = mlaCache;
+                      swap.moe = moe;
                       pm.addPass(createSwapSourcePass(swap));
                       cleanup(pm);
                     }});

@@ -128,6 +128,33 @@ FailureOr<uint64_t> WeightStore::byteSize(ParameterOp param) {
   return uint64_t(numel) * ((et.getIntOrFloatBitWidth() + 7) / 8);
 }
 
+FailureOr<std::vector<const formats::TensorRef *>>
+WeightStore::sourceTensors(ParameterOp param, const formats::Checkpoint &c) {
+  ArrayRef<int64_t> shape = shapeOf(param.getType());
+  std::vector<std::string> names;
+  std::vector<int64_t> partShape(shape.begin(), shape.end());
+  if (std::optional<ArrayAttr> stack = param.getStack()) {
+    for (Attribute a : *stack)
+      names.push_back(cast<StringAttr>(a).str());
+    partShape.erase(partShape.begin());
+  } else {
+    names.push_back(param.getSourceName().str());
+  }
+  std::vector<const formats::TensorRef *> parts;
+  for (const std::string &name : names) {
+    const formats::TensorRef *t = c.find(name);
+    if (!t)
+      return param.emitError("tensor '") << name << "' is not in " << c.path();
+    if (t->shape != partShape)
+      return param.emitError("tensor '")
+             << name << "' in " << c.path() << " has shape "
+             << formats::shapeToString(t->shape) << ", the IR declares "
+             << formats::shapeToString(partShape);
+    parts.push_back(t);
+  }
+  return parts;
+}
+
 FailureOr<std::vector<float>> WeightStore::floatValues(ParameterOp param) {
   ArrayRef<int64_t> shape = shapeOf(param.getType());
   std::vector<float> values;
@@ -145,19 +172,17 @@ FailureOr<std::vector<float>> WeightStore::floatValues(ParameterOp param) {
   const formats::Checkpoint *c = checkpoint(param);
   if (!c)
     return failure();
-  const formats::TensorRef *t = c->find(param.getSourceName());
-  if (!t)
-    return param.emitError("tensor '")
-           << param.getSourceName() << "' is not in " << c->path();
-  if (t->shape != std::vector<int64_t>(shape.begin(), shape.end()))
-    return param.emitError("tensor '")
-           << param.getSourceName() << "' in " << c->path() << " has shape "
-           << formats::shapeToString(t->shape) << ", the IR declares "
-           << formats::shapeToString({shape.begin(), shape.end()});
-  auto f = formats::toFloat32(*t);
-  if (!f.ok())
-    return param.emitError(f.message());
-  values = std::move(f.value());
+  // One tensor, or (a stacked parameter) each part of the trailing shape.
+  FailureOr<std::vector<const formats::TensorRef *>> parts =
+      sourceTensors(param, *c);
+  if (failed(parts))
+    return failure();
+  for (const formats::TensorRef *t : *parts) {
+    auto f = formats::toFloat32(*t);
+    if (!f.ok())
+      return param.emitError(f.message());
+    values.insert(values.end(), f->begin(), f->end());
+  }
   if (std::optional<int64_t> heads = param.getQkPermuteHeads()) {
     std::vector<float> permuted(values.size());
     std::vector<int64_t> s(shape.begin(), shape.end());
@@ -201,23 +226,49 @@ FailureOr<std::vector<uint8_t>> WeightStore::materialize(ParameterOp param) {
     const formats::Checkpoint *c = checkpoint(param);
     if (!c)
       return failure();
-    const formats::TensorRef *t = c->find(param.getSourceName());
-    if (t && t->parts.empty() &&
-        t->shape == std::vector<int64_t>(shape.begin(), shape.end())) {
+    // A stacked parameter's parts are rows of the whole, in order: the
+    // exact paths concatenate their bytes (GGUF's stacked experts, opened
+    // as slices, go back to their blocks unchanged).
+    std::vector<const formats::TensorRef *> parts;
+    if (ArrayAttr stack = param.getStackAttr()) {
+      bool ok = true;
+      for (Attribute a : stack) {
+        const formats::TensorRef *t = c->find(cast<StringAttr>(a).getValue());
+        ok &= t &&
+              t->shape == std::vector<int64_t>(shape.begin() + 1, shape.end());
+        parts.push_back(t);
+      }
+      if (!ok)
+        parts.clear(); // the float path below reports the error
+    } else if (const formats::TensorRef *t = c->find(param.getSourceName());
+               t &&
+               t->shape == std::vector<int64_t>(shape.begin(), shape.end())) {
+      parts.push_back(t);
+    }
+    auto same = [&](const formats::TensorRef *t) {
+      return t->parts.empty() && t->dtype == parts.front()->dtype &&
+             (t->qkPermuteHeads > 0) == (parts.front()->qkPermuteHeads > 0);
+    };
+    if (!parts.empty() && llvm::all_of(parts, same)) {
+      const formats::TensorRef *t = parts.front();
       std::vector<uint8_t> raw;
       bool f32Target = isa<RankedTensorType>(type) &&
                        cast<RankedTensorType>(type).getElementType().isF32();
       auto q = dyn_cast<QWeightType>(type);
       bool repack = q && canRepackExactly(t->dtype, quantInfoOf(q));
       if ((f32Target && t->dtype == formats::DType::F32) || repack) {
-        if (t->qkPermuteHeads > 0) {
-          raw.resize(t->nbytes);
-          rt::Status st = formats::permuteQkRowsToRotateHalf(
-              t->dtype, t->shape, t->qkPermuteHeads, t->data, raw.data());
-          if (!st.ok())
-            return param.emitError(st.message());
-        } else {
-          raw.assign(t->data, t->data + t->nbytes);
+        for (const formats::TensorRef *p : parts) {
+          size_t at = raw.size();
+          if (p->qkPermuteHeads > 0) {
+            raw.resize(at + p->nbytes);
+            rt::Status st = formats::permuteQkRowsToRotateHalf(
+                p->dtype, p->shape, p->qkPermuteHeads, p->data,
+                raw.data() + at);
+            if (!st.ok())
+              return param.emitError(st.message());
+          } else {
+            raw.insert(raw.end(), p->data, p->data + p->nbytes);
+          }
         }
         if (!repack)
           return raw;

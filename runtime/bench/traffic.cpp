@@ -133,8 +133,18 @@ Result<DecodeTraffic> analyzeDecodeTraffic(const Module &module,
                  kc->ints()->size() == 1)
           gatherDim = kc->ints()->Get(0) < 0 ? kc->ints()->Get(0) + rank
                                              : kc->ints()->Get(0);
-        if (gatherDim >= 0 && gatherDim < rank &&
-            x->sizes()->Get(gatherDim) > 0) {
+        // A mixture-of-experts layer's stacked experts [E, ...]: a decode
+        // step reads the rows of its top_k experts only.
+        const bool experts = op == OpId::Moe && i >= 2 && i <= 4 && rank == 3 &&
+                             kc->ints() && kc->ints()->size() >= 1 &&
+                             x->sizes()->Get(0) > 0;
+        if (experts) {
+          uint64_t e = uint64_t(x->sizes()->Get(0));
+          uint64_t k =
+              uint64_t(std::clamp<int64_t>(kc->ints()->Get(0), 1, int64_t(e)));
+          use(c, (size + e - 1) / e * k);
+        } else if (gatherDim >= 0 && gatherDim < rank &&
+                   x->sizes()->Get(gatherDim) > 0) {
           // One index per decode step.
           uint64_t rows = uint64_t(x->sizes()->Get(gatherDim));
           use(c, (size + rows - 1) / rows);

@@ -356,6 +356,35 @@ Status verifyKernelCall(const OpInfo &op, const std::vector<ValueDesc> &in,
     ETLLM_RETURN_IF_ERROR(c.sameDType(o, in[0], "the values", "the input"));
     return c.dtype(out[1], out[1].dtype == DType::I64, "the indices (i64)");
 
+  case OpId::Moe: {
+    // top_k, n_group and topk_group against the router's experts are run
+    // time checks (the kernel's); here what the operands' types fix.
+    ETLLM_RETURN_IF_ERROR(c.atLeast(0, 1));
+    ETLLM_RETURN_IF_ERROR(c.atLeast(3, 1));
+    ETLLM_RETURN_IF_ERROR(c.atLeast(4, 1));
+    if (in[0].rank < 1)
+      return c.bad("the input has rank 0");
+    ETLLM_RETURN_IF_ERROR(c.sameDType(o, in[0], "the result", "the input"));
+    ETLLM_RETURN_IF_ERROR(c.rank(in[1], 2, "the router"));
+    ETLLM_RETURN_IF_ERROR(c.dtype(in[1], isFloat(in[1].dtype), "the router"));
+    const char *names[] = {"the gate", "the up", "the down"};
+    for (int i = 0; i < 3; ++i) {
+      ETLLM_RETURN_IF_ERROR(c.rank(in[size_t(2 + i)], 3, names[i]));
+      ETLLM_RETURN_IF_ERROR(
+          c.dtype(in[size_t(2 + i)],
+                  isFloat(in[size_t(2 + i)].dtype) ||
+                      in[size_t(2 + i)].dtype == DType::QWeight,
+                  names[i]));
+    }
+    if (in.size() > 5) {
+      ETLLM_RETURN_IF_ERROR(c.rank(in[5], 1, "the score bias"));
+      ETLLM_RETURN_IF_ERROR(
+          c.dtype(in[5], in[5].dtype == DType::F32, "the score bias (f32)"));
+    }
+    ETLLM_RETURN_IF_ERROR(c.real(0, /*infOk=*/false, 0.0));
+    return c.real(1, /*infOk=*/false, 0.0);
+  }
+
   case OpId::NumOps:
     break;
   }

@@ -74,6 +74,12 @@ struct RecipeOptions : public mlir::PassPipelineOptions<RecipeOptions> {
       llvm::cl::desc("Multi-head latent attention cache: expanded or latent "
                      "(the compressed latent, absorbed attention)"),
       llvm::cl::init("expanded")};
+  Option<std::string> moe{
+      *this, "moe",
+      llvm::cl::desc("Sparse mixture-of-experts blocks: experts (etllm.moe, "
+                     "only the selected experts run) or masked (every "
+                     "expert, the level-A graph)"),
+      llvm::cl::init("experts")};
   ListOption<std::string> exclude{
       *this, "exclude",
       llvm::cl::desc("Linear layers (module path patterns) kept in float")};

@@ -29,6 +29,7 @@ class ParameterOp;
 namespace etllm::formats {
 class Checkpoint;
 class LoraAdapter;
+struct TensorRef;
 } // namespace etllm::formats
 
 namespace etllm {
@@ -68,6 +69,10 @@ public:
 private:
   /// True when an adapter changes the parameter's weight.
   mlir::FailureOr<bool> hasLoraDelta(mlir::etllm::ParameterOp param);
+  /// The checkpoint tensors of `param`: its source, or the parts of a
+  /// stacked parameter (`stack`), each checked against the declared shape.
+  mlir::FailureOr<std::vector<const formats::TensorRef *>>
+  sourceTensors(mlir::etllm::ParameterOp param, const formats::Checkpoint &c);
   mlir::ModuleOp module;
   std::shared_ptr<const formats::Checkpoint> ckpt;
   bool triedOpen = false;

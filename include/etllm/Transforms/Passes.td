@@ -29,7 +29,16 @@ def SwapSourcePass : Pass<"etllm-swap-source", "mlir::ModuleOp"> {
       one `etllm.sdpa` over the latent cache as a single key/value head, the
       output multiplied through the value half, then `o_proj`. With the
       default `mla-cache=expanded` such an instance is left alone (its
-      expanded per-head k/v caches, fused by `etllm-fuse-sdpa`).
+      expanded per-head k/v caches, fused by `etllm-fuse-sdpa`);
+    * `*SparseMoeBlock` (Mixtral, Qwen2-MoE, Qwen3-MoE) -> one `etllm.moe`
+      over stacked expert weights (`etllm.parameter ... {stack = [...]}`,
+      [E, ...] from the per-expert tensors), matched structurally on the
+      level-A form: the router linear, softmax or sigmoid, `etllm.topk`,
+      the optional renormalization and scale, and the masked loop
+      `acc + expert_j(h) * sum(where(selected == j, weights, 0))` over
+      experts 0..E-1 with SiLU-gated experts without bias. The shared
+      expert and its gate stay ordinary ops beside it. `moe=masked` keeps
+      the loop.
 
     An instance that does not have the expected interface (a missing
     parameter or buffer, an unexpected input) is left alone with a remark.
@@ -57,6 +66,10 @@ def SwapSourcePass : Pass<"etllm-swap-source", "mlir::ModuleOp"> {
            "Multi-head latent attention cache: expanded (per-head keys and "
            "values, the modeling code's) or latent (the compressed latent, "
            "absorbed attention)">,
+    Option<"moe", "moe", "std::string", "\"experts\"",
+           "Sparse mixture-of-experts blocks: experts (one etllm.moe that "
+           "computes only the selected experts) or masked (the level-A loop "
+           "over every expert)">,
   ];
   let dependentDialects = ["::mlir::etllm::EtllmDialect"];
 }

@@ -32,6 +32,9 @@ struct ModuleInstance {
   /// Multi-head latent attention: "expanded" (left to fuse-sdpa) or
   /// "latent" (etllm-swap-source's mla-cache option).
   std::string mlaCache = "expanded";
+  /// Sparse MoE blocks: "experts" (etllm.moe) or "masked" (left alone;
+  /// etllm-swap-source's moe option).
+  std::string moe = "experts";
   /// True when `op` belongs to the instance (path equal or nested).
   bool contains(mlir::Operation *op) const;
 };

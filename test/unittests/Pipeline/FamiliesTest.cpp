@@ -70,11 +70,11 @@ TEST_P(Families, EveryStageAgreesWithTheExportedGraph) {
       t.runAndCompare(1e-3, 1e-3, "import");
     }
     // The attention's softmax is fused into sdpa; a mixture-of-experts
-    // router keeps its own softmax and top-k (level A, one per layer).
+    // block becomes one etllm.moe per layer (its router's softmax and
+    // top-k inside it).
     if (moe)
-      t.checkCount("etllm.softmax", 2).checkCount("etllm.topk", 2);
-    else
-      t.checkNot("etllm.softmax");
+      t.checkCount("etllm.moe", 2);
+    t.checkNot("etllm.softmax").checkNot("etllm.topk");
     t.check("etllm.sdpa").checkNot("etllm.buffer.write");
     EXPECT_TRUE(t.ok()) << recipe << "\n" << t.report();
   }

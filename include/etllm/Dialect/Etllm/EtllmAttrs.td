@@ -42,6 +42,36 @@ def Etllm_ActQuantGranularity : I32EnumAttr<"ActQuantGranularity",
   let genSpecializedAttr = 0;
 }
 
+def Etllm_RouterScoring : I32EnumAttr<"RouterScoring",
+    "how a mixture-of-experts router turns its logits into scores", [
+      I32EnumAttrCase<"softmax", 0>,  // softmax over the experts (Mixtral, Qwen, DeepSeek-V2)
+      I32EnumAttrCase<"sigmoid", 1>,  // sigmoid of each logit (DeepSeek-V3)
+    ]> {
+  let cppNamespace = "::mlir::etllm";
+  let genSpecializedAttr = 0;
+}
+def Etllm_RouterScoringAttr
+    : EnumAttr<Etllm_Dialect, Etllm_RouterScoring, "router_scoring"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Etllm_RouterSelection : I32EnumAttr<"RouterSelection",
+    "how a mixture-of-experts router selects its experts", [
+      // top_k over every (biased) score
+      I32EnumAttrCase<"greedy", 0>,
+      // groups ranked by their best (biased) score (DeepSeek-V2)
+      I32EnumAttrCase<"group_limited_greedy", 1>,
+      // groups ranked by the sum of their two best biased scores (DeepSeek-V3)
+      I32EnumAttrCase<"noaux_tc", 2>,
+    ]> {
+  let cppNamespace = "::mlir::etllm";
+  let genSpecializedAttr = 0;
+}
+def Etllm_RouterSelectionAttr
+    : EnumAttr<Etllm_Dialect, Etllm_RouterSelection, "router_selection"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 include "etllm/Dialect/Etllm/EtllmModelConfig.td"
 
 #endif // ETLLM_DIALECT_ETLLM_ATTRS_TD

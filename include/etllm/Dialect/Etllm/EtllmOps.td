@@ -37,6 +37,11 @@ def Etllm_ParameterOp : Etllm_Op<"parameter", [Symbol]> {
     at import so that passes can choose exact schemes for already-quantized
     weights without opening the checkpoint again.
 
+    `stack` lists checkpoint tensors that are stacked along a new leading
+    dimension to make the parameter (a mixture-of-experts layer's experts,
+    [E, ...] from E tensors of the trailing shape), in that order; it
+    replaces `source`.
+
     Small tests may give the value inline instead (`= dense<...>`).
 
     Example:
@@ -54,10 +59,21 @@ def Etllm_ParameterOp : Etllm_Op<"parameter", [Symbol]> {
     OptionalAttr<ElementsAttr>:$value,
     OptionalAttr<StrAttr>:$source,
     OptionalAttr<Etllm_I64Attr>:$qk_permute_heads,
-    OptionalAttr<StrAttr>:$source_dtype
+    OptionalAttr<StrAttr>:$source_dtype,
+    OptionalAttr<StrArrayAttr>:$stack
   );
   let assemblyFormat = "$sym_name `:` $type (`=` $value^)? attr-dict";
   let hasVerifier = 1;
+  let builders = [
+    // A parameter that is not stacked.
+    OpBuilder<(ins "::llvm::StringRef":$sym_name, "::mlir::Type":$type,
+                   "::mlir::ElementsAttr":$value, "::mlir::StringAttr":$source,
+                   "::mlir::IntegerAttr":$qk_permute_heads,
+                   "::mlir::StringAttr":$source_dtype), [{
+      build($_builder, $_state, sym_name, type, value, source,
+            qk_permute_heads, source_dtype, ::mlir::ArrayAttr());
+    }]>
+  ];
   let extraClassDeclaration = [{
     /// The checkpoint tensor name this parameter reads.
     ::llvm::StringRef getSourceName() {
@@ -934,6 +950,81 @@ def Etllm_KvCacheUpdateOp : Etllm_Op<"kv_cache.update",
   let results = (outs Etllm_AnyTensor:$result);
   let assemblyFormat = "$cache `[` $positions `]` `,` $value "
                        "(`dim` $dim^)? attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+
+def Etllm_MoeOp : Etllm_Op<"moe", [Pure, AllTypesMatch<["input", "result"]>,
+    Etllm_Kernel<"moe", [Etllm_Int<"top_k">, Etllm_Enum<"scoring">,
+                         Etllm_Enum<"topk_method">, Etllm_Int<"n_group">,
+                         Etllm_Int<"topk_group">, Etllm_Flag<"norm_topk_prob">,
+                         Etllm_Has<"score_bias">],
+                 [Etllm_Float<"routed_scaling_factor">,
+                  Etllm_Float<"norm_eps">]>]> {
+  let summary = "a mixture-of-experts MLP: router, routing, stacked experts";
+  let description = [{
+    The routed part of a sparse MoE block, for each token x (a row of
+    `input` [..., D]):
+
+    1. `logits = x router^T` (`router` [E, D]) in float32;
+    2. `scores = softmax(logits)` or `sigmoid(logits)` (`scoring`);
+    3. the `top_k` experts by `choice = scores + score_bias` (`score_bias`
+       [E] when present, else the scores): `greedy` over all E; with
+       `n_group` > 1 the E experts form `n_group` groups of consecutive
+       experts, the `topk_group` groups ranked best are kept and the others
+       count as 0 — ranked by their best choice (`group_limited_greedy`,
+       DeepSeek-V2) or by the sum of their two best (`noaux_tc`,
+       DeepSeek-V3). Order and ties as `etllm.topk` (largest first, the
+       lower index first among equals);
+    4. the weights: the selected experts' unbiased scores, divided by their
+       sum (+ `norm_eps`) with `norm_topk_prob`, times
+       `routed_scaling_factor`, rounded to the input's element type;
+    5. `y = sum_e w_e * down[e](silu(gate[e] x) * up[e] x)` over the
+       selected experts in ascending expert order, accumulated from 0 in
+       float32.
+
+    `gate` and `up` are [E, F, D], `down` [E, D, F]: every expert's
+    projection stacked, float or `!etllm.qweight` (grouped along the last
+    dimension). Only the selected experts are computed, so a decode step
+    reads only their weights. This is exactly the level-A masked loop over
+    every expert (`lib/Import/Blocks/Moe.cpp`), where an unselected expert
+    is multiplied by 0. The router is never quantized (it has no
+    `!etllm.qweight` form). A shared expert is not part of the op: it is
+    an ordinary MLP beside it.
+
+    ```mlir
+    %y = etllm.moe %x, %router, %gate, %up, %down top_k 2 scoring <softmax>
+        norm_topk_prob
+        : (tensor<?x64xf32>, tensor<8x64xf32>, tensor<8x32x64xf32>,
+           tensor<8x32x64xf32>, tensor<8x64x32xf32>) -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins
+    Etllm_FloatTensor:$input,
+    Etllm_FloatTensor:$router,
+    AnyTypeOf<[Etllm_FloatTensor, Etllm_QWeight]>:$gate,
+    AnyTypeOf<[Etllm_FloatTensor, Etllm_QWeight]>:$up,
+    AnyTypeOf<[Etllm_FloatTensor, Etllm_QWeight]>:$down,
+    Optional<RankedTensorOf<[F32]>>:$score_bias,
+    Etllm_I64Attr:$top_k,
+    Etllm_RouterScoringAttr:$scoring,
+    DefaultValuedAttr<Etllm_RouterSelectionAttr,
+                      "::mlir::etllm::RouterSelection::greedy">:$topk_method,
+    DefaultValuedAttr<Etllm_I64Attr, "1">:$n_group,
+    DefaultValuedAttr<Etllm_I64Attr, "1">:$topk_group,
+    UnitAttr:$norm_topk_prob,
+    DefaultValuedAttr<F64Attr, "1.0">:$routed_scaling_factor,
+    DefaultValuedAttr<F64Attr, "0.0">:$norm_eps
+  );
+  let results = (outs Etllm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $router `,` $gate `,` $up `,` $down (`bias` $score_bias^)?
+    `top_k` $top_k `scoring` $scoring (`method` $topk_method^)?
+    (`groups` $n_group^)? (`topk_group` $topk_group^)?
+    (`norm_topk_prob` $norm_topk_prob^)? (`norm_eps` $norm_eps^)?
+    (`scale` $routed_scaling_factor^)?
+    attr-dict `:` functional-type(operands, results)
+  }];
   let hasVerifier = 1;
 }
 

@@ -157,6 +157,15 @@ protected:
     Case topk{OpId::TopK, {a}, DType::F32, {2, -1}, {}, 2};
     topk.outTypes = {DType::F32, DType::I64};
     cs.push_back(topk);
+    Tensor *router = t(makeTensor(DType::F32, {3, 4}, randomValues(12, 6)));
+    Tensor *eg = t(makeTensor(DType::F32, {3, 2, 4}, randomValues(24, 7)));
+    Tensor *eu = t(makeTensor(DType::F32, {3, 2, 4}, randomValues(24, 8)));
+    Tensor *ed = t(makeTensor(DType::F32, {3, 4, 2}, randomValues(24, 9)));
+    cs.push_back({OpId::Moe,
+                  {a4, router, eg, eu, ed},
+                  DType::F32,
+                  {2, 0, 0, 1, 1, 1, 0},
+                  {1.0, 0.0}});
     return cs;
   }
 };
