@@ -104,9 +104,16 @@ FailureOr<bool> WeightStore::hasLoraDelta(ParameterOp param) {
   FailureOr<const std::vector<Adapter> *> list = loraAdapters(param);
   if (failed(list))
     return failure();
-  for (const Adapter &a : **list)
+  for (const Adapter &a : **list) {
     if (a.adapter->find(param.getSymName()))
       return true;
+    // A stacked parameter (etllm.moe's experts) is adapted where any of its
+    // parts is.
+    if (std::optional<ArrayAttr> stack = param.getStack())
+      for (Attribute part : *stack)
+        if (a.adapter->find(cast<StringAttr>(part).getValue()))
+          return true;
+  }
   return false;
 }
 
@@ -201,11 +208,22 @@ FailureOr<std::vector<float>> WeightStore::floatValues(ParameterOp param) {
       return failure();
     int64_t cols = shape.empty() ? 1 : shape.back();
     int64_t rows = cols ? int64_t(values.size()) / cols : 0;
+    // A stacked parameter merges each part (an expert's weight, named as in
+    // the checkpoint) into its rows of the whole.
+    std::vector<std::string> names;
+    if (std::optional<ArrayAttr> stack = param.getStack())
+      for (Attribute part : *stack)
+        names.push_back(cast<StringAttr>(part).str());
+    else
+      names.push_back(param.getSymName().str());
+    const int64_t partRows = rows / int64_t(names.size());
     for (const Adapter &a : **list)
-      if (rt::Status st = a.adapter->mergeInto(param.getSymName(), a.scale,
-                                               rows, cols, values.data());
-          !st.ok())
-        return param.emitError(st.message());
+      for (size_t j = 0; j < names.size(); ++j)
+        if (rt::Status st = a.adapter->mergeInto(
+                names[j], a.scale, partRows, cols,
+                values.data() + int64_t(j) * partRows * cols);
+            !st.ok())
+          return param.emitError(st.message());
   }
   return values;
 }

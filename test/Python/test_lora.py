@@ -195,3 +195,31 @@ def test_a_gguf_base_takes_the_same_adapter(models, tool, tmp_path):
     plain = logits(export(tool, gguf, tmp_path / "plain.pte", "portable"))
     np.testing.assert_allclose(gg, hf, rtol=1e-5, atol=1e-5)
     assert np.abs(gg - plain).max() > 1e-3
+
+
+@pytest.mark.parametrize("recipe", ["portable", "xnnpack-int4"])
+def test_an_adapter_on_routed_experts(tool, tmp_path, recipe):
+    """An adapter on a Qwen3-MoE's experts merges into the stacked expert
+    parameters of etllm.moe as into the per-expert linears of the masked
+    form: both equal the merged checkpoint, bit for bit."""
+    base = tmp_path / "moe"
+    subprocess.run([tool("etllm-gen-checkpoint"), "--arch", "qwen3moe",
+                    "--format", "hf", "--dtype", "f32", "--layers", "2",
+                    "--seed", "4", "-o", str(base)], check=True,
+                   stdout=subprocess.DEVNULL)
+    a = lora_util.make_adapter(base, tmp_path / "a", rank=2, alpha=4,
+                               targets={"q_proj", "gate_proj", "up_proj",
+                                        "down_proj"}, seed=3)
+    assert any(".experts." in n for n in lora_util.read_safetensors(
+        a / "adapter_model.safetensors"))
+    merged = lora_util.merge(base, tmp_path / "merged", [(a, 0.5)])
+    for moe in ["experts", "masked"]:
+        opt = ["--set", f"model.moe={moe}"]
+        want = logits(export(tool, merged, tmp_path / f"m-{moe}.pte", recipe,
+                             extra=opt))
+        got = logits(export(tool, base, tmp_path / f"{moe}.pte", recipe,
+                            [f"{a}:0.5"], opt))
+        assert np.array_equal(got, want), (moe, np.abs(got - want).max())
+        plain = logits(export(tool, base, tmp_path / f"p-{moe}.pte", recipe,
+                              extra=opt))
+        assert np.abs(want - plain).max() > 1e-3
