@@ -325,7 +325,9 @@ Status makeDirectory(const std::string &dir) {
   return Status();
 }
 
-Status writeTextFile(const std::string &path, const std::string &text) {
+} // namespace
+
+Status detail::writeTextFile(const std::string &path, const std::string &text) {
   std::FILE *f = std::fopen(path.c_str(), "wb");
   if (!f)
     return Error(path + ": cannot create: " + std::strerror(errno));
@@ -336,13 +338,15 @@ Status writeTextFile(const std::string &path, const std::string &text) {
   return Status();
 }
 
+namespace {
+
 Status generateHf(const GeneratorOptions &o, const ModelConfig &c) {
   ETLLM_RETURN_IF_ERROR(makeDirectory(o.output));
   Result<std::string> json = toHfConfigJson(c);
   if (!json)
     return json.error();
   ETLLM_RETURN_IF_ERROR(
-      writeTextFile(detail::joinPath(o.output, "config.json"), *json));
+      detail::writeTextFile(detail::joinPath(o.output, "config.json"), *json));
   Result<std::vector<ExpectedTensor>> specs = expectedTensors(c);
   if (!specs)
     return specs.error();

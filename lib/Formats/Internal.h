@@ -92,6 +92,9 @@ private:
   std::unique_ptr<Checkpoint> checkpoint_;
 };
 
+/// Writes `text` to `path` (created or truncated); errors name the path.
+Status writeTextFile(const std::string &path, const std::string &text);
+
 /// a * b, false on uint64 overflow.
 inline bool mulOverflow(uint64_t a, uint64_t b, uint64_t &out) {
   return __builtin_mul_overflow(a, b, &out);

@@ -22,7 +22,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <set>
 
 namespace etllm::formats {
@@ -48,15 +47,6 @@ std::vector<float> randomMatrix(const LoraGeneratorOptions &o,
   for (int64_t i = 0; i < n; ++i)
     v[i] = k * generatorValue(o.seed, name, false, false, uint64_t(i));
   return v;
-}
-
-Status writeText(const std::string &path, const std::string &text) {
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-  f.close();
-  if (!f)
-    return Error(path + ": cannot write");
-  return Status();
 }
 
 } // namespace
@@ -151,7 +141,7 @@ Status generateLoraAdapter(const LoraGeneratorOptions &o) {
                           {"fan_in_fan_out", false},
                           {"task_type", "CAUSAL_LM"},
                           {"base_model_name_or_path", o.base}};
-    ETLLM_RETURN_IF_ERROR(writeText(
+    ETLLM_RETURN_IF_ERROR(detail::writeTextFile(
         detail::joinPath(o.output, "adapter_config.json"), cfg.dump(2) + "\n"));
     SafetensorsWriter w;
     w.setMetadata("format", "pt");
