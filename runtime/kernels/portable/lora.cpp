@@ -8,8 +8,17 @@
 //
 // Both products are written as row updates over contiguous memory (t[0..r)
 // += x[i] * At[i, 0..r); out[0..N) += t[k] * Bt[k, 0..N)), which the
-// compiler vectorizes without reassociating a sum; rows of the sequence run
-// in parallel when there are several (prefill).
+// compiler vectorizes without reassociating a sum. x At is summed in fixed
+// chunks of kChunk rows of At, the chunks' partial sums then added in
+// order, so every row's result is the same whatever the thread count and
+// whether it comes in a prefill or alone.
+//
+// The factors are read once per row and the kernel is bound by reading
+// them (docs/LoRA.md: a rank-16 adapter on all seven projections of a 1B
+// model is 45 MB per token). For one row (a decode step) both products are
+// therefore split over the thread pool when they read enough to pay for
+// waking it (kParallelFloats): x At by chunks, then (At x) Bt by tiles of
+// output features. Several rows (prefill) run in parallel by row.
 //
 //===----------------------------------------------------------------------===//
 #include "common.h"
@@ -20,6 +29,39 @@
 #include <cstring>
 
 namespace etllm::rt::portable {
+namespace {
+
+/// Rows of At summed into one partial sum.
+constexpr int64_t kChunk = 256;
+/// A product reading at least this many floats of a factor (256 KiB) is
+/// split over the thread pool when there is one row.
+constexpr int64_t kParallelFloats = int64_t(1) << 16;
+
+/// partial[0..r) = sum over i in [i0, i1) of x[i] * At[i, 0..r), in order.
+void accumulateRows(const float *x, const float *at, int64_t r, int64_t i0,
+                    int64_t i1, float *partial) {
+  for (int64_t k = 0; k < r; ++k)
+    partial[k] = 0;
+  for (int64_t i = i0; i < i1; ++i) {
+    const float xi = x[i];
+    const float *ai = at + i * r;
+    for (int64_t k = 0; k < r; ++k)
+      partial[k] += xi * ai[k];
+  }
+}
+
+/// out[n0..n1) += sum over k of t[k] * Bt[k, n0..n1), k in order.
+void addProduct(const float *t, const float *bt, int64_t r, int64_t N,
+                int64_t n0, int64_t n1, float *out) {
+  for (int64_t k = 0; k < r; ++k) {
+    const float c = t[k];
+    const float *bk = bt + k * N;
+    for (int64_t n = n0; n < n1; ++n)
+      out[n] += c * bk[n];
+  }
+}
+
+} // namespace
 
 Status kernelLora(const KernelArgs &a) {
   const char *op = "lora";
@@ -56,37 +98,61 @@ Status kernelLora(const KernelArgs &a) {
   int64_t maxRank = 0;
   for (const LoraTerm &t : h->terms)
     maxRank = std::max(maxRank, t.rank);
+  // Per row: t [r] and one chunk's partial sum [r]; for a single row the
+  // partial sums of every chunk [chunks, r] instead.
+  const int64_t chunks = (K + kChunk - 1) / kChunk;
+  const size_t floats =
+      size_t(M == 1 ? (1 + chunks) * maxRank : 2 * M * maxRank);
   void *scratch = nullptr;
-  ETLLM_RETURN_IF_ERROR(
-      getScratch(op, a, size_t(M * maxRank) * sizeof(float), scratch));
+  ETLLM_RETURN_IF_ERROR(getScratch(op, a, floats * sizeof(float), scratch));
   float *tmp = static_cast<float *>(scratch);
   const float *px = x.ptr<float>();
   float *po = out.ptr<float>();
   for (const LoraTerm &t : h->terms) {
     const int64_t r = t.rank;
-    auto row = [&](size_t m) {
-      float *tm = tmp + int64_t(m) * r;
+    if (M == 1) {
+      // t = x At: the chunks' partial sums (in parallel when large), added
+      // in chunk order.
+      float *partials = tmp + r;
+      auto chunk = [&](size_t c) {
+        const int64_t i0 = int64_t(c) * kChunk;
+        accumulateRows(px, t.at, r, i0, std::min(K, i0 + kChunk),
+                       partials + int64_t(c) * r);
+      };
+      if (K * r >= kParallelFloats)
+        parallelFor(a.ctx, size_t(chunks), chunk);
+      else
+        for (int64_t c = 0; c < chunks; ++c)
+          chunk(size_t(c));
+      for (int64_t k = 0; k < r; ++k)
+        tmp[k] = 0;
+      for (int64_t c = 0; c < chunks; ++c)
+        for (int64_t k = 0; k < r; ++k)
+          tmp[k] += partials[c * r + k];
+      for (int64_t k = 0; k < r; ++k)
+        tmp[k] *= t.scale;
+      // out += t Bt, by tiles of output features.
+      const size_t tile =
+          N * r >= kParallelFloats ? defaultTile(a.ctx, size_t(N)) : size_t(N);
+      parallelForTiles(a.ctx, size_t(N), tile, [&](size_t n0, size_t n1) {
+        addProduct(tmp, t.bt, r, N, int64_t(n0), int64_t(n1), po);
+      });
+      continue;
+    }
+    parallelFor(a.ctx, size_t(M), [&](size_t m) {
+      float *tm = tmp + 2 * int64_t(m) * r, *pm = tm + r;
       const float *xm = px + int64_t(m) * K;
-      float *om = po + int64_t(m) * N;
       for (int64_t k = 0; k < r; ++k)
         tm[k] = 0;
-      for (int64_t i = 0; i < K; ++i) {
-        const float xi = xm[i];
-        const float *ai = t.at + i * r;
+      for (int64_t i0 = 0; i0 < K; i0 += kChunk) {
+        accumulateRows(xm, t.at, r, i0, std::min(K, i0 + kChunk), pm);
         for (int64_t k = 0; k < r; ++k)
-          tm[k] += xi * ai[k];
+          tm[k] += pm[k];
       }
-      for (int64_t k = 0; k < r; ++k) {
-        const float c = t.scale * tm[k];
-        const float *bk = t.bt + k * N;
-        for (int64_t n = 0; n < N; ++n)
-          om[n] += c * bk[n];
-      }
-    };
-    if (M == 1)
-      row(0);
-    else
-      parallelFor(a.ctx, size_t(M), row);
+      for (int64_t k = 0; k < r; ++k)
+        tm[k] *= t.scale;
+      addProduct(tm, t.bt, r, N, 0, N, po + int64_t(m) * N);
+    });
   }
   return Status();
 }
