@@ -9,9 +9,12 @@
 #include "etllm/runtime/backend.h"
 #include "etllm/runtime/llm/chat.h"
 #include "etllm/runtime/llm/runner.h"
+#include "etllm/runtime/lora.h"
+#include "etllm/runtime/program.h"
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstddef>
 #include <cstring>
 #include <functional>
@@ -31,6 +34,12 @@ struct etllm_runner {
 struct etllm_chat {
   etllm_runner *runner = nullptr;
   std::unique_ptr<llm::ChatSession> session;
+};
+
+struct etllm_lora {
+  etllm_runner *runner = nullptr;
+  std::shared_ptr<const LoraAdapter> adapter;
+  bool applied = false;
 };
 
 namespace {
@@ -212,6 +221,62 @@ int64_t etllm_runner_context_length(const etllm_runner *runner) {
 }
 
 void etllm_runner_destroy(etllm_runner *runner) { delete runner; }
+
+etllm_lora *etllm_lora_load(etllm_runner *runner, const char *path) {
+  etllm_lora *out = nullptr;
+  guarded([&] {
+    if (!runner || !path)
+      return failWith(ETLLM_INVALID_ARGUMENT, "runner or path is NULL");
+    auto adapter = LoraAdapter::load(path, runner->runner->program());
+    if (!adapter.ok())
+      return failWith(ETLLM_ERROR, adapter.message());
+    std::unique_ptr<etllm_lora> l(new etllm_lora());
+    l->runner = runner;
+    l->adapter = std::move(adapter.value());
+    out = l.release();
+    return ETLLM_OK;
+  });
+  return out;
+}
+
+etllm_status etllm_lora_apply(etllm_lora *lora, float scale) {
+  return guarded([&] {
+    if (!lora)
+      return failWith(ETLLM_INVALID_ARGUMENT, "lora is NULL");
+    Module &module = lora->runner->runner->module();
+    Status st = lora->applied ? module.setLoraScale(*lora->adapter, scale)
+                              : module.applyLora(lora->adapter, scale);
+    if (!st.ok()) // Module checks the scale: a NaN is the caller's value
+      return failWith(std::isfinite(scale) ? ETLLM_ERROR
+                                           : ETLLM_INVALID_ARGUMENT,
+                      st.message());
+    lora->applied = true;
+    lora->runner->runner->resetCache();
+    return ETLLM_OK;
+  });
+}
+
+etllm_status etllm_lora_remove(etllm_lora *lora) {
+  return guarded([&] {
+    if (!lora)
+      return failWith(ETLLM_INVALID_ARGUMENT, "lora is NULL");
+    if (!lora->applied)
+      return failWith(ETLLM_ERROR,
+                      lora->adapter->name() + ": the adapter is not applied");
+    Status st = lora->runner->runner->module().removeLora(*lora->adapter);
+    if (!st.ok())
+      return failWith(ETLLM_ERROR, st.message());
+    lora->applied = false;
+    lora->runner->runner->resetCache();
+    return ETLLM_OK;
+  });
+}
+
+void etllm_lora_destroy(etllm_lora *lora) {
+  if (lora && lora->applied)
+    etllm_lora_remove(lora);
+  delete lora;
+}
 
 etllm_chat *etllm_chat_create(etllm_runner *runner, const char *system_prompt) {
   etllm_chat *out = nullptr;

@@ -2,13 +2,15 @@
 //
 // Through the shared library etllm_c only, as an app calls it: creation
 // with and without options, the memory budget (max_memory), struct_size
-// versions, errors in etllm_last_error(), and a short generation.
+// versions, errors in etllm_last_error(), a short generation, and LoRA
+// adapters applied, rescaled and removed at run time.
 //
 //===----------------------------------------------------------------------===//
 #include "etllm/runtime/c_api.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -152,6 +154,83 @@ TEST(CApi, ErrorsNameTheProblem) {
   EXPECT_NE(std::string(etllm_last_error()).find("/nonexistent/x.pte"),
             std::string::npos)
       << etllm_last_error();
+}
+
+/// Greedy text of `n` tokens after "abc".
+std::string greedy(etllm_runner *r, int n = 8) {
+  etllm_generation_config g;
+  etllm_generation_config_init(&g);
+  g.max_new_tokens = n;
+  g.temperature = 0;
+  std::string text;
+  EXPECT_EQ(etllm_runner_generate(r, "abc", &g, collect, &text), ETLLM_OK)
+      << etllm_last_error();
+  return text;
+}
+
+TEST(CApi, LoraAdaptersApplyRescaleAndRemove) {
+  const std::string dir = std::string(ETLLM_FIXTURES_DIR) + "/";
+  const std::string program = dir + "tiny-llama-lora-v1.pte";
+  const std::string adapter = dir + "tiny-llama-lora-v1.etla";
+  const std::string tok = writeTokenizer();
+  etllm_runner_options o;
+  etllm_runner_options_init(&o);
+  o.num_threads = 1;
+  o.tokenizer_path = tok.c_str();
+  etllm_runner *r = etllm_runner_create(program.c_str(), &o);
+  ASSERT_NE(r, nullptr) << etllm_last_error();
+  const std::string base = greedy(r);
+  ASSERT_FALSE(base.empty());
+
+  etllm_lora *l = etllm_lora_load(r, adapter.c_str());
+  ASSERT_NE(l, nullptr) << etllm_last_error();
+  EXPECT_EQ(greedy(r), base) << "loading applies nothing";
+  ASSERT_EQ(etllm_lora_apply(l, 8.0f), ETLLM_OK) << etllm_last_error();
+  const std::string adapted = greedy(r);
+  EXPECT_NE(adapted, base);
+  // Rescaling: the same scale gives the same text, another one other text.
+  ASSERT_EQ(etllm_lora_apply(l, -8.0f), ETLLM_OK) << etllm_last_error();
+  EXPECT_NE(greedy(r), adapted);
+  ASSERT_EQ(etllm_lora_apply(l, 8.0f), ETLLM_OK) << etllm_last_error();
+  EXPECT_EQ(greedy(r), adapted);
+  // A NaN scale is refused and changes nothing.
+  EXPECT_EQ(etllm_lora_apply(l, NAN), ETLLM_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(etllm_last_error()).find("not a finite number"),
+            std::string::npos)
+      << etllm_last_error();
+  EXPECT_EQ(greedy(r), adapted);
+  // Removed: the base text again; removing twice is an error.
+  ASSERT_EQ(etllm_lora_remove(l), ETLLM_OK) << etllm_last_error();
+  EXPECT_EQ(greedy(r), base);
+  EXPECT_EQ(etllm_lora_remove(l), ETLLM_ERROR);
+  EXPECT_NE(std::string(etllm_last_error()).find("not applied"),
+            std::string::npos)
+      << etllm_last_error();
+  // Destroying an applied adapter takes it off.
+  ASSERT_EQ(etllm_lora_apply(l, 8.0f), ETLLM_OK) << etllm_last_error();
+  etllm_lora_destroy(l);
+  EXPECT_EQ(greedy(r), base);
+
+  // Errors name the file; the runner keeps working.
+  EXPECT_EQ(etllm_lora_load(r, "/nonexistent/a.etla"), nullptr);
+  EXPECT_NE(std::string(etllm_last_error()).find("/nonexistent/a.etla"),
+            std::string::npos)
+      << etllm_last_error();
+  EXPECT_EQ(etllm_lora_load(r, program.c_str()), nullptr);
+  EXPECT_NE(std::string(etllm_last_error()).find(program), std::string::npos)
+      << etllm_last_error();
+  EXPECT_EQ(etllm_lora_load(nullptr, adapter.c_str()), nullptr);
+  EXPECT_EQ(etllm_lora_apply(nullptr, 1.0f), ETLLM_INVALID_ARGUMENT);
+  EXPECT_EQ(greedy(r), base);
+  etllm_runner_destroy(r);
+
+  // An adapter for another program.
+  etllm_runner *other = etllm_runner_create(kProgram.c_str(), &o);
+  ASSERT_NE(other, nullptr) << etllm_last_error();
+  EXPECT_EQ(etllm_lora_load(other, adapter.c_str()), nullptr);
+  EXPECT_NE(std::string(etllm_last_error()).find(adapter), std::string::npos)
+      << etllm_last_error();
+  etllm_runner_destroy(other);
 }
 
 } // namespace

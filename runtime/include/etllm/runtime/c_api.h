@@ -30,8 +30,8 @@ extern "C" {
 #endif
 
 /** Version of this API (incremented when functions or fields are added;
- *  2: etllm_runner_options.max_memory). */
-#define ETLLM_C_API_VERSION 2
+ *  2: etllm_runner_options.max_memory; 3: the etllm_lora functions). */
+#define ETLLM_C_API_VERSION 3
 
 typedef enum etllm_status {
   ETLLM_OK = 0,
@@ -43,6 +43,7 @@ typedef enum etllm_status {
 
 typedef struct etllm_runner etllm_runner;
 typedef struct etllm_chat etllm_chat;
+typedef struct etllm_lora etllm_lora;
 
 typedef struct etllm_runner_options {
   size_t struct_size;
@@ -147,6 +148,29 @@ ETLLM_C_EXPORT void etllm_chat_reset(etllm_chat *chat);
 
 /** Frees a chat (NULL is fine). */
 ETLLM_C_EXPORT void etllm_chat_destroy(etllm_chat *chat);
+
+/** Loads a LoRA adapter file (.etla, written by etllm-export-lora for this
+ * runner's program) and checks it completely: the base program's content
+ * hash, every target a hook of the program with its shape, the rank within
+ * the program's maximum, every value finite; errors name the file and the
+ * tensor. Loading applies nothing. The runner must outlive the adapter.
+ * NULL on failure (the runner keeps working). Since API version 3. */
+ETLLM_C_EXPORT etllm_lora *etllm_lora_load(etllm_runner *runner,
+                                           const char *path);
+
+/** Applies the adapter with `scale` (finite), or changes the scale of an
+ * applied one. Several adapters may be applied at once, each with its own
+ * scale; the base weights are neither touched nor copied, so switching
+ * costs no reload. The runner's KV cache is forgotten (a chat on it
+ * prefills its conversation again on its next turn). */
+ETLLM_C_EXPORT etllm_status etllm_lora_apply(etllm_lora *lora, float scale);
+
+/** Takes an applied adapter off (the base output again, bit for bit) and
+ * forgets the KV cache; an error if it is not applied. */
+ETLLM_C_EXPORT etllm_status etllm_lora_remove(etllm_lora *lora);
+
+/** Takes the adapter off if applied, then frees it (NULL is fine). */
+ETLLM_C_EXPORT void etllm_lora_destroy(etllm_lora *lora);
 
 /** Frees a runner (NULL is fine). */
 ETLLM_C_EXPORT void etllm_runner_destroy(etllm_runner *runner);
