@@ -566,6 +566,9 @@ output:
             "lora_embedding_A", "dtype", "shape", "data_offsets", "F32",
             "F16", "BF16", "F64", "I32", "__metadata__",
             "--- adapter_model.safetensors ---"])
+        # LoRA adapter files (.etla) for the format fixture with hooks.
+        seeds.add_file("etla", os.path.join(
+            a.repo, "runtime/test/fixtures/tiny-llama-lora-v1.etla"))
 
         # Glob patterns and module paths.
         for i, (p, t) in enumerate([("model.layers.0.*", "model.layers.0.mlp.up_proj"),
