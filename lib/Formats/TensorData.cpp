@@ -378,69 +378,102 @@ Result<std::vector<float>> assembleKvB(const TensorRef &tensor) {
 
 } // namespace
 
-Result<std::vector<float>> toFloat32(const TensorRef &tensor) {
-  if (!tensor.parts.empty())
-    return assembleKvB(tensor);
+namespace {
+
+/// The element count of a tensor without parts whose bytes match its dtype
+/// and shape (checked before anything is allocated for it).
+Result<uint64_t> checkedElements(const TensorRef &tensor) {
+  auto fail = [&](const std::string &what) {
+    return Error(tensor.file + ": tensor '" + tensor.name + "': " + what);
+  };
   Result<uint64_t> n = numElements(tensor.shape);
   if (!n)
-    return Error(tensor.file + ": tensor '" + tensor.name +
-                 "': " + n.message());
+    return fail(n.message());
   Result<uint64_t> bytes = byteSize(tensor.dtype, tensor.shape);
   if (!bytes)
-    return Error(tensor.file + ": tensor '" + tensor.name +
-                 "': " + bytes.message());
+    return fail(bytes.message());
   if (*bytes != tensor.nbytes || (!tensor.data && tensor.nbytes))
-    return Error(tensor.file + ": tensor '" + tensor.name + "': holds " +
-                 std::to_string(tensor.nbytes) + " bytes, " +
-                 dtypeName(tensor.dtype) + " " + shapeToString(tensor.shape) +
-                 " needs " + std::to_string(*bytes));
-  std::vector<float> out(*n);
-  const uint8_t *p = tensor.data;
+    return fail("holds " + std::to_string(tensor.nbytes) + " bytes, " +
+                dtypeName(tensor.dtype) + " " + shapeToString(tensor.shape) +
+                " needs " + std::to_string(*bytes));
+  return *n;
+}
+
+} // namespace
+
+Status toFloat32Range(const TensorRef &tensor, uint64_t first, uint64_t count,
+                      float *dst) {
+  auto fail = [&](const std::string &what) {
+    return Error(tensor.file + ": tensor '" + tensor.name + "': " + what);
+  };
+  if (!tensor.parts.empty())
+    return fail("an assembled tensor is converted whole (toFloat32)");
+  Result<uint64_t> n = checkedElements(tensor);
+  if (!n)
+    return n.error();
+  const uint64_t bs = uint64_t(dtypeBlockSize(tensor.dtype));
+  if (first > *n || count > *n - first || first % bs != 0 || count % bs != 0)
+    return fail("elements [" + std::to_string(first) + ", +" +
+                std::to_string(count) + ") are not whole blocks of its " +
+                std::to_string(*n));
+  const uint8_t *p =
+      tensor.data + first / bs * uint64_t(dtypeBlockBytes(tensor.dtype));
+  const uint64_t c = count;
   switch (tensor.dtype) {
   case DType::F32:
-    if (*n)
-      std::memcpy(out.data(), p, *n * 4);
+    if (c)
+      std::memcpy(dst, p, c * 4);
     break;
   case DType::F16:
-    halfsToFloats(p, *n, out.data());
+    halfsToFloats(p, c, dst);
     break;
   case DType::BF16:
-    for (uint64_t i = 0; i < *n; ++i) {
+    for (uint64_t i = 0; i < c; ++i) {
       uint16_t b;
       std::memcpy(&b, p + 2 * i, 2);
-      out[i] = rt::bf16ToFloat(b);
+      dst[i] = rt::bf16ToFloat(b);
     }
     break;
   case DType::F64:
-    convertPlain<double>(p, *n, out.data());
+    convertPlain<double>(p, c, dst);
     break;
   case DType::I8:
-    convertPlain<int8_t>(p, *n, out.data());
+    convertPlain<int8_t>(p, c, dst);
     break;
   case DType::I16:
-    convertPlain<int16_t>(p, *n, out.data());
+    convertPlain<int16_t>(p, c, dst);
     break;
   case DType::I32:
-    convertPlain<int32_t>(p, *n, out.data());
+    convertPlain<int32_t>(p, c, dst);
     break;
   case DType::I64:
-    convertPlain<int64_t>(p, *n, out.data());
+    convertPlain<int64_t>(p, c, dst);
     break;
   case DType::U8:
-    convertPlain<uint8_t>(p, *n, out.data());
+    convertPlain<uint8_t>(p, c, dst);
     break;
   case DType::BOOL:
-    for (uint64_t i = 0; i < *n; ++i)
-      out[i] = p[i] ? 1.0f : 0.0f;
+    for (uint64_t i = 0; i < c; ++i)
+      dst[i] = p[i] ? 1.0f : 0.0f;
     break;
-  default: {
-    Status s =
-        dequantizeRows(tensor.dtype, p, static_cast<int64_t>(*n), out.data());
-    if (!s.ok())
-      return Error(tensor.file + ": tensor '" + tensor.name +
-                   "': " + s.message());
+  default:
+    if (Status st =
+            dequantizeRows(tensor.dtype, p, static_cast<int64_t>(c), dst);
+        !st.ok())
+      return fail(st.message());
   }
-  }
+  return Status();
+}
+
+Result<std::vector<float>> toFloat32(const TensorRef &tensor) {
+  if (!tensor.parts.empty())
+    return assembleKvB(tensor);
+  Result<uint64_t> n = checkedElements(tensor);
+  if (!n)
+    return n.error();
+  std::vector<float> out(*n);
+  if (Status st = toFloat32Range(tensor, 0, *n, out.data()); !st.ok())
+    return Error(st.message());
   return out;
 }
 

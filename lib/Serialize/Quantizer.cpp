@@ -106,13 +106,10 @@ inline float absMax(const float *x, int64_t g) {
 
 } // namespace
 
-Result<std::vector<uint8_t>> quantizeRows(const float *x, int64_t rows,
-                                          int64_t cols, const QuantInfo &q) {
-  Result<QWeightLayout> layout = QWeightLayout::compute(rows, cols, q);
-  if (!layout.ok())
-    return layout.error();
-  const QWeightLayout &l = *layout;
-  std::vector<uint8_t> out(l.totalBytes, 0);
+void quantizeRowsInto(const float *x, int64_t first, int64_t count,
+                      const QWeightLayout &l, const QuantInfo &q,
+                      uint8_t *out) {
+  const int64_t cols = l.cols;
   int64_t g = q.groupSize;
   int qmin = q.symmetric ? -(1 << (q.bits - 1)) : 0;
   int qmax = q.symmetric ? (1 << (q.bits - 1)) - 1 : (1 << q.bits) - 1;
@@ -121,9 +118,9 @@ Result<std::vector<uint8_t>> quantizeRows(const float *x, int64_t rows,
   // layout's rows are even); else element by element (storeQ).
   const bool wholeBytes = q.bits == 8 || g % 2 == 0;
   std::vector<int8_t> qg(static_cast<size_t>(g));
-  for (int64_t r = 0; r < rows; ++r) {
-    const float *xr = x + r * cols;
-    uint8_t *qrow = out.data() + r * qRowBytes;
+  for (int64_t r = first; r < first + count; ++r) {
+    const float *xr = x + (r - first) * cols;
+    uint8_t *qrow = out + r * qRowBytes;
     for (int64_t gi = 0; gi < l.groups; ++gi) {
       const float *xg = xr + gi * g;
       float scale, offset = 0;
@@ -156,11 +153,20 @@ Result<std::vector<uint8_t>> quantizeRows(const float *x, int64_t rows,
                                (((qg[k + 1] + bias) & 0xf) << 4));
       }
       int64_t idx = r * l.groups + gi;
-      storeScale(out.data() + l.scalesOff, idx, scale, q.scaleType);
+      storeScale(out + l.scalesOff, idx, scale, q.scaleType);
       if (!q.symmetric)
-        storeScale(out.data() + l.offsetsOff, idx, offset, q.scaleType);
+        storeScale(out + l.offsetsOff, idx, offset, q.scaleType);
     }
   }
+}
+
+Result<std::vector<uint8_t>> quantizeRows(const float *x, int64_t rows,
+                                          int64_t cols, const QuantInfo &q) {
+  Result<QWeightLayout> layout = QWeightLayout::compute(rows, cols, q);
+  if (!layout.ok())
+    return layout.error();
+  std::vector<uint8_t> out(layout->totalBytes, 0);
+  quantizeRowsInto(x, 0, rows, *layout, q, out.data());
   return out;
 }
 

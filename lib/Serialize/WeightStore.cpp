@@ -188,7 +188,10 @@ FailureOr<std::vector<float>> WeightStore::floatValues(ParameterOp param) {
     auto f = formats::toFloat32(*t);
     if (!f.ok())
       return param.emitError(f.message());
-    values.insert(values.end(), f->begin(), f->end());
+    if (parts->size() == 1)
+      values = std::move(*f); // no second copy of a whole weight
+    else
+      values.insert(values.end(), f->begin(), f->end());
   }
   if (std::optional<int64_t> heads = param.getQkPermuteHeads()) {
     std::vector<float> permuted(values.size());
@@ -295,6 +298,41 @@ FailureOr<std::vector<uint8_t>> WeightStore::materialize(ParameterOp param) {
           return param.emitError(packed.message());
         return std::move(packed.value());
       }
+    }
+  }
+
+  // A quantized weight read from one tensor as it is in the file: converted
+  // and quantized a block of rows at a time into the output, so the f32
+  // copy of the whole weight (4 bytes per weight, on fresh pages for every
+  // weight: most of an F16 -> int4 export's page faults) is never made.
+  // Rows quantized in blocks give quantizeRows' bytes (quantizeRowsInto).
+  if (auto q = dyn_cast<QWeightType>(type); q && !param.getValue() &&
+                                            !*merged && !param.getStackAttr() &&
+                                            !param.getQkPermuteHeads()) {
+    const formats::Checkpoint *c = checkpoint(param);
+    if (!c)
+      return failure();
+    const formats::TensorRef *t = c->find(param.getSourceName());
+    if (t && t->parts.empty() && t->qkPermuteHeads == 0 &&
+        t->shape == std::vector<int64_t>(shape.begin(), shape.end()) &&
+        cols % formats::dtypeBlockSize(t->dtype) == 0) {
+      const rt::QuantInfo qi = quantInfoOf(q);
+      rt::Result<rt::QWeightLayout> layout =
+          rt::QWeightLayout::compute(rows, cols, qi);
+      if (!layout.ok())
+        return param.emitError(layout.message());
+      std::vector<uint8_t> out(layout->totalBytes, 0);
+      const int64_t block = std::max<int64_t>(1, (int64_t(1) << 18) / cols);
+      std::vector<float> buf(size_t(std::min(block, rows) * cols));
+      for (int64_t r0 = 0; r0 < rows; r0 += block) {
+        const int64_t n = std::min(block, rows - r0);
+        if (rt::Status st = formats::toFloat32Range(
+                *t, uint64_t(r0 * cols), uint64_t(n * cols), buf.data());
+            !st.ok())
+          return param.emitError(st.message());
+        quantizeRowsInto(buf.data(), r0, n, *layout, qi, out.data());
+      }
+      return out;
     }
   }
 

@@ -238,6 +238,13 @@ Status dequantizeRows(DType dtype, const uint8_t *src, int64_t numElements,
 /// file's: qkPermuteHeads is not applied.
 Result<std::vector<float>> toFloat32(const TensorRef &tensor);
 
+/// toFloat32 of the elements [first, first + count) (in file order) into
+/// `dst`, for a tensor without parts: lets a reader convert a weight a few
+/// rows at a time. For block types `first` and `count` must be multiples of
+/// the block size. The tensor's bytes are checked as toFloat32 checks them.
+Status toFloat32Range(const TensorRef &tensor, uint64_t first, uint64_t count,
+                      float *dst);
+
 /// Reorders the rows (dim 0) of a q/k projection weight or bias from
 /// interleaved-pair RoPE order to HF rotate-half order for `numHeads` heads:
 /// within each head of D rows, destination row h*D/2 + i (h in {0,1}) comes

@@ -27,6 +27,15 @@ rt::Result<std::vector<uint8_t>> quantizeRows(const float *x, int64_t rows,
                                               int64_t cols,
                                               const rt::QuantInfo &q);
 
+/// quantizeRows of the rows [first, first + count) of a weight laid out as
+/// `l` (QWeightLayout::compute of the whole weight and `q`): `x` holds
+/// those rows' floats, their values, scales and offsets go to their places
+/// in `out` (l.totalBytes, zeroed by the caller). Rows quantized in any
+/// number of such calls give quantizeRows' bytes.
+void quantizeRowsInto(const float *x, int64_t first, int64_t count,
+                      const rt::QWeightLayout &l, const rt::QuantInfo &q,
+                      uint8_t *out);
+
 /// True when GGUF blocks of `dtype` are exactly representable as `q`
 /// (Q8_0: 8-bit sym group 32 f16; Q4_0: 4-bit sym group 32 f16; Q4_1:
 /// 4-bit asym group 32 f16).

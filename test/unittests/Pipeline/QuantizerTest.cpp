@@ -235,3 +235,26 @@ TEST(Quantizer, EqualsItsDefinitionByteForByte) {
               << bits << " bits, group " << group << (sym ? " sym" : " asym");
         }
 }
+
+TEST(Quantizer, RowsInBlocksGiveTheWholeWeightsBytes) {
+  // WeightStore quantizes a weight a block of rows at a time: any split of
+  // the rows gives quantizeRows' bytes, 4- and 8-bit, both symmetries.
+  const int64_t rows = 13, cols = 96;
+  std::vector<float> x = randomRows(rows, cols, 5);
+  for (unsigned bits : {4u, 8u})
+    for (bool sym : {true, false}) {
+      rt::QuantInfo q = info(bits, 32, sym, rt::DType::F16);
+      auto whole = quantizeRows(x.data(), rows, cols, q);
+      ASSERT_TRUE(whole.ok()) << whole.message();
+      auto l = rt::QWeightLayout::compute(rows, cols, q);
+      ASSERT_TRUE(l.ok()) << l.message();
+      for (int64_t block : {1, 4, 13}) {
+        std::vector<uint8_t> out(l->totalBytes, 0);
+        for (int64_t r0 = 0; r0 < rows; r0 += block) {
+          int64_t n = std::min(block, rows - r0);
+          quantizeRowsInto(x.data() + r0 * cols, r0, n, *l, q, out.data());
+        }
+        EXPECT_EQ(out, *whole) << bits << " bits, blocks of " << block;
+      }
+    }
+}
