@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "etllm/runtime/lora.h"
 
+#include "etllm/runtime/half.h"
 #include "etllm/runtime/mapped_file.h"
 #include "etllm/runtime/program.h"
 #include "etllm/schema/lora_generated.h"
@@ -108,27 +109,43 @@ LoraAdapter::loadFromBuffer(const uint8_t *data, size_t size,
                   std::to_string(t->in_features()) + "], the program's is [" +
                   std::to_string(h.outFeatures) + ", " +
                   std::to_string(h.inFeatures) + "]");
+    // Each matrix as f32 (used in place) or as half (converted once).
+    auto matrix = [&](const char *which, const flatbuffers::Vector<float> *f32,
+                      const flatbuffers::Vector<uint16_t> *f16, uint64_t want,
+                      const float *&data) -> Status {
+      if ((f32 != nullptr) == (f16 != nullptr))
+        return tbad(
+            std::string(which) +
+            (f32 ? " is stored both as f32 and as f16" : " is missing"));
+      const uint64_t got = f32 ? f32->size() : f16->size();
+      if (got != want)
+        return tbad(std::string(which) + " holds " + std::to_string(got) +
+                    " values, [" +
+                    (*which == 'A'
+                         ? std::to_string(h.inFeatures) + " x rank " +
+                               std::to_string(a->rank_)
+                         : "rank " + std::to_string(a->rank_) + " x " +
+                               std::to_string(h.outFeatures)) +
+                    "] needs " + std::to_string(want));
+      if (f32) {
+        data = f32->data();
+      } else {
+        a->converted_.emplace_back(want);
+        std::vector<float> &v = a->converted_.back();
+        for (uint64_t k = 0; k < want; ++k)
+          v[k] = halfToFloat(f16->Get(flatbuffers::uoffset_t(k)));
+        data = v.data();
+      }
+      for (uint64_t k = 0; k < want; ++k)
+        if (!std::isfinite(data[k]))
+          return tbad(std::string(which) + " holds NaN or infinity");
+      return Status();
+    };
     const uint64_t wantA = uint64_t(h.inFeatures) * uint64_t(a->rank_);
     const uint64_t wantB = uint64_t(a->rank_) * uint64_t(h.outFeatures);
-    const uint64_t gotA = t->a_t() ? t->a_t()->size() : 0;
-    const uint64_t gotB = t->b_t() ? t->b_t()->size() : 0;
-    if (gotA != wantA)
-      return tbad("A holds " + std::to_string(gotA) + " values, [" +
-                  std::to_string(h.inFeatures) + " x rank " +
-                  std::to_string(a->rank_) + "] needs " +
-                  std::to_string(wantA));
-    if (gotB != wantB)
-      return tbad("B holds " + std::to_string(gotB) + " values, [rank " +
-                  std::to_string(a->rank_) + " x " +
-                  std::to_string(h.outFeatures) + "] needs " +
-                  std::to_string(wantB));
-    const float *pa = t->a_t()->data(), *pb = t->b_t()->data();
-    for (uint64_t k = 0; k < wantA; ++k)
-      if (!std::isfinite(pa[k]))
-        return tbad("A holds NaN or infinity");
-    for (uint64_t k = 0; k < wantB; ++k)
-      if (!std::isfinite(pb[k]))
-        return tbad("B holds NaN or infinity");
+    const float *pa = nullptr, *pb = nullptr;
+    ETLLM_RETURN_IF_ERROR(matrix("A", t->a_t(), t->a_t_f16(), wantA, pa));
+    ETLLM_RETURN_IF_ERROR(matrix("B", t->b_t(), t->b_t_f16(), wantB, pb));
     a->targets_.push_back({it->second, pa, pb});
   }
   return std::shared_ptr<const LoraAdapter>(std::move(a));

@@ -166,6 +166,32 @@ TEST_P(Fixture, LoadsRunsAndGivesTheRecordedOutput) {
   }
 }
 
+// The same adapter with its matrices stored as f16 (lora.fbs a_t_f16 /
+// b_t_f16, etllm-export-lora --dtype f16): the recorded output of the f32
+// file within the rounding of the factors to half precision.
+TEST(AdapterFormat, HalfStoredFixtureGivesTheRecordedOutput) {
+  auto program = Program::load(fixture("tiny-llama-lora-v1.pte"));
+  ASSERT_TRUE(program.ok()) << program.message();
+  Expected expected = readExpected(fixture("tiny-llama-lora-v1.expected"));
+  ASSERT_FALSE(expected.prompt.empty());
+  auto module = Module::create(*program);
+  ASSERT_TRUE(module.ok()) << module.message();
+  auto adapter =
+      LoraAdapter::load(fixture("tiny-llama-lora-v1-f16.etla"), **program);
+  ASSERT_TRUE(adapter.ok()) << adapter.message();
+  ASSERT_TRUE((*module)->applyLora(*adapter, 0.5).ok());
+  auto forward = (*module)->method("forward");
+  ASSERT_TRUE(forward.ok()) << forward.message();
+  auto rows = decode(**forward, expected.prompt, expected.feed);
+  ASSERT_TRUE(rows.ok()) << rows.message();
+  ASSERT_EQ(rows->size(), expected.logits.size());
+  for (size_t r = 0; r < rows->size(); ++r)
+    for (size_t i = 0; i < expected.logits[r].size(); ++i)
+      ASSERT_NEAR((*rows)[r][i], expected.logits[r][i],
+                  1e-3 * (1 + std::fabs(expected.logits[r][i])))
+          << "call " << r << ", logit " << i;
+}
+
 INSTANTIATE_TEST_SUITE_P(ProgramFormat, Fixture,
                          ::testing::Values("tiny-llama-portable-v1",
                                            "tiny-llama-lora-v1"));

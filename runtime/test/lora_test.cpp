@@ -8,6 +8,7 @@
 // module still runs.
 //
 //===----------------------------------------------------------------------===//
+#include "etllm/runtime/half.h"
 #include "etllm/runtime/lora.h"
 #include "etllm/runtime/program.h"
 #include "etllm/schema/lora_generated.h"
@@ -118,6 +119,8 @@ struct AdapterSpec {
   float poisonA = 0, poisonB = 0;   // non-zero: written into element 0
   int seed = 1;
   bool twice = false;
+  // How A and B are stored: "f32", "f16", "both" (an error) or "none".
+  std::string storeA = "f32", storeB = "f32";
 };
 
 std::vector<float> values(size_t n, int seed) {
@@ -138,10 +141,26 @@ std::vector<uint8_t> buildAdapter(const AdapterSpec &s = {}) {
   if (s.poisonB != 0)
     bt[0] = s.poisonB;
   std::vector<flatbuffers::Offset<lfb::LoraTarget>> targets;
+  auto halves = [](const std::vector<float> &v) {
+    std::vector<uint16_t> h(v.size());
+    for (size_t i = 0; i < v.size(); ++i)
+      h[i] = floatToHalf(v[i]);
+    return h;
+  };
+  auto f32 = [&](const std::string &how, const std::vector<float> &v) {
+    return how == "f32" || how == "both"
+               ? fb.CreateVector(v)
+               : flatbuffers::Offset<flatbuffers::Vector<float>>();
+  };
+  auto f16 = [&](const std::string &how, const std::vector<float> &v) {
+    return how == "f16" || how == "both"
+               ? fb.CreateVector(halves(v))
+               : flatbuffers::Offset<flatbuffers::Vector<uint16_t>>();
+  };
   for (int k = 0; k < (s.twice ? 2 : 1); ++k)
-    targets.push_back(lfb::CreateLoraTarget(fb, fb.CreateString(s.target), s.in,
-                                            s.out, fb.CreateVector(at),
-                                            fb.CreateVector(bt)));
+    targets.push_back(lfb::CreateLoraTarget(
+        fb, fb.CreateString(s.target), s.in, s.out, f32(s.storeA, at),
+        f32(s.storeB, bt), f16(s.storeA, at), f16(s.storeB, bt)));
   auto root =
       lfb::CreateAdapter(fb, s.version, fb.CreateString(s.baseHash), s.rank,
                          s.alpha, s.scaling, fb.CreateVector(targets));
@@ -294,6 +313,26 @@ TEST(Lora, MalformedAdapterFiles) {
                  {"appears twice"});
   expectRejected(f, with([](AdapterSpec &s) { s.version = 2; }),
                  {"format version 2"});
+  // Matrices stored as f16: each once, finite, with the right count.
+  expectRejected(f, with([](AdapterSpec &s) { s.storeA = "both"; }),
+                 {kHook, "A is stored both as f32 and as f16"});
+  expectRejected(f, with([](AdapterSpec &s) { s.storeB = "none"; }),
+                 {kHook, "B is missing"});
+  expectRejected(f, with([](AdapterSpec &s) {
+                   s.storeA = "f16";
+                   s.poisonA = INFINITY;
+                 }),
+                 {kHook, "A holds NaN or infinity"});
+  expectRejected(f, with([](AdapterSpec &s) {
+                   s.storeB = "f16";
+                   s.poisonB = NAN;
+                 }),
+                 {kHook, "B holds NaN or infinity"});
+  expectRejected(f, with([](AdapterSpec &s) {
+                   s.storeA = "f16";
+                   s.aCount = 3;
+                 }),
+                 {kHook, "A holds 3 values"});
   std::vector<uint8_t> good = buildAdapter();
   std::vector<uint8_t> bad = good;
   bad[4] = 'X';
@@ -306,6 +345,31 @@ TEST(Lora, MalformedAdapterFiles) {
       EXPECT_EQ(a.message().rfind("cut.etla: ", 0), 0u) << a.message();
   }
   EXPECT_TRUE(f.load(good).ok());
+}
+
+TEST(Lora, HalfStoredMatricesGiveTheSameOutput) {
+  // The test values (multiples of 1/8) are exact in half precision: an
+  // adapter stored as f16, or A and B stored differently, gives the f32
+  // adapter's output bit for bit, from a file about half the size.
+  Fixture f;
+  AdapterSpec s32, s16, mixed;
+  s16.storeA = s16.storeB = "f16";
+  mixed.storeB = "f16";
+  std::vector<std::vector<float>> outputs;
+  std::vector<size_t> sizes;
+  for (const AdapterSpec &s : {s32, s16, mixed}) {
+    std::vector<uint8_t> bytes = buildAdapter(s);
+    sizes.push_back(bytes.size());
+    auto a = f.load(bytes);
+    ASSERT_TRUE(a.ok()) << a.message();
+    ASSERT_TRUE(f.module->applyLora(*a, 0.75).ok());
+    outputs.push_back(f.run());
+    ASSERT_TRUE(f.module->removeLora(**a).ok());
+  }
+  EXPECT_EQ(outputs[1], outputs[0]);
+  EXPECT_EQ(outputs[2], outputs[0]);
+  EXPECT_NE(outputs[0], (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  EXPECT_LT(sizes[1], sizes[0]);
 }
 
 TEST(Lora, RandomByteFlipsNeverCrash) {

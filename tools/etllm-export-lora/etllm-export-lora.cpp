@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include "etllm/Formats/Gguf.h"
 #include "etllm/Formats/Lora.h"
+#include "etllm/runtime/half.h"
 #include "etllm/runtime/lora.h"
 #include "etllm/runtime/program.h"
 #include "etllm/schema/lora_generated.h"
@@ -34,11 +35,17 @@ namespace formats = ::etllm::formats;
 
 const char *kUsage =
     "usage: etllm-export-lora --base BASE.pte --adapter PEFT_DIR -o OUT.etla\n"
+    "                         [--dtype f32|f16]\n"
     "\n"
     "Writes the PEFT adapter PEFT_DIR (adapter_config.json +\n"
     "adapter_model.safetensors) as an adapter file for BASE.pte, a program\n"
     "exported with lora_runtime.targets; apply it with\n"
-    "`etllm-run BASE.pte --lora OUT.etla[:SCALE]` (docs/LoRA.md).\n";
+    "`etllm-run BASE.pte --lora OUT.etla[:SCALE]` (docs/LoRA.md).\n"
+    "\n"
+    "  --dtype f32|f16   how the file stores the matrices (default: f32); f16\n"
+    "                    halves the file (the runtime converts to f32 at "
+    "load)\n"
+    "                    and refuses a value outside half's range\n";
 
 int fail(const std::string &msg) {
   std::fprintf(stderr, "etllm-export-lora: error: %s\n", msg.c_str());
@@ -53,7 +60,7 @@ std::string baseName(const std::string &path) {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string base, adapterPath, out;
+  std::string base, adapterPath, out, dtype = "f32";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](std::string &dst) {
@@ -67,12 +74,16 @@ int main(int argc, char **argv) {
       return 0;
     }
     if ((a == "--base" && value(base)) ||
-        (a == "--adapter" && value(adapterPath)) || (a == "-o" && value(out)))
+        (a == "--adapter" && value(adapterPath)) || (a == "-o" && value(out)) ||
+        (a == "--dtype" && value(dtype)))
       continue;
     return fail("unknown or incomplete argument '" + a + "' (see --help)");
   }
   if (base.empty() || adapterPath.empty() || out.empty())
     return fail("--base, --adapter and -o are required (see --help)");
+  if (dtype != "f32" && dtype != "f16")
+    return fail("--dtype '" + dtype + "': expected f32 or f16");
+  const bool half = dtype == "f16";
 
   auto program = rt::Program::load(base);
   if (!program.ok())
@@ -157,9 +168,31 @@ int main(int argc, char **argv) {
     for (int64_t o = 0; o < outF; ++o)
       for (int64_t k = 0; k < r; ++k)
         bt[size_t(k * outF + o)] = (*b)[size_t(o * r + k)];
+    if (!half) {
+      targets.push_back(lfb::CreateLoraTarget(fb, fb.CreateString(module), in,
+                                              outF, fb.CreateVector(at),
+                                              fb.CreateVector(bt)));
+      continue;
+    }
+    std::vector<uint16_t> at16(at.size()), bt16(bt.size());
+    auto toHalf = [&](const std::vector<float> &v, std::vector<uint16_t> &h,
+                      const std::string &tensor) -> bool {
+      for (size_t k = 0; k < v.size(); ++k) {
+        h[k] = rt::floatToHalf(v[k]);
+        if (!std::isfinite(rt::halfToFloat(h[k]))) {
+          fail(adapterPath + ": tensor '" + tensor + "': the value " +
+               std::to_string(v[k]) +
+               " is outside f16's range (write it with --dtype f32)");
+          return false;
+        }
+      }
+      return true;
+    };
+    if (!toHalf(at, at16, t.a->name) || !toHalf(bt, bt16, t.b->name))
+      return 1;
     targets.push_back(lfb::CreateLoraTarget(fb, fb.CreateString(module), in,
-                                            outF, fb.CreateVector(at),
-                                            fb.CreateVector(bt)));
+                                            outF, 0, 0, fb.CreateVector(at16),
+                                            fb.CreateVector(bt16)));
   }
   std::string source;
   for (const std::string &f : ad.files())

@@ -22,6 +22,7 @@
 #include "etllm/runtime/result.h"
 
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -72,13 +73,20 @@ public:
   double scaling() const { return scaling_; }
   const std::string &baseHash() const { return baseHash_; }
   const std::vector<Target> &targets() const { return targets_; }
-  /// Bytes held (the file's).
-  size_t sizeBytes() const { return bytes_.size() * sizeof(uint64_t); }
+  /// Bytes held (the file's, and the f32 form of matrices stored as f16).
+  size_t sizeBytes() const {
+    size_t n = bytes_.size() * sizeof(uint64_t);
+    for (const std::vector<float> &v : converted_)
+      n += v.size() * sizeof(float);
+    return n;
+  }
 
 private:
   LoraAdapter() = default;
   std::string name_, baseHash_;
   std::vector<uint64_t> bytes_; // the file, 8-byte aligned
+  // Matrices stored as f16, converted (a list: the kernel keeps pointers).
+  std::list<std::vector<float>> converted_;
   int64_t rank_ = 0;
   double alpha_ = 0, scaling_ = 0;
   std::vector<Target> targets_;
