@@ -567,8 +567,8 @@ output:
             "F16", "BF16", "F64", "I32", "__metadata__",
             "--- adapter_model.safetensors ---"])
         # LoRA adapter files (.etla) for the format fixture with hooks.
-        seeds.add_file("etla", os.path.join(
-            a.repo, "runtime/test/fixtures/tiny-llama-lora-v1.etla"))
+        for f in ["tiny-llama-lora-v1.etla", "tiny-llama-lora-v1-f16.etla"]:
+            seeds.add_file("etla", os.path.join(a.repo, "runtime/test/fixtures", f))
 
         # Glob patterns and module paths.
         for i, (p, t) in enumerate([("model.layers.0.*", "model.layers.0.mlp.up_proj"),
