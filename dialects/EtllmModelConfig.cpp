@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "etllm/Dialect/Etllm/EtllmModelConfig.h"
 #include "etllm/Dialect/Etllm/EtllmDialect.h"
+#include "etllm/Dialect/Etllm/MoeActivations.h"
 
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/Support/JSON.h"
@@ -337,6 +338,14 @@ LogicalResult EtllmDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << kLoraMaxRankAttrName
                              << "' must be a positive integer on a "
                                 "builtin.module";
+    return success();
+  }
+  if (attr.getName() == kMoeActivationsAttrName) {
+    auto v = dyn_cast<StringAttr>(attr.getValue());
+    if (op->getName().getStringRef() != "etllm.moe" || !v ||
+        v.getValue() != kMoeActivationsInt8Block)
+      return op->emitError() << "'" << kMoeActivationsAttrName
+                             << "' must be \"int8-block\" on an etllm.moe";
     return success();
   }
   if (attr.getName() != kModelConfigAttrName)

@@ -1,5 +1,6 @@
 //===- Quantize.cpp - Block-wise weight quantization ----------------------===//
 #include "etllm/Dialect/Etllm/EtllmOps.h"
+#include "etllm/Dialect/Etllm/MoeActivations.h"
 #include "etllm/Formats/Checkpoint.h"
 #include "etllm/Support/Glob.h"
 #include "etllm/Transforms/Passes.h"
@@ -194,8 +195,11 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
     });
 
     // Mixture-of-experts layers: the stacked expert weights take the
-    // linear scheme, grouped along their last dimension, with f32
-    // activations (etllm.moe has no quantized-activation form yet). The
+    // linear scheme, grouped along their last dimension. The op's input
+    // stays f32; with activations=int8-block (and a scheme without 8da)
+    // the op is marked etllm.activations = "int8-block", which lets an
+    // optimized kernel quantize its expert inputs per block as the
+    // qlinears of the recipe are (the portable kernel keeps f32). The
     // router is an operand of the op that has no quantized form: routers
     // stay float in every recipe. `exclude` matches the stacked
     // projection's name ("model.layers.0.mlp.experts.gate_proj").
@@ -233,6 +237,10 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
         use->set(qget.getResult());
         if (get->use_empty())
           get.erase();
+        if (blockActs && !base.dynamicActivations)
+          moe->setAttr(
+              kMoeActivationsAttrName,
+              StringAttr::get(&getContext(), kMoeActivationsInt8Block));
       }
     }
 

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "etllm/Backends/Backends.h"
 #include "etllm/Dialect/Etllm/EtllmOps.h"
+#include "etllm/Dialect/Etllm/MoeActivations.h"
 #include "etllm/Serialize/KernelCalls.h"
 #include "etllm/Serialize/WeightStore.h"
 #include "etllm/Target/Backend.h"
@@ -52,6 +53,15 @@ bool isIndexVector(Type t) {
   return tt && tt.getRank() == 1 &&
          (tt.getElementType().isInteger(64) ||
           tt.getElementType().isInteger(32));
+}
+
+/// Stacked expert weights the moe kernel packs per expert: a parameter
+/// !etllm.qweight [E, N, K] whose groups the block layout holds.
+bool isPackableExperts(Value v) {
+  auto w = dyn_cast<QWeightType>(v.getType());
+  return isParam(v) && w && w.getRank() == 3 &&
+         rt::xnnpack::PackedQBlockLayout::supports(w.getShape().back(),
+                                                   quantInfoOf(w));
 }
 
 bool isF32Rank4(Type t) {
@@ -137,6 +147,17 @@ public:
                  (!a.getPositions() ||
                   isIndexVector(a.getPositions().getType()));
         })
+        // Routed experts over quantized stacked weights (moe.cpp); float
+        // experts stay on the portable kernel.
+        .Case([](MoeOp m) {
+          return isF32Tensor(m.getType()) &&
+                 isF32Tensor(m.getInput().getType()) &&
+                 isF32Tensor(m.getRouter().getType()) &&
+                 cast<RankedTensorType>(m.getRouter().getType()).getRank() ==
+                     2 &&
+                 isPackableExperts(m.getGate()) &&
+                 isPackableExperts(m.getUp()) && isPackableExperts(m.getDown());
+        })
         .Case([](QEmbeddingOp e) {
           // A table the block layout holds (the tied lm_head's, read by
           // both from one copy).
@@ -157,7 +178,7 @@ public:
     // with all its ops legal the whole forward, is one delegate call.)
     // Worth a call only with real work in it.
     return llvm::any_of(ops, [](Operation *op) {
-      return isa<LinearOp, QLinearOp, RmsNormOp>(op);
+      return isa<LinearOp, QLinearOp, RmsNormOp, MoeOp>(op);
     });
   }
 
@@ -189,6 +210,9 @@ LogicalResult XnnpackCompiler::serialize(
     }
     if (auto e = dyn_cast<QEmbeddingOp>(op))
       packing[e.getWeight()] = xfb::Packing::QWEIGHT_R16; // legality checked
+    if (auto m = dyn_cast<MoeOp>(op)) // per expert (legality checked)
+      for (Value w : {m.getGate(), m.getUp(), m.getDown()})
+        packing[w] = xfb::Packing::QWEIGHT_R16;
   }
 
   auto addValue = [&](Value v, xfb::ValueKind kind, uint32_t idx,
@@ -237,12 +261,23 @@ LogicalResult XnnpackCompiler::serialize(
       WeightStore *weights = &ctx.weights();
       Type t = param.getType();
       ArrayRef<int64_t> shape = shapeOf(t);
-      if (pack != xfb::Packing::DENSE && shape.size() != 2)
+      // Stacked expert weights [E, N, K]: each expert packed on its own.
+      const bool experts =
+          pack == xfb::Packing::QWEIGHT_R16 && shape.size() == 3;
+      if (pack != xfb::Packing::DENSE && shape.size() != 2 && !experts)
         return op.emitError("xnnpack: packed weights must be 2-D");
-      int64_t rows = shape.size() == 2 ? shape[0] : 1, cols = shape.back();
+      int64_t rows = shape.size() >= 2 ? shape[shape.size() - 2] : 1,
+              cols = shape.back();
+      int64_t stack = experts ? shape[0] : 0;
       rt::QuantInfo q = quantInfoOf(t);
       uint64_t size;
-      if (pack == xfb::Packing::QWEIGHT_R16) {
+      if (experts) {
+        auto l =
+            rt::xnnpack::PackedQExpertsLayout::compute(stack, rows, cols, q);
+        if (!l.ok())
+          return op.emitError("xnnpack: ") << l.message();
+        size = l->totalBytes;
+      } else if (pack == xfb::Packing::QWEIGHT_R16) {
         auto l = rt::xnnpack::PackedQBlockLayout::compute(rows, cols, q);
         if (!l.ok())
           return op.emitError("xnnpack: ") << l.message();
@@ -266,7 +301,7 @@ LogicalResult XnnpackCompiler::serialize(
         elements *= uint64_t(d);
       uint32_t constant = ctx.addWeight(
           "xnnpack/" + param.getSymName().str() + suffix, size, elements,
-          [weights, param, pack, rows, cols, q,
+          [weights, param, pack, rows, cols, q, stack,
            diag]() mutable -> FailureOr<std::vector<uint8_t>> {
             if (pack == xfb::Packing::F32_NR8) {
               FailureOr<std::vector<float>> f = weights->floatValues(param);
@@ -277,8 +312,12 @@ LogicalResult XnnpackCompiler::serialize(
             FailureOr<std::vector<uint8_t>> bytes = weights->materialize(param);
             if (failed(bytes) || pack == xfb::Packing::DENSE)
               return bytes;
-            auto packed = rt::xnnpack::packQBlocks(bytes->data(), bytes->size(),
-                                                   rows, cols, q);
+            auto packed =
+                stack > 0
+                    ? rt::xnnpack::packQExperts(bytes->data(), bytes->size(),
+                                                stack, rows, cols, q)
+                    : rt::xnnpack::packQBlocks(bytes->data(), bytes->size(),
+                                               rows, cols, q);
             if (!packed.ok())
               return diag->emitError("xnnpack: ") << packed.message();
             return std::move(packed.value());
@@ -322,9 +361,16 @@ LogicalResult XnnpackCompiler::serialize(
     }
     std::vector<int64_t> ints(call->ints.begin(), call->ints.end());
     std::vector<double> floats(call->floats.begin(), call->floats.end());
-    nodes.push_back(xfb::CreateNode(
-        fb, fb.CreateString(call->op), fb.CreateVector(ins),
-        fb.CreateVector(outs), fb.CreateVector(ints), fb.CreateVector(floats)));
+    // How moe feeds its experts: what the quantize stage chose for it
+    // (int8 per block of 32 with activations=int8-block), else f32.
+    uint8_t moeActs = 0;
+    if (auto act = op.getAttrOfType<StringAttr>(kMoeActivationsAttrName);
+        isa<MoeOp>(op) && act && act.getValue() == kMoeActivationsInt8Block)
+      moeActs = 1;
+    nodes.push_back(xfb::CreateNode(fb, fb.CreateString(call->op),
+                                    fb.CreateVector(ins), fb.CreateVector(outs),
+                                    fb.CreateVector(ints),
+                                    fb.CreateVector(floats), moeActs));
   }
   // Every result must be produced by a node of the subgraph, once.
   llvm::DenseSet<Value> seen;

@@ -15,6 +15,7 @@
 #include "etllm/runtime/xnnpack/backend.h"
 
 #include "internal.h"
+#include "moe.h"
 #include "qdot.h"
 
 #include "etllm/runtime/memory_planner.h"
@@ -47,7 +48,8 @@ enum class Kind {
   PackedLinear,
   PackedQLinear,
   PackedQEmbedding,
-  Rope // with a table built at init (else Dense)
+  PackedMoe, // gate, up and down packed per expert (moe.cpp)
+  Rope       // with a table built at init (else Dense)
 };
 
 /// What init learned about one blob value.
@@ -67,6 +69,7 @@ struct Node {
   Kind kind = Kind::Dense;
   QDotWeight qweight;              // PackedQLinear: the weight, checked at init
   const RopeTable *rope = nullptr; // Rope: the table built at init
+  std::shared_ptr<MoeExperts> moe; // PackedMoe: the experts, checked at init
   /// PackedQLinear: this node and the next group - 1 ones read the same
   /// input and run as one (qlinearGroupRun); the others are skipped.
   int group = 1;
@@ -198,6 +201,7 @@ Status checkConstant(uint32_t v, ValueInfo &vi, const ConstantTable &constants,
   size_t need = 0;
   const Tensor &p = vi.proto;
   const bool qweight2d = p.dtype == DType::QWeight && p.rank == 2;
+  const bool qweight3d = p.dtype == DType::QWeight && p.rank == 3;
   switch (vi.packing) {
   case xfb::Packing::DENSE:
     need = vi.capacity;
@@ -216,9 +220,17 @@ Status checkConstant(uint32_t v, ValueInfo &vi, const ConstantTable &constants,
     break;
   }
   case xfb::Packing::QWEIGHT_R16: {
+    if (qweight3d) { // stacked expert weights (moe)
+      Result<PackedQExpertsLayout> l = PackedQExpertsLayout::compute(
+          p.sizes[0], p.sizes[1], p.sizes[2], p.quant);
+      if (!l.ok())
+        return blobError(what + ": " + l.message());
+      need = l->totalBytes;
+      break;
+    }
     if (!qweight2d)
       return blobError(what +
-                       ": QWEIGHT_R16 packing needs a 2-D qweight, "
+                       ": QWEIGHT_R16 packing needs a 2-D or 3-D qweight, "
                        "got " +
                        p.shapeString());
     Result<PackedQBlockLayout> l =
@@ -330,6 +342,40 @@ Status checkPackedNode(const std::string &what, const Node &n,
                        " does not match " + std::to_string(w.sizes[0]) +
                        " output features");
   }
+  return Status();
+}
+
+/// Checks a moe node whose experts are packed (all three, per expert, and
+/// fitting the input and router) and sets node.moe.
+Status checkMoeNode(const std::string &what, Node &n, const xfb::Node *fn,
+                    const std::vector<ValueInfo> &info,
+                    const std::vector<Tensor> &tensors) {
+  auto experts = std::make_shared<MoeExperts>();
+  QDotExperts *parts[] = {&experts->gate, &experts->up, &experts->down};
+  for (size_t i = 2; i <= 4; ++i) {
+    if (info[n.values[i]].packing != xfb::Packing::QWEIGHT_R16)
+      return blobError(what + ": gate, up and down must all be packed");
+    Result<QDotExperts> w = qdotExperts(tensors[n.values[i]]);
+    if (!w.ok())
+      return blobError(what + ": " + w.message());
+    *parts[i - 2] = *w;
+  }
+  Status st = checkMoeExperts(*experts);
+  if (!st.ok())
+    return blobError(what + ": " + st.message());
+  if (fn->moe_activations() > uint8_t(MoeActivations::Int8Block))
+    return blobError(what + ": invalid moe_activations " +
+                     std::to_string(unsigned(fn->moe_activations())));
+  experts->acts = MoeActivations(fn->moe_activations());
+  const ValueInfo &xi = info[n.values[0]];
+  const Tensor &x = xi.proto, &out = info[n.values[n.numInputs]].proto;
+  const int64_t D = experts->gate.l.expert.k;
+  if (x.dtype != DType::F32 || out.dtype != DType::F32 || x.rank < 1 ||
+      (!xi.dynamic[x.rank - 1] && x.sizes[x.rank - 1] != D))
+    return blobError(what + ": a packed moe needs an f32 input [..., " +
+                     std::to_string(D) + "] and output, got " +
+                     x.shapeString());
+  n.moe = std::move(experts);
   return Status();
 }
 
@@ -457,6 +503,7 @@ Result<std::unique_ptr<DelegateInstance>> XnnpackBackend::init(
   // (Two values may name one program constant: a tied embedding's table is
   // also the output layer's weight.)
   std::vector<uint32_t> gatherOnly, fullIndices;
+  std::vector<std::pair<uint32_t, int64_t>> expertStacks; // value, top_k
   inst->nodes.resize(numNodes);
   for (uint32_t n = 0; n < numNodes; ++n) {
     const xfb::Node *fn = fnodes->Get(n);
@@ -509,27 +556,39 @@ Result<std::unique_ptr<DelegateInstance>> XnnpackBackend::init(
         return blobError(what + ": input " + std::to_string(i) + " (" +
                          valueName(v) + ") is used before it is produced");
       if (vi.packing != xfb::Packing::DENSE) {
-        const bool r16 = vi.packing == xfb::Packing::QWEIGHT_R16;
-        const bool ok = (i == 1 && op->id == OpId::Linear &&
-                         vi.packing == xfb::Packing::F32_NR8) ||
-                        (i == 1 && op->id == OpId::QLinear && r16) ||
-                        (i == 0 && op->id == OpId::QEmbedding && r16);
+        const bool r16 = vi.packing == xfb::Packing::QWEIGHT_R16 &&
+                         vi.proto.rank == 2; // 3-D: moe's expert stacks
+        const bool ok =
+            (i == 1 && op->id == OpId::Linear &&
+             vi.packing == xfb::Packing::F32_NR8) ||
+            (i == 1 && op->id == OpId::QLinear && r16) ||
+            (i == 0 && op->id == OpId::QEmbedding && r16) ||
+            (i >= 2 && i <= 4 && op->id == OpId::Moe &&
+             vi.packing == xfb::Packing::QWEIGHT_R16 && vi.proto.rank == 3);
         if (!ok)
           return blobError(what + ": input " + std::to_string(i) + " (" +
                            valueName(v) +
                            ") is a packed constant, which this operator "
                            "cannot read");
-        node.kind = op->id == OpId::Linear    ? Kind::PackedLinear
-                    : op->id == OpId::QLinear ? Kind::PackedQLinear
-                                              : Kind::PackedQEmbedding;
+        node.kind = op->id == OpId::Linear       ? Kind::PackedLinear
+                    : op->id == OpId::QLinear    ? Kind::PackedQLinear
+                    : op->id == OpId::QEmbedding ? Kind::PackedQEmbedding
+                                                 : Kind::PackedMoe;
       }
       vi.lastUse = int(n);
       node.values.push_back(v);
       if (vi.kind == xfb::ValueKind::CONSTANT) {
         const bool gather =
             i == 0 && (op->id == OpId::Embedding || op->id == OpId::QEmbedding);
+        // A moe's packed expert stack: a decode step reads its top_k
+        // experts (checked with the node below).
+        const bool experts = i >= 2 && i <= 4 && op->id == OpId::Moe &&
+                             vi.packing == xfb::Packing::QWEIGHT_R16 &&
+                             nints > 0;
         if (gather)
           gatherOnly.push_back(v);
+        else if (experts)
+          expertStacks.push_back({v, fn->ints()->Get(0)});
         else
           fullIndices.push_back(vi.index);
       }
@@ -560,6 +619,8 @@ Result<std::unique_ptr<DelegateInstance>> XnnpackBackend::init(
     node.args.assign(node.values.size(), nullptr);
     if (node.kind == Kind::PackedLinear || node.kind == Kind::PackedQLinear)
       ETLLM_RETURN_IF_ERROR(checkPackedNode(what, node, info));
+    if (node.kind == Kind::PackedMoe)
+      ETLLM_RETURN_IF_ERROR(checkMoeNode(what, node, fn, info, inst->tensors));
     if (node.kind == Kind::PackedQLinear ||
         node.kind == Kind::PackedQEmbedding) {
       Result<QDotWeight> w = qdotWeight(
@@ -575,6 +636,16 @@ Result<std::unique_ptr<DelegateInstance>> XnnpackBackend::init(
     if (!std::binary_search(fullIndices.begin(), fullIndices.end(), vi.index) &&
         vi.proto.rank >= 1 && vi.proto.sizes[0] > 0)
       constants.noteGatherTable(vi.index, uint64_t(vi.proto.sizes[0]));
+  }
+  // Expert stacks [E, N, K] read top_k experts per step: noted as tables of
+  // E / top_k "rows" (one read per step; exact when top_k divides E, else
+  // an upper bound).
+  for (auto [v, topK] : expertStacks) {
+    const ValueInfo &vi = info[v];
+    const int64_t E = vi.proto.rank == 3 ? vi.proto.sizes[0] : 0;
+    if (!std::binary_search(fullIndices.begin(), fullIndices.end(), vi.index) &&
+        E > 0 && topK >= 1 && topK <= E)
+      constants.noteGatherTable(vi.index, uint64_t(E / topK));
   }
   for (uint32_t i = 0; i < numOut; ++i)
     if (info[uint32_t(outputPos[i])].producer < 0)
@@ -702,6 +773,17 @@ Result<std::unique_ptr<DelegateInstance>> XnnpackBackend::init(
                        qlinearPackedScratch(isa_, &ctx, M, node.qweight.l, x));
   }
   for (const Node &node : inst->nodes) {
+    if (node.kind != Kind::PackedMoe || node.ints.empty())
+      continue;
+    // (A bound past the reservation limit, e.g. a prefill of the whole
+    // context, grows on first use instead of dropping the others'.)
+    const Tensor &x = info[node.values[0]].proto;
+    const size_t bytes = moeScratchBytes(
+        &ctx, prodSizes(x.sizes, 0, x.rank - 1), node.ints[0], *node.moe);
+    if (bytes <= kMaxReservedScratch)
+      scratch = std::max(scratch, bytes);
+  }
+  for (const Node &node : inst->nodes) {
     if (node.op != OpId::Sdpa || node.values.size() < 4)
       continue;
     const Tensor &q = info[node.values[0]].proto;
@@ -821,6 +903,9 @@ Status XnnpackInstance::execute(Span<Tensor *const> inputs,
       break;
     case Kind::PackedQEmbedding:
       st = qembeddingRun(a, node.qweight);
+      break;
+    case Kind::PackedMoe:
+      st = moeRun(a, isa, *node.moe);
       break;
     case Kind::Rope: {
       bool handled = false;

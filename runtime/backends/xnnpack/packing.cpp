@@ -84,21 +84,13 @@ Result<PackedQBlockLayout> PackedQBlockLayout::compute(int64_t n, int64_t k,
   return l;
 }
 
-Result<std::vector<uint8_t>> packQBlocks(const uint8_t *blob, size_t size,
-                                         int64_t rows, int64_t cols,
-                                         const QuantInfo &q) {
-  Result<QWeightLayout> plain = QWeightLayout::compute(rows, cols, q);
-  if (!plain.ok())
-    return plain.error();
-  if (size < plain->totalBytes)
-    return Error("quantized weight blob has " + std::to_string(size) +
-                 " bytes, needs " + std::to_string(plain->totalBytes));
-  Result<PackedQBlockLayout> packed =
-      PackedQBlockLayout::compute(rows, cols, q);
-  if (!packed.ok())
-    return packed.error();
-  const PackedQBlockLayout &l = *packed;
-  std::vector<uint8_t> out(l.totalBytes, 0);
+namespace {
+
+/// Packs rows [row0, row0 + l.n) of a QWeightLayout blob (`plain`, whose
+/// rows have l.k values) into `out` (l.totalBytes, zeroed).
+void packRows(const uint8_t *blob, const QWeightLayout &plain, int64_t row0,
+              const PackedQBlockLayout &l, const QuantInfo &q, uint8_t *out) {
+  const int64_t rows = l.n, cols = l.k;
   const size_t rowBytes = q.bits == 8 ? size_t(cols) : size_t(cols) / 2;
   // The stored value of q = 0: nibble 8 when symmetric, else 0.
   const uint8_t zero = (q.bits == 4 && q.symmetric) ? 8 : 0;
@@ -106,12 +98,12 @@ Result<std::vector<uint8_t>> packQBlocks(const uint8_t *blob, size_t size,
   for (int64_t rg = 0; rg < l.rowGroups; ++rg) {
     for (int64_t b = 0; b < l.kBlocks; ++b) {
       uint8_t *tile =
-          out.data() + l.qdataOff +
+          out + l.qdataOff +
           (size_t(rg) * size_t(l.kBlocks) + size_t(b)) * l.tileBytes;
       for (int64_t r = 0; r < kQRows; ++r) {
         const int64_t row = rg * kQRows + r;
         const uint8_t *src =
-            row < rows ? blob + size_t(row) * rowBytes : nullptr;
+            row < rows ? blob + size_t(row0 + row) * rowBytes : nullptr;
         auto value = [&](int64_t i) -> uint8_t { // i: index in the block
           const int64_t k = b * kQBlock + i;
           return (src && k < cols) ? storedValue(src, k, q.bits) : zero;
@@ -133,14 +125,82 @@ Result<std::vector<uint8_t>> packQBlocks(const uint8_t *blob, size_t size,
           continue; // scale (and offset) 0: already zero
         const size_t slot =
             (size_t(rg) * size_t(l.scaleGroups) + size_t(g)) * kQRows + r;
-        const size_t idx = size_t(row) * size_t(l.scaleGroups) + size_t(g);
-        std::memcpy(out.data() + l.scalesOff + slot * ps,
-                    blob + plain->scalesOff + idx * ps, ps);
+        const size_t idx =
+            size_t(row0 + row) * size_t(l.scaleGroups) + size_t(g);
+        std::memcpy(out + l.scalesOff + slot * ps,
+                    blob + plain.scalesOff + idx * ps, ps);
         if (!q.symmetric)
-          std::memcpy(out.data() + l.offsetsOff + slot * ps,
-                      blob + plain->offsetsOff + idx * ps, ps);
+          std::memcpy(out + l.offsetsOff + slot * ps,
+                      blob + plain.offsetsOff + idx * ps, ps);
       }
   }
+}
+
+} // namespace
+
+Result<std::vector<uint8_t>> packQBlocks(const uint8_t *blob, size_t size,
+                                         int64_t rows, int64_t cols,
+                                         const QuantInfo &q) {
+  Result<QWeightLayout> plain = QWeightLayout::compute(rows, cols, q);
+  if (!plain.ok())
+    return plain.error();
+  if (size < plain->totalBytes)
+    return Error("quantized weight blob has " + std::to_string(size) +
+                 " bytes, needs " + std::to_string(plain->totalBytes));
+  Result<PackedQBlockLayout> packed =
+      PackedQBlockLayout::compute(rows, cols, q);
+  if (!packed.ok())
+    return packed.error();
+  std::vector<uint8_t> out(packed->totalBytes, 0);
+  packRows(blob, *plain, 0, *packed, q, out.data());
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// PackedQExpertsLayout
+//===----------------------------------------------------------------------===//
+
+Result<PackedQExpertsLayout> PackedQExpertsLayout::compute(int64_t experts,
+                                                           int64_t n, int64_t k,
+                                                           const QuantInfo &q) {
+  if (experts <= 0 || n <= 0)
+    return Error("stacked expert weights need at least one expert and row");
+  // The stack as one [E * N, K] weight bounds the sizes.
+  int64_t rows;
+  if (__builtin_mul_overflow(experts, n, &rows))
+    return Error("stacked expert weights are too large");
+  Result<QWeightLayout> plain = QWeightLayout::compute(rows, k, q);
+  if (!plain.ok())
+    return plain.error();
+  Result<PackedQBlockLayout> one = PackedQBlockLayout::compute(n, k, q);
+  if (!one.ok())
+    return one.error();
+  PackedQExpertsLayout l;
+  l.experts = experts;
+  l.expert = *one;
+  l.expertBytes = alignUp(one->totalBytes, kQuantSectionAlign);
+  if (__builtin_mul_overflow(size_t(experts), l.expertBytes, &l.totalBytes))
+    return Error("stacked expert weights are too large");
+  return l;
+}
+
+Result<std::vector<uint8_t>> packQExperts(const uint8_t *blob, size_t size,
+                                          int64_t experts, int64_t rows,
+                                          int64_t cols, const QuantInfo &q) {
+  Result<PackedQExpertsLayout> l =
+      PackedQExpertsLayout::compute(experts, rows, cols, q);
+  if (!l.ok())
+    return l.error();
+  Result<QWeightLayout> plain = QWeightLayout::compute(experts * rows, cols, q);
+  if (!plain.ok())
+    return plain.error();
+  if (size < plain->totalBytes)
+    return Error("quantized expert weights have " + std::to_string(size) +
+                 " bytes, need " + std::to_string(plain->totalBytes));
+  std::vector<uint8_t> out(l->totalBytes, 0);
+  for (int64_t e = 0; e < experts; ++e)
+    packRows(blob, *plain, e * rows, l->expert, q,
+             out.data() + size_t(e) * l->expertBytes);
   return out;
 }
 

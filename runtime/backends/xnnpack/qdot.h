@@ -99,6 +99,12 @@ using QDotF32Fn = void (*)(const QDotWeight &w, const QDotF32Act &a, int64_t M,
                            float *y, int64_t ldy);
 inline constexpr int64_t kQDotF32MaxRows = 4;
 
+/// The portable C++ weight-only kernel (every layout; the moe kernel's
+/// fallback where qdotF32Kernel has none).
+void qdotF32Generic(const QDotWeight &w, const QDotF32Act &a, int64_t M,
+                    int64_t rg0, int64_t rg1, const float *bias, float *y,
+                    int64_t ldy);
+
 /// The weight-only kernel of `isa`, or null (the caller dequantizes into
 /// scratch and runs the f32 GEMM).
 QDotF32Fn qdotF32Kernel(Isa isa, const PackedQBlockLayout &l);

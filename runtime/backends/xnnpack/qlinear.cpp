@@ -104,6 +104,38 @@ void qdotGeneric(const QDotWeight &w, const QDotAct &a, int64_t M, int64_t rg0,
     }
 }
 
+void qdotF32Generic(const QDotWeight &w, const QDotF32Act &a, int64_t M,
+                    int64_t rg0, int64_t rg1, const float *bias, float *y,
+                    int64_t ldy) {
+  const PackedQBlockLayout &l = w.l;
+  for (int64_t rg = rg0; rg < rg1; ++rg)
+    for (int r = 0; r < int(kQRows); ++r) {
+      const int64_t n = rg * kQRows + r;
+      if (n >= l.n)
+        break;
+      for (int64_t m = 0; m < M; ++m) {
+        const float *x = a.x + m * a.stride;
+        float acc = 0.0f;
+        for (int64_t b = 0; b < l.kBlocks; ++b) {
+          const uint8_t *tile = w.tile(rg, b);
+          const size_t slot =
+              (size_t(rg) * size_t(l.scaleGroups) + size_t(l.scaleGroup(b))) *
+                  kQRows +
+              r;
+          float d = 0.0f;
+          for (int i = 0; i < int(kQBlock); ++i)
+            d += float(tileValue(tile, l.bits, l.symmetric, r, i)) *
+                 x[b * kQBlock + i];
+          acc += loadParam(w.scales, slot, l.scaleType) * d;
+          if (!l.symmetric)
+            acc += loadParam(w.offsets, slot, l.scaleType) *
+                   a.xsum[m * a.blocks + b];
+        }
+        y[m * ldy + n] = acc + (bias ? bias[n] : 0.0f);
+      }
+    }
+}
+
 QDotFn qdotKernel(Isa isa, const PackedQBlockLayout &l, bool perToken) {
   QDotFn fn = nullptr;
 #if ETLLM_XNN_X86

@@ -70,6 +70,7 @@ public:
     std::vector<uint32_t> inputs, outputs;
     std::vector<int64_t> ints;
     std::vector<double> floats;
+    uint8_t moeActivations = 0;
   };
 
   uint32_t value(ValueDesc v) {
@@ -121,7 +122,7 @@ public:
       ns.push_back(
           xfb::CreateNode(fb, fb.CreateString(n.op), fb.CreateVector(n.inputs),
                           fb.CreateVector(n.outputs), fb.CreateVector(n.ints),
-                          fb.CreateVector(n.floats)));
+                          fb.CreateVector(n.floats), n.moeActivations));
     auto g = xfb::CreateGraph(fb, fb.CreateVector(vs), fb.CreateVector(ns));
     xfb::FinishGraphBuffer(fb, g);
     return std::vector<uint8_t>(fb.GetBufferPointer(),
@@ -924,6 +925,114 @@ TEST(HostileBlobTest, MutationsNeverCrash) {
   }
   std::cout << "[          ] " << accepted
             << " of 3000 mutated blobs were accepted (and executed)\n";
+}
+
+//===----------------------------------------------------------------------===//
+// moe over experts packed per expert
+//===----------------------------------------------------------------------===//
+
+/// A moe node (E = 5 experts of F = 32, D = 64, top 2 of a softmax) over
+/// packed stacks, and the same weights dense for portable.
+struct MoeBlob {
+  TestConstants constants;
+  BlobBuilder b;
+  OwnedTensor router, gate, up, down; // dense (portable)
+  uint32_t x, vr, vg, vu, vd, y;
+};
+
+std::unique_ptr<MoeBlob> makeMoe(uint8_t acts) {
+  constexpr int64_t E = 5, F = 32, D = 64;
+  auto m = std::make_unique<MoeBlob>();
+  std::mt19937 gen(21);
+  using K = xfb::ValueKind;
+  std::vector<float> rv = randomFloats(size_t(E * D), gen);
+  m->router = f32Tensor({E, D}, rv);
+  m->x = m->b.f32({4, D}, K::INPUT, 0, {1, 0});
+  BlobBuilder::ValueDesc rd;
+  rd.sizes = {E, D};
+  rd.kind = K::CONSTANT;
+  rd.index = m->constants.add(rv);
+  m->vr = m->b.value(rd);
+  auto stacked = [&](int64_t n, int64_t k, OwnedTensor &dense) {
+    RandomQWeight w = makeRandomQWeight(E * n, k, 4, true, 32, DType::F16, gen);
+    auto p =
+        packQExperts(w.dense->ptr<uint8_t>(), w.dense->capacity, E, n, k, w.q);
+    EXPECT_TRUE(p.ok());
+    dense = std::move(w.dense);
+    dense->rank = 3;
+    dense->sizes[0] = E;
+    dense->sizes[1] = n;
+    dense->sizes[2] = k;
+    BlobBuilder::ValueDesc wd;
+    wd.dtype = DType::QWeight;
+    wd.sizes = {E, n, k};
+    wd.kind = K::CONSTANT;
+    wd.index = m->constants.add(*p);
+    wd.packing = xfb::Packing::QWEIGHT_R16;
+    wd.q = w.q;
+    return m->b.value(wd);
+  };
+  m->vg = stacked(F, D, m->gate);
+  m->vu = stacked(F, D, m->up);
+  m->vd = stacked(D, F, m->down);
+  m->y = m->b.f32({4, D}, K::OUTPUT, 0, {1, 0});
+  m->b.node("moe", {m->x, m->vr, m->vg, m->vu, m->vd}, {m->y},
+            {2, 0, 0, 1, 1, 1, 0}, {1.0, 0.0});
+  m->b.nodes.back().moeActivations = acts;
+  return m;
+}
+
+TEST_P(BackendTest, MoeOnPackedExpertsMatchesPortable) {
+  for (uint8_t acts : {0, 1}) {
+    auto m = makeMoe(acts);
+    auto inst = initBlob(m->b.finish(), m->constants, GetParam().isa);
+    ASSERT_TRUE(inst.ok()) << inst.message();
+    std::mt19937 gen(22);
+    OwnedTensor x = f32Tensor({3, 64}, randomFloats(3 * 64, gen, -3, 3));
+    OwnedTensor y(DType::F32, {4, 64}), ref(DType::F32, {4, 64});
+    Context ctx(GetParam().threads);
+    ASSERT_OK(execute(**inst, {x}, {y}, *ctx));
+    ASSERT_OK(runPortable(OpId::Moe, {x, m->router, m->gate, m->up, m->down},
+                          {ref}, {2, 0, 0, 1, 1, 1, 0}, {1.0, 0.0}));
+    ASSERT_EQ(rt::testing::shape(*y), rt::testing::shape(*ref));
+    // moe_test.cpp's tolerances (relative to the largest output).
+    const std::vector<float> a = floatsOf(*y), r = floatsOf(*ref);
+    double mx = 0, dmax = 0;
+    for (size_t i = 0; i < r.size(); ++i) {
+      mx = std::max(mx, std::fabs(double(r[i])));
+      dmax = std::max(dmax, std::fabs(double(a[i]) - double(r[i])));
+    }
+    EXPECT_GT(mx, 0.0);
+    EXPECT_LE(dmax, (acts ? 6e-2 : 1e-4) * mx) << "moe_activations " << +acts;
+  }
+}
+
+TEST(HostileBlobTest, BadMoeNodes) {
+  auto m = makeMoe(0);
+  EXPECT_TRUE(initBlob(m->b.finish(), m->constants).ok());
+  auto m1 = makeMoe(7);
+  EXPECT_REJECTED(m1, m1->b.finish(), "invalid moe_activations 7");
+  // Only some experts packed.
+  auto m2 = makeMoe(0);
+  m2->b.values[m2->vu].packing = xfb::Packing::DENSE;
+  EXPECT_REJECTED(m2, m2->b.finish(), "gate, up and down must all be packed");
+  // gate where down belongs: [E, F, D] is not [E, D, F].
+  auto m3 = makeMoe(0);
+  m3->b.nodes[0].inputs[4] = m3->vg;
+  EXPECT_REJECTED(m3, m3->b.finish(),
+                  "are not [E, F, D], [E, F, D], [E, D, F]");
+  // A stacked packing read as the router, or by a qlinear.
+  auto m4 = makeMoe(0);
+  m4->b.nodes[0].inputs[1] = m4->vg;
+  EXPECT_REJECTED(m4, m4->b.finish(), "packed constant");
+  auto m5 = makeMoe(0);
+  const uint32_t t = m5->b.f32({4, 32});
+  m5->b.node("qlinear", {m5->x, m5->vg}, {t});
+  EXPECT_REJECTED(m5, m5->b.finish(), "packed constant");
+  // A stack whose bytes do not match its layout.
+  auto m6 = makeMoe(0);
+  m6->b.values[m6->vd].sizes = {5, 64, 64};
+  EXPECT_REJECTED(m6, m6->b.finish(), "holds");
 }
 
 } // namespace

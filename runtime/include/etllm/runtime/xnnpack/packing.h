@@ -79,6 +79,26 @@ Result<std::vector<uint8_t>> packQBlocks(const uint8_t *blob, size_t size,
                                          int64_t rows, int64_t cols,
                                          const QuantInfo &q);
 
+/// Stacked expert weights [E, N, K] (etllm.moe's gate, up and down) in
+/// Packing QWEIGHT_R16: expert e's PackedQBlockLayout [N, K] at
+/// e * expertBytes (each padded to 64 bytes), so that a kernel reads one
+/// expert's row groups on their own and a decode step touches only its
+/// selected experts' bytes. Each expert's row groups are padded on their
+/// own (N need not be a multiple of 16).
+struct PackedQExpertsLayout {
+  int64_t experts = 0;
+  PackedQBlockLayout expert;
+  size_t expertBytes = 0, totalBytes = 0;
+  static Result<PackedQExpertsLayout> compute(int64_t experts, int64_t n,
+                                              int64_t k, const QuantInfo &q);
+};
+
+/// Packs a QWeightLayout blob of a stacked weight [experts, rows, cols]
+/// (the plain layout of [experts * rows, cols]) into PackedQExpertsLayout.
+Result<std::vector<uint8_t>> packQExperts(const uint8_t *blob, size_t size,
+                                          int64_t experts, int64_t rows,
+                                          int64_t cols, const QuantInfo &q);
+
 /// The layout of programs written before PackedQBlockLayout (Packing
 /// QWEIGHT_NR8, read only: converted when a program is loaded). NB =
 /// ceil(N / 8) row blocks, GN = K / G groups:

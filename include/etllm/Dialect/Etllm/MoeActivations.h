@@ -1,0 +1,26 @@
+//===- MoeActivations.h - The activations mark of etllm.moe -----*- C++ -*-===//
+//
+// A discardable attribute on an etllm.moe whose stacked experts the quantize
+// stage quantized with int8 activations per block of 32 (a recipe with
+// activations=int8-block): "etllm.activations" = "int8-block". It lets an
+// optimized kernel quantize the op's expert inputs (x and silu(gate) * up)
+// per block of 32 as the recipe's qlinears are; the portable kernel keeps
+// them in float. Absent: float activations. Set by passes/Quantize.cpp,
+// checked by the dialect (EtllmModelConfig.cpp), read by the xnnpack
+// compiler.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ETLLM_DIALECT_ETLLM_MOEACTIVATIONS_H
+#define ETLLM_DIALECT_ETLLM_MOEACTIVATIONS_H
+
+#include "llvm/ADT/StringRef.h"
+
+namespace mlir::etllm {
+
+inline constexpr llvm::StringLiteral kMoeActivationsAttrName =
+    "etllm.activations";
+inline constexpr llvm::StringLiteral kMoeActivationsInt8Block = "int8-block";
+
+} // namespace mlir::etllm
+
+#endif // ETLLM_DIALECT_ETLLM_MOEACTIVATIONS_H
