@@ -17,7 +17,8 @@
 //     kernel: llama.cpp's Q8_0) and its rows gathered per expert.
 //  4. gate and up of every selected expert in one parallel loop over the
 //     row groups of all of them (qdot.h kernels, one expert's rows at a
-//     time), silu(gate) * up (the portable formula), prepared as in 3, and
+//     time), silu(gate) * up (the delegate's silu kernel: portable's
+//     formula with a polynomial exp, a few ulp apart), prepared as in 3, and
 //     down in a second parallel loop. Only the selected experts' bytes are
 //     read: a decode step reads top_k experts.
 //  5. Each token's outputs accumulated in ascending expert order, as in
@@ -145,11 +146,11 @@ struct MoePlan {
   }
 };
 
-/// The f32 dot product in portable's order (dotF32: s += a[i] * b[i] from
-/// 0), four rows at a time (independent sums: the same results, four times
-/// the throughput of one dependency chain).
-void routerLogits(const float *x, const float *router, int64_t E, int64_t D,
-                  float *logits) {
+/// The f32 dot products in portable's order (dotF32: s += a[i] * b[i]
+/// from 0), four rows at a time (independent sums: the same results, four
+/// times the throughput of one dependency chain).
+void routerLogitsGeneric(const float *x, const float *router, int64_t E,
+                         int64_t D, float *logits) {
   int64_t e = 0;
   for (; e + 4 <= E; e += 4) {
     const float *r0 = router + e * D, *r1 = r0 + D, *r2 = r1 + D, *r3 = r2 + D;
@@ -175,6 +176,42 @@ void routerLogits(const float *x, const float *router, int64_t E, int64_t D,
   }
 }
 
+#if ETLLM_XNN_X86
+/// The same sums with one expert per lane, 16 experts at a time: 8 x 8
+/// tiles of the router transposed in registers, then per column
+/// acc = acc + x[i] * r[., i] (a multiply and an add, no FMA: each lane
+/// adds the same rounded products in the same order as dotF32).
+ETLLM_XNN_AVX2 void routerLogitsAvx2(const float *x, const float *router,
+                                     int64_t E, int64_t D, float *logits) {
+  int64_t e = 0;
+  for (; e + 16 <= E; e += 16) {
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= D; i += 8) {
+      __m256 a[8], b[8];
+      for (int j = 0; j < 8; ++j) {
+        a[j] = _mm256_loadu_ps(router + (e + j) * D + i);
+        b[j] = _mm256_loadu_ps(router + (e + 8 + j) * D + i);
+      }
+      avx2::transpose8(a);
+      avx2::transpose8(b);
+      for (int j = 0; j < 8; ++j) {
+        const __m256 v = _mm256_set1_ps(x[i + j]);
+        acc0 = _mm256_add_ps(acc0, _mm256_mul_ps(v, a[j]));
+        acc1 = _mm256_add_ps(acc1, _mm256_mul_ps(v, b[j]));
+      }
+    }
+    _mm256_storeu_ps(logits + e, acc0);
+    _mm256_storeu_ps(logits + e + 8, acc1);
+    for (; i < D; ++i)
+      for (int j = 0; j < 16; ++j)
+        logits[e + j] += x[i] * router[(e + j) * D + i];
+  }
+  if (e < E)
+    routerLogitsGeneric(x, router + e * D, E - e, D, logits + e);
+}
+#endif
+
 /// f32 rows for the weight-only kernels: row i of `src` (cols values) at
 /// dst + i * KB * 32, zero-padded, and its block sums.
 void padRow(const float *src, int64_t cols, int64_t KB, float *dst,
@@ -189,17 +226,23 @@ void padRow(const float *src, int64_t cols, int64_t KB, float *dst,
   }
 }
 
+/// An f32 [rows, cols] tensor over `data`.
+Tensor f32View(float *data, int64_t rows, int64_t cols) {
+  Tensor t;
+  t.dtype = DType::F32;
+  t.rank = 2;
+  t.sizes[0] = rows;
+  t.sizes[1] = cols;
+  t.data = data;
+  t.capacity = size_t(rows * cols) * 4;
+  return t;
+}
+
 /// Quantizes `rows` x `cols` floats per block of 32 into the QAct at `dst`
 /// (blockLayout(rows, cols)) with the quantize_dynamic kernel.
 Status quantizeBlocks(const KernelArgs &a, Isa isa, const float *src,
                       int64_t rows, int64_t cols, uint8_t *dst) {
-  Tensor x;
-  x.dtype = DType::F32;
-  x.rank = 2;
-  x.sizes[0] = rows;
-  x.sizes[1] = cols;
-  x.data = const_cast<float *>(src);
-  x.capacity = size_t(rows * cols) * 4;
+  Tensor x = f32View(const_cast<float *>(src), rows, cols);
   Tensor q;
   q.dtype = DType::QAct;
   q.rank = 2;
@@ -264,6 +307,16 @@ void project(MoeActivations acts, Isa isa, const QDotWeight &w, const Rows &in,
 }
 
 } // namespace
+
+void moeRouterLogits(Isa isa, const float *x, const float *router, int64_t E,
+                     int64_t D, float *logits) {
+#if ETLLM_XNN_X86
+  if (hasAvx2(isa))
+    return routerLogitsAvx2(x, router, E, D, logits);
+#endif
+  (void)isa;
+  routerLogitsGeneric(x, router, E, D, logits);
+}
 
 size_t moeScratchBytes(const ExecContext *ctx, int64_t M, int64_t topK,
                        const MoeExperts &w) {
@@ -335,15 +388,15 @@ Status moeRun(const KernelArgs &a, Isa isa, const MoeExperts &w) {
     float *route = f32At(p.route);
     const ExecContext *pctx =
         parallelContext(a.ctx, uint64_t(M) * uint64_t(E) * uint64_t(D));
-    parallelForTiles(pctx, size_t(M), defaultTile(pctx, size_t(M)),
-                     [&](size_t b, size_t e) {
-                       for (size_t m = b; m < e; ++m) {
-                         float *logits = route + m * p.routeFloats;
-                         routerLogits(px + int64_t(m) * D, pr, E, D, logits);
-                         r.route(logits, pb, logits + E, sel + int64_t(m) * k,
-                                 wsel + int64_t(m) * k);
-                       }
-                     });
+    parallelForTiles(
+        pctx, size_t(M), defaultTile(pctx, size_t(M)), [&](size_t b, size_t e) {
+          for (size_t m = b; m < e; ++m) {
+            float *logits = route + m * p.routeFloats;
+            moeRouterLogits(isa, px + int64_t(m) * D, pr, E, D, logits);
+            r.route(logits, pb, logits + E, sel + int64_t(m) * k,
+                    wsel + int64_t(m) * k);
+          }
+        });
   }
   // 2. Group the (token, slot) pairs by expert, tokens in order: expert
   // e's pairs are [offsets[e], offsets[e + 1]).
@@ -425,14 +478,24 @@ Status moeRun(const KernelArgs &a, Isa isa, const MoeExperts &w) {
           }
         });
   }
-  // silu(gate) * up, as the portable kernel, then the inputs of down.
+  // silu(gate) * up (the delegate's silu kernel, in place), then the
+  // inputs of down.
+  {
+    Tensor g = f32View(gg, MK, F);
+    Tensor *io[] = {&g};
+    KernelArgs sa;
+    sa.inputs = {io, 1};
+    sa.outputs = {io, 1};
+    sa.ctx = a.ctx;
+    bool handled = false;
+    ETLLM_RETURN_IF_ERROR(siluKernel(sa, isa, handled));
+    if (!handled)
+      return kernelError(kOp, "cannot run silu on the experts' gates");
+    for (int64_t i = 0; i < MK * F; ++i)
+      gg[i] = gg[i] * ug[i];
+  }
   Rows hin;
   hin.blocks = p.KBf;
-  for (int64_t i = 0; i < MK * F; ++i) {
-    const float g = gg[i];
-    const float sg = g * (1.0f / (1.0f + std::exp(-g)));
-    gg[i] = sg * ug[i];
-  }
   if (w.acts == MoeActivations::Int8Block) {
     ETLLM_RETURN_IF_ERROR(quantizeBlocks(a, isa, gg, MK, F, s + p.hq));
     const QActLayout hl = blockLayout(MK, F);

@@ -51,6 +51,12 @@ Status checkMoeExperts(const MoeExperts &w);
 /// (inputs 2..4 are not read).
 Status moeRun(const KernelArgs &a, Isa isa, const MoeExperts &w);
 
+/// The router logits of one token: logits[e] = sum_i x[i] router[e][i]
+/// for router [E, D], summed as the portable kernel does (dotF32's order,
+/// no FMA), so on every ISA path they are portable's bit for bit.
+void moeRouterLogits(Isa isa, const float *x, const float *router, int64_t E,
+                     int64_t D, float *logits);
+
 /// The scratch bytes moeRun needs for M tokens and top_k `topK`.
 size_t moeScratchBytes(const ExecContext *ctx, int64_t M, int64_t topK,
                        const MoeExperts &w);
