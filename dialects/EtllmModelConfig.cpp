@@ -343,9 +343,11 @@ LogicalResult EtllmDialect::verifyOperationAttribute(Operation *op,
   if (attr.getName() == kMoeActivationsAttrName) {
     auto v = dyn_cast<StringAttr>(attr.getValue());
     if (op->getName().getStringRef() != "etllm.moe" || !v ||
-        v.getValue() != kMoeActivationsInt8Block)
+        (v.getValue() != kMoeActivationsInt8Block &&
+         v.getValue() != kMoeActivationsInt8Token))
       return op->emitError() << "'" << kMoeActivationsAttrName
-                             << "' must be \"int8-block\" on an etllm.moe";
+                             << "' must be \"int8-block\" or \"int8-token\" "
+                                "on an etllm.moe";
     return success();
   }
   if (attr.getName() != kModelConfigAttrName)

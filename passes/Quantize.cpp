@@ -196,10 +196,10 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
 
     // Mixture-of-experts layers: the stacked expert weights take the
     // linear scheme, grouped along their last dimension. The op's input
-    // stays f32; with activations=int8-block (and a scheme without 8da)
-    // the op is marked etllm.activations = "int8-block", which lets an
-    // optimized kernel quantize its expert inputs per block as the
-    // qlinears of the recipe are (the portable kernel keeps f32). The
+    // stays f32; an 8da scheme marks the op etllm.activations =
+    // "int8-token", activations=int8-block "int8-block", which lets an
+    // optimized kernel quantize its expert inputs as the qlinears of the
+    // recipe are (the portable kernel keeps f32). The
     // router is an operand of the op that has no quantized form: routers
     // stay float in every recipe. `exclude` matches the stacked
     // projection's name ("model.layers.0.mlp.experts.gate_proj").
@@ -237,10 +237,12 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
         use->set(qget.getResult());
         if (get->use_empty())
           get.erase();
-        if (blockActs && !base.dynamicActivations)
+        if (base.dynamicActivations || base.blockActivations)
           moe->setAttr(
               kMoeActivationsAttrName,
-              StringAttr::get(&getContext(), kMoeActivationsInt8Block));
+              StringAttr::get(&getContext(), base.dynamicActivations
+                                                 ? kMoeActivationsInt8Token
+                                                 : kMoeActivationsInt8Block));
       }
     }
 

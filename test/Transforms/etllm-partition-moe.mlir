@@ -106,11 +106,12 @@ func.func @forward(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
 
 // -----
 
-// The activations mark belongs on an etllm.moe, with "int8-block".
+// The activations mark belongs on an etllm.moe, with "int8-block" or
+// "int8-token".
 etllm.parameter @w : tensor<8x8xf32>
 func.func @forward(%x: tensor<1x?x8xf32>) -> tensor<1x?x8xf32> {
   %w = etllm.parameter.get @w : tensor<8x8xf32>
-  // expected-error@+1 {{'etllm.activations' must be "int8-block" on an etllm.moe}}
+  // expected-error@+1 {{'etllm.activations' must be "int8-block" or "int8-token" on an etllm.moe}}
   %y = etllm.linear %x, %w {etllm.activations = "int8-block"} : (tensor<1x?x8xf32>, tensor<8x8xf32>) -> tensor<1x?x8xf32>
   return %y : tensor<1x?x8xf32>
 }

@@ -362,11 +362,13 @@ LogicalResult XnnpackCompiler::serialize(
     std::vector<int64_t> ints(call->ints.begin(), call->ints.end());
     std::vector<double> floats(call->floats.begin(), call->floats.end());
     // How moe feeds its experts: what the quantize stage chose for it
-    // (int8 per block of 32 with activations=int8-block), else f32.
+    // (int8 per block of 32, int8 per token), else f32.
     uint8_t moeActs = 0;
     if (auto act = op.getAttrOfType<StringAttr>(kMoeActivationsAttrName);
-        isa<MoeOp>(op) && act && act.getValue() == kMoeActivationsInt8Block)
-      moeActs = 1;
+        isa<MoeOp>(op) && act)
+      moeActs = act.getValue() == kMoeActivationsInt8Block   ? 1
+                : act.getValue() == kMoeActivationsInt8Token ? 2
+                                                             : 0;
     nodes.push_back(xfb::CreateNode(fb, fb.CreateString(call->op),
                                     fb.CreateVector(ins), fb.CreateVector(outs),
                                     fb.CreateVector(ints),

@@ -363,7 +363,7 @@ Status checkMoeNode(const std::string &what, Node &n, const xfb::Node *fn,
   Status st = checkMoeExperts(*experts);
   if (!st.ok())
     return blobError(what + ": " + st.message());
-  if (fn->moe_activations() > uint8_t(MoeActivations::Int8Block))
+  if (fn->moe_activations() > uint8_t(MoeActivations::Int8Token))
     return blobError(what + ": invalid moe_activations " +
                      std::to_string(unsigned(fn->moe_activations())));
   experts->acts = MoeActivations(fn->moe_activations());

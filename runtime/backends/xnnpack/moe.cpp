@@ -12,9 +12,11 @@
 //  2. The (token, slot) pairs grouped by expert (the same counting sort).
 //  3. The input rows prepared once per call: f32 rows padded to whole
 //     blocks with their block sums (weight-only: the qdot F32 kernels
-//     dequantize in registers), or, with MoeActivations::Int8Block, x
-//     quantized once per call per block of 32 (the quantize_dynamic
-//     kernel: llama.cpp's Q8_0) and its rows gathered per expert.
+//     dequantize in registers), or x quantized once per call by the
+//     quantize_dynamic kernel, per block of 32 (MoeActivations::Int8Block,
+//     llama.cpp's Q8_0) or per token (Int8Token, ExecuTorch's 8da: the
+//     rows padded with their zero points), and its rows gathered per
+//     expert.
 //  4. gate and up of every selected expert in one parallel loop over the
 //     row groups of all of them (qdot.h kernels, one expert's rows at a
 //     time), silu(gate) * up (the delegate's silu kernel: portable's
@@ -77,14 +79,21 @@ namespace {
 
 const char *kOp = "moe";
 
-/// The per-block QAct layout of rows x cols.
-QActLayout blockLayout(int64_t rows, int64_t cols) {
+/// The QAct parameters of `acts` (int8 per block of 32, symmetric; or per
+/// token, asymmetric: the recipes' quantize_dynamic).
+QuantInfo actQuant(MoeActivations acts) {
   QuantInfo q;
   q.bits = 8;
-  q.symmetric = true;
   q.perToken = true;
-  q.groupSize = kQActBlock;
-  return QActLayout::compute(rows, cols, q);
+  const bool block = acts == MoeActivations::Int8Block;
+  q.symmetric = block;
+  q.groupSize = block ? kQActBlock : 0;
+  return q;
+}
+
+/// The QAct layout of rows x cols for `acts`.
+QActLayout actLayout(MoeActivations acts, int64_t rows, int64_t cols) {
+  return QActLayout::compute(rows, cols, actQuant(acts));
 }
 
 /// The scratch sections of one call (byte offsets, 64-byte aligned).
@@ -96,10 +105,13 @@ struct MoePlan {
          active = 0;
   // Inputs of gate/up: f32 rows + sums, or the quantized x and its gathered
   // rows, scales and sums.
-  size_t xg = 0, xsum = 0, xq = 0, xdx = 0;
+  // (Per token: the gathered rows padded with their zero points, their
+  // scales and zero points, and the block sums.)
+  size_t xg = 0, xsum = 0, xq = 0, xdx = 0, xzp = 0;
   size_t gg = 0, ug = 0;
-  // Input of down: f32 rows + sums, or its QAct.
-  size_t hg = 0, hsum = 0, hq = 0;
+  // Input of down: f32 rows + sums, or its QAct (per token: and the
+  // padded rows and block sums, as for x).
+  size_t hg = 0, hsum = 0, hq = 0, hsx = 0, hzp = 0;
   size_t yg = 0, total = 0;
 
   MoePlan(int64_t m, int64_t k, const MoeExperts &w) {
@@ -128,11 +140,22 @@ struct MoePlan {
     tokW = take(mk * 4);
     active = take(size_t(E) * 4);
     if (w.acts == MoeActivations::Int8Block) {
-      xq = take(blockLayout(M, D).totalBytes);
+      xq = take(actLayout(w.acts, M, D).totalBytes);
       xg = take(mk * size_t(KBd * kQBlock));
       xdx = take(mk * size_t(KBd) * 4);
       xsum = take(mk * size_t(KBd) * 4);
-      hq = take(blockLayout(MK, F).totalBytes);
+      hq = take(actLayout(w.acts, MK, F).totalBytes);
+    } else if (w.acts == MoeActivations::Int8Token) {
+      xq = take(actLayout(w.acts, M, D).totalBytes);
+      xg = take(mk * size_t(KBd * kQBlock));
+      xdx = take(mk * 4);
+      xzp = take(mk * 4);
+      xsum = take(mk * size_t(KBd) * 4);
+      hq = take(actLayout(w.acts, MK, F).totalBytes);
+      hg = take(mk * size_t(KBf * kQBlock));
+      hsx = take(mk * 4);
+      hzp = take(mk * 4);
+      hsum = take(mk * size_t(KBf) * 4);
     } else {
       xg = take(mk * size_t(KBd * kQBlock) * 4);
       xsum = take(mk * size_t(KBd) * 4);
@@ -238,22 +261,20 @@ Tensor f32View(float *data, int64_t rows, int64_t cols) {
   return t;
 }
 
-/// Quantizes `rows` x `cols` floats per block of 32 into the QAct at `dst`
-/// (blockLayout(rows, cols)) with the quantize_dynamic kernel.
-Status quantizeBlocks(const KernelArgs &a, Isa isa, const float *src,
-                      int64_t rows, int64_t cols, uint8_t *dst) {
+/// Quantizes `rows` x `cols` floats into the QAct of `acts` at `dst`
+/// (actLayout(acts, rows, cols)) with the quantize_dynamic kernel.
+Status quantizeRows(const KernelArgs &a, Isa isa, MoeActivations acts,
+                    const float *src, int64_t rows, int64_t cols,
+                    uint8_t *dst) {
   Tensor x = f32View(const_cast<float *>(src), rows, cols);
   Tensor q;
   q.dtype = DType::QAct;
   q.rank = 2;
   q.sizes[0] = rows;
   q.sizes[1] = cols;
-  q.quant.bits = 8;
-  q.quant.symmetric = true;
-  q.quant.perToken = true;
-  q.quant.groupSize = kQActBlock;
+  q.quant = actQuant(acts);
   q.data = dst;
-  q.capacity = blockLayout(rows, cols).totalBytes;
+  q.capacity = actLayout(acts, rows, cols).totalBytes;
   Tensor *ins[] = {&x}, *outs[] = {&q};
   KernelArgs qa;
   qa.inputs = {ins, 1};
@@ -270,26 +291,58 @@ Status quantizeBlocks(const KernelArgs &a, Isa isa, const float *src,
 struct Rows {
   // Weight-only.
   const float *x = nullptr, *xsum = nullptr;
-  // Int8 per block.
+  // Int8: per block (dx) or per token (sx, zp).
   const int8_t *q = nullptr;
-  const float *dx = nullptr;
-  const int32_t *qsum = nullptr;
+  const float *dx = nullptr, *sx = nullptr;
+  const int32_t *qsum = nullptr, *zp = nullptr;
   int64_t stride = 0, blocks = 0;
 };
+
+/// Per-token rows for the integer kernels: row i of the QAct `qa` (layout
+/// l, K values) at index[i] (or i), padded with its zero point to KB * 32
+/// values, its scale and zero point, and its block sums (as qlinear
+/// prepares per-token rows).
+void tokenRows(const uint8_t *qa, const QActLayout &l, int64_t K, int64_t KB,
+               const int32_t *index, int64_t rows, int8_t *q, float *sx,
+               int32_t *zp, int32_t *sums) {
+  const int64_t Kp = KB * kQBlock;
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t r = index ? int64_t(index[i]) : i;
+    int32_t z;
+    std::memcpy(&sx[i], qa + l.scalesOff + size_t(r) * 4, 4);
+    std::memcpy(&z, qa + l.zpOff + size_t(r) * 4, 4);
+    zp[i] = z;
+    int8_t *dst = q + i * Kp;
+    std::memcpy(dst, qa + r * K, size_t(K));
+    std::memset(dst + K, int(int8_t(z)), size_t(Kp - K));
+    for (int64_t b = 0; b < KB; ++b) {
+      int32_t sum = 0;
+      for (int64_t k = 0; k < kQBlock; ++k)
+        sum += dst[b * kQBlock + k];
+      sums[i * KB + b] = sum;
+    }
+  }
+}
 
 /// Runs rows [b, b + n) of `in` through row groups [rg0, rg1) of expert
 /// weight `w` into y (row stride ldy).
 void project(MoeActivations acts, Isa isa, const QDotWeight &w, const Rows &in,
              int64_t b, int64_t n, int64_t rg0, int64_t rg1, float *y,
              int64_t ldy) {
-  if (acts == MoeActivations::Int8Block) {
+  if (acts != MoeActivations::F32) {
     QDotAct act;
     act.q = in.q + b * in.stride;
     act.stride = in.stride;
     act.xsum = in.qsum + b * in.blocks;
     act.blocks = in.blocks;
-    act.dx = in.dx + b * in.blocks;
-    qdotKernel(isa, w.l, false)(w, act, n, rg0, rg1, nullptr, y, ldy);
+    const bool perToken = acts == MoeActivations::Int8Token;
+    if (perToken) {
+      act.sx = in.sx + b;
+      act.zp = in.zp + b;
+    } else {
+      act.dx = in.dx + b * in.blocks;
+    }
+    qdotKernel(isa, w.l, perToken)(w, act, n, rg0, rg1, nullptr, y, ldy);
     return;
   }
   QDotF32Fn fn = qdotF32Kernel(isa, w.l);
@@ -323,6 +376,10 @@ size_t moeScratchBytes(const ExecContext *ctx, int64_t M, int64_t topK,
   (void)ctx;
   if (M <= 0 || topK <= 0)
     return 0;
+  // A bound from the blob beyond any real call (the caller reserves only
+  // sane sizes; moeRun sizes its scratch from the bound tensors).
+  if (M > (int64_t(1) << 32))
+    return SIZE_MAX;
   return MoePlan(M, std::min(topK, w.gate.l.experts), w).total;
 }
 
@@ -431,8 +488,8 @@ Status moeRun(const KernelArgs &a, Isa isa, const MoeExperts &w) {
   xin.stride = Dp;
   xin.blocks = p.KBd;
   if (w.acts == MoeActivations::Int8Block) {
-    ETLLM_RETURN_IF_ERROR(quantizeBlocks(a, isa, px, M, D, s + p.xq));
-    const QActLayout ql = blockLayout(M, D);
+    ETLLM_RETURN_IF_ERROR(quantizeRows(a, isa, w.acts, px, M, D, s + p.xq));
+    const QActLayout ql = actLayout(w.acts, M, D);
     const uint8_t *qx = s + p.xq;
     int8_t *q = reinterpret_cast<int8_t *>(s + p.xg);
     float *dx = f32At(p.xdx);
@@ -447,6 +504,17 @@ Status moeRun(const KernelArgs &a, Isa isa, const MoeExperts &w) {
     }
     xin.q = q;
     xin.dx = dx;
+    xin.qsum = qsum;
+  } else if (w.acts == MoeActivations::Int8Token) {
+    ETLLM_RETURN_IF_ERROR(quantizeRows(a, isa, w.acts, px, M, D, s + p.xq));
+    int8_t *q = reinterpret_cast<int8_t *>(s + p.xg);
+    float *sx = f32At(p.xdx);
+    int32_t *zp = i32At(p.xzp), *qsum = i32At(p.xsum);
+    tokenRows(s + p.xq, actLayout(w.acts, M, D), D, p.KBd, tokens, MK, q, sx,
+              zp, qsum);
+    xin.q = q;
+    xin.sx = sx;
+    xin.zp = zp;
     xin.qsum = qsum;
   } else {
     float *xg = f32At(p.xg), *xsum = f32At(p.xsum);
@@ -497,12 +565,24 @@ Status moeRun(const KernelArgs &a, Isa isa, const MoeExperts &w) {
   Rows hin;
   hin.blocks = p.KBf;
   if (w.acts == MoeActivations::Int8Block) {
-    ETLLM_RETURN_IF_ERROR(quantizeBlocks(a, isa, gg, MK, F, s + p.hq));
-    const QActLayout hl = blockLayout(MK, F);
+    ETLLM_RETURN_IF_ERROR(quantizeRows(a, isa, w.acts, gg, MK, F, s + p.hq));
+    const QActLayout hl = actLayout(w.acts, MK, F);
     hin.q = reinterpret_cast<const int8_t *>(s + p.hq);
     hin.stride = hl.rowStride;
     hin.dx = reinterpret_cast<const float *>(s + p.hq + hl.scalesOff);
     hin.qsum = reinterpret_cast<const int32_t *>(s + p.hq + hl.sumsOff);
+  } else if (w.acts == MoeActivations::Int8Token) {
+    ETLLM_RETURN_IF_ERROR(quantizeRows(a, isa, w.acts, gg, MK, F, s + p.hq));
+    int8_t *q = reinterpret_cast<int8_t *>(s + p.hg);
+    float *sx = f32At(p.hsx);
+    int32_t *zp = i32At(p.hzp), *qsum = i32At(p.hsum);
+    tokenRows(s + p.hq, actLayout(w.acts, MK, F), F, p.KBf, nullptr, MK, q, sx,
+              zp, qsum);
+    hin.q = q;
+    hin.stride = Fp;
+    hin.sx = sx;
+    hin.zp = zp;
+    hin.qsum = qsum;
   } else {
     float *hg = f32At(p.hg), *hsum = f32At(p.hsum);
     for (int64_t i = 0; i < MK; ++i)

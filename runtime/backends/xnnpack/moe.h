@@ -35,6 +35,7 @@ Result<QDotExperts> qdotExperts(const Tensor &wt);
 enum class MoeActivations : uint8_t {
   F32 = 0,       ///< f32 rows, the weights dequantized (weight-only)
   Int8Block = 1, ///< rows quantized to int8 per block of 32 (Q8_0)
+  Int8Token = 2, ///< rows quantized to int8 per token, asymmetric (8da)
 };
 
 /// The experts of one moe node.

@@ -983,7 +983,7 @@ std::unique_ptr<MoeBlob> makeMoe(uint8_t acts) {
 }
 
 TEST_P(BackendTest, MoeOnPackedExpertsMatchesPortable) {
-  for (uint8_t acts : {0, 1}) {
+  for (uint8_t acts : {0, 1, 2}) {
     auto m = makeMoe(acts);
     auto inst = initBlob(m->b.finish(), m->constants, GetParam().isa);
     ASSERT_TRUE(inst.ok()) << inst.message();
@@ -1033,6 +1033,36 @@ TEST(HostileBlobTest, BadMoeNodes) {
   auto m6 = makeMoe(0);
   m6->b.values[m6->vd].sizes = {5, 64, 64};
   EXPECT_REJECTED(m6, m6->b.finish(), "holds");
+}
+
+/// Random byte flips of a moe blob: init rejects or accepts; an accepted
+/// instance executes (any status) without crashing.
+TEST(HostileBlobTest, MoeMutationsNeverCrash) {
+  for (uint8_t acts : {0, 1, 2}) {
+    auto m = makeMoe(acts);
+    const std::vector<uint8_t> good = m->b.finish();
+    std::mt19937 gen(10 + acts);
+    std::uniform_int_distribution<size_t> pos(0, good.size() - 1);
+    std::uniform_int_distribution<int> byte(0, 255);
+    OwnedTensor x = f32Tensor({3, 64}, randomFloats(3 * 64, gen, -3, 3));
+    OwnedTensor y(DType::F32, {4, 64});
+    ExecContext ctx;
+    int accepted = 0;
+    for (int i = 0; i < 1500; ++i) {
+      std::vector<uint8_t> blob = good;
+      const int flips = 1 + i % 4;
+      for (int f = 0; f < flips; ++f)
+        blob[pos(gen)] = uint8_t(byte(gen));
+      auto inst = initBlob(blob, m->constants);
+      if (!inst.ok())
+        continue;
+      ++accepted;
+      (void)execute(**inst, {x}, {y}, ctx); // any status, no crash
+    }
+    std::cout << "[          ] moe_activations " << int(acts) << ": "
+              << accepted
+              << " of 1500 mutated blobs were accepted (and executed)\n";
+  }
 }
 
 } // namespace

@@ -15,10 +15,11 @@
 //    1e-5 of the terms' magnitude) through gate, up, silu and down:
 //    |diff| <= 1e-4 max|portable| (an expert chosen differently or a
 //    wrong weight would be off by the size of the output).
-//  * int8 activations per block of 32: x and silu(gate) * up are rounded
-//    to int8 per block (up to 1/254 of the block's largest value each), as
-//    the dense qlinears of the recipe do: ||diff|| <= 2e-2 ||portable||
-//    (RMS over the call) and |diff| <= 6e-2 max|portable|.
+//  * int8 activations per block of 32 (or per token, asymmetric): x and
+//    silu(gate) * up are rounded to int8 per block (per row: up to 1/510
+//    of the row's range), as the dense qlinears of the recipe do:
+//    ||diff|| <= 2e-2 ||portable|| (RMS over the call) and
+//    |diff| <= 6e-2 max|portable|.
 //
 // Every case runs on every ISA path this CPU has, without and with a
 // 2-thread pool; a larger case checks that the thread count does not
@@ -213,7 +214,17 @@ TEST_P(MoeTest, Int8BlockActivationsMatchPortable) {
   unsigned seed = 200;
   for (const Case &c : cases())
     compare(GetParam(), c, MoeActivations::Int8Block, seed++);
-  std::cout << "[          ] int8 activations: largest RMS / tolerance = "
+  std::cout << "[          ] int8 per block: largest RMS / tolerance = "
+            << gWorstRms << ", largest |diff| / tolerance = " << gWorstMax
+            << "\n";
+  gWorstRms = gWorstMax = 0;
+}
+
+TEST_P(MoeTest, Int8TokenActivationsMatchPortable) {
+  unsigned seed = 400;
+  for (const Case &c : cases())
+    compare(GetParam(), c, MoeActivations::Int8Token, seed++);
+  std::cout << "[          ] int8 per token: largest RMS / tolerance = "
             << gWorstRms << ", largest |diff| / tolerance = " << gWorstMax
             << "\n";
   gWorstRms = gWorstMax = 0;
@@ -227,8 +238,8 @@ TEST(MoeTest, ThreadCountDoesNotChangeResults) {
   // of 7 with several tokens each.
   Case c{7, 96, 256, 24, 4, true, 32, 32, Routing()};
   for (Isa isa : allIsas())
-    for (MoeActivations acts :
-         {MoeActivations::F32, MoeActivations::Int8Block}) {
+    for (MoeActivations acts : {MoeActivations::F32, MoeActivations::Int8Block,
+                                MoeActivations::Int8Token}) {
       std::vector<float> ref1, got1, ref2, got2;
       runBoth({isa, 1}, c, acts, 77, ref1, got1);
       runBoth({isa, 2}, c, acts, 77, ref2, got2);
