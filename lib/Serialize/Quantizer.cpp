@@ -106,6 +106,13 @@ inline float absMax(const float *x, int64_t g) {
 
 } // namespace
 
+// Compiled twice, for AVX2 and for the baseline, the one to run chosen when
+// the library loads (GCC's target_clones): the loops above vectorize 8
+// wide. No FMA is enabled, so both compute the same IEEE operations in the
+// same order per element and give the same bytes.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
 void quantizeRowsInto(const float *x, int64_t first, int64_t count,
                       const QWeightLayout &l, const QuantInfo &q,
                       uint8_t *out) {
@@ -146,11 +153,16 @@ void quantizeRowsInto(const float *x, int64_t first, int64_t count,
       } else {
         // Element k in byte k/2, the low nibble for even k; signed values
         // stored as q + 8.
-        const int bias = q.symmetric ? 8 : 0;
-        uint8_t *dst = qrow + gi * g / 2;
-        for (int64_t k = 0; k < g; k += 2)
-          dst[k / 2] = uint8_t(((qg[k] + bias) & 0xf) |
-                               (((qg[k + 1] + bias) & 0xf) << 4));
+        // (In uint8 arithmetic, which keeps the low nibble of q + 8, with
+        // restrict pointers: the pairs vectorize.)
+        const uint8_t bias = q.symmetric ? 8 : 0;
+        const int8_t *__restrict src = qg.data();
+        uint8_t *__restrict dst = qrow + gi * g / 2;
+        for (int64_t i = 0; i < g / 2; ++i) {
+          const uint8_t lo = uint8_t(uint8_t(src[2 * i]) + bias) & 0xf;
+          const uint8_t hi = uint8_t(uint8_t(src[2 * i + 1]) + bias) & 0xf;
+          dst[i] = uint8_t(lo | (hi << 4));
+        }
       }
       int64_t idx = r * l.groups + gi;
       storeScale(out + l.scalesOff, idx, scale, q.scaleType);

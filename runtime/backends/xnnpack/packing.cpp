@@ -104,10 +104,26 @@ void packRows(const uint8_t *blob, const QWeightLayout &plain, int64_t row0,
         const int64_t row = rg * kQRows + r;
         const uint8_t *src =
             row < rows ? blob + size_t(row0 + row) * rowBytes : nullptr;
-        auto value = [&](int64_t i) -> uint8_t { // i: index in the block
-          const int64_t k = b * kQBlock + i;
-          return (src && k < cols) ? storedValue(src, k, q.bits) : zero;
-        };
+        // The block's stored values: a whole block straight from its
+        // bytes; the last one of a row, or a padding row, value by value.
+        uint8_t v[kQBlock];
+        if (src && (b + 1) * kQBlock <= cols) {
+          const uint8_t *s = src + size_t(b * kQBlock) * q.bits / 8;
+          if (q.bits == 8) {
+            std::memcpy(v, s, kQBlock);
+          } else {
+            for (int64_t i = 0; i < kQBlock / 2; ++i) {
+              v[2 * i] = s[i] & 0xf;
+              v[2 * i + 1] = s[i] >> 4;
+            }
+          }
+        } else {
+          for (int64_t i = 0; i < kQBlock; ++i) {
+            const int64_t k = b * kQBlock + i;
+            v[i] = (src && k < cols) ? storedValue(src, k, q.bits) : zero;
+          }
+        }
+        auto value = [&](int64_t i) -> uint8_t { return v[i]; };
         for (int64_t c = 0; c < kQBlock * int64_t(q.bits) / 32; ++c)
           for (int64_t j = 0; j < 4; ++j) {
             uint8_t &dst = tile[(c * kQRows + r) * 4 + j];
