@@ -323,6 +323,11 @@ const char *const kGpt2Pattern =
 const char *const kLlama3Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
+// Qwen2's tokenizer.json Split regex (llama.cpp's pre-tokenizer "qwen2"):
+// Llama 3's, with every digit its own piece.
+const char *const kQwen2Pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
 Regex::~Regex() {
   if (code_)
     pcre2_code_free(static_cast<pcre2_code *>(code_));

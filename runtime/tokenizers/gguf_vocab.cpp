@@ -377,21 +377,42 @@ Result<TokenizerPtr> makeGgufSpm(const EmbeddedVocab &v,
 
 namespace {
 
-/// The pre-tokenizer regex of a GGUF `tokenizer.ggml.pre` name, and whether
-/// it ignores merges (false when the name is unknown).
-bool bpePreTokenizer(std::string_view pre, const char *&pattern,
-                     bool &ignoreMerges) {
-  ignoreMerges = false;
-  if (pre.empty() || pre == "default" || pre == "gpt-2" || pre == "gpt2") {
-    pattern = kGpt2Pattern;
-    return true;
-  }
-  if (pre == "llama-bpe" || pre == "llama3" || pre == "llama-v3") {
-    pattern = kLlama3Pattern;
-    ignoreMerges = true; // as llama.cpp for Llama 3 (and HF ignore_merges)
-    return true;
-  }
-  return false;
+/// The GGUF `tokenizer.ggml.pre` names this reader knows (as llama.cpp
+/// spells them), each with its pre-tokenizer regex and whether it ignores
+/// merges. The one list: lookup and the error message both read it.
+struct BpePre {
+  const char *name;
+  const char *const *pattern;
+  bool ignoreMerges;
+};
+const BpePre kBpePres[] = {
+    {"default", &kGpt2Pattern, false},
+    {"gpt-2", &kGpt2Pattern, false},
+    {"gpt2", &kGpt2Pattern, false},
+    // Llama 3: llama.cpp (and HF's ignore_merges) ignore the merges.
+    {"llama-bpe", &kLlama3Pattern, true},
+    {"llama3", &kLlama3Pattern, true},
+    {"llama-v3", &kLlama3Pattern, true},
+    // Qwen2, Qwen2.5, Qwen3 and DeepSeek-R1's Qwen distills.
+    {"qwen2", &kQwen2Pattern, false},
+    {"deepseek-r1-qwen", &kQwen2Pattern, false},
+};
+
+/// The entry of a name (an empty name is "default"), or null.
+const BpePre *bpePreTokenizer(std::string_view pre) {
+  if (pre.empty())
+    pre = "default";
+  for (const BpePre &p : kBpePres)
+    if (pre == p.name)
+      return &p;
+  return nullptr;
+}
+
+std::string knownBpePres() {
+  std::string list;
+  for (const BpePre &p : kBpePres)
+    list += (list.empty() ? "" : ", ") + std::string(p.name);
+  return list;
 }
 
 } // namespace
@@ -402,12 +423,12 @@ Result<TokenizerPtr> makeGgufBpe(const EmbeddedVocab &v,
   std::vector<int32_t> types;
   ETLLM_RETURN_IF_ERROR(validateCommon(v, where, types));
 
-  const char *pattern = nullptr;
-  bool ignoreMerges = false;
-  if (!bpePreTokenizer(v.pre, pattern, ignoreMerges))
+  const BpePre *preTok = bpePreTokenizer(v.pre);
+  if (!preTok)
     return Error(where + "unsupported tokenizer.ggml.pre " +
-                 quoteForError(v.pre) +
-                 " (supported: default, gpt-2, llama-bpe, llama3)");
+                 quoteForError(v.pre) + " (supported: " + knownBpePres() + ")");
+  const char *pattern = *preTok->pattern;
+  const bool ignoreMerges = preTok->ignoreMerges;
   if (v.merges.empty())
     return Error(where + "tokenizer.ggml.merges is empty");
 
@@ -438,9 +459,7 @@ Result<TokenizerPtr> makeGgufBpe(const EmbeddedVocab &v,
 namespace etllm::rt {
 
 bool isSupportedGgufPre(std::string_view pre) {
-  const char *pattern;
-  bool ignoreMerges;
-  return tok::bpePreTokenizer(pre, pattern, ignoreMerges);
+  return tok::bpePreTokenizer(pre) != nullptr;
 }
 
 } // namespace etllm::rt

@@ -127,6 +127,7 @@ private:
 extern const char *const kGpt2Pattern;
 /// Llama 3's (tiktoken cl100k-style) pre-tokenizer pattern.
 extern const char *const kLlama3Pattern;
+extern const char *const kQwen2Pattern;
 
 /// The regex work one encode call may do. Tokenizer files bring their own
 /// patterns (tokenizer.json Split), and a backtracking pattern can cost

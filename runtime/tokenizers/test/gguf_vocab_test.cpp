@@ -157,6 +157,52 @@ TEST(GgufVocab, Llama3BpeVectors) {
   EXPECT_EQ(ids->front(), 128000);
 }
 
+TEST(GgufVocab, Qwen2PreTokenizerSplitsEveryDigit) {
+  // The same Llama 3 vocabulary under llama.cpp's pre-tokenizer "qwen2":
+  // Qwen2's regex makes every digit its own piece (Llama 3's groups up to
+  // three) and uses the merges; contractions match in any case in both.
+  ETLLM_REQUIRE_SHARED(kLlama3Model);
+  auto ranks = readTiktokenRanks(sharedPath(kLlama3Model));
+  EmbeddedVocab v;
+  v.model = "gpt2";
+  for (const std::string &r : ranks)
+    v.tokens.push_back(toByteLevel(r));
+  v.types.assign(v.tokens.size(), 1);
+  for (const auto &[l, r] : mergesFromRanks(ranks))
+    v.merges.push_back(toByteLevel(l) + " " + toByteLevel(r));
+  v.addBos = false;
+  auto id = [&](const std::string &piece) {
+    for (size_t i = 0; i < v.tokens.size(); ++i)
+      if (v.tokens[i] == toByteLevel(piece))
+        return int32_t(i);
+    ADD_FAILURE() << "no token " << piece;
+    return int32_t(-1);
+  };
+  for (const char *pre : {"qwen2", "deepseek-r1-qwen"}) {
+    v.pre = pre;
+    auto qwen = tokenizerFromVocab(v, "qwen2-gguf");
+    ASSERT_TRUE(qwen.ok()) << qwen.message();
+    auto ids = (*qwen)->encode("2024", false);
+    ASSERT_TRUE(ids.ok()) << ids.message();
+    EXPECT_EQ(*ids, (std::vector<int32_t>{id("2"), id("0"), id("2"), id("4")}))
+        << pre;
+    EXPECT_EQ((*qwen)->decode(*ids), "2024");
+  }
+  v.pre = "llama-bpe";
+  auto llama3 = tokenizerFromVocab(v, "llama3-gguf");
+  ASSERT_TRUE(llama3.ok()) << llama3.message();
+  auto ids = (*llama3)->encode("2024", false);
+  ASSERT_TRUE(ids.ok());
+  EXPECT_EQ(*ids, (std::vector<int32_t>{id("202"), id("4")}));
+  // "HE'S": the contraction is one piece, matched case-insensitively.
+  v.pre = "qwen2";
+  auto qwen = tokenizerFromVocab(v, "qwen2-gguf");
+  ASSERT_TRUE(qwen.ok());
+  auto he = (*qwen)->encode("HE'S", false);
+  ASSERT_TRUE(he.ok());
+  EXPECT_EQ(he->back(), id("'S"));
+}
+
 //===----------------------------------------------------------------------===//
 // Inconsistent metadata.
 //===----------------------------------------------------------------------===//
