@@ -193,6 +193,157 @@ LogicalResult swapRmsNorm(ModuleInstance &inst, RewriterBase &rewriter,
   return success();
 }
 
+/// DeepSeek's decoupled RoPE, matched on its application.
+struct DeepseekRope {
+  Value input;   // [1, h, S, 2R]: the rope part before the rotation
+  Value invFreq; // the rotary table's f32 [R] constant
+  double scaling = 1.0;
+};
+
+bool isLastDim(int64_t dim, int64_t rank) {
+  return dim == -1 || dim == rank - 1;
+}
+
+/// A transpose of dimensions a < b of a rank-`rank` tensor (either order,
+/// negative dimensions counted from the end).
+bool swapsDims(TransposeOp t, int64_t rank, int64_t a, int64_t b) {
+  int64_t d0 = t.getDim0() < 0 ? t.getDim0() + rank : t.getDim0();
+  int64_t d1 = t.getDim1() < 0 ? t.getDim1() + rank : t.getDim1();
+  return std::min(d0, d1) == a && std::max(d0, d1) == b;
+}
+
+/// x[..., a:b] of `of` (step 1, b clamped to the size as torch does).
+bool isLastSlice(Value v, Value of, int64_t a, int64_t b) {
+  auto sl = v.getDefiningOp<SliceOp>();
+  if (!sl || sl.getInput() != of || sl.getStep() != 1 || sl.getStart() != a)
+    return false;
+  auto t = cast<RankedTensorType>(of.getType());
+  int64_t size = t.getShape().back();
+  return isLastDim(sl.getDim(), t.getRank()) &&
+         (sl.getEnd() == b || (b >= size && sl.getEnd() >= size));
+}
+
+/// The rotary table behind one of cos/sin [1, S, 2R] (Rotary.cpp's
+/// buildRotary): [convert] [mul by a splat] Trig(cat(f, f)) with
+/// f = transpose(matmul(reshape(inv_freq, [1, R, 1]),
+///                      reshape(convert(positions), [1, 1, -1])), 1, 2).
+template <typename Trig>
+LogicalResult matchRotaryTable(Value t, Value positions, int64_t R, Value &emb,
+                               Value &invFreq, double &scaling,
+                               std::string &why) {
+  if (auto c = t.getDefiningOp<ConvertOp>())
+    t = c.getInput();
+  scaling = 1.0;
+  if (auto m = t.getDefiningOp<MulOp>()) {
+    std::optional<double> sc = splat(m.getRhs());
+    if (!sc) {
+      why = "the rotary table is scaled by a non-splat";
+      return failure();
+    }
+    scaling = *sc;
+    t = m.getLhs();
+  }
+  auto trig = t.getDefiningOp<Trig>();
+  CatOp cat = trig ? trig.getInput().template getDefiningOp<CatOp>() : CatOp();
+  if (!cat || cat.getInputs().size() != 2 ||
+      cat.getInputs()[0] != cat.getInputs()[1] ||
+      !isLastDim(cat.getDim(),
+                 cast<RankedTensorType>(cat.getType()).getRank())) {
+    why = "cos/sin are not of cat(freqs, freqs)";
+    return failure();
+  }
+  emb = cat.getResult();
+  auto tr = cat.getInputs()[0].getDefiningOp<TransposeOp>();
+  auto mm = tr ? tr.getInput().getDefiningOp<MatmulOp>() : MatmulOp();
+  auto fr = mm ? mm.getLhs().getDefiningOp<ReshapeOp>() : ReshapeOp();
+  auto pr = mm ? mm.getRhs().getDefiningOp<ReshapeOp>() : ReshapeOp();
+  auto pc = pr ? pr.getInput().getDefiningOp<ConvertOp>() : ConvertOp();
+  DenseElementsAttr freq;
+  if (!tr || !swapsDims(tr, 3, 1, 2) || !fr || !pc ||
+      pc.getInput() != positions ||
+      cast<RankedTensorType>(fr.getType()).getShape() !=
+          ArrayRef<int64_t>{1, R, 1} ||
+      !matchPattern(fr.getInput(), m_Constant(&freq))) {
+    why = "the angles are not positions x the inverse frequencies";
+    return failure();
+  }
+  auto ft = cast<RankedTensorType>(fr.getInput().getType());
+  if (ft.getRank() != 1 || ft.getDimSize(0) != R ||
+      !ft.getElementType().isF32()) {
+    why = "the inverse frequencies are not an f32 table of the rope size";
+    return failure();
+  }
+  invFreq = fr.getInput();
+  return success();
+}
+
+/// Matches Mla.cpp's ropeInterleaved on v [1, h, S, 2R]:
+///   halves = reshape(transpose(reshape(x, [1, h, -1, R, 2]), 4, 3),
+///                    [1, h, -1, 2R])
+///   v = halves * unsqueeze(cos, 1) + cat(-halves[R:], halves[:R]) *
+///       unsqueeze(sin, 1)
+/// with cos and sin of one rotary table of `positions`: the rotation of
+/// pairs (2i, 2i + 1) of x written to (i, i + R), etllm.rope's
+/// deinterleave_rotate_half.
+FailureOr<DeepseekRope> matchDeepseekRope(Value v, Value positions,
+                                          std::string &why) {
+  auto vt = cast<RankedTensorType>(v.getType());
+  const int64_t D = vt.getRank() == 4 ? vt.getDimSize(3) : 0;
+  auto add = v.getDefiningOp<AddOp>();
+  if (ShapedType::isDynamic(D) || D <= 0 || D % 2 || !add) {
+    why = "not x * cos + rotate_half(x) * sin on a [1, heads, S, even] part";
+    return failure();
+  }
+  const int64_t R = D / 2;
+  auto mc = add.getLhs().getDefiningOp<MulOp>();
+  auto ms = add.getRhs().getDefiningOp<MulOp>();
+  if (!mc || !ms || mc.getType() != vt || ms.getType() != vt) {
+    why = "not x * cos + rotate_half(x) * sin";
+    return failure();
+  }
+  Value halves = mc.getLhs();
+  auto rot = ms.getLhs().getDefiningOp<CatOp>();
+  auto neg = rot && rot.getInputs().size() == 2
+                 ? rot.getInputs()[0].getDefiningOp<NegOp>()
+                 : NegOp();
+  if (!neg || !isLastDim(rot.getDim(), 4) ||
+      !isLastSlice(neg.getInput(), halves, R, D) ||
+      !isLastSlice(rot.getInputs()[1], halves, 0, R)) {
+    why = "the rotated copy is not rotate_half (cat(-x[R:], x[:R]))";
+    return failure();
+  }
+  auto r2 = halves.getDefiningOp<ReshapeOp>();
+  auto tr = r2 ? r2.getInput().getDefiningOp<TransposeOp>() : TransposeOp();
+  auto r1 = tr ? tr.getInput().getDefiningOp<ReshapeOp>() : ReshapeOp();
+  auto pairs = r1 ? cast<RankedTensorType>(r1.getType()) : RankedTensorType();
+  if (!r1 || halves.getType() != vt || r1.getInput().getType() != vt ||
+      pairs.getRank() != 5 || pairs.getDimSize(3) != R ||
+      pairs.getDimSize(4) != 2 || !swapsDims(tr, 5, 3, 4)) {
+    why = "the rope part is not de-interleaved by view(.., R, 2).transpose";
+    return failure();
+  }
+  auto cu = mc.getRhs().getDefiningOp<UnsqueezeOp>();
+  auto su = ms.getRhs().getDefiningOp<UnsqueezeOp>();
+  if (!cu || !su || cu.getDim() != 1 || su.getDim() != 1) {
+    why = "cos/sin are not the rotary table unsqueezed at the heads";
+    return failure();
+  }
+  DeepseekRope r;
+  r.input = r1.getInput();
+  Value embC, embS, freqS;
+  double scaleS;
+  if (failed(matchRotaryTable<CosOp>(cu.getInput(), positions, R, embC,
+                                     r.invFreq, r.scaling, why)) ||
+      failed(matchRotaryTable<SinOp>(su.getInput(), positions, R, embS, freqS,
+                                     scaleS, why)))
+    return failure();
+  if (embC != embS || scaleS != r.scaling) {
+    why = "cos and sin are not of one rotary table";
+    return failure();
+  }
+  return r;
+}
+
 /// Multi-head latent attention (DeepSeek's Mla block, lib/Import/Blocks/
 /// Mla.cpp) -> the latent cache and the absorbed attention. The expanded
 /// form attends with per-head keys [k_nope | k_pe] = [W_uk c | k_pe] and
@@ -305,6 +456,22 @@ LogicalResult swapMlaAttention(ModuleInstance &inst, RewriterBase &rewriter,
     return failure();
   }
 
+  // The decoupled RoPE of q_pe and k_pe: etllm.rope, its table built once
+  // by the kernels (else the decomposed form stays, with a remark).
+  std::string whyRope;
+  FailureOr<DeepseekRope> qRope = matchDeepseekRope(qPe, positions, whyRope);
+  FailureOr<DeepseekRope> kRope =
+      succeeded(qRope) ? matchDeepseekRope(kPe, positions, whyRope)
+                       : FailureOr<DeepseekRope>(failure());
+  const bool fuseRope = succeeded(qRope) && succeeded(kRope) &&
+                        qRope->invFreq == kRope->invFreq &&
+                        qRope->scaling == kRope->scaling;
+  if (!fuseRope)
+    oProj->emitRemark() << "etllm-swap-source: kept the decomposed RoPE of '"
+                        << inst.path << "': "
+                        << (whyRope.empty() ? "q and k use other tables"
+                                            : whyRope);
+
   Location loc = oProj.getLoc();
   auto mk = [&](auto op) {
     setModulePath(op, inst.path);
@@ -322,6 +489,17 @@ LogicalResult swapMlaAttention(ModuleInstance &inst, RewriterBase &rewriter,
   rewriter.create<BufferOp>(kBuf.getLoc(), cacheName, cacheType);
 
   rewriter.setInsertionPoint(oProj);
+  if (fuseRope) {
+    auto rope = [&](const DeepseekRope &r) {
+      return mk(rewriter.create<RopeOp>(
+          loc, r.input.getType(), r.input, positions, r.invFreq,
+          RopeConventionAttr::get(rewriter.getContext(),
+                                  RopeConvention::deinterleave_rotate_half),
+          rewriter.getF64FloatAttr(r.scaling)));
+    };
+    qPe = rope(*qRope);
+    kPe = rope(*kRope);
+  }
   // The cache row of each new token: [c | k_pe] (the normalized latent and
   // the rotated shared key).
   Value c4 = mk(rewriter.create<ReshapeOp>(loc, latent, dims({1, 1, -1, kvl})));

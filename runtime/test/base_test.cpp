@@ -93,7 +93,7 @@ TEST(OpTable, AttributeEntriesMatchTheCounts) {
   EXPECT_EQ(sdpa[2].kind, IntAttrKind::Flag);
   EXPECT_EQ(sdpa[3].kind, IntAttrKind::Value);
   EXPECT_EQ(intAttrs(OpId::Rope)[0].kind, IntAttrKind::Enum);
-  EXPECT_EQ(intAttrs(OpId::Rope)[0].max, 1);
+  EXPECT_EQ(intAttrs(OpId::Rope)[0].max, 2); // deinterleave_rotate_half
   EXPECT_STREQ(floatAttrNames(OpId::RmsNorm)[1], "weight_offset");
   EXPECT_EQ(intAttrs(OpId::Neg).size, 0u);
 }

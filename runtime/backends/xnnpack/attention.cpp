@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace etllm::rt::xnnpack {
@@ -81,6 +82,21 @@ Status RopeTable::build(const Tensor &invFreq, float attentionScaling,
 
 namespace {
 
+/// deinterleave_rotate_half: pair (2i, 2i + 1) of x rotated into (i, i + R)
+/// of y, staged in `row` (2R floats) so that y may be x; as portable.
+void rotateRowDeinterleave(const float *x, float *y, const float *c,
+                           const float *s, int64_t R, int64_t D, float *row) {
+  for (int64_t i = 0; i < R; ++i) {
+    const float x1 = x[2 * i], x2 = x[2 * i + 1];
+    row[i] = x1 * c[i] - x2 * s[i];
+    row[i + R] = x2 * c[i] + x1 * s[i];
+  }
+  std::memcpy(y, row, size_t(2 * R) * sizeof(float));
+  if (x != y)
+    for (int64_t i = 2 * R; i < D; ++i)
+      y[i] = x[i];
+}
+
 /// out[i1], out[i2] = x1 c - x2 s, x2 c + x1 s for the R pairs of one row.
 void rotateRowGeneric(const float *x, float *y, const float *c, const float *s,
                       int64_t R, int64_t D, bool interleaved) {
@@ -129,17 +145,17 @@ Status ropeKernel(const KernelArgs &a, Isa isa, const RopeTable *table,
   Tensor &out = *a.outputs[0];
   const int64_t B = x.sizes[0], H = x.sizes[1], S = x.sizes[2], D = x.sizes[3];
   const int64_t R = table->R;
-  const bool interleaved = a.ints[0] == 1;
-  if (pos.sizes[0] != S || 2 * R > D || (a.ints[0] != 0 && a.ints[0] != 1) ||
-      float(a.floats[0]) != table->scaling)
+  const bool interleaved = a.ints[0] == 1, deinterleave = a.ints[0] == 2;
+  if (pos.sizes[0] != S || 2 * R > D || a.ints[0] < 0 || a.ints[0] > 2 ||
+      float(a.floats[0]) != table->scaling || (deinterleave && R > 512))
     return Status();
   for (int64_t s = 0; s < S; ++s)
     if (loadPos(pos, s) < 0)
       return Status(); // portable reports it
   handled = true;
   ETLLM_RETURN_IF_ERROR(out.resize(x.sizes, 4));
-  float extra[2 * 512];
-  const bool avx = hasAvx2(isa) && !interleaved && R % 8 == 0;
+  float extra[2 * 512], row[2 * 512];
+  const bool avx = hasAvx2(isa) && !interleaved && !deinterleave && R % 8 == 0;
   for (int64_t s = 0; s < S; ++s) {
     const int64_t p = loadPos(pos, s);
     const float *c, *sn;
@@ -163,7 +179,10 @@ Status ropeKernel(const KernelArgs &a, Isa isa, const RopeTable *table,
         continue;
       }
 #endif
-      rotateRowGeneric(px, py, c, sn, R, D, interleaved);
+      if (deinterleave)
+        rotateRowDeinterleave(px, py, c, sn, R, D, row);
+      else
+        rotateRowGeneric(px, py, c, sn, R, D, interleaved);
     }
   }
   (void)avx;

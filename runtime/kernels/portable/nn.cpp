@@ -161,9 +161,9 @@ Status kernelRope(const KernelArgs &a) {
                            " entries, more than half the head size " +
                            std::to_string(D));
   const int64_t conv = a.ints[0];
-  if (conv != 0 && conv != 1)
-    return opError(op, "convention must be 0 (rotate_half) or 1 "
-                       "(interleaved), got " +
+  if (conv < 0 || conv > 2)
+    return opError(op, "convention must be 0 (rotate_half), 1 "
+                       "(interleaved) or 2 (deinterleave_rotate_half), got " +
                            std::to_string(conv));
   if (pos.dtype != DType::I64 && pos.dtype != DType::I32)
     return opError(op, std::string("positions must be i64 or i32, not ") +
@@ -174,10 +174,14 @@ Status kernelRope(const KernelArgs &a) {
                      "negative position " + std::to_string(loadIndex(pos, s)));
   const float scaling = float(a.floats[0]);
   void *scratch = nullptr;
-  ETLLM_RETURN_IF_ERROR(
-      getScratch(op, a, size_t(R + 2 * S * R) * sizeof(float), scratch));
+  // deinterleave_rotate_half reads pairs (2i, 2i + 1) and writes (i, i + R):
+  // one row of 2R rotated values is staged, so that the output may be the
+  // input (in place).
+  ETLLM_RETURN_IF_ERROR(getScratch(
+      op, a, size_t(R + 2 * S * R + (conv == 2 ? 2 * R : 0)) * sizeof(float),
+      scratch));
   float *fr = static_cast<float *>(scratch);
-  float *cosT = fr + R, *sinT = cosT + S * R;
+  float *cosT = fr + R, *sinT = cosT + S * R, *row = sinT + S * R;
   loadFloats(freq, fr);
   for (int64_t s = 0; s < S; ++s) {
     const float p = float(loadIndex(pos, s));
@@ -195,13 +199,22 @@ Status kernelRope(const KernelArgs &a) {
         const T *px = x.ptr<T>() + (bh * S + s) * D;
         T *py = out.ptr<T>() + (bh * S + s) * D;
         const float *c = cosT + s * R, *sn = sinT + s * R;
-        for (int64_t i = 0; i < R; ++i) {
-          const int64_t i1 = conv == 0 ? i : 2 * i;
-          const int64_t i2 = conv == 0 ? i + R : 2 * i + 1;
-          const float x1 = toF32(px[i1]), x2 = toF32(px[i2]);
-          py[i1] = fromF32<T>(x1 * c[i] - x2 * sn[i]);
-          py[i2] = fromF32<T>(x2 * c[i] + x1 * sn[i]);
-        }
+        if (conv == 2) {
+          for (int64_t i = 0; i < R; ++i) {
+            const float x1 = toF32(px[2 * i]), x2 = toF32(px[2 * i + 1]);
+            row[i] = x1 * c[i] - x2 * sn[i];
+            row[i + R] = x2 * c[i] + x1 * sn[i];
+          }
+          for (int64_t i = 0; i < 2 * R; ++i)
+            py[i] = fromF32<T>(row[i]);
+        } else
+          for (int64_t i = 0; i < R; ++i) {
+            const int64_t i1 = conv == 0 ? i : 2 * i;
+            const int64_t i2 = conv == 0 ? i + R : 2 * i + 1;
+            const float x1 = toF32(px[i1]), x2 = toF32(px[i2]);
+            py[i1] = fromF32<T>(x1 * c[i] - x2 * sn[i]);
+            py[i2] = fromF32<T>(x2 * c[i] + x1 * sn[i]);
+          }
         if (px != py)
           for (int64_t i = 2 * R; i < D; ++i)
             py[i] = px[i];

@@ -661,6 +661,24 @@ func.func @f(%x: tensor<1x8x?x8xf32>, %p: tensor<?xi64>, %f: tensor<5xf32>) {
 
 // -----
 
+func.func @f(%x: tensor<1x8x?x6xf32>, %p: tensor<?xi64>, %f: tensor<4xf32>) {
+  // expected-error @+2 {{inv_freq has 4 frequencies, more than half the head dimension 6}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = etllm.rope %x, %p, %f convention <deinterleave_rotate_half> : (tensor<1x8x?x6xf32>, tensor<?xi64>, tensor<4xf32>) -> tensor<1x8x?x6xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<1x8x?x8xf32>, %p: tensor<?xi64>, %f: tensor<4xf32>) {
+  // expected-error @+2 {{expected ::mlir::etllm::RopeConvention to be one of: rotate_half, interleaved, deinterleave_rotate_half}}
+  // expected-error @+1 {{failed to parse Etllm_RopeConventionAttr parameter 'value'}}
+  %0 = etllm.rope %x, %p, %f convention <deinterleave> : (tensor<1x8x?x8xf32>, tensor<?xi64>, tensor<4xf32>) -> tensor<1x8x?x8xf32>
+  return
+}
+
+// -----
+
 func.func @f(%q: tensor<8x?x8xf32>, %k: tensor<1x4x16x8xf32>) {
   // expected-error @+1 {{query, key and value must be [batch, heads, seq, dim]}}
   %0 = etllm.sdpa %q, %k, %k scale 1.0 : (tensor<8x?x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>) -> tensor<1x8x?x8xf32>

@@ -207,6 +207,7 @@ func.func @shapes(%x4: tensor<1x?x8x8xf32>, %x: tensor<1x?x64xf32>,
 // CHECK: etllm.layer_norm %{{.+}} eps 1.000000e-05 : (tensor<1x?x64xf32>) -> tensor<1x?x64xf32>
 // CHECK: etllm.rope %{{.+}}, %{{.+}}, %{{.+}} convention <rotate_half> : (tensor<1x8x?x8xf32>, tensor<?xi64>, tensor<4xf32>) -> tensor<1x8x?x8xf32>
 // CHECK: etllm.rope %{{.+}}, %{{.+}}, %{{.+}} convention <interleaved> scaling 1.500000e+00 : (tensor<1x8x?x8xf32>, tensor<?xi64>, tensor<2xf32>) -> tensor<1x8x?x8xf32>
+// CHECK: etllm.rope %{{.+}}, %{{.+}}, %{{.+}} convention <deinterleave_rotate_half> scaling 1.250000e+00 : (tensor<1x8x?x8xf32>, tensor<?xi64>, tensor<4xf32>) -> tensor<1x8x?x8xf32>
 // CHECK: etllm.sdpa %{{.+}}, %{{.+}}, %{{.+}} positions %{{.+}} causal scale 0.35355339059327373 : (tensor<1x8x?x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<?xi64>) -> tensor<1x8x?x8xf32>
 // CHECK: etllm.sdpa %{{.+}}, %{{.+}}, %{{.+}} mask %{{.+}} softcap 5.000000e+01 scale 6.250000e-02 : (tensor<1x8x?x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x1x?x16xf32>) -> tensor<1x8x?x8xf32>
 // CHECK: etllm.sdpa %{{.+}}, %{{.+}}, %{{.+}} positions %{{.+}} causal window 4 scale 0.35355339059327373
@@ -225,6 +226,7 @@ func.func @fused(%x: tensor<1x?x64xf32>, %w: tensor<64xf32>, %q: tensor<1x8x?x8x
   %4 = etllm.layer_norm %x eps 1.0e-05 : (tensor<1x?x64xf32>) -> tensor<1x?x64xf32>
   %5 = etllm.rope %q, %pos, %f convention <rotate_half> : (tensor<1x8x?x8xf32>, tensor<?xi64>, tensor<4xf32>) -> tensor<1x8x?x8xf32>
   %6 = etllm.rope %q, %pos, %f2 convention <interleaved> scaling 1.5 : (tensor<1x8x?x8xf32>, tensor<?xi64>, tensor<2xf32>) -> tensor<1x8x?x8xf32>
+  %deinterleaved = etllm.rope %q, %pos, %f convention <deinterleave_rotate_half> scaling 1.25 : (tensor<1x8x?x8xf32>, tensor<?xi64>, tensor<4xf32>) -> tensor<1x8x?x8xf32>
   %7 = etllm.sdpa %q, %k, %v positions %pos causal scale 0.35355339059327373 : (tensor<1x8x?x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<?xi64>) -> tensor<1x8x?x8xf32>
   %8 = etllm.sdpa %q, %k, %v mask %mask softcap 50.0 scale 0.0625 : (tensor<1x8x?x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x1x?x16xf32>) -> tensor<1x8x?x8xf32>
   %9 = etllm.sdpa %q, %k, %v positions %pos causal window 4 scale 0.35355339059327373 : (tensor<1x8x?x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<?xi64>) -> tensor<1x8x?x8xf32>

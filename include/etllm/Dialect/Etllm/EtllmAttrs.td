@@ -23,6 +23,10 @@ def Etllm_RopeConvention : I32EnumAttr<"RopeConvention",
       I32EnumAttrCase<"rotate_half", 0>,
       // Pairs (2i, 2i + 1): Meta's original, llama2.c and GGUF llama.
       I32EnumAttrCase<"interleaved", 1>,
+      // Pairs (2i, 2i + 1) of the input, written to (i, i + r/2) of the
+      // result: DeepSeek's q_pe/k_pe, de-interleaved by
+      // view(.., r/2, 2).transpose(-1, -2) and then rotated by rotate_half.
+      I32EnumAttrCase<"deinterleave_rotate_half", 2>,
     ]> {
   let cppNamespace = "::mlir::etllm";
   let genSpecializedAttr = 0;

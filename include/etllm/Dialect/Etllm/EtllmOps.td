@@ -865,8 +865,11 @@ def Etllm_RopeOp : Etllm_Op<"rope", [Pure, InferTypeOpAdaptorWithIsCompatible,
     Rotates the first `2 * len(inv_freq)` entries of the last dimension of
     `input` ([batch, heads, seq, head_dim]) by the angles
     `positions[s] * inv_freq[i]`, pairing dimensions as `convention` says
-    (rotate_half: i with i + r/2; interleaved: 2i with 2i + 1); the rest of
-    the head passes through (partial rotary). Scaling schemes that change
+    (rotate_half: i with i + r/2; interleaved: 2i with 2i + 1;
+    deinterleave_rotate_half: input 2i with 2i + 1, the rotated pair written
+    to i and i + r/2, as DeepSeek's `view(.., r/2, 2).transpose` followed by
+    rotate_half computes it); the rest of the head passes through (partial
+    rotary). Scaling schemes that change
     frequencies (linear, llama3) are baked into `inv_freq`;
     `attention_scaling` multiplies cos and sin (YaRN-style).
 

@@ -54,8 +54,15 @@ void runOptimized(const Config &cfg, OpId op, std::vector<Tensor *> ins,
 TEST_P(AttentionTest, RopeIsBitIdentical) {
   std::mt19937 gen(1);
   // D, R (pairs rotated), convention.
-  for (auto [D, R, conv] : std::vector<std::tuple<int64_t, int64_t, int>>{
-           {8, 4, 0}, {64, 32, 0}, {64, 32, 1}, {12, 4, 0}, {6, 3, 1}}) {
+  for (auto [D, R, conv] :
+       std::vector<std::tuple<int64_t, int64_t, int>>{{8, 4, 0},
+                                                      {64, 32, 0},
+                                                      {64, 32, 1},
+                                                      {12, 4, 0},
+                                                      {6, 3, 1},
+                                                      {64, 32, 2},
+                                                      {10, 3, 2},
+                                                      {2, 1, 2}}) {
     const int64_t H = 3, S = 5;
     std::vector<float> fv = randomFloats(size_t(R), gen, 0.0f, 1.0f);
     OwnedTensor freq = f32Tensor({R}, fv);
@@ -77,6 +84,14 @@ TEST_P(AttentionTest, RopeIsBitIdentical) {
                          GetParam().isa, &table, handled));
     ASSERT_TRUE(handled);
     expectSameBits(*got, *ref, "rope D=" + std::to_string(D));
+    // In place (the output is the input; deinterleave_rotate_half writes
+    // other dimensions than it reads).
+    Tensor alias = *x;
+    outs = {&alias};
+    ASSERT_OK(ropeKernel(makeArgs(ins, outs, ints, floats, ctx.get()),
+                         GetParam().isa, &table, handled));
+    ASSERT_TRUE(handled);
+    expectSameBits(*x, *ref, "rope in place D=" + std::to_string(D));
   }
 }
 

@@ -100,10 +100,13 @@ std::vector<double> naiveRope(const std::vector<double> &x, int64_t B,
       float angle = float(pos[size_t(s)]) * invFreq[size_t(i)];
       double c = double(std::cos(angle) * scaling),
              sn = double(std::sin(angle) * scaling);
+      // Read pair (a, b), write it to (oa, ob): conv 2 reads interleaved
+      // pairs and writes halves (DeepSeek's de-interleave + rotate_half).
       int64_t a = conv == 0 ? i : 2 * i, b = conv == 0 ? i + R : 2 * i + 1;
+      int64_t oa = conv == 1 ? a : i, ob = conv == 1 ? b : i + R;
       double x1 = x[size_t(row * D + a)], x2 = x[size_t(row * D + b)];
-      out[size_t(row * D + a)] = x1 * c - x2 * sn;
-      out[size_t(row * D + b)] = x2 * c + x1 * sn;
+      out[size_t(row * D + oa)] = x1 * c - x2 * sn;
+      out[size_t(row * D + ob)] = x2 * c + x1 * sn;
     }
   }
   return out;
@@ -121,7 +124,7 @@ TEST(Rope, HandComputedQuarterTurn) {
   EXPECT_VALUES(*y, (std::vector<double>{-4, 2}), 1e-6);
 }
 
-TEST(Rope, BothConventionsWithPartialRotary) {
+TEST(Rope, EveryConventionWithPartialRotary) {
   const int64_t B = 1, H = 2, S = 3, D = 10;
   std::vector<float> freq = {1.0f, 0.1f, 0.01f}; // R = 3, dims 6..9 pass
   std::vector<int64_t> positions = {0, 5, 17};
@@ -129,7 +132,7 @@ TEST(Rope, BothConventionsWithPartialRotary) {
   auto x = makeTensor(DType::F32, {B, H, S, D}, xv);
   auto pos = makeTensor(DType::I32, {S}, {0, 5, 17});
   auto f = makeTensor(DType::F32, {3}, {1.0, 0.1, 0.01});
-  for (int conv : {0, 1}) {
+  for (int conv : {0, 1, 2}) {
     OwnedTensor y(DType::F32, {B, H, S, D});
     ASSERT_OK(run(OpId::Rope, {x, pos, f}, {y}, {conv}, {0.75}));
     std::vector<double> want =
@@ -169,6 +172,21 @@ TEST(Rope, HalfInPlaceAndDynamicSequence) {
   }
 }
 
+TEST(Rope, DeinterleaveByHandAndInPlace) {
+  // D = 4, R = 2, position 1, inv_freq {pi/2, 0}: pair (x0, x1) turns by
+  // 90 degrees into (-x1, x0) at dims 0 and 2; pair (x2, x3) stays, at 1
+  // and 3. In place (the output is the input) gives the same.
+  auto x = makeTensor(DType::F32, {1, 1, 1, 4}, {1, 2, 3, 4});
+  auto pos = makeTensor(DType::I64, {1}, {1});
+  auto f = makeTensor(DType::F32, {2}, {M_PI / 2, 0});
+  OwnedTensor y(DType::F32, {1, 1, 1, 4});
+  ASSERT_OK(run(OpId::Rope, {x, pos, f}, {y}, {2}, {1.0}));
+  EXPECT_VALUES(*y, (std::vector<double>{-2, 3, 1, 4}), 1e-6);
+  Tensor alias = *x;
+  ASSERT_OK(run(OpId::Rope, {x, pos, f}, {&alias}, {2}, {1.0}));
+  EXPECT_VALUES(*x, (std::vector<double>{-2, 3, 1, 4}), 1e-6);
+}
+
 TEST(Rope, Errors) {
   auto x = makeTensor(DType::F32, {1, 1, 2, 4}, {});
   auto pos = makeTensor(DType::I64, {2}, {0, -1});
@@ -183,7 +201,7 @@ TEST(Rope, Errors) {
   auto f3 = makeTensor(DType::F32, {3}, {1, 1, 1});
   EXPECT_ERROR(run(OpId::Rope, {x, pos2, f3}, {y}, {0}, {1.0}),
                "more than half");
-  EXPECT_ERROR(run(OpId::Rope, {x, pos2, f}, {y}, {2}, {1.0}), "convention");
+  EXPECT_ERROR(run(OpId::Rope, {x, pos2, f}, {y}, {3}, {1.0}), "convention");
   auto x3 = makeTensor(DType::F32, {1, 2, 4}, {});
   EXPECT_ERROR(run(OpId::Rope, {x3, pos2, f}, {y}, {0}, {1.0}), "[B, H, S, D]");
   auto pf = makeTensor(DType::F32, {2}, {0, 1});
