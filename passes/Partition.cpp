@@ -9,6 +9,7 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/Debug.h"
 
+#include <functional>
 #include <queue>
 
 #define DEBUG_TYPE "etllm-partition"
@@ -24,8 +25,17 @@ using namespace mlir::etllm;
 namespace {
 
 /// Ops that are cloned into every partition that needs them rather than
-/// partitioned themselves.
-bool isFree(Operation *op) { return isa<ConstantOp, ParameterGetOp>(op); }
+/// partitioned themselves: constants, parameters, and views (reshape,
+/// slice, transpose) of them, which a backend may materialize as constants
+/// (xnnpack does for the per-head weights of MLA's absorbed attention).
+bool isFree(Operation *op) {
+  if (isa<ConstantOp, ParameterGetOp>(op))
+    return true;
+  if (!isa<ReshapeOp, SliceOp, TransposeOp>(op))
+    return false;
+  Operation *d = op->getOperand(0).getDefiningOp();
+  return d && isFree(d);
+}
 
 /// Ops that do not break a run of one backend: the free ops, and reads of
 /// mutable buffers (no instruction: their value is the buffer itself, an
@@ -168,13 +178,21 @@ struct PartitionPass : public ::etllm::impl::PartitionPassBase<PartitionPass> {
     llvm::DenseSet<Operation *> inRun(runOps.begin(), runOps.end());
     llvm::SetVector<Value> inputs, outputs;
     llvm::SetVector<Operation *> freeOps;
+    // A free op and the free ops it reads (a view of a parameter), those
+    // first.
+    std::function<void(Operation *)> addFree = [&](Operation *d) {
+      for (Value v : d->getOperands())
+        if (Operation *p = v.getDefiningOp(); p && isFree(p))
+          addFree(p);
+      freeOps.insert(d);
+    };
     for (Operation *op : runOps) {
       for (Value v : op->getOperands()) {
         Operation *d = v.getDefiningOp();
         if (d && inRun.contains(d))
           continue;
         if (d && isFree(d))
-          freeOps.insert(d);
+          addFree(d);
         else
           inputs.insert(v);
       }
@@ -228,7 +246,7 @@ struct PartitionPass : public ::etllm::impl::PartitionPassBase<PartitionPass> {
       Value(v).replaceAllUsesWith(r);
     for (Operation *op : llvm::reverse(runOps))
       op->erase();
-    for (Operation *op : freeOps)
+    for (Operation *op : llvm::reverse(freeOps))
       if (op->use_empty())
         op->erase();
   }

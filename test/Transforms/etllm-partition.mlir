@@ -175,3 +175,61 @@ func.func @forward(%x: tensor<1x?x8xf32>, %y: tensor<4xf16>, %h: tensor<f16>, %p
   %d = etllm.div %p, %q : (tensor<f32>, tensor<f32>) -> tensor<f32>
   return %a, %m, %d : tensor<1x?x8xf32>, tensor<4xf16>, tensor<f32>
 }
+
+// -----
+
+// Multi-head latent attention in its absorbed form (the MLA swap's): the
+// splits, the matmuls by per-head views of kv_b_proj's weight (reshape,
+// slice, transpose of a parameter: free ops, cloned into the subgraph, the
+// backend materializes them), the cats, the latent cache update and the
+// sdpa over it all join the projections in one subgraph. A matmul by an
+// activation (not a parameter's view) stays portable.
+// CHECK-LABEL: func.func private @xnnpack_0
+// CHECK: %[[W:.+]] = etllm.parameter.get @kvb
+// CHECK: %[[WR:.+]] = etllm.reshape %[[W]] [2, 12, 16]
+// CHECK: %[[WK:.+]] = etllm.slice %[[WR]] dim 1 [0 : 8]
+// CHECK: %[[WV:.+]] = etllm.slice %[[WR]] dim 1 [8 : 12]
+// CHECK: %[[WVT:.+]] = etllm.transpose %[[WV]] 1, 2
+// CHECK: etllm.split
+// CHECK: etllm.matmul %{{.+}}, %[[WK]]
+// CHECK: etllm.cat
+// CHECK: etllm.kv_cache.update
+// CHECK: etllm.sdpa
+// CHECK: etllm.matmul %{{.+}}, %[[WVT]]
+// CHECK: etllm.linear
+// CHECK-LABEL: func.func @forward
+// CHECK-NOT: etllm.reshape
+// CHECK: etllm.delegate.call "xnnpack" @xnnpack_0
+// CHECK-NEXT: etllm.matmul %{{.+}}, %arg2
+// CHECK-NEXT: return
+etllm.parameter @wq : tensor<32x16xf32>
+etllm.parameter @kvb : tensor<24x16xf32>
+etllm.parameter @wo : tensor<16x8xf32>
+etllm.buffer @lc : tensor<1x1x32x20xf32>
+func.func @forward(%x: tensor<1x?x16xf32>, %pos: tensor<?xi64>, %act: tensor<1x2x4x4xf32>) -> (tensor<1x?x16xf32>, tensor<1x2x?x4xf32>) {
+  %wq = etllm.parameter.get @wq : tensor<32x16xf32>
+  %kvb = etllm.parameter.get @kvb : tensor<24x16xf32>
+  %wo = etllm.parameter.get @wo : tensor<16x8xf32>
+  %q0 = etllm.linear %x, %wq : (tensor<1x?x16xf32>, tensor<32x16xf32>) -> tensor<1x?x32xf32>
+  %q1 = etllm.reshape %q0 [1, -1, 2, 16] : tensor<1x?x32xf32> -> tensor<1x?x2x16xf32>
+  %q2 = etllm.transpose %q1 1, 2 : tensor<1x?x2x16xf32> -> tensor<1x2x?x16xf32>
+  %qs:2 = etllm.split %q2 dim 3 [8, 8] : tensor<1x2x?x16xf32> -> tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>
+  %wr = etllm.reshape %kvb [2, 12, 16] : tensor<24x16xf32> -> tensor<2x12x16xf32>
+  %wk = etllm.slice %wr dim 1 [0 : 8] : tensor<2x12x16xf32> -> tensor<2x8x16xf32>
+  %wv = etllm.slice %wr dim 1 [8 : 12] : tensor<2x12x16xf32> -> tensor<2x4x16xf32>
+  %ql = etllm.matmul %qs#0, %wk : (tensor<1x2x?x8xf32>, tensor<2x8x16xf32>) -> tensor<1x2x?x16xf32>
+  %qa = etllm.cat %ql, %qs#1 dim -1 : (tensor<1x2x?x16xf32>, tensor<1x2x?x8xf32>) -> tensor<1x2x?x24xf32>
+  %qb = etllm.slice %qa dim -1 [0 : 20] : tensor<1x2x?x24xf32> -> tensor<1x2x?x20xf32>
+  %e = etllm.slice %qb dim 1 [0 : 1] : tensor<1x2x?x20xf32> -> tensor<1x1x?x20xf32>
+  %lc = etllm.buffer.read @lc : tensor<1x1x32x20xf32>
+  %lu = etllm.kv_cache.update %lc[%pos], %e : (tensor<1x1x32x20xf32>, tensor<?xi64>, tensor<1x1x?x20xf32>) -> tensor<1x1x32x20xf32>
+  %o = etllm.sdpa %qb, %lu, %lu positions %pos causal scale 0.25 : (tensor<1x2x?x20xf32>, tensor<1x1x32x20xf32>, tensor<1x1x32x20xf32>, tensor<?xi64>) -> tensor<1x2x?x20xf32>
+  %ol = etllm.slice %o dim -1 [0 : 16] : tensor<1x2x?x20xf32> -> tensor<1x2x?x16xf32>
+  %wvt = etllm.transpose %wv 1, 2 : tensor<2x4x16xf32> -> tensor<2x16x4xf32>
+  %ov = etllm.matmul %ol, %wvt : (tensor<1x2x?x16xf32>, tensor<2x16x4xf32>) -> tensor<1x2x?x4xf32>
+  %ot = etllm.transpose %ov 1, 2 : tensor<1x2x?x4xf32> -> tensor<1x?x2x4xf32>
+  %or = etllm.reshape %ot [1, -1, 8] : tensor<1x?x2x4xf32> -> tensor<1x?x8xf32>
+  %y = etllm.linear %or, %wo : (tensor<1x?x8xf32>, tensor<16x8xf32>) -> tensor<1x?x16xf32>
+  %n = etllm.matmul %ov, %act : (tensor<1x2x?x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x?x4xf32>
+  return %y, %n : tensor<1x?x16xf32>, tensor<1x2x?x4xf32>
+}

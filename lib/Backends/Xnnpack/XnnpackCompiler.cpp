@@ -23,7 +23,9 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
 #include <cstring>
 
 using namespace mlir;
@@ -67,6 +69,132 @@ bool isPackableExperts(Value v) {
 bool isF32Rank4(Type t) {
   auto tt = dyn_cast<RankedTensorType>(t);
   return tt && tt.getRank() == 4 && isF32Tensor(t);
+}
+
+/// A constant view of an f32 parameter: the parameter read through
+/// reshapes, slices and transposes (the MLA swap's per-head halves of
+/// kv_b_proj). A matmul's right-hand side of this
+/// form becomes one constant at export (the view materialized), so a
+/// decode step reads the weight once instead of copying it through views.
+struct ParamView {
+  ParameterGetOp get;
+  SmallVector<Operation *> chain; // from the parameter to the value
+};
+
+std::optional<ParamView> paramView(Value v) {
+  ParamView pv;
+  while (Operation *d = v.getDefiningOp()) {
+    if (auto g = dyn_cast<ParameterGetOp>(d)) {
+      auto t = dyn_cast<RankedTensorType>(g.getType());
+      if (!t || !t.getElementType().isF32() || !t.hasStaticShape())
+        return std::nullopt;
+      pv.get = g;
+      std::reverse(pv.chain.begin(), pv.chain.end());
+      return pv;
+    }
+    if (!isa<ReshapeOp, SliceOp, TransposeOp>(d) ||
+        !cast<RankedTensorType>(d->getResult(0).getType()).hasStaticShape())
+      return std::nullopt;
+    if (auto sl = dyn_cast<SliceOp>(d); sl && sl.getStep() < 1)
+      return std::nullopt;
+    pv.chain.push_back(d);
+    v = d->getOperand(0);
+  }
+  return std::nullopt;
+}
+
+/// What a ParamView computes, as plain data (the export materializes it
+/// after the subgraph is gone): the parameter's shape, then per op its kind
+/// ('r'eshape, 's'lice: dim, start, step; 't'ranspose: dims) and result shape.
+struct ViewSteps {
+  SmallVector<int64_t> shape;
+  struct Step {
+    char kind;
+    int64_t a = 0, b = 0, c = 0;
+    SmallVector<int64_t> out;
+  };
+  std::vector<Step> steps;
+  std::string name; // shared by every delegate that reads the view
+};
+
+ViewSteps describeView(ParamView pv) {
+  ViewSteps v;
+  auto t = cast<RankedTensorType>(pv.get.getType());
+  v.shape.assign(t.getShape().begin(), t.getShape().end());
+  v.name = "xnnpack/" + pv.get.getName().str() + "@view";
+  SmallVector<int64_t> shape = v.shape;
+  for (Operation *op : pv.chain) {
+    ViewSteps::Step st;
+    auto out = cast<RankedTensorType>(op->getResult(0).getType()).getShape();
+    st.out.assign(out.begin(), out.end());
+    const int64_t rank = int64_t(shape.size());
+    auto norm = [&](int64_t d) { return d < 0 ? d + rank : d; };
+    if (auto sl = dyn_cast<SliceOp>(op)) {
+      st.kind = 's';
+      st.a = norm(sl.getDim());
+      int64_t start =
+          sl.getStart() < 0 ? sl.getStart() + shape[st.a] : sl.getStart();
+      st.b = std::clamp<int64_t>(start, 0, shape[st.a]);
+      st.c = sl.getStep();
+      v.name += llvm::formatv(".slice{0}:{1}:{2}", st.a, st.b, st.c).str();
+    } else if (auto tr = dyn_cast<TransposeOp>(op)) {
+      st.kind = 't';
+      st.a = norm(tr.getDim0());
+      st.b = norm(tr.getDim1());
+      v.name += llvm::formatv(".transpose{0}:{1}", st.a, st.b).str();
+    } else {
+      st.kind = 'r';
+      v.name += ".reshape";
+    }
+    for (int64_t d : st.out)
+      v.name += ":" + std::to_string(d);
+    shape = st.out;
+    v.steps.push_back(std::move(st));
+  }
+  return v;
+}
+
+/// The values of the view (row-major in its shape) from the parameter's:
+/// reshape keeps the order, slice and transpose gather.
+std::vector<float> evaluateView(const ViewSteps &v, std::vector<float> x) {
+  SmallVector<int64_t> shape = v.shape;
+  for (const ViewSteps::Step &st : v.steps) {
+    if (st.kind == 'r') {
+      shape = st.out;
+      continue;
+    }
+    // out[idx] = x[offset + sum_d idx[d] * src[d]].
+    const int64_t rank = int64_t(shape.size());
+    SmallVector<int64_t> src(rank, 1);
+    for (int64_t d = rank - 2; d >= 0; --d)
+      src[d] = src[d + 1] * shape[d + 1];
+    int64_t offset = 0;
+    if (st.kind == 's') {
+      offset = st.b * src[st.a];
+      src[st.a] *= st.c;
+    } else {
+      std::swap(src[st.a], src[st.b]);
+    }
+    int64_t n = 1;
+    for (int64_t e : st.out)
+      n *= e;
+    std::vector<float> y(static_cast<size_t>(n));
+    SmallVector<int64_t> idx(rank, 0);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t at = offset;
+      for (int64_t d = 0; d < rank; ++d)
+        at += idx[d] * src[d];
+      y[size_t(i)] = x[size_t(at)];
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        if (++idx[d] < st.out[d])
+          break;
+        idx[d] = 0;
+      }
+    }
+    x = std::move(y);
+    shape = st.out;
+  }
+  return x;
 }
 
 class XnnpackCompiler : public BackendCompiler {
@@ -114,6 +242,23 @@ public:
         })
         .Case<SiluOp, GeluOp, SigmoidOp, TanhOp, ReluOp>(
             [](Operation *o) { return isF32Tensor(o->getResult(0).getType()); })
+        // Latent attention (MLA's absorbed form): the batched matmul of
+        // activations [B, H, S, K] by a constant per-head weight [H, K, N]
+        // (a view of a parameter, materialized at export); the splits and
+        // cats of the query and cache row (the portable kernels, inside the
+        // call).
+        .Case([](MatmulOp m) {
+          auto rt = dyn_cast<RankedTensorType>(m.getRhs().getType());
+          return isF32Rank4(m.getLhs().getType()) &&
+                 isF32Tensor(m.getType(), true) && rt && rt.getRank() == 3 &&
+                 paramView(m.getRhs());
+        })
+        .Case<SplitOp, CatOp>([](Operation *o) {
+          return llvm::all_of(o->getOperandTypes(),
+                              [](Type t) { return isF32Tensor(t, true); }) &&
+                 llvm::all_of(o->getResultTypes(),
+                              [](Type t) { return isF32Tensor(t, true); });
+        })
         .Case([](RmsNormOp n) {
           return isF32Tensor(n.getType()) &&
                  (!n.getWeight() || isParam(n.getWeight()));
@@ -215,6 +360,33 @@ LogicalResult XnnpackCompiler::serialize(
         packing[w] = xfb::Packing::QWEIGHT_R16;
   }
 
+  // Matmul weights that are views of a parameter: one constant each. The
+  // view's ops (and a parameter) that only such weights need are not
+  // serialized.
+  llvm::DenseMap<Value, ParamView> views;
+  llvm::DenseSet<Operation *> candidates, folded;
+  for (Operation &op : body)
+    if (auto m = dyn_cast<MatmulOp>(op))
+      if (std::optional<ParamView> pv = paramView(m.getRhs());
+          pv && isLegal(m) && !pv->chain.empty()) {
+        views[m.getRhs()] = *pv;
+        folded.insert(m); // (a reader that needs nothing more)
+        candidates.insert(pv->get);
+        candidates.insert(pv->chain.begin(), pv->chain.end());
+      }
+  for (Operation &op : llvm::reverse(body))
+    if (candidates.contains(&op) &&
+        llvm::all_of(op.getUsers(), [&](Operation *u) {
+          return folded.contains(u) ||
+                 (u->getNumResults() == 1 && views.count(u->getResult(0)));
+        }))
+      folded.insert(&op);
+  for (auto &entry : views)
+    folded.erase(entry.second.chain.back()); // a constant, below
+  for (Operation &op : body)
+    if (isa<MatmulOp>(op))
+      folded.erase(&op);
+
   auto addValue = [&](Value v, xfb::ValueKind kind, uint32_t idx,
                       xfb::Packing pack) -> uint32_t {
     Type t = v.getType();
@@ -254,6 +426,32 @@ LogicalResult XnnpackCompiler::serialize(
   std::vector<flatbuffers::Offset<xfb::Node>> nodes;
   std::string prefix = fn.getSymName().str() + "/";
   for (Operation &op : body.without_terminator()) {
+    if (folded.contains(&op))
+      continue;
+    if (auto it =
+            op.getNumResults() == 1 ? views.find(op.getResult(0)) : views.end();
+        it != views.end()) {
+      auto param = SymbolTable::lookupNearestSymbolFrom<ParameterOp>(
+          fn, it->second.get.getNameAttr());
+      ViewSteps view = describeView(it->second);
+      auto t = cast<RankedTensorType>(op.getResult(0).getType());
+      WeightStore *weights = &ctx.weights();
+      uint32_t constant = ctx.addWeight(
+          view.name, uint64_t(t.getNumElements()) * 4,
+          uint64_t(t.getNumElements()),
+          [weights, param, view]() -> FailureOr<std::vector<uint8_t>> {
+            FailureOr<std::vector<float>> f = weights->floatValues(param);
+            if (failed(f))
+              return failure();
+            std::vector<float> v = evaluateView(view, std::move(*f));
+            std::vector<uint8_t> bytes(v.size() * 4);
+            std::memcpy(bytes.data(), v.data(), bytes.size());
+            return bytes;
+          });
+      addValue(op.getResult(0), xfb::ValueKind::CONSTANT, constant,
+               xfb::Packing::DENSE);
+      continue;
+    }
     if (auto get = dyn_cast<ParameterGetOp>(op)) {
       auto param = SymbolTable::lookupNearestSymbolFrom<ParameterOp>(
           fn, get.getNameAttr());

@@ -160,6 +160,8 @@ DenseKernelFn denseKernel(OpId id) {
     return reshapeKernel;
   case OpId::Slice:
     return sliceKernel;
+  case OpId::Matmul:
+    return matmulKernel;
   default:
     return nullptr;
   }
