@@ -27,7 +27,10 @@ def SwapSourcePass : Pass<"etllm-swap-source", "mlir::ModuleOp"> {
       latent and the rotated shared key, one `etllm.kv_cache.update`) and
       the absorbed form: `q_nope` multiplied through `kv_b_proj`'s key half,
       one `etllm.sdpa` over the latent cache as a single key/value head, the
-      output multiplied through the value half, then `o_proj`. With the
+      output multiplied through the value half, then `o_proj`; DeepSeek's
+      decoupled RoPE on the rope parts (de-interleaved, then rotate_half)
+      becomes `etllm.rope` with the `deinterleave_rotate_half` convention
+      (a near miss stays decomposed, with a remark). With the
       default `mla-cache=expanded` such an instance is left alone (its
       expanded per-head k/v caches, fused by `etllm-fuse-sdpa`);
     * `*SparseMoeBlock` (Mixtral, Qwen2-MoE, Qwen3-MoE) -> one `etllm.moe`
