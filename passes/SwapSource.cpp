@@ -883,6 +883,67 @@ LogicalResult swapSparseMoe(ModuleInstance &inst, RewriterBase &rewriter,
   return success();
 }
 
+/// Multi-head latent attention with its expanded caches (mla-cache=
+/// expanded): the attention stays (fuse-sdpa fuses it over the caches); its
+/// decoupled RoPE on q_pe and k_pe becomes etllm.rope as in the latent
+/// form. The key cached is cat(k_nope, expand(k_pe)), the query the other
+/// cat of the same type.
+LogicalResult fuseExpandedMlaRope(ModuleInstance &inst, RewriterBase &rewriter,
+                                  std::string &reason) {
+  IndexCopyOp kCopy;
+  for (Operation *op : inst.ops)
+    if (auto r = dyn_cast<BufferReadOp>(op);
+        r && r.getName() == inst.path + ".k_cache" && r->hasOneUse())
+      kCopy = dyn_cast<IndexCopyOp>(*r->getUsers().begin());
+  auto keyCat = kCopy ? kCopy.getSource().getDefiningOp<CatOp>() : CatOp();
+  ExpandOp kPeExpand = keyCat && keyCat.getInputs().size() == 2
+                           ? keyCat.getInputs()[1].getDefiningOp<ExpandOp>()
+                           : ExpandOp();
+  CatOp queryCat;
+  for (Operation *op : inst.ops)
+    if (auto c = dyn_cast<CatOp>(op); c && keyCat && c != keyCat &&
+                                      c.getInputs().size() == 2 &&
+                                      c.getType() == keyCat.getType())
+      queryCat = c;
+  if (!kPeExpand || !queryCat) {
+    reason = "multi-head latent attention keeps its expanded cache "
+             "(mla-cache=expanded; fuse-sdpa fuses it), and its key is not "
+             "cat(k_nope, expand(k_pe)) into k_cache";
+    return failure();
+  }
+  Value positions = kCopy.getIndex();
+  Value qPe = queryCat.getInputs()[1], kPe = kPeExpand.getInput();
+  std::string why;
+  FailureOr<DeepseekRope> qRope = matchDeepseekRope(qPe, positions, why);
+  FailureOr<DeepseekRope> kRope = succeeded(qRope)
+                                      ? matchDeepseekRope(kPe, positions, why)
+                                      : FailureOr<DeepseekRope>(failure());
+  if (failed(qRope) || failed(kRope) || qRope->invFreq != kRope->invFreq ||
+      qRope->scaling != kRope->scaling) {
+    reason = "multi-head latent attention keeps its expanded cache "
+             "(mla-cache=expanded; fuse-sdpa fuses it), and its RoPE stays "
+             "decomposed: " +
+             (why.empty() ? std::string("q and k use other tables") : why);
+    return failure();
+  }
+  for (auto [old, r] : {std::pair{qPe, *qRope}, std::pair{kPe, *kRope}}) {
+    rewriter.setInsertionPointAfter(old.getDefiningOp());
+    auto rope = rewriter.create<RopeOp>(
+        old.getLoc(), r.input.getType(), r.input, positions, r.invFreq,
+        RopeConventionAttr::get(rewriter.getContext(),
+                                RopeConvention::deinterleave_rotate_half),
+        rewriter.getF64FloatAttr(r.scaling));
+    setModulePath(rope, inst.path);
+    rewriter.replaceAllUsesWith(old, rope.getResult());
+  }
+  eraseDead(inst, rewriter);
+  queryCat->emitRemark() << "etllm-swap-source: multi-head latent attention '"
+                         << inst.path
+                         << "' keeps its expanded cache (mla-cache=expanded; "
+                            "fuse-sdpa fuses it); its RoPE is etllm.rope";
+  return success();
+}
+
 /// Attention with a static cache -> rope + kv_cache.update + sdpa.
 LogicalResult swapAttention(ModuleInstance &inst, RewriterBase &rewriter,
                             std::string &reason) {
@@ -894,9 +955,7 @@ LogicalResult swapAttention(ModuleInstance &inst, RewriterBase &rewriter,
   if (cfg.getKvLoraRank() > 0) {
     if (inst.mlaCache == "latent")
       return swapMlaAttention(inst, rewriter, reason);
-    reason = "multi-head latent attention keeps its expanded cache "
-             "(mla-cache=expanded; fuse-sdpa fuses it)";
-    return failure();
+    return fuseExpandedMlaRope(inst, rewriter, reason);
   }
   int64_t H = cfg.getNumAttentionHeads(), Hkv = cfg.getNumKeyValueHeads(),
           D = cfg.getHeadDim();

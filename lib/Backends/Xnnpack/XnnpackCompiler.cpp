@@ -245,15 +245,16 @@ public:
         // Latent attention (MLA's absorbed form): the batched matmul of
         // activations [B, H, S, K] by a constant per-head weight [H, K, N]
         // (a view of a parameter, materialized at export); the splits and
-        // cats of the query and cache row (the portable kernels, inside the
-        // call).
+        // cats of the query and cache row, and (expanded caches) the shared
+        // rope key's expand over the heads: the portable kernels, inside
+        // the call.
         .Case([](MatmulOp m) {
           auto rt = dyn_cast<RankedTensorType>(m.getRhs().getType());
           return isF32Rank4(m.getLhs().getType()) &&
                  isF32Tensor(m.getType(), true) && rt && rt.getRank() == 3 &&
                  paramView(m.getRhs());
         })
-        .Case<SplitOp, CatOp>([](Operation *o) {
+        .Case<SplitOp, CatOp, ExpandOp>([](Operation *o) {
           return llvm::all_of(o->getOperandTypes(),
                               [](Type t) { return isF32Tensor(t, true); }) &&
                  llvm::all_of(o->getResultTypes(),
