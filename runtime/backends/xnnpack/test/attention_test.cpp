@@ -183,10 +183,38 @@ TEST_P(AttentionTest, SdpaMatchesPortable) {
       {1, 4, 2, 5, 600, 16, 590, 64, 0, true},
       {1, 4, 2, 3, 40, 16, 10, 0, 50.0, true},
       {1, 4, 2, 3, 40, 16, 0, 0, 0, false},
+      // Multi-head latent attention over the latent cache: one KV head for
+      // every query head, the latent + rope row as the head (DeepSeek-V2-
+      // Lite: 16 heads of 512 + 64; an odd small one on the generic path).
+      {1, 16, 1, 1, 100, 576, 80, 0, 0, true},
+      {1, 16, 1, 5, 600, 576, 590, 0, 0, true},
+      {1, 3, 1, 4, 24, 20, 2, 0, 0, true},
   };
   for (const SdpaCase &c : cases)
     checkSdpa(GetParam(), c, gen);
   reportWorst("SdpaMatchesPortable");
+}
+
+TEST_P(AttentionTest, SdpaOverTheLatentCacheAsKeyAndValue) {
+  // The MLA swap's sdpa reads one tensor (the latent cache) as both key and
+  // value: the same result as portable on the same aliasing.
+  std::mt19937 gen(4);
+  const int64_t H = 5, T = 30, D = 40, S = 2;
+  OwnedTensor q = f32Tensor({1, H, S, D}, randomFloats(size_t(H * S * D), gen));
+  OwnedTensor kv = f32Tensor({1, 1, T, D}, randomFloats(size_t(T * D), gen));
+  OwnedTensor pos = positions({17, 18});
+  OwnedTensor ref = f32Output(size_t(H * S * D)),
+              got = f32Output(size_t(H * S * D));
+  const std::vector<int64_t> ints = {0, 1, 1, 0};
+  const std::vector<double> floats = {0.125, 0.0};
+  ASSERT_OK(runPortable(OpId::Sdpa, {q, kv, kv, pos}, {ref}, ints, floats));
+  runOptimized(GetParam(), OpId::Sdpa, {q, kv, kv, pos}, {got}, ints, floats);
+  // The header's bound with |v| <= 1, |q k| <= 1 per term (u = 2^-24).
+  const double u = std::ldexp(1.0, -24);
+  const double tol = u * (4.0 * D * 0.125 * D + 4.0 * T) + 1e-6;
+  std::vector<float> g = floatsOf(*got), r = floatsOf(*ref);
+  for (size_t i = 0; i < g.size(); ++i)
+    ASSERT_NEAR(g[i], r[i], tol) << i;
 }
 
 TEST_P(AttentionTest, SdpaWithoutVisibleKeysGivesZeros) {
