@@ -231,26 +231,33 @@ TEST_P(AttentionTest, SdpaWithoutVisibleKeysGivesZeros) {
 }
 
 TEST(AttentionTest, SdpaThreadCountDoesNotChangeResults) {
-  for (Isa isa : allIsas()) {
-    std::vector<float> res[2];
-    for (int t = 0; t < 2; ++t) {
-      std::mt19937 gen(9);
-      SdpaCase c{1, 32, 8, 1, 1100, 64, 1099, 0, 0, true};
-      OwnedTensor q =
-          f32Tensor({1, 32, 1, 64}, randomFloats(size_t(32 * 64), gen));
-      OwnedTensor k =
-          f32Tensor({1, 8, 1100, 64}, randomFloats(size_t(8 * 1100 * 64), gen));
-      OwnedTensor v =
-          f32Tensor({1, 8, 1100, 64}, randomFloats(size_t(8 * 1100 * 64), gen));
-      OwnedTensor pos = positions({c.p0});
-      OwnedTensor y = f32Output(32 * 64);
-      runOptimized({isa, t + 1}, OpId::Sdpa, {q, k, v, pos}, {y}, {0, 1, 1, 0},
-                   {0.125, 0.0});
-      res[t] = floatsOf(*y);
+  // The 1B shape at a long context (chunks of keys in parallel), and the
+  // latent cache's single KV head.
+  for (SdpaCase c : {SdpaCase{1, 32, 8, 1, 1100, 64, 1099, 0, 0, true},
+                     SdpaCase{1, 16, 1, 2, 300, 72, 250, 0, 0, true}})
+    for (Isa isa : allIsas()) {
+      std::vector<float> res[2];
+      for (int t = 0; t < 2; ++t) {
+        std::mt19937 gen(9);
+        OwnedTensor q = f32Tensor({1, c.H, c.S, c.D},
+                                  randomFloats(size_t(c.H * c.S * c.D), gen));
+        OwnedTensor k = f32Tensor({1, c.Hkv, c.T, c.D},
+                                  randomFloats(size_t(c.Hkv * c.T * c.D), gen));
+        OwnedTensor v = f32Tensor({1, c.Hkv, c.T, c.D},
+                                  randomFloats(size_t(c.Hkv * c.T * c.D), gen));
+        std::vector<int64_t> p;
+        for (int64_t s = 0; s < c.S; ++s)
+          p.push_back(c.p0 + s);
+        OwnedTensor pos = positions(p);
+        OwnedTensor y = f32Output(size_t(c.H * c.S * c.D));
+        runOptimized({isa, t + 1}, OpId::Sdpa, {q, k, v, pos}, {y},
+                     {0, 1, 1, 0}, {0.125, 0.0});
+        res[t] = floatsOf(*y);
+      }
+      for (size_t i = 0; i < res[0].size(); ++i)
+        ASSERT_TRUE(sameFloat(res[0][i], res[1][i]))
+            << isaName(isa) << " H=" << c.H << " Hkv=" << c.Hkv << " " << i;
     }
-    for (size_t i = 0; i < res[0].size(); ++i)
-      ASSERT_TRUE(sameFloat(res[0][i], res[1][i])) << isaName(isa) << " " << i;
-  }
 }
 
 TEST_P(AttentionTest, CacheUpdateAndViewsAreExact) {
