@@ -152,17 +152,29 @@ void packRows(const uint8_t *blob, const QWeightLayout &plain, int64_t row0,
   }
 }
 
+/// The QWeightLayout of a `rows` x `cols` blob of `size` bytes (`what`
+/// names it in the error), checked to hold the whole layout.
+Result<QWeightLayout> blobLayout(const char *what, size_t size, int64_t rows,
+                                 int64_t cols, const QuantInfo &q) {
+  Result<QWeightLayout> plain = QWeightLayout::compute(rows, cols, q);
+  if (!plain.ok())
+    return plain.error();
+  if (size < plain->totalBytes)
+    return Error(std::string(what) + ": " + std::to_string(size) +
+                 " bytes, the layout needs " +
+                 std::to_string(plain->totalBytes));
+  return plain;
+}
+
 } // namespace
 
 Result<std::vector<uint8_t>> packQBlocks(const uint8_t *blob, size_t size,
                                          int64_t rows, int64_t cols,
                                          const QuantInfo &q) {
-  Result<QWeightLayout> plain = QWeightLayout::compute(rows, cols, q);
+  Result<QWeightLayout> plain =
+      blobLayout("quantized weight blob", size, rows, cols, q);
   if (!plain.ok())
     return plain.error();
-  if (size < plain->totalBytes)
-    return Error("quantized weight blob has " + std::to_string(size) +
-                 " bytes, needs " + std::to_string(plain->totalBytes));
   Result<PackedQBlockLayout> packed =
       PackedQBlockLayout::compute(rows, cols, q);
   if (!packed.ok())
@@ -207,12 +219,10 @@ Result<std::vector<uint8_t>> packQExperts(const uint8_t *blob, size_t size,
       PackedQExpertsLayout::compute(experts, rows, cols, q);
   if (!l.ok())
     return l.error();
-  Result<QWeightLayout> plain = QWeightLayout::compute(experts * rows, cols, q);
+  Result<QWeightLayout> plain =
+      blobLayout("quantized expert weights", size, experts * rows, cols, q);
   if (!plain.ok())
     return plain.error();
-  if (size < plain->totalBytes)
-    return Error("quantized expert weights have " + std::to_string(size) +
-                 " bytes, need " + std::to_string(plain->totalBytes));
   std::vector<uint8_t> out(l->totalBytes, 0);
   for (int64_t e = 0; e < experts; ++e)
     packRows(blob, *plain, e * rows, l->expert, q,
@@ -256,12 +266,10 @@ Result<LegacyQWeightLayout> LegacyQWeightLayout::compute(int64_t n, int64_t k,
 Result<std::vector<uint8_t>> packLegacyQWeight(const uint8_t *blob, size_t size,
                                                int64_t rows, int64_t cols,
                                                const QuantInfo &q) {
-  Result<QWeightLayout> plain = QWeightLayout::compute(rows, cols, q);
+  Result<QWeightLayout> plain =
+      blobLayout("quantized weight blob", size, rows, cols, q);
   if (!plain.ok())
     return plain.error();
-  if (size < plain->totalBytes)
-    return Error("quantized weight blob has " + std::to_string(size) +
-                 " bytes, needs " + std::to_string(plain->totalBytes));
   Result<LegacyQWeightLayout> packed =
       LegacyQWeightLayout::compute(rows, cols, q);
   if (!packed.ok())
