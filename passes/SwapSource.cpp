@@ -649,6 +649,64 @@ ParameterOp stackParameters(MutableArrayRef<ParameterOp> parts, StringRef name,
   return stacked;
 }
 
+/// DeepSeek-V2's group-limited selection (lib/Import/Blocks/Moe.cpp's
+/// level-A form): `masked` = masked_fill(scores, !bool(reshape(expand(
+/// unsqueeze(mask, -1), [-1, G, E/G]), [-1, E])), 0) where mask = sum over
+/// dim 1 of float(unsqueeze(group_idx, -1) == arange(0, G)) and group_idx
+/// the indices of topk(amax(reshape(scores, [-1, G, E/G]), -1), topk_group).
+/// On success, `scores` is the unmasked scores and G, topkGroup are set.
+LogicalResult matchGroupLimited(Value masked, int64_t E, Value &scores,
+                                int64_t &G, int64_t &topkGroup,
+                                std::string &reason) {
+  auto fail = [&](const char *what) {
+    reason = std::string("the group-limited selection: ") + what;
+    return failure();
+  };
+  auto mf = masked.getDefiningOp<MaskedFillOp>();
+  if (!mf || mf.getValue().convertToDouble() != 0.0)
+    return fail("the scores are not masked_fill(scores, mask, 0)");
+  auto lnot = mf.getMask().getDefiningOp<LogicalNotOp>();
+  auto toBool = lnot ? lnot.getInput().getDefiningOp<ConvertOp>() : ConvertOp();
+  auto flat =
+      toBool ? toBool.getInput().getDefiningOp<ReshapeOp>() : ReshapeOp();
+  auto expand = flat ? flat.getInput().getDefiningOp<ExpandOp>() : ExpandOp();
+  auto unsq =
+      expand ? expand.getInput().getDefiningOp<UnsqueezeOp>() : UnsqueezeOp();
+  auto sum = unsq ? unsq.getInput().getDefiningOp<SumOp>() : SumOp();
+  if (!sum || flat.getShape() != ArrayRef<int64_t>{-1, E} ||
+      expand.getShape().size() != 3 || unsq.getDim() != -1 ||
+      sum.getKeepdim() || sum.getDims() != ArrayRef<int64_t>{1})
+    return fail("the mask is not the group mask expanded over the experts");
+  G = expand.getShape()[1];
+  if (G < 1 || E % G != 0 ||
+      expand.getShape() != ArrayRef<int64_t>{-1, G, E / G})
+    return fail("the groups do not divide the experts");
+  auto toF = sum.getInput().getDefiningOp<ConvertOp>();
+  auto eq = toF ? toF.getInput().getDefiningOp<EqOp>() : EqOp();
+  auto idxUnsq = eq ? eq.getLhs().getDefiningOp<UnsqueezeOp>() : UnsqueezeOp();
+  auto range = eq ? eq.getRhs().getDefiningOp<ArangeOp>() : ArangeOp();
+  if (!idxUnsq || idxUnsq.getDim() != -1 || !range || range.getStart() != 0 ||
+      range.getEnd() != G || range.getStep() != 1)
+    return fail("the group mask is not the one-hot sum of the chosen groups");
+  auto groupTopk = idxUnsq.getInput().getDefiningOp<TopKOp>();
+  if (!groupTopk || groupTopk.getIndices() != idxUnsq.getInput() ||
+      (groupTopk.getDim() != -1 && groupTopk.getDim() != 1))
+    return fail("the chosen groups are not a top-k over the groups");
+  auto amax = groupTopk.getInput().getDefiningOp<AmaxOp>();
+  auto grouped =
+      amax ? amax.getInput().getDefiningOp<ReshapeOp>() : ReshapeOp();
+  if (!amax || amax.getKeepdim() || amax.getDims() != ArrayRef<int64_t>{-1} ||
+      !grouped || grouped.getShape() != ArrayRef<int64_t>{-1, G, E / G} ||
+      grouped.getInput() != mf.getInput())
+    return fail("the groups are not ranked by their best score "
+                "(amax over each group of the masked scores)");
+  topkGroup = groupTopk.getK();
+  if (topkGroup < 1 || topkGroup > G)
+    return fail("topk_group is outside [1, n_group]");
+  scores = mf.getInput();
+  return success();
+}
+
 /// A sparse mixture-of-experts block (lib/Import/Blocks/Moe.cpp's level-A
 /// form: the router linear, softmax or sigmoid, topk, the optional
 /// renormalization and scale, then the masked loop over every expert
@@ -775,6 +833,13 @@ LogicalResult swapSparseMoe(ModuleInstance &inst, RewriterBase &rewriter,
   }
   const int64_t k = topk.getK();
   Value scores = topk.getInput();
+  RouterSelection selection = RouterSelection::greedy;
+  int64_t nGroup = 1, topkGroup = 1;
+  if (scores.getDefiningOp<MaskedFillOp>()) {
+    if (failed(matchGroupLimited(scores, E, scores, nGroup, topkGroup, reason)))
+      return failure();
+    selection = RouterSelection::group_limited_greedy;
+  }
   RouterScoring scoring;
   Value logits;
   if (auto sm = scores.getDefiningOp<SoftmaxOp>()) {
@@ -868,8 +933,8 @@ LogicalResult swapSparseMoe(ModuleInstance &inst, RewriterBase &rewriter,
       loc, ht, h, routerW, ws[0], ws[1], ws[2], Value(),
       rewriter.getI64IntegerAttr(k),
       RouterScoringAttr::get(rewriter.getContext(), scoring),
-      RouterSelectionAttr::get(rewriter.getContext(), RouterSelection::greedy),
-      rewriter.getI64IntegerAttr(1), rewriter.getI64IntegerAttr(1),
+      RouterSelectionAttr::get(rewriter.getContext(), selection),
+      rewriter.getI64IntegerAttr(nGroup), rewriter.getI64IntegerAttr(topkGroup),
       norm ? rewriter.getUnitAttr() : UnitAttr(),
       rewriter.getF64FloatAttr(scale), rewriter.getF64FloatAttr(normEps));
   setModulePath(moe, inst.path);
@@ -1148,6 +1213,9 @@ void registerBuiltinSourceSwaps() {
   registerSourceSwap("RMSNorm", swapRmsNorm);
   registerSourceSwap("Attention", swapAttention);
   registerSourceSwap("SparseMoeBlock", swapSparseMoe);
+  // DeepSeek-V2's block (lib/Models/Families/DeepseekV2.cpp: blockClass
+  // "Moe" after the family's class prefix).
+  registerSourceSwap("DeepseekV2Moe", swapSparseMoe);
 }
 
 } // namespace etllm

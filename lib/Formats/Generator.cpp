@@ -481,6 +481,10 @@ Status generateGguf(const GeneratorOptions &o, const ModelConfig &c,
     if (familyKey) {
       double v = detail::getField(c, familyKey->field);
       if (familyKey->type == models::KeyType::Bool) {
+        // DeepseekV2Model's converter writes expert_weights_norm only when
+        // norm_topk_prob is true (llama.cpp reads false without it).
+        if (key == GgufKey::ExpertWeightsNorm && v == 0)
+          continue;
         w.set(name, GgufValue::boolean(v != 0));
         continue;
       }
@@ -870,12 +874,18 @@ Result<ModelConfig> generatorConfig(const GeneratorOptions &o) {
     c.kvLoraRank = o.kvLoraRank.value_or(p.kvLoraRank);
     c.qkNopeHeadDim = p.qkNopeHeadDim;
     c.vHeadDim = p.vHeadDim;
-    // Dense layers only: first_k_dense_replace covers every layer.
-    c.firstKDenseReplace = c.numLayers;
-    c.numExperts = p.experts;
-    c.numExpertsPerTok = p.expertsPerTok;
+    // A family with MoE layers leaves the first one dense (DeepSeek-V2-Lite
+    // has first_k_dense_replace 1); one without has only dense layers.
+    c.firstKDenseReplace = f.blocks.mlp == models::MlpBlock::SparseMoe
+                               ? std::min<int64_t>(1, c.numLayers)
+                               : c.numLayers;
     c.numSharedExperts = p.sharedExperts;
-    c.moeIntermediateSize = p.moeFfn;
+    if (f.blocks.mlp != models::MlpBlock::SparseMoe) {
+      // Dense layers only: the expert keys carry the preset's values.
+      c.numExperts = p.experts;
+      c.numExpertsPerTok = p.expertsPerTok;
+      c.moeIntermediateSize = p.moeFfn;
+    }
   } else if (o.qLoraRank || o.kvLoraRank) {
     return Error("--q-lora-rank and --kv-lora-rank need a family with "
                  "multi-head latent attention");

@@ -354,8 +354,16 @@ inline void applyMoeDefaults(ModelConfig &c, const models::FamilySpec &f) {
 }
 
 /// Marks the sparse layers of the family's MoeLayerRule (all dense when the
-/// family has no MoE block or no experts).
+/// family has no MoE block or no experts), and derives DeepSeek's shared
+/// expert width (SharedExpertKind::Plain: n_shared_experts *
+/// moe_intermediate_size, as DeepseekV2Moe builds it).
 inline void applyMoeLayers(ModelConfig &c, const models::FamilySpec &f) {
+  if (f.blocks.mlp == models::MlpBlock::SparseMoe &&
+      f.moe.sharedExpert == models::SharedExpertKind::Plain)
+    c.sharedExpertIntermediateSize =
+        c.numSharedExperts > 0 && c.numSharedExperts <= (int64_t(1) << 20)
+            ? c.numSharedExperts * c.expertIntermediateSize()
+            : 0;
   c.layerIsMoe.assign(static_cast<size_t>(std::max<int64_t>(c.numLayers, 0)),
                       false);
   if (f.blocks.mlp != models::MlpBlock::SparseMoe || c.numExperts <= 0)

@@ -201,11 +201,29 @@ Status validate(const ModelConfig &c) {
     if (c.partialRotaryFactor != 1.0)
       return Error("multi-head latent attention rotates the whole "
                    "qk_rope_head_dim (partial_rotary_factor must be 1)");
-    if (c.firstKDenseReplace < c.numLayers)
+    if (family.blocks.mlp != models::MlpBlock::SparseMoe &&
+        c.firstKDenseReplace < c.numLayers)
       return Error("first_k_dense_replace " +
                    std::to_string(c.firstKDenseReplace) +
                    " leaves mixture-of-experts layers, which are not "
-                   "supported yet");
+                   "supported yet for " +
+                   c.architecture);
+    // DeepSeek-V2's MoEGate renormalizes only when top_k > 1, and then
+    // skips routed_scaling_factor; the MoE block and etllm.moe do what
+    // norm_topk_prob and the factor say. Only the configs on which both
+    // agree are taken.
+    if (family.moe.router == models::MoeRouterForm::Float32Linear &&
+        c.hasMoeLayers() && c.normTopkProb) {
+      if (c.routedScalingFactor != 1.0)
+        return Error("norm_topk_prob true with routed_scaling_factor " +
+                     std::to_string(c.routedScalingFactor) +
+                     " is not supported (DeepSeek-V2's code then skips the "
+                     "scaling)");
+      if (c.numExpertsPerTok == 1)
+        return Error("norm_topk_prob true with num_experts_per_tok 1 is not "
+                     "supported (DeepSeek-V2's code then does not "
+                     "renormalize)");
+    }
   } else if (c.qLoraRank != 0 || c.qkNopeHeadDim != 0 || c.vHeadDim != 0) {
     return Error("q_lora_rank, qk_nope_head_dim and v_head_dim belong to "
                  "multi-head latent attention");

@@ -1,6 +1,8 @@
-"""A float64 NumPy reference of DeepSeek-V2/V3 with dense layers, written
-from the modeling code: DeepSeek's modeling_deepseek.py (DeepSeek-V2 and
-V2-Lite) and transformers' modeling_deepseek_v3.py (rope_interleave).
+"""A float64 NumPy reference of DeepSeek-V2/V3, written from the modeling
+code: DeepSeek's modeling_deepseek.py (DeepSeek-V2 and V2-Lite: dense
+layers and DeepseekMoE with MoEGate's softmax, greedy or
+group_limited_greedy routing) and transformers' modeling_deepseek_v3.py
+(rope_interleave; dense layers only).
 
 Independent of etllm: it reads config.json and model.safetensors itself
 and computes the logits of a whole token sequence (causal attention over
@@ -171,10 +173,59 @@ def mlp(w, p, x):
     return (silu(g) * u) @ w[p + "down_proj.weight"].T
 
 
+def is_moe_layer(cfg, i):
+    """DeepseekDecoderLayer: DeepseekMoE when n_routed_experts is set,
+    i >= first_k_dense_replace and i % moe_layer_freq == 0."""
+    return (cfg.get("n_routed_experts") is not None and
+            i >= cfg["first_k_dense_replace"] and
+            i % cfg["moe_layer_freq"] == 0)
+
+
+def moe(cfg, w, p, x):
+    """DeepseekMoE (DeepSeek-V2's MoEGate + experts + shared_experts) over
+    x [S, hidden]."""
+    if cfg.get("scoring_func", "softmax") != "softmax":
+        raise ValueError("DeepSeek-V2's MoEGate scores with a softmax")
+    E, k = cfg["n_routed_experts"], cfg["num_experts_per_tok"]
+    logits = x @ w[p + "gate.weight"].T
+    scores = np.exp(logits - logits.max(-1, keepdims=True))
+    scores /= scores.sum(-1, keepdims=True)
+    method = cfg.get("topk_method", "greedy")
+    if method == "greedy":
+        choice = scores
+    elif method == "group_limited_greedy":
+        G, tg = cfg["n_group"], cfg["topk_group"]
+        group_scores = scores.reshape(-1, G, E // G).max(-1)
+        # torch.topk's order is irrelevant here: only the chosen set is.
+        group_idx = np.argsort(-group_scores, axis=-1, kind="stable")[:, :tg]
+        group_mask = np.zeros_like(group_scores)
+        np.put_along_axis(group_mask, group_idx, 1.0, axis=-1)
+        score_mask = np.repeat(group_mask, E // G, axis=-1)
+        choice = np.where(score_mask > 0, scores, 0.0)
+    else:
+        raise ValueError(f"topk_method {method!r} is not DeepSeek-V2's")
+    idx = np.argsort(-choice, axis=-1, kind="stable")[:, :k]
+    weight = np.take_along_axis(choice, idx, axis=-1)
+    if k > 1 and cfg.get("norm_topk_prob"):
+        weight = weight / (weight.sum(-1, keepdims=True) + 1e-20)
+    else:
+        weight = weight * cfg.get("routed_scaling_factor", 1.0)
+    y = np.zeros_like(x)
+    for j in range(E):
+        wj = np.where(idx == j, weight, 0.0).sum(-1, keepdims=True)
+        if wj.any():
+            y = y + wj * mlp(w, f"{p}experts.{j}.", x)
+    if cfg.get("n_shared_experts"):
+        y = y + mlp(w, p + "shared_experts.", x)
+    return y
+
+
 def forward(cfg, w, tokens):
     """Logits [len(tokens), vocab] of DeepseekV2/V3ForCausalLM."""
-    if cfg.get("first_k_dense_replace", 0) < cfg["num_hidden_layers"]:
-        raise ValueError("this reference has dense layers only")
+    v3 = cfg["architectures"][0] == "DeepseekV3ForCausalLM"
+    if v3 and any(is_moe_layer(cfg, i)
+                  for i in range(cfg["num_hidden_layers"])):
+        raise ValueError("this reference has DeepSeek-V3's dense layers only")
     if cfg.get("hidden_act", "silu") != "silu":
         raise ValueError("this reference has SiLU only")
     eps = cfg.get("rms_norm_eps", 1e-6)
@@ -185,7 +236,8 @@ def forward(cfg, w, tokens):
         x = rms_norm(h, w[p + "input_layernorm.weight"], eps)
         h = h + attention(cfg, w, p + "self_attn.", x, cos, sin)
         x = rms_norm(h, w[p + "post_attention_layernorm.weight"], eps)
-        h = h + mlp(w, p + "mlp.", x)
+        h = h + (moe(cfg, w, p + "mlp.", x) if is_moe_layer(cfg, i)
+                 else mlp(w, p + "mlp.", x))
     h = rms_norm(h, w["model.norm.weight"], eps)
     head = w["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings") \
         else w["lm_head.weight"]

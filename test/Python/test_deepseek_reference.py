@@ -9,7 +9,8 @@ attention) of the HF and split GGUF files through portable and
 xnnpack-fp32.
 
 Covered: DeepSeek-V2-Lite-like (q_proj), DeepSeek-V2-like (q LoRA) and
-DeepSeek-V3-like models, with YaRN (V2-Lite's mscale 0.707, V3's 1.0) and
+DeepSeek-V3-like models (V2's layer 1 a DeepseekMoE: greedy top-2 of 4
+experts and a shared expert; V3's layers dense), with YaRN (V2-Lite's mscale 0.707, V3's 1.0) and
 v_head_dim != qk_nope_head_dim, from the HF directory and from the GGUF
 files of the same weights (llama.cpp's split attn_k_b/attn_v_b form and the
 older joint attn_kv_b).
@@ -117,6 +118,41 @@ def test_latent_cache_logits_match_the_float64_reference(checkpoints, case,
     assert (got.argmax(-1) == want.argmax(-1)).all()
 
 
+def routed_variant(checkpoints, tmp_path, **keys):
+    """The v2-lite HF checkpoint with other routing keys in config.json."""
+    import json
+    import shutil
+    d = tmp_path / "variant"
+    shutil.copytree(checkpoints["v2-lite"]["hf"], d)
+    cfg = json.loads((d / "config.json").read_text())
+    cfg.update(keys)
+    (d / "config.json").write_text(json.dumps(cfg))
+    return d
+
+
+MOE_VARIANTS = {
+    "group-limited": dict(topk_method="group_limited_greedy", n_group=2,
+                          topk_group=1, routed_scaling_factor=2.5),
+    "renormalized": dict(norm_topk_prob=True),
+    "top3-scaled": dict(num_experts_per_tok=3, routed_scaling_factor=16.0),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(MOE_VARIANTS))
+@pytest.mark.parametrize("recipe", ["portable", "xnnpack-fp32"])
+def test_moe_routing_matches_the_float64_reference(checkpoints, variant,
+                                                   recipe, tmp_path):
+    # DeepSeek-V2's routing keys: group_limited_greedy, norm_topk_prob,
+    # routed_scaling_factor, through etllm.moe on portable and xnnpack.
+    d = routed_variant(checkpoints, tmp_path, **MOE_VARIANTS[variant])
+    cfg, weights = ref.load_hf(d)
+    want = ref.forward(cfg, weights, TOKENS)
+    got = program_logits(d, tmp_path, recipe)
+    err = np.abs(got - want).max() / np.abs(want).max()
+    assert err <= RTOL, f"max relative error {err:.3g}"
+    assert (got.argmax(-1) == want.argmax(-1)).all()
+
+
 def test_the_reference_is_not_trivially_satisfied(checkpoints):
     # The YaRN and latent-norm details change the numbers well beyond the
     # tolerance: dropping the mscale from the softmax scale is caught.
@@ -137,3 +173,8 @@ def test_the_reference_is_not_trivially_satisfied(checkpoints):
             H * (nope + v), -1)
     other = ref.forward(cfg, swapped, TOKENS)
     assert np.abs(other - want).max() / np.abs(want).max() > 10 * RTOL
+    # The routing matters: DeepSeek-V2's group limit and its scale each
+    # change the logits beyond the tolerance.
+    for keys in MOE_VARIANTS.values():
+        other = ref.forward(dict(cfg, **keys), weights, TOKENS)
+        assert np.abs(other - want).max() / np.abs(want).max() > 10 * RTOL

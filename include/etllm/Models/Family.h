@@ -671,9 +671,10 @@ struct GeneratorPreset {
   int64_t qLoraRank = 0, kvLoraRank = 0, qkNopeHeadDim = 0, vHeadDim = 0;
   /// Mixture of experts: routed experts, experts per token, DeepSeek's
   /// shared-expert count, the expert and shared-expert intermediate sizes.
-  /// MlpBlock::SparseMoe builds them; DeepSeek's layers are all dense here
-  /// (first_k_dense_replace is the layer count) and only its config keys
-  /// carry them.
+  /// MlpBlock::SparseMoe builds them (DeepSeek-V2's generated checkpoints
+  /// have first_k_dense_replace 1); DeepSeek-V3's layers are all dense
+  /// here (first_k_dense_replace is the layer count) and only its config
+  /// keys carry them.
   int64_t experts = 0, expertsPerTok = 0, sharedExperts = 0, moeFfn = 0,
           sharedFfn = 0;
   SyntheticVocab vocab = SyntheticVocab::FamilyDefault;

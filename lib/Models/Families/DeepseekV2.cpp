@@ -9,11 +9,16 @@
 // DeepSeek's interleaved layout; YaRN with mscale on the softmax scale.
 // head_dim is qk_rope_head_dim (as DeepseekV2Config.head_dim).
 //
-// The MLP: DeepseekV2MLP for the first first_k_dense_replace layers and a
-// mixture of experts after them. Only dense layers are built so far, so
-// first_k_dense_replace must cover every layer (a legal DeepSeek config);
-// the FFN is chosen here, in `blocks.mlp`, and the range of
-// first_k_dense_replace (KeyRange::AtLeastNumLayers).
+// The MLP: DeepseekV2MLP in layer i when i < first_k_dense_replace or
+// i % moe_layer_freq != 0, DeepseekV2Moe otherwise (MoeLayerRule::
+// FirstKDense): the router `mlp.gate` applied as F.linear(x.float(),
+// gate.weight.float()), a softmax, greedy or group_limited_greedy top-k
+// (n_group, topk_group), renormalized (+ 1e-20) when norm_topk_prob, times
+// routed_scaling_factor; experts `mlp.experts.{j}` and the ungated
+// `mlp.shared_experts` (a DeepseekV2MLP of n_shared_experts *
+// moe_intermediate_size) added to their sum. DeepSeek's modeling code
+// skips the scaling when it renormalizes, so norm_topk_prob true with a
+// routed_scaling_factor other than 1 is refused (ModelConfigValidation).
 //
 // llama.cpp LLM_ARCH_DEEPSEEK2 ("deepseek2", conversion/deepseek.py
 // DeepseekV2Model): no q/k permutation (ggml's "normal" rope on the
@@ -62,8 +67,22 @@ const FamilySpec &deepseekV2Family() {
     s.hfModelType = "deepseek_v2";
     s.classPrefix = "DeepseekV2";
     s.blocks.attention = AttentionBlock::Mla;
-    // Dense layers only (see above); the MoE block replaces this.
-    s.blocks.mlp = MlpBlock::Gated;
+    s.blocks.mlp = MlpBlock::SparseMoe;
+    s.moe.layers = MoeLayerRule::FirstKDense;
+    s.moe.sharedExpert = SharedExpertKind::Plain;
+    s.moe.router = MoeRouterForm::Float32Linear;
+    s.moe.normEpsilon = true;
+    s.moe.blockClass = "Moe";
+    s.hfNames[static_cast<size_t>(HfModule::SharedExpert)] =
+        "mlp.shared_experts";
+    s.hfNames[static_cast<size_t>(HfModule::SharedGateProj)] =
+        "mlp.shared_experts.gate_proj";
+    s.hfNames[static_cast<size_t>(HfModule::SharedUpProj)] =
+        "mlp.shared_experts.up_proj";
+    s.hfNames[static_cast<size_t>(HfModule::SharedDownProj)] =
+        "mlp.shared_experts.down_proj";
+    s.hfNames[static_cast<size_t>(HfModule::SharedActFn)] =
+        "mlp.shared_experts.act_fn";
 
     s.hf.maxPositionEmbeddings = 2048;
     s.hf.rmsNormEps = 1e-6;
@@ -88,10 +107,9 @@ const FamilySpec &deepseekV2Family() {
     ConfigKey vDim =
         dimKey("v_head_dim", GgufKey::None, ConfigField::VHeadDim, 128);
     // The expert keys, spelled once in MoeKeys.h; DeepSeek's config class
-    // allows null counts (0) and, with dense layers only, requires
-    // first_k_dense_replace to cover every layer.
+    // allows null counts (0).
     ConfigKey dense = moe_keys::firstKDenseReplace(0);
-    dense.range = KeyRange::AtLeastNumLayers;
+    dense.range = KeyRange::NonNegative;
     auto count = [](ConfigKey k, double dflt) {
       k.hfDefault = k.ggufDefault = dflt;
       k.range = KeyRange::Count;
@@ -102,6 +120,21 @@ const FamilySpec &deepseekV2Family() {
     ConfigKey moeFfn = moe_keys::moeIntermediateSize(1407);
     moeFfn.ggufDefault = 1407;
     moeFfn.fallback = KeyFallback::Zero;
+    // llama.cpp's expert_group_count selects V3's way (groups ranked by
+    // their two best), not V2's group_limited_greedy, and DeepseekV2Model's
+    // converter writes no group keys: a V2 GGUF routes greedily over
+    // ungrouped experts.
+    auto groups = [](ConfigKey k) {
+      k.gguf = GgufKey::None;
+      k.ggufDefault = 1;
+      k.ggufImplied = true;
+      return k;
+    };
+    // DeepseekV2Moe routes greedy or group_limited_greedy; noaux_tc (the
+    // last choice) is V3's.
+    ConfigKey v2TopkMethod =
+        moe_keys::topkMethod(MoeTopkMethod::Greedy, MoeTopkMethod::Greedy);
+    v2TopkMethod.choices.pop_back();
     ConfigKey freq = moe_keys::moeLayerFreq(1);
     freq.fallback = KeyFallback::One;
     s.hf.keys = {
@@ -116,16 +149,17 @@ const FamilySpec &deepseekV2Family() {
         count(moe_keys::numExpertsPerTok(0), 0),
         moe_keys::routedScalingFactor(1.0),
         freq,
+        v2TopkMethod,
+        groups(moe_keys::numExpertGroups(1)),
+        groups(moe_keys::topkGroup(1)),
+        moe_keys::normTopkProb(false, GgufKey::ExpertWeightsNorm, false),
     };
     using K = ConstantKey::Kind;
     s.hf.constants = {
         {"attention_bias", K::Bool, 0, 0, nullptr, /*enforced=*/true},
         {"pretraining_tp", K::Int, 1},
-        {"topk_method", K::String, 0, 0, "greedy"},
-        {"n_group", K::Int, 1},
-        {"topk_group", K::Int, 1},
-        {"norm_topk_prob", K::Bool, 0},
-        {"scoring_func", K::String, 0, 0, "softmax"},
+        // DeepseekV2Moe scores with a softmax only.
+        {"scoring_func", K::String, 0, 0, "softmax", /*enforced=*/true},
         {"aux_loss_alpha", K::Double, 0, 0.001},
         {"seq_aux", K::Bool, 1},
     };
@@ -137,19 +171,33 @@ const FamilySpec &deepseekV2Family() {
     s.gguf.identityDefault = true;
     // TextModel's keys, then DeepseekV2Model's, in the converter's order.
     s.gguf.metadata = {
-        GgufKey::BlockCount,         GgufKey::ContextLength,
-        GgufKey::EmbeddingLength,    GgufKey::FeedForwardLength,
-        GgufKey::HeadCount,          GgufKey::HeadCountKv,
-        GgufKey::RopeScalingLinear,  GgufKey::RopeFreqBase,
-        GgufKey::RmsEpsilon,         GgufKey::ExpertCount,
-        GgufKey::ExpertUsedCount,    GgufKey::ExpertGatingFunc,
-        GgufKey::FileType,           GgufKey::LeadingDenseBlockCount,
-        GgufKey::VocabSize,          GgufKey::QLoraRank,
-        GgufKey::KvLoraRank,         GgufKey::KeyLength,
-        GgufKey::ValueLength,        GgufKey::KeyLengthMla,
-        GgufKey::ValueLengthMla,     GgufKey::ExpertFeedForwardLength,
-        GgufKey::ExpertSharedCount,  GgufKey::ExpertWeightsScale,
-        GgufKey::RopeDimensionCount, GgufKey::RopeScalingYarnLogMul,
+        GgufKey::BlockCount,
+        GgufKey::ContextLength,
+        GgufKey::EmbeddingLength,
+        GgufKey::FeedForwardLength,
+        GgufKey::HeadCount,
+        GgufKey::HeadCountKv,
+        GgufKey::RopeScalingLinear,
+        GgufKey::RopeFreqBase,
+        GgufKey::RmsEpsilon,
+        GgufKey::ExpertCount,
+        GgufKey::ExpertUsedCount,
+        GgufKey::ExpertGatingFunc,
+        GgufKey::FileType,
+        GgufKey::LeadingDenseBlockCount,
+        GgufKey::VocabSize,
+        GgufKey::QLoraRank,
+        GgufKey::KvLoraRank,
+        GgufKey::KeyLength,
+        GgufKey::ValueLength,
+        GgufKey::KeyLengthMla,
+        GgufKey::ValueLengthMla,
+        GgufKey::ExpertFeedForwardLength,
+        GgufKey::ExpertSharedCount,
+        GgufKey::ExpertWeightsScale,
+        GgufKey::ExpertWeightsNorm,
+        GgufKey::RopeDimensionCount,
+        GgufKey::RopeScalingYarnLogMul,
     };
     s.gguf.tensors = {
         {GgufTensor::TokenEmbd, HfModule::Embed},
@@ -169,6 +217,10 @@ const FamilySpec &deepseekV2Family() {
         {GgufTensor::FfnUp, HfModule::UpProj},
         {GgufTensor::FfnDown, HfModule::DownProj},
     };
+    for (const GgufTensorName &t : moe_keys::routedExpertTensors())
+      s.gguf.tensors.push_back(t);
+    for (const GgufTensorName &t : moe_keys::sharedExpertTensors(false))
+      s.gguf.tensors.push_back(t);
 
     s.generator.vocab = SyntheticVocab::SentencePiece;
     // V2-Lite-like: q_proj (no q LoRA), v_head_dim != qk_nope_head_dim,

@@ -4,9 +4,10 @@
 // attention (q_lora_rank set: q_a_proj, q_a_layernorm, q_b_proj; the
 // softmax scale times mscale(factor, mscale_all_dim)^2;
 // apply_rotary_pos_emb_interleave, rope_interleave true), with V3's
-// sigmoid-scored, bias-corrected expert routing in its MoE layers. As for
-// V2, only dense layers are built so far (first_k_dense_replace covers
-// every layer).
+// sigmoid-scored, bias-corrected expert routing in its MoE layers. Unlike
+// V2, only dense layers are built so far: first_k_dense_replace must cover
+// every layer (KeyRange::AtLeastNumLayers), and V2's MoE keys are read but
+// V3's routing keys stay constants.
 //
 // llama.cpp converts V3 to "deepseek2" too; a file opens as V3 when its
 // expert_gating_func is sigmoid (2), the converter's value for V3's
@@ -30,10 +31,28 @@ const FamilySpec &deepseekV3Family() {
     s.hf.bosTokenId = 0;
     s.hf.eosTokenId = 1;
     s.hf.mlpBiasKey = false;
+    // Dense layers only (see above).
+    s.blocks.mlp = MlpBlock::Gated;
+    s.moe = MoeSpec();
+    std::vector<ConfigKey> keys;
+    for (ConfigKey k : s.hf.keys) {
+      switch (k.field) {
+      case ConfigField::MoeTopkMethod:
+      case ConfigField::NumExpertGroups:
+      case ConfigField::TopkGroup:
+      case ConfigField::NormTopkProb:
+        continue; // constants below
+      default:
+        break;
+      }
+      keys.push_back(k);
+    }
+    s.hf.keys = keys;
     for (ConfigKey &k : s.hf.keys) {
       switch (k.field) {
       case ConfigField::FirstKDenseReplace:
         k.hfDefault = 3;
+        k.range = KeyRange::AtLeastNumLayers;
         break;
       case ConfigField::MoeIntermediateSize:
         k.hfDefault = 2048;

@@ -128,12 +128,85 @@ TEST(Deepseek, ClassDefaults) {
   EXPECT_EQ(v3->primaryEosTokenId(), 1);
 }
 
+/// liteConfig with DeepSeek-V2-Lite's MoE layer 1 and `from` replaced by
+/// `to` (one occurrence).
+std::string liteMoe(const std::string &from = "", const std::string &to = "") {
+  std::string s = liteConfig(kLiteYarn, "1");
+  if (!from.empty())
+    s.replace(s.find(from), from.size(), to);
+  return s;
+}
+
+TEST(Deepseek, MoeLayers) {
+  // V2-Lite: layer 0 dense, layer 1 a DeepseekV2Moe of 64 experts, top-6,
+  // two shared experts (one MLP 2 * 1408 wide).
+  auto c = parse(liteMoe());
+  ASSERT_TRUE(c.ok()) << c.message();
+  EXPECT_EQ(c->layerIsMoe, (std::vector<bool>{false, true}));
+  EXPECT_EQ(c->numExperts, 64);
+  EXPECT_EQ(c->numExpertsPerTok, 6);
+  EXPECT_EQ(c->moeIntermediateSize, 1408);
+  EXPECT_EQ(c->numSharedExperts, 2);
+  EXPECT_EQ(c->sharedExpertIntermediateSize, 2 * 1408);
+  EXPECT_EQ(c->moeTopkMethod, etllm::models::MoeTopkMethod::Greedy);
+  EXPECT_FALSE(c->normTopkProb);
+  // moe_layer_freq 2: only the even layers after the dense ones.
+  std::string four = liteMoe("\"moe_layer_freq\": 1", "\"moe_layer_freq\": 2");
+  four.replace(four.find("\"num_hidden_layers\": 2"), 22,
+               "\"num_hidden_layers\": 4");
+  c = parse(four);
+  ASSERT_TRUE(c.ok()) << c.message();
+  EXPECT_EQ(c->layerIsMoe, (std::vector<bool>{false, false, true, false}));
+  // DeepSeek-V2's group_limited_greedy with its groups and scale.
+  std::string grouped = liteMoe("\"topk_method\": \"greedy\"",
+                                "\"topk_method\": \"group_limited_greedy\"");
+  grouped.replace(grouped.find("\"n_group\": 1"), 12, "\"n_group\": 8");
+  grouped.replace(grouped.find("\"topk_group\": 1"), 15, "\"topk_group\": 3");
+  grouped.replace(grouped.find("\"routed_scaling_factor\": 1.0"), 28,
+                  "\"routed_scaling_factor\": 16.0");
+  c = parse(grouped);
+  ASSERT_TRUE(c.ok()) << c.message();
+  EXPECT_EQ(c->moeTopkMethod, etllm::models::MoeTopkMethod::GroupLimitedGreedy);
+  EXPECT_EQ(c->numExpertGroups, 8);
+  EXPECT_EQ(c->topkGroup, 3);
+  EXPECT_EQ(c->routedScalingFactor, 16.0);
+  // No shared experts (null).
+  c = parse(liteMoe("\"n_shared_experts\": 2", "\"n_shared_experts\": null"));
+  ASSERT_TRUE(c.ok()) << c.message();
+  EXPECT_EQ(c->sharedExpertIntermediateSize, 0);
+}
+
 TEST(Deepseek, UnsupportedSettingsNameTheKeyAndValue) {
-  // Mixture-of-experts layers (until the MoE block exists).
-  expectError(parse(liteConfig(kLiteYarn, "1")),
+  // DeepSeek-V2's MoEGate skips the scale when it renormalizes, and
+  // renormalizes only for top_k > 1.
+  std::string normed =
+      liteMoe("\"norm_topk_prob\": false", "\"norm_topk_prob\": true");
+  std::string scaled = normed;
+  scaled.replace(scaled.find("\"routed_scaling_factor\": 1.0"), 28,
+                 "\"routed_scaling_factor\": 16.0");
+  expectError(parse(scaled), {"/m/config.json",
+                              "norm_topk_prob true with "
+                              "routed_scaling_factor 16",
+                              "not supported"});
+  std::string top1 = normed;
+  top1.replace(top1.find("\"num_experts_per_tok\": 6"), 24,
+               "\"num_experts_per_tok\": 1");
+  expectError(parse(top1), {"norm_topk_prob true with num_experts_per_tok 1",
+                            "not supported"});
+  EXPECT_TRUE(parse(normed).ok());
+  expectError(parse(liteMoe("\"topk_method\": \"greedy\"",
+                            "\"topk_method\": \"noaux_tc\"")),
+              {"'topk_method'", "'noaux_tc'", "greedy, group_limited_greedy"});
+  expectError(parse(liteMoe("\"scoring_func\": \"softmax\"",
+                            "\"scoring_func\": \"sigmoid\"")),
+              {"'scoring_func'", "\"sigmoid\" is not supported"});
+  // DeepSeek-V3's mixture-of-experts layers are not built.
+  expectError(parse(R"({"architectures": ["DeepseekV3ForCausalLM"],
+      "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+      "first_k_dense_replace": 1, "num_attention_heads": 4,
+      "vocab_size": 300})"),
               {"/m/config.json", "'first_k_dense_replace'",
-               "1 makes layers "
-               "1..1 mixture-of-experts layers",
+               "1 makes layers 1..1 mixture-of-experts layers",
                "not supported"});
   auto v3Default = parse(R"({"architectures": ["DeepseekV3ForCausalLM"],
       "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4,
@@ -187,16 +260,38 @@ std::string rewrite(const Checkpoint &src, const std::string &out,
       w.set(kv.first, *value);
   if (value && !src.metadata(key))
     w.set(key, *value);
-  std::vector<const TensorRef *> kept;
-  for (const TensorRef &t : src.tensors())
-    if (t.parts.empty() && std::find(dropTensors.begin(), dropTensors.end(),
-                                     t.sourceName) == dropTensors.end())
-      kept.push_back(&t);
-  for (const TensorRef *t : kept)
-    EXPECT_TRUE(w.addTensor(t->sourceName, t->dtype, t->shape).ok());
+  // One file tensor per source: a stacked expert tensor opens as slices
+  // "<name>[j]", contiguous in the file, written back as one [E, ...].
+  struct Kept {
+    std::string name;
+    const TensorRef *first;
+    std::vector<int64_t> shape;
+    uint64_t nbytes;
+  };
+  std::vector<Kept> kept;
+  for (const TensorRef &t : src.tensors()) {
+    if (!t.parts.empty() || std::find(dropTensors.begin(), dropTensors.end(),
+                                      t.sourceName) != dropTensors.end())
+      continue;
+    std::string name = t.sourceName;
+    bool slice = !name.empty() && name.back() == ']';
+    if (slice)
+      name = name.substr(0, name.rfind('['));
+    if (slice && !kept.empty() && kept.back().name == name) {
+      ++kept.back().shape[0];
+      kept.back().nbytes += t.nbytes;
+      continue;
+    }
+    std::vector<int64_t> shape = t.shape;
+    if (slice)
+      shape.insert(shape.begin(), 1);
+    kept.push_back({name, &t, shape, t.nbytes});
+  }
+  for (const Kept &k : kept)
+    EXPECT_TRUE(w.addTensor(k.name, k.first->dtype, k.shape).ok());
   EXPECT_TRUE(w.open(out).ok());
-  for (const TensorRef *t : kept)
-    EXPECT_TRUE(w.write(t->data, t->nbytes).ok());
+  for (const Kept &k : kept)
+    EXPECT_TRUE(w.write(k.first->data, k.nbytes).ok());
   EXPECT_TRUE(w.finish().ok());
   return out;
 }
@@ -254,6 +349,15 @@ TEST(Deepseek, GgufReadsBothFormsAndAssemblesKvB) {
   ASSERT_TRUE(v3);
   EXPECT_EQ(v3->config().architecture, "DeepseekV3ForCausalLM");
   EXPECT_EQ(v3->config().qLoraRank, 48);
+  // expert_weights_norm (written only when true) is norm_topk_prob.
+  EXPECT_EQ(split->metadata("deepseek2.expert_weights_norm"), nullptr);
+  EXPECT_FALSE(split->config().normTopkProb);
+  auto normed = openCheckpoint(rewrite(*split, dir + "/norm.gguf",
+                                       "deepseek2.expert_weights_norm",
+                                       GgufValue::boolean(true)));
+  ASSERT_TRUE(normed.ok()) << normed.message();
+  EXPECT_TRUE((*normed)->config().normTopkProb);
+  EXPECT_EQ((*normed)->config().layerIsMoe, (std::vector<bool>{false, true}));
   auto noGate = openCheckpoint(
       rewrite(*v3, dir + "/nogate.gguf", "deepseek2.expert_gating_func", {}));
   ASSERT_TRUE(noGate.ok()) << noGate.message();
@@ -292,10 +396,13 @@ TEST(Deepseek, GgufErrorsNameTheKeyOrTensor) {
               GgufValue::f32(1.0f));
   expectError(openCheckpoint(p),
               {"'deepseek2.rope.scaling.yarn_ext_factor'", "not supported"});
+  // The generated file's layer 1 is sparse: a metadata that makes it
+  // dense disagrees with its router tensor.
   p = rewrite(*split, dir + "/h.gguf", "deepseek2.leading_dense_block_count",
-              GgufValue::u32(1));
-  expectError(openCheckpoint(p), {"'deepseek2.leading_dense_block_count'",
-                                  "1 makes layers 1..1 mixture-of-experts"});
+              GgufValue::u32(2));
+  expectError(openCheckpoint(p),
+              {p, "layer 1 has the router tensor blk.1.ffn_gate_inp.weight",
+               "makes it dense"});
   p = rewrite(*split, dir + "/i.gguf", "", {}, {"blk.0.attn_v_b.weight"});
   expectError(openCheckpoint(p),
               {"'blk.0.attn_v_b.weight' is missing", "attn_k_b and attn_v_b"});
