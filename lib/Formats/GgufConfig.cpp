@@ -476,6 +476,20 @@ Result<ModelConfig> configFromGguf(const Checkpoint &ckpt) {
     ETLLM_ASSIGN_OR_RETURN(v, readGgufFamilyKey(m, c, k, key(k.gguf)));
     detail::setField(c, k.field, v);
   }
+  // llama.cpp ranks expert groups V3's way (the sum of each group's two
+  // best) whenever expert_group_count > 1: a family that routes greedily
+  // over ungrouped experts in GGUF (DeepSeek-V2) cannot take such a file.
+  if (f.blocks.mlp == models::MlpBlock::SparseMoe &&
+      !declares(GgufKey::ExpertGroupCount)) {
+    std::optional<uint64_t> groups;
+    ETLLM_ASSIGN_OR_RETURN(groups, m.optUInt(key(GgufKey::ExpertGroupCount)));
+    if (groups && *groups > 1)
+      return m.error(key(GgufKey::ExpertGroupCount),
+                     std::to_string(*groups) + " is not supported for " +
+                         c.architecture +
+                         " (llama.cpp would rank the groups by their two "
+                         "best experts)");
+  }
   if (mla)
     ETLLM_RETURN_IF_ERROR(readMlaLengths(m, key, c));
   ETLLM_RETURN_IF_ERROR(readMoeLayers(ckpt, f, c));

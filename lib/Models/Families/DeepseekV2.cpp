@@ -16,9 +16,10 @@
 // (n_group, topk_group), renormalized (+ 1e-20) when norm_topk_prob, times
 // routed_scaling_factor; experts `mlp.experts.{j}` and the ungated
 // `mlp.shared_experts` (a DeepseekV2MLP of n_shared_experts *
-// moe_intermediate_size) added to their sum. DeepSeek's modeling code
-// skips the scaling when it renormalizes, so norm_topk_prob true with a
-// routed_scaling_factor other than 1 is refused (ModelConfigValidation).
+// moe_intermediate_size) added to their sum. DeepSeek's MoEGate skips the
+// scaling when it renormalizes and renormalizes only for top_k > 1, so
+// norm_topk_prob true with a routed_scaling_factor other than 1 or with
+// top_k 1 is refused (ModelConfigValidation).
 //
 // llama.cpp LLM_ARCH_DEEPSEEK2 ("deepseek2", conversion/deepseek.py
 // DeepseekV2Model): no q/k permutation (ggml's "normal" rope on the

@@ -396,6 +396,12 @@ TEST(Deepseek, GgufErrorsNameTheKeyOrTensor) {
               GgufValue::f32(1.0f));
   expectError(openCheckpoint(p),
               {"'deepseek2.rope.scaling.yarn_ext_factor'", "not supported"});
+  // llama.cpp's expert groups are V3's selection, not V2's.
+  p = rewrite(*split, dir + "/g2.gguf", "deepseek2.expert_group_count",
+              GgufValue::u32(2));
+  expectError(openCheckpoint(p), {p, "'deepseek2.expert_group_count'",
+                                  "2 is not supported for "
+                                  "DeepseekV2ForCausalLM"});
   // The generated file's layer 1 is sparse: a metadata that makes it
   // dense disagrees with its router tensor.
   p = rewrite(*split, dir + "/h.gguf", "deepseek2.leading_dense_block_count",
