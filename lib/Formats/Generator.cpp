@@ -861,6 +861,10 @@ Result<ModelConfig> generatorConfig(const GeneratorOptions &o) {
     set(c.numExperts, o.experts, p.experts);
     set(c.numExpertsPerTok, o.expertsPerTok, p.expertsPerTok);
     set(c.moeIntermediateSize, o.moeFfn, p.moeFfn);
+    if (o.sharedFfn && f.moe.sharedExpert == models::SharedExpertKind::Plain)
+      return Error("--shared-ffn does not apply to " + c.architecture +
+                   " (its shared experts are n_shared_experts * "
+                   "moe_intermediate_size wide)");
     set(c.sharedExpertIntermediateSize, o.sharedFfn, p.sharedFfn);
   } else if (o.experts || o.expertsPerTok || o.moeFfn || o.sharedFfn) {
     return Error("--experts, --experts-per-tok, --moe-ffn and --shared-ffn "

@@ -426,6 +426,11 @@ TEST(Deepseek, GeneratorErrors) {
   expectError(generatorConfig(o), {"--q-lora-rank", "latent attention"});
   o = GeneratorOptions();
   o.arch = "deepseekv2";
+  o.sharedFfn = 64;
+  expectError(generatorConfig(o),
+              {"--shared-ffn", "n_shared_experts * moe_intermediate_size"});
+  o = GeneratorOptions();
+  o.arch = "deepseekv2";
   o.format = "gguf";
   o.output = freshTempDir("deepseek_gen") + "/x.gguf";
   o.ggufKvB = "both";
