@@ -457,21 +457,7 @@ Status moeRun(const KernelArgs &a, Isa isa, const MoeExperts &w) {
   }
   // 2. Group the (token, slot) pairs by expert, tokens in order: expert
   // e's pairs are [offsets[e], offsets[e + 1]).
-  std::fill(offsets, offsets + E + 1, 0);
-  for (int64_t i = 0; i < MK; ++i)
-    ++offsets[sel[i] + 1];
-  for (int64_t e = 0; e < E; ++e)
-    offsets[e + 1] += offsets[e];
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t j = 0; j < k; ++j) {
-      const int32_t e = sel[m * k + j];
-      const int32_t at = offsets[e]++;
-      tokens[at] = int32_t(m);
-      tokW[at] = wsel[m * k + j];
-    }
-  for (int64_t e = E; e > 0; --e)
-    offsets[e] = offsets[e - 1];
-  offsets[0] = 0;
+  r.groupByExpert(sel, wsel, M, offsets, tokens, tokW);
   int64_t numActive = 0;
   uint64_t work = 0;
   for (int64_t e = 0; e < E; ++e)

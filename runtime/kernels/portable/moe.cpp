@@ -157,6 +157,28 @@ void MoeRouting::route(const float *logits, const float *bias, float *scratch,
       weights[j] = weights[j] * scale;
 }
 
+void MoeRouting::groupByExpert(const int32_t *selected, const float *weights,
+                               int64_t tokens, int32_t *offsets,
+                               int32_t *tokenOf, float *weightOf) const {
+  const int64_t E = experts, k = topK;
+  std::fill(offsets, offsets + E + 1, 0);
+  for (int64_t i = 0; i < tokens * k; ++i)
+    ++offsets[selected[i] + 1];
+  for (int64_t e = 0; e < E; ++e)
+    offsets[e + 1] += offsets[e];
+  for (int64_t m = 0; m < tokens; ++m)
+    for (int64_t j = 0; j < k; ++j) {
+      // Within a token the k experts are distinct, so slots fill in order.
+      const int32_t e = selected[m * k + j];
+      const int32_t at = offsets[e]++;
+      tokenOf[at] = int32_t(m);
+      weightOf[at] = weights[m * k + j];
+    }
+  for (int64_t e = E; e > 0; --e)
+    offsets[e] = offsets[e - 1];
+  offsets[0] = 0;
+}
+
 } // namespace etllm::rt
 
 namespace etllm::rt::portable {
@@ -305,24 +327,7 @@ Status kernelMoe(const KernelArgs &a) {
     for (int64_t j = 0; j < k; ++j)
       wsel[m * k + j] = roundToX(wsel[m * k + j]);
   }
-  // Group the (token, slot) pairs by expert, tokens in order (a counting
-  // sort): expert e's pairs are [offsets[e], offsets[e + 1]).
-  std::fill(offsets, offsets + E + 1, 0);
-  for (int64_t i = 0; i < MK; ++i)
-    ++offsets[sel[i] + 1];
-  for (int64_t e = 0; e < E; ++e)
-    offsets[e + 1] += offsets[e];
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t j = 0; j < k; ++j) {
-      // Within a token the k experts are distinct, so slots fill in order.
-      int32_t e = sel[m * k + j];
-      int32_t at = offsets[e]++;
-      tokens[at] = int32_t(m);
-      tokW[at] = wsel[m * k + j];
-    }
-  for (int64_t e = E; e > 0; --e)
-    offsets[e] = offsets[e - 1];
-  offsets[0] = 0;
+  r.groupByExpert(sel, wsel, M, offsets, tokens, tokW);
 
   std::fill(acc, acc + M * D, 0.0f);
   for (int64_t e = 0; e < E; ++e) {

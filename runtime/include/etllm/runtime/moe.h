@@ -44,6 +44,15 @@ struct MoeRouting {
   /// only. `scratch` holds scratchFloats() floats.
   void route(const float *logits, const float *bias, float *scratch,
              int32_t *selected, float *weights) const;
+
+  /// Groups the (token, slot) pairs of `tokens` routed tokens (selected
+  /// and weights [tokens, top_k], as route() wrote them) by expert, tokens
+  /// in order (a counting sort): expert e's pairs are [offsets[e],
+  /// offsets[e + 1]) of tokenOf (the token) and weightOf (its weight).
+  /// `offsets` holds experts + 1 entries.
+  void groupByExpert(const int32_t *selected, const float *weights,
+                     int64_t tokens, int32_t *offsets, int32_t *tokenOf,
+                     float *weightOf) const;
 };
 
 } // namespace etllm::rt
