@@ -649,15 +649,16 @@ ParameterOp stackParameters(MutableArrayRef<ParameterOp> parts, StringRef name,
   return stacked;
 }
 
-/// DeepSeek-V2's group-limited selection (lib/Import/Blocks/Moe.cpp's
-/// level-A form): `masked` = masked_fill(scores, !bool(reshape(expand(
-/// unsqueeze(mask, -1), [-1, G, E/G]), [-1, E])), 0) where mask = sum over
-/// dim 1 of float(unsqueeze(group_idx, -1) == arange(0, G)) and group_idx
-/// the indices of topk(amax(reshape(scores, [-1, G, E/G]), -1), topk_group).
-/// On success, `scores` is the unmasked scores and G, topkGroup are set.
-LogicalResult matchGroupLimited(Value masked, int64_t E, Value &scores,
-                                int64_t &G, int64_t &topkGroup,
-                                std::string &reason) {
+/// DeepSeek's group selection (lib/Import/Blocks/Moe.cpp's level-A form):
+/// `masked` = masked_fill(choice, !bool(reshape(expand(unsqueeze(mask, -1),
+/// [-1, G, E/G]), [-1, E])), 0) where mask = sum over dim 1 of
+/// float(unsqueeze(group_idx, -1) == arange(0, G)) and group_idx the
+/// indices of a top-k over the G groups' ranks. On success `groups` is
+/// that top-k, `choice` the unmasked values and G set; how the groups are
+/// ranked is the caller's (V2: amax, V3: the sum of the two best).
+LogicalResult matchGroupMask(Value masked, int64_t E, Value &choice,
+                             TopKOp &groups, int64_t &G,
+                             std::string &reason) {
   auto fail = [&](const char *what) {
     reason = std::string("the group-limited selection: ") + what;
     return failure();
@@ -688,22 +689,86 @@ LogicalResult matchGroupLimited(Value masked, int64_t E, Value &scores,
   if (!idxUnsq || idxUnsq.getDim() != -1 || !range || range.getStart() != 0 ||
       range.getEnd() != G || range.getStep() != 1)
     return fail("the group mask is not the one-hot sum of the chosen groups");
-  auto groupTopk = idxUnsq.getInput().getDefiningOp<TopKOp>();
-  if (!groupTopk || groupTopk.getIndices() != idxUnsq.getInput() ||
-      (groupTopk.getDim() != -1 && groupTopk.getDim() != 1))
+  groups = idxUnsq.getInput().getDefiningOp<TopKOp>();
+  if (!groups || groups.getIndices() != idxUnsq.getInput() ||
+      (groups.getDim() != -1 && groups.getDim() != 1))
     return fail("the chosen groups are not a top-k over the groups");
-  auto amax = groupTopk.getInput().getDefiningOp<AmaxOp>();
-  auto grouped =
-      amax ? amax.getInput().getDefiningOp<ReshapeOp>() : ReshapeOp();
-  if (!amax || amax.getKeepdim() || amax.getDims() != ArrayRef<int64_t>{-1} ||
-      !grouped || grouped.getShape() != ArrayRef<int64_t>{-1, G, E / G} ||
-      grouped.getInput() != mf.getInput())
-    return fail("the groups are not ranked by their best score "
-                "(amax over each group of the masked scores)");
-  topkGroup = groupTopk.getK();
-  if (topkGroup < 1 || topkGroup > G)
+  if (groups.getK() < 1 || groups.getK() > G)
     return fail("topk_group is outside [1, n_group]");
-  scores = mf.getInput();
+  choice = mf.getInput();
+  return success();
+}
+
+/// The groups' ranks `rank` [N, G] come from reshape(choice, [-1, G, E/G]).
+ReshapeOp groupedView(Value v, Value choice, int64_t G, int64_t E) {
+  auto grouped = v.getDefiningOp<ReshapeOp>();
+  return grouped && grouped.getShape() == ArrayRef<int64_t>{-1, G, E / G} &&
+                 grouped.getInput() == choice
+             ? grouped
+             : ReshapeOp();
+}
+
+/// DeepSeek-V2's group_limited_greedy: the groups ranked by their best
+/// score (amax over each group of the scores that are masked). On success,
+/// `scores` is the unmasked scores and G, topkGroup are set.
+LogicalResult matchGroupLimited(Value masked, int64_t E, Value &scores,
+                                int64_t &G, int64_t &topkGroup,
+                                std::string &reason) {
+  Value choice;
+  TopKOp groups;
+  if (failed(matchGroupMask(masked, E, choice, groups, G, reason)))
+    return failure();
+  auto amax = groups.getInput().getDefiningOp<AmaxOp>();
+  if (!amax || amax.getKeepdim() || amax.getDims() != ArrayRef<int64_t>{-1} ||
+      !groupedView(amax.getInput(), choice, G, E)) {
+    reason = "the group-limited selection: the groups are not ranked by "
+             "their best score (amax over each group of the masked scores)";
+    return failure();
+  }
+  topkGroup = groups.getK();
+  scores = choice;
+  return success();
+}
+
+/// DeepSeek-V3's noaux_tc: `masked` is the group mask over choice =
+/// reshape(scores, [-1, E]) + unsqueeze(bias, 0), the groups ranked by the
+/// sum of the two best choices of each. On success `scores` is the
+/// unbiased scores, `bias` the f32 score-correction bias [E], and G,
+/// topkGroup are set.
+LogicalResult matchNoauxTc(Value masked, int64_t E, Value &scores, Value &bias,
+                           int64_t &G, int64_t &topkGroup,
+                           std::string &reason) {
+  Value choice;
+  TopKOp groups;
+  if (failed(matchGroupMask(masked, E, choice, groups, G, reason)))
+    return failure();
+  auto fail = [&](const char *what) {
+    reason = std::string("the noaux_tc selection: ") + what;
+    return failure();
+  };
+  auto sum = groups.getInput().getDefiningOp<SumOp>();
+  auto top2 = sum ? sum.getInput().getDefiningOp<TopKOp>() : TopKOp();
+  if (!sum || sum.getKeepdim() || sum.getDims() != ArrayRef<int64_t>{-1} ||
+      !top2 || top2.getValues() != sum.getInput() || top2.getK() != 2 ||
+      (top2.getDim() != -1 && top2.getDim() != 2) ||
+      !groupedView(top2.getInput(), choice, G, E))
+    return fail("the groups are not ranked by the sum of their two best "
+                "choices");
+  auto add = choice.getDefiningOp<AddOp>();
+  auto unsq = add ? add.getRhs().getDefiningOp<UnsqueezeOp>() : UnsqueezeOp();
+  if (!add || !unsq || unsq.getDim() != 0)
+    return fail("the choice is not scores + unsqueeze(bias, 0)");
+  bias = unsq.getInput();
+  auto bt = dyn_cast<RankedTensorType>(bias.getType());
+  if (!bt || bt.getShape() != ArrayRef<int64_t>{E} ||
+      !bt.getElementType().isF32() ||
+      !throughConverts(bias).getDefiningOp<ParameterGetOp>())
+    return fail("the score-correction bias is not a float32 parameter [E]");
+  scores = add.getLhs();
+  if (auto flat = scores.getDefiningOp<ReshapeOp>();
+      flat && flat.getShape() == ArrayRef<int64_t>{-1, E})
+    scores = flat.getInput();
+  topkGroup = groups.getK();
   return success();
 }
 
@@ -824,18 +889,35 @@ LogicalResult swapSparseMoe(ModuleInstance &inst, RewriterBase &rewriter,
     norm = true;
     w = div.getLhs();
   }
-  auto topk = w.getDefiningOp<TopKOp>();
-  if (!topk || topk.getValues() != w || topk.getIndices() != selected ||
-      (topk.getDim() != -1 && topk.getDim() != 1)) {
+  // The weights are the top-k's values, or (noaux_tc) the unbiased scores
+  // gathered at the top-k's indices.
+  auto gather = w.getDefiningOp<GatherOp>();
+  auto topk = gather ? gather.getIndex().getDefiningOp<TopKOp>()
+                     : w.getDefiningOp<TopKOp>();
+  if (!topk || (!gather && topk.getValues() != w) ||
+      topk.getIndices() != selected ||
+      (topk.getDim() != -1 && topk.getDim() != 1) ||
+      (gather && gather.getDim() != 1 && gather.getDim() != -1)) {
     reason = "the experts are not selected by one top-k over the experts "
-             "(values as weights, indices as the selection)";
+             "(values as weights, or the scores gathered at its indices; "
+             "indices as the selection)";
     return failure();
   }
   const int64_t k = topk.getK();
-  Value scores = topk.getInput();
+  Value scores = topk.getInput(), scoreBias;
   RouterSelection selection = RouterSelection::greedy;
   int64_t nGroup = 1, topkGroup = 1;
-  if (scores.getDefiningOp<MaskedFillOp>()) {
+  if (gather) {
+    if (failed(matchNoauxTc(scores, E, scores, scoreBias, nGroup, topkGroup,
+                            reason)))
+      return failure();
+    if (gather.getInput() != scores) {
+      reason = "the noaux_tc weights are not the unbiased scores gathered "
+               "at the selected experts";
+      return failure();
+    }
+    selection = RouterSelection::noaux_tc;
+  } else if (scores.getDefiningOp<MaskedFillOp>()) {
     if (failed(matchGroupLimited(scores, E, scores, nGroup, topkGroup, reason)))
       return failure();
     selection = RouterSelection::group_limited_greedy;
@@ -930,7 +1012,7 @@ LogicalResult swapSparseMoe(ModuleInstance &inst, RewriterBase &rewriter,
     ws[i] = mk(rewriter.create<ParameterGetOp>(
         loc, stacked[i].getType(), FlatSymbolRefAttr::get(stacked[i])));
   auto moe = rewriter.create<MoeOp>(
-      loc, ht, h, routerW, ws[0], ws[1], ws[2], Value(),
+      loc, ht, h, routerW, ws[0], ws[1], ws[2], scoreBias,
       rewriter.getI64IntegerAttr(k),
       RouterScoringAttr::get(rewriter.getContext(), scoring),
       RouterSelectionAttr::get(rewriter.getContext(), selection),
@@ -1213,9 +1295,10 @@ void registerBuiltinSourceSwaps() {
   registerSourceSwap("RMSNorm", swapRmsNorm);
   registerSourceSwap("Attention", swapAttention);
   registerSourceSwap("SparseMoeBlock", swapSparseMoe);
-  // DeepSeek-V2's block (lib/Models/Families/DeepseekV2.cpp: blockClass
-  // "Moe" after the family's class prefix).
+  // DeepSeek's blocks (lib/Models/Families/DeepseekV2.cpp and V3.cpp:
+  // blockClass "Moe" / "MoE" after the family's class prefix).
   registerSourceSwap("DeepseekV2Moe", swapSparseMoe);
+  registerSourceSwap("DeepseekV3MoE", swapSparseMoe);
 }
 
 } // namespace etllm

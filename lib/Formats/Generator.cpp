@@ -866,6 +866,8 @@ Result<ModelConfig> generatorConfig(const GeneratorOptions &o) {
                    " (its shared experts are n_shared_experts * "
                    "moe_intermediate_size wide)");
     set(c.sharedExpertIntermediateSize, o.sharedFfn, p.sharedFfn);
+    set(c.numExpertGroups, std::nullopt, p.expertGroups);
+    set(c.topkGroup, std::nullopt, p.topkGroup);
   } else if (o.experts || o.expertsPerTok || o.moeFfn || o.sharedFfn) {
     return Error("--experts, --experts-per-tok, --moe-ffn and --shared-ffn "
                  "need a mixture-of-experts --arch");

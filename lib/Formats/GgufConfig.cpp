@@ -129,7 +129,7 @@ Result<double> readGgufFamilyKey(const MetaReader &m, const ModelConfig &c,
   if (!got && v == 0 && k.type == models::KeyType::Number)
     v = detail::fallbackValue(c, k.fallback);
   ETLLM_RETURN_IF_ERROR(
-      detail::checkKeyRange(k, v, c.numLayers, [&](const std::string &what) {
+      detail::checkKeyRange(k, v, [&](const std::string &what) {
         return m.error(name, what);
       }));
   return v;

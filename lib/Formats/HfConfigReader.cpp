@@ -436,7 +436,7 @@ Status readFamilyKeys(const ConfigReader &r, const models::HfConfigSpec &hf,
       }
     }
     ETLLM_RETURN_IF_ERROR(detail::checkKeyRange(
-        key, v, c.numLayers,
+        key, v,
         [&](const std::string &what) { return r.error(key.hf, what); }));
     detail::setField(c, key.field, v);
   }

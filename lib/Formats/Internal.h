@@ -318,8 +318,7 @@ inline void setField(ModelConfig &c, models::ConfigField field, double v) {
 /// True for keys whose value is an integer (read as one, written as one).
 inline bool isIntegerKey(const models::ConfigKey &key) {
   return key.range == models::KeyRange::Dim ||
-         key.range == models::KeyRange::Count ||
-         key.range == models::KeyRange::AtLeastNumLayers;
+         key.range == models::KeyRange::Count;
 }
 
 /// What an unset (zero) family field stands for.
@@ -391,7 +390,7 @@ inline void applyMoeLayers(ModelConfig &c, const models::FamilySpec &f) {
 /// Checks `v` against the key's range; `error(what)` makes the error (it
 /// names the file and the key).
 template <typename MakeError>
-Status checkKeyRange(const models::ConfigKey &key, double v, int64_t numLayers,
+Status checkKeyRange(const models::ConfigKey &key, double v,
                      MakeError error) {
   if (key.type == models::KeyType::Bool ||
       key.type == models::KeyType::Choice ||
@@ -415,21 +414,12 @@ Status checkKeyRange(const models::ConfigKey &key, double v, int64_t numLayers,
                    std::to_string(kMaxConfigDim) + ")");
     break;
   case models::KeyRange::Count:
-  case models::KeyRange::AtLeastNumLayers:
     if (!(v >= 0) || v != static_cast<double>(static_cast<int64_t>(v)))
       return error("must be a non-negative integer, got " + std::to_string(v));
     if (v > static_cast<double>(kMaxConfigDim))
       return error("absurdly large value " +
                    std::to_string(static_cast<int64_t>(v)) + " (limit " +
                    std::to_string(kMaxConfigDim) + ")");
-    if (key.range == models::KeyRange::AtLeastNumLayers &&
-        static_cast<int64_t>(v) < numLayers)
-      return error(std::to_string(static_cast<int64_t>(v)) + " makes layers " +
-                   std::to_string(static_cast<int64_t>(v)) + ".." +
-                   std::to_string(numLayers - 1) +
-                   " mixture-of-experts layers, which are not supported yet "
-                   "(only dense layers: a value >= " +
-                   std::to_string(numLayers) + ", the layer count)");
     break;
   }
   return Status();

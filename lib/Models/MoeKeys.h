@@ -128,6 +128,7 @@ inline ConfigKey numExpertGroups(double hfDefault) {
   k.gguf = GgufKey::ExpertGroupCount;
   k.field = ConfigField::NumExpertGroups;
   k.hfDefault = hfDefault;
+  k.range = KeyRange::Count; // an integer (GGUF u32)
   k.nullIsZero = true;
   k.writeZeroAsNull = true;
   k.writeIntegral = true;

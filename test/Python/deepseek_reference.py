@@ -2,7 +2,8 @@
 code: DeepSeek's modeling_deepseek.py (DeepSeek-V2 and V2-Lite: dense
 layers and DeepseekMoE with MoEGate's softmax, greedy or
 group_limited_greedy routing) and transformers' modeling_deepseek_v3.py
-(rope_interleave; dense layers only).
+(rope_interleave; DeepseekV3MoE with DeepseekV3TopkRouter's sigmoid
+scores, e_score_correction_bias and noaux_tc group selection).
 
 Independent of etllm: it reads config.json and model.safetensors itself
 and computes the logits of a whole token sequence (causal attention over
@@ -181,9 +182,34 @@ def is_moe_layer(cfg, i):
             i % cfg["moe_layer_freq"] == 0)
 
 
+def v3_route(cfg, w, p, x):
+    """DeepseekV3TopkRouter: (expert indices [S, k], weights [S, k])."""
+    E, k = cfg["n_routed_experts"], cfg["num_experts_per_tok"]
+    G, tg = cfg["n_group"], cfg["topk_group"]
+    logits = x @ w[p + "gate.weight"].T
+    scores = 1.0 / (1.0 + np.exp(-logits))
+    choice = scores + w[p + "gate.e_score_correction_bias"][None, :]
+    # The sum of each group's two best choices (topk(2)[0].sum(-1)).
+    best2 = -np.sort(-choice.reshape(-1, G, E // G), axis=-1)[..., :2]
+    group_scores = best2.sum(-1)
+    group_idx = np.argsort(-group_scores, axis=-1, kind="stable")[:, :tg]
+    group_mask = np.zeros_like(group_scores)
+    np.put_along_axis(group_mask, group_idx, 1.0, axis=-1)
+    score_mask = np.repeat(group_mask, E // G, axis=-1)
+    masked = np.where(score_mask > 0, choice, 0.0)
+    idx = np.argsort(-masked, axis=-1, kind="stable")[:, :k]
+    weight = np.take_along_axis(scores, idx, axis=-1)
+    if cfg.get("norm_topk_prob"):
+        weight = weight / (weight.sum(-1, keepdims=True) + 1e-20)
+    return idx, weight * cfg.get("routed_scaling_factor", 1.0)
+
+
 def moe(cfg, w, p, x):
-    """DeepseekMoE (DeepSeek-V2's MoEGate + experts + shared_experts) over
-    x [S, hidden]."""
+    """DeepseekMoE (DeepSeek-V2's MoEGate + experts + shared_experts) or
+    DeepseekV3MoE (its TopkRouter) over x [S, hidden]."""
+    if cfg["architectures"][0] == "DeepseekV3ForCausalLM":
+        idx, weight = v3_route(cfg, w, p, x)
+        return experts_sum(cfg, w, p, x, idx, weight)
     if cfg.get("scoring_func", "softmax") != "softmax":
         raise ValueError("DeepSeek-V2's MoEGate scores with a softmax")
     E, k = cfg["n_routed_experts"], cfg["num_experts_per_tok"]
@@ -210,6 +236,12 @@ def moe(cfg, w, p, x):
         weight = weight / (weight.sum(-1, keepdims=True) + 1e-20)
     else:
         weight = weight * cfg.get("routed_scaling_factor", 1.0)
+    return experts_sum(cfg, w, p, x, idx, weight)
+
+
+def experts_sum(cfg, w, p, x, idx, weight):
+    """The routed experts' weighted sum plus the shared experts."""
+    E = cfg["n_routed_experts"]
     y = np.zeros_like(x)
     for j in range(E):
         wj = np.where(idx == j, weight, 0.0).sum(-1, keepdims=True)
@@ -222,10 +254,6 @@ def moe(cfg, w, p, x):
 
 def forward(cfg, w, tokens):
     """Logits [len(tokens), vocab] of DeepseekV2/V3ForCausalLM."""
-    v3 = cfg["architectures"][0] == "DeepseekV3ForCausalLM"
-    if v3 and any(is_moe_layer(cfg, i)
-                  for i in range(cfg["num_hidden_layers"])):
-        raise ValueError("this reference has DeepSeek-V3's dense layers only")
     if cfg.get("hidden_act", "silu") != "silu":
         raise ValueError("this reference has SiLU only")
     eps = cfg.get("rms_norm_eps", 1e-6)

@@ -10,7 +10,10 @@ xnnpack-fp32.
 
 Covered: DeepSeek-V2-Lite-like (q_proj), DeepSeek-V2-like (q LoRA) and
 DeepSeek-V3-like models (V2's layer 1 a DeepseekMoE: greedy top-2 of 4
-experts and a shared expert; V3's layers dense), with YaRN (V2-Lite's mscale 0.707, V3's 1.0) and
+experts and a shared expert; V3's layer 1 a DeepseekV3MoE: sigmoid scores
+with e_score_correction_bias, noaux_tc over 8 experts in 4 groups, the best
+2 groups, top-2, renormalized, times 2.5, and a shared expert), with YaRN
+(V2-Lite's mscale 0.707, V3's 1.0) and
 v_head_dim != qk_nope_head_dim, from the HF directory and from the GGUF
 files of the same weights (llama.cpp's split attn_k_b/attn_v_b form and the
 older joint attn_kv_b).
@@ -118,12 +121,12 @@ def test_latent_cache_logits_match_the_float64_reference(checkpoints, case,
     assert (got.argmax(-1) == want.argmax(-1)).all()
 
 
-def routed_variant(checkpoints, tmp_path, **keys):
-    """The v2-lite HF checkpoint with other routing keys in config.json."""
+def routed_variant(checkpoints, tmp_path, case="v2-lite", **keys):
+    """The case's HF checkpoint with other routing keys in config.json."""
     import json
     import shutil
     d = tmp_path / "variant"
-    shutil.copytree(checkpoints["v2-lite"]["hf"], d)
+    shutil.copytree(checkpoints[case]["hf"], d)
     cfg = json.loads((d / "config.json").read_text())
     cfg.update(keys)
     (d / "config.json").write_text(json.dumps(cfg))
@@ -151,6 +154,45 @@ def test_moe_routing_matches_the_float64_reference(checkpoints, variant,
     err = np.abs(got - want).max() / np.abs(want).max()
     assert err <= RTOL, f"max relative error {err:.3g}"
     assert (got.argmax(-1) == want.argmax(-1)).all()
+
+
+V3_VARIANTS = {
+    "one-group": dict(n_group=1, topk_group=1),
+    "unnormalized": dict(norm_topk_prob=False, routed_scaling_factor=1.0),
+    "top3-two-groups": dict(num_experts_per_tok=3, n_group=2, topk_group=1),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(V3_VARIANTS))
+@pytest.mark.parametrize("recipe", ["portable", "xnnpack-fp32"])
+def test_v3_routing_matches_the_float64_reference(checkpoints, variant,
+                                                  recipe, tmp_path):
+    # DeepSeek-V3's routing keys: n_group / topk_group (one group: the
+    # biased top-k over all experts), norm_topk_prob, the scaling factor
+    # and top_k, through etllm.moe with its score bias.
+    d = routed_variant(checkpoints, tmp_path, "v3", **V3_VARIANTS[variant])
+    cfg, weights = ref.load_hf(d)
+    want = ref.forward(cfg, weights, TOKENS)
+    got = program_logits(d, tmp_path, recipe)
+    err = np.abs(got - want).max() / np.abs(want).max()
+    assert err <= RTOL, f"max relative error {err:.3g}"
+    assert (got.argmax(-1) == want.argmax(-1)).all()
+
+
+def test_the_v3_routing_is_not_trivially_satisfied(checkpoints):
+    # The score-correction bias, the group limit and each variant's keys
+    # change the logits well beyond the tolerance.
+    cfg, weights = ref.load_hf(checkpoints["v3"]["hf"])
+    want = ref.forward(cfg, weights, TOKENS)
+    unbiased = dict(weights)
+    for name in weights:
+        if name.endswith("e_score_correction_bias"):
+            unbiased[name] = np.zeros_like(weights[name])
+    others = [ref.forward(cfg, unbiased, TOKENS)]
+    others += [ref.forward(dict(cfg, **keys), weights, TOKENS)
+               for keys in V3_VARIANTS.values()]
+    for other in others:
+        assert np.abs(other - want).max() / np.abs(want).max() > 10 * RTOL
 
 
 def test_the_reference_is_not_trivially_satisfied(checkpoints):

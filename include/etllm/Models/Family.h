@@ -380,9 +380,6 @@ enum class KeyRange : uint8_t {
   Dim,
   /// A count: an integer in [0, kMaxConfigDim].
   Count,
-  /// A count of at least num_hidden_layers (DeepSeek's first_k_dense_replace
-  /// while every layer must be dense).
-  AtLeastNumLayers,
 };
 
 /// What an unset (zero) field stands for, in the writer and when a format
@@ -671,12 +668,11 @@ struct GeneratorPreset {
   int64_t qLoraRank = 0, kvLoraRank = 0, qkNopeHeadDim = 0, vHeadDim = 0;
   /// Mixture of experts: routed experts, experts per token, DeepSeek's
   /// shared-expert count, the expert and shared-expert intermediate sizes.
-  /// MlpBlock::SparseMoe builds them (DeepSeek-V2's generated checkpoints
-  /// have first_k_dense_replace 1); DeepSeek-V3's layers are all dense
-  /// here (first_k_dense_replace is the layer count) and only its config
-  /// keys carry them.
+  /// MlpBlock::SparseMoe builds them (DeepSeek's generated checkpoints
+  /// have first_k_dense_replace 1). expertGroups / topkGroup: DeepSeek's
+  /// n_group and topk_group (0: the family's default).
   int64_t experts = 0, expertsPerTok = 0, sharedExperts = 0, moeFfn = 0,
-          sharedFfn = 0;
+          sharedFfn = 0, expertGroups = 0, topkGroup = 0;
   SyntheticVocab vocab = SyntheticVocab::FamilyDefault;
 };
 

@@ -3,17 +3,29 @@
 // transformers models/deepseek_v3 (modeling_deepseek_v3.py): DeepSeek-V2's
 // attention (q_lora_rank set: q_a_proj, q_a_layernorm, q_b_proj; the
 // softmax scale times mscale(factor, mscale_all_dim)^2;
-// apply_rotary_pos_emb_interleave, rope_interleave true), with V3's
-// sigmoid-scored, bias-corrected expert routing in its MoE layers. Unlike
-// V2, only dense layers are built so far: first_k_dense_replace must cover
-// every layer (KeyRange::AtLeastNumLayers), and V2's MoE keys are read but
-// V3's routing keys stay constants.
+// apply_rotary_pos_emb_interleave, rope_interleave true) and DeepseekV3MoE
+// in layer i when i >= first_k_dense_replace (and i % moe_layer_freq == 0,
+// DeepSeek's own config key). Its router is a module, DeepseekV3TopkRouter
+// (`mlp.gate`: weight [E, hidden] and the buffer e_score_correction_bias
+// [E]): float32 logits, a sigmoid, the choice scores + bias, the topk_group
+// best of n_group groups by the sum of their two best choices, top-k of the
+// masked choice, weights gathered from the unbiased scores, renormalized
+// (+ 1e-20) when norm_topk_prob and then always times
+// routed_scaling_factor (unlike V2, which skips the factor when it
+// renormalizes). DeepSeek's config.json spells the routing as
+// scoring_func "sigmoid" and topk_method "noaux_tc"; transformers' config
+// class has neither, so both are constants the reader enforces.
 //
 // llama.cpp converts V3 to "deepseek2" too; a file opens as V3 when its
 // expert_gating_func is sigmoid (2), the converter's value for V3's
-// scoring_func.
+// scoring_func. Its groups are expert_group_count / expert_group_used_count
+// (none: one group), the bias the tensor exp_probs_b.bias. llama.cpp masks
+// the groups it drops with -inf where transformers masks the biased choice
+// with 0; the two select the same experts unless a kept group's choices
+// are all negative (a bias below -1), and the import follows transformers.
 //
 //===----------------------------------------------------------------------===//
+#include "../MoeKeys.h"
 #include "FamilyList.h"
 
 namespace etllm::models {
@@ -31,9 +43,12 @@ const FamilySpec &deepseekV3Family() {
     s.hf.bosTokenId = 0;
     s.hf.eosTokenId = 1;
     s.hf.mlpBiasKey = false;
-    // Dense layers only (see above).
-    s.blocks.mlp = MlpBlock::Gated;
-    s.moe = MoeSpec();
+    s.moe.router = MoeRouterForm::Module;
+    s.moe.routerClass = "TopkRouter";
+    s.moe.blockClass = "MoE";
+    s.moe.scoring = MoeScoring::Sigmoid;
+    s.moe.topkMethod = MoeTopkMethod::NoauxTc;
+    // V2's selection keys give way to V3's (topk_method is a constant).
     std::vector<ConfigKey> keys;
     for (ConfigKey k : s.hf.keys) {
       switch (k.field) {
@@ -41,18 +56,25 @@ const FamilySpec &deepseekV3Family() {
       case ConfigField::NumExpertGroups:
       case ConfigField::TopkGroup:
       case ConfigField::NormTopkProb:
-        continue; // constants below
+        continue;
       default:
         break;
       }
       keys.push_back(k);
     }
+    // n_group / topk_group: GGUF expert_group_count / _used_count, one
+    // group when absent (llama.cpp: no grouping).
+    for (ConfigKey k : {moe_keys::numExpertGroups(8), moe_keys::topkGroup(4)}) {
+      k.ggufDefault = 1;
+      keys.push_back(k);
+    }
+    keys.push_back(
+        moe_keys::normTopkProb(true, GgufKey::ExpertWeightsNorm, false));
     s.hf.keys = keys;
     for (ConfigKey &k : s.hf.keys) {
       switch (k.field) {
       case ConfigField::FirstKDenseReplace:
         k.hfDefault = 3;
-        k.range = KeyRange::AtLeastNumLayers;
         break;
       case ConfigField::MoeIntermediateSize:
         k.hfDefault = 2048;
@@ -79,12 +101,18 @@ const FamilySpec &deepseekV3Family() {
         // DeepSeek's layout of the rope part (the only one llama.cpp has).
         {"rope_interleave", K::Bool, 1, 0, nullptr, /*enforced=*/true},
         {"pretraining_tp", K::Int, 1},
-        {"topk_method", K::String, 0, 0, "noaux_tc"},
-        {"n_group", K::Int, 1},
-        {"topk_group", K::Int, 1},
-        {"norm_topk_prob", K::Bool, 1},
-        {"scoring_func", K::String, 0, 0, "sigmoid"},
+        // DeepseekV3TopkRouter's only routing (DeepSeek's config.json).
+        {"topk_method", K::String, 0, 0, "noaux_tc", /*enforced=*/true},
+        {"scoring_func", K::String, 0, 0, "sigmoid", /*enforced=*/true},
     };
+    // After the gating function, in the converter's order.
+    for (auto it = s.gguf.metadata.begin(); it != s.gguf.metadata.end(); ++it)
+      if (*it == GgufKey::ExpertGatingFunc) {
+        s.gguf.metadata.insert(
+            it + 1, {GgufKey::ExpertGroupCount, GgufKey::ExpertGroupUsedCount});
+        break;
+      }
+    s.gguf.tensors.push_back({GgufTensor::FfnExpProbsB, HfModule::MoeRouterBias});
 
     s.gguf.identityValue = 2; // sigmoid
     s.gguf.identityDefault = false;
@@ -92,6 +120,11 @@ const FamilySpec &deepseekV3Family() {
     // V3-like: q LoRA and V3's YaRN mscales (1, 1).
     s.generator.tiny.qLoraRank = 48;
     s.generator.tiny.ropeScaling = "yarn:4:32:1:1";
+    // 8 experts in 4 groups of 2 (noaux_tc ranks a group by its two best),
+    // the 2 best groups kept, top-2.
+    s.generator.tiny.experts = 8;
+    s.generator.tiny.expertGroups = 4;
+    s.generator.tiny.topkGroup = 2;
     s.generator.presets.clear();
     return s;
   }();

@@ -170,6 +170,37 @@ TEST(Deepseek, MoeLayers) {
   EXPECT_EQ(c->numExpertGroups, 8);
   EXPECT_EQ(c->topkGroup, 3);
   EXPECT_EQ(c->routedScalingFactor, 16.0);
+  // DeepSeek-V3 with DeepseekV3Config's defaults: layers 3.. are
+  // DeepseekV3MoE (256 experts in 8 groups, the best 4, top-8, one shared
+  // expert 2048 wide), sigmoid scores, noaux_tc, renormalized and times
+  // 2.5.
+  c = parse(R"({"architectures": ["DeepseekV3ForCausalLM"],
+      "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4,
+      "num_attention_heads": 4, "vocab_size": 300})");
+  ASSERT_TRUE(c.ok()) << c.message();
+  EXPECT_EQ(c->layerIsMoe, (std::vector<bool>{false, false, false, true}));
+  EXPECT_EQ(c->numExperts, 256);
+  EXPECT_EQ(c->numExpertsPerTok, 8);
+  EXPECT_EQ(c->numExpertGroups, 8);
+  EXPECT_EQ(c->topkGroup, 4);
+  EXPECT_EQ(c->sharedExpertIntermediateSize, 2048);
+  EXPECT_EQ(c->moeScoring, etllm::models::MoeScoring::Sigmoid);
+  EXPECT_EQ(c->moeTopkMethod, etllm::models::MoeTopkMethod::NoauxTc);
+  EXPECT_TRUE(c->normTopkProb);
+  EXPECT_EQ(c->routedScalingFactor, 2.5);
+  // DeepSeek's own config.json spells the routing out; V3 keeps the scale
+  // with the renormalization (V2 would refuse it).
+  c = parse(R"({"architectures": ["DeepseekV3ForCausalLM"],
+      "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+      "first_k_dense_replace": 1, "num_attention_heads": 4,
+      "vocab_size": 300, "n_routed_experts": 16, "n_group": 4,
+      "topk_group": 2, "num_experts_per_tok": 4, "norm_topk_prob": true,
+      "routed_scaling_factor": 1.5, "scoring_func": "sigmoid",
+      "topk_method": "noaux_tc"})");
+  ASSERT_TRUE(c.ok()) << c.message();
+  EXPECT_EQ(c->layerIsMoe, (std::vector<bool>{false, true}));
+  EXPECT_EQ(c->numExpertGroups, 4);
+  EXPECT_EQ(c->routedScalingFactor, 1.5);
   // No shared experts (null).
   c = parse(liteMoe("\"n_shared_experts\": 2", "\"n_shared_experts\": null"));
   ASSERT_TRUE(c.ok()) << c.message();
@@ -200,18 +231,26 @@ TEST(Deepseek, UnsupportedSettingsNameTheKeyAndValue) {
   expectError(parse(liteMoe("\"scoring_func\": \"softmax\"",
                             "\"scoring_func\": \"sigmoid\"")),
               {"'scoring_func'", "\"sigmoid\" is not supported"});
-  // DeepSeek-V3's mixture-of-experts layers are not built.
-  expectError(parse(R"({"architectures": ["DeepseekV3ForCausalLM"],
+  // DeepSeek-V3 routes by noaux_tc with sigmoid scores only.
+  const std::string v3 = R"({"architectures": ["DeepseekV3ForCausalLM"],
       "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
       "first_k_dense_replace": 1, "num_attention_heads": 4,
-      "vocab_size": 300})"),
-              {"/m/config.json", "'first_k_dense_replace'",
-               "1 makes layers 1..1 mixture-of-experts layers",
-               "not supported"});
-  auto v3Default = parse(R"({"architectures": ["DeepseekV3ForCausalLM"],
-      "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4,
-      "num_attention_heads": 4, "vocab_size": 300})");
-  expectError(v3Default, {"'first_k_dense_replace'", "3 makes layers 3..3"});
+      "vocab_size": 300)";
+  expectError(parse(v3 + R"(, "scoring_func": "softmax"})"),
+              {"/m/config.json", "'scoring_func'",
+               "\"softmax\" is not supported", "sigmoid"});
+  expectError(parse(v3 + R"(, "topk_method": "group_limited_greedy"})"),
+              {"'topk_method'", "\"group_limited_greedy\" is not supported",
+               "noaux_tc"});
+  // Its groups: 256 experts in 8 groups by default; 3 groups do not
+  // divide them, 256 groups leave one expert each.
+  expectError(parse(v3 + R"(, "n_group": 3})"),
+              {"noaux_tc: n_group = 3 must be positive and divide the 256"});
+  expectError(parse(v3 + R"(, "n_group": 256, "topk_group": 4})"),
+              {"ranks groups by their two best experts: n_group = 256 "
+               "leaves 1 per group"});
+  expectError(parse(v3 + R"(, "topk_group": 9})"),
+              {"topk_group = 9 must be in [1, n_group = 8]"});
   expectError(parse(liteConfig(R"(, "attention_bias": true)")),
               {"'attention_bias'", "true is not supported", "false"});
   expectError(parse(R"({"architectures": ["DeepseekV3ForCausalLM"],
@@ -358,10 +397,38 @@ TEST(Deepseek, GgufReadsBothFormsAndAssemblesKvB) {
   ASSERT_TRUE(normed.ok()) << normed.message();
   EXPECT_TRUE((*normed)->config().normTopkProb);
   EXPECT_EQ((*normed)->config().layerIsMoe, (std::vector<bool>{false, true}));
+  // V3's routing keys: its groups, the renormalization, the bias tensor.
+  EXPECT_EQ(v3->config().moeScoring, etllm::models::MoeScoring::Sigmoid);
+  EXPECT_EQ(v3->config().moeTopkMethod, etllm::models::MoeTopkMethod::NoauxTc);
+  EXPECT_EQ(v3->config().numExpertGroups, 4);
+  EXPECT_EQ(v3->config().topkGroup, 2);
+  EXPECT_TRUE(v3->config().normTopkProb);
+  EXPECT_EQ(v3->config().layerIsMoe, (std::vector<bool>{false, true}));
+  // Without expert_gating_func the file opens as V2, whose GGUF form has
+  // no groups: refused naming the key.
   auto noGate = openCheckpoint(
       rewrite(*v3, dir + "/nogate.gguf", "deepseek2.expert_gating_func", {}));
-  ASSERT_TRUE(noGate.ok()) << noGate.message();
-  EXPECT_EQ((*noGate)->config().architecture, "DeepseekV2ForCausalLM");
+  expectError(noGate, {"nogate.gguf", "'deepseek2.expert_group_count'",
+                       "not supported for DeepseekV2ForCausalLM"});
+  // Without the group keys a V3 file has one group (llama.cpp: no
+  // grouping).
+  auto bestGroup = openCheckpoint(rewrite(
+      *v3, dir + "/bestgroup.gguf", "deepseek2.expert_group_used_count", {}));
+  ASSERT_TRUE(bestGroup.ok()) << bestGroup.message();
+  EXPECT_EQ((*bestGroup)->config().numExpertGroups, 4);
+  EXPECT_EQ((*bestGroup)->config().topkGroup, 1);
+  auto oneGroup = openCheckpoint(rewrite(**bestGroup, dir + "/onegroup.gguf",
+                                         "deepseek2.expert_group_count", {}));
+  ASSERT_TRUE(oneGroup.ok()) << oneGroup.message();
+  EXPECT_EQ((*oneGroup)->config().numExpertGroups, 1);
+  EXPECT_EQ((*oneGroup)->config().topkGroup, 1);
+  // The score-correction bias is required.
+  auto noBias = openCheckpoint(rewrite(*v3, dir + "/nobias.gguf", "", {},
+                                       {"blk.1.exp_probs_b.bias"}));
+  expectError(noBias,
+              {"nobias.gguf", "missing tensor "
+                              "'model.layers.1.mlp.gate.e_score_correction_"
+                              "bias' required by DeepseekV3ForCausalLM"});
 }
 
 TEST(Deepseek, GgufErrorsNameTheKeyOrTensor) {
