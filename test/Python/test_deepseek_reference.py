@@ -141,36 +141,26 @@ MOE_VARIANTS = {
 }
 
 
-@pytest.mark.parametrize("variant", sorted(MOE_VARIANTS))
-@pytest.mark.parametrize("recipe", ["portable", "xnnpack-fp32"])
-def test_moe_routing_matches_the_float64_reference(checkpoints, variant,
-                                                   recipe, tmp_path):
-    # DeepSeek-V2's routing keys: group_limited_greedy, norm_topk_prob,
-    # routed_scaling_factor, through etllm.moe on portable and xnnpack.
-    d = routed_variant(checkpoints, tmp_path, **MOE_VARIANTS[variant])
-    cfg, weights = ref.load_hf(d)
-    want = ref.forward(cfg, weights, TOKENS)
-    got = program_logits(d, tmp_path, recipe)
-    err = np.abs(got - want).max() / np.abs(want).max()
-    assert err <= RTOL, f"max relative error {err:.3g}"
-    assert (got.argmax(-1) == want.argmax(-1)).all()
-
-
 V3_VARIANTS = {
     "one-group": dict(n_group=1, topk_group=1),
     "unnormalized": dict(norm_topk_prob=False, routed_scaling_factor=1.0),
     "top3-two-groups": dict(num_experts_per_tok=3, n_group=2, topk_group=1),
 }
+# DeepSeek-V2's routing keys (group_limited_greedy, norm_topk_prob,
+# routed_scaling_factor) on the v2-lite checkpoint, and V3's (n_group /
+# topk_group, one group being the biased top-k over all experts,
+# norm_topk_prob, the factor, top_k) on the v3 one.
+ROUTING = [("v2-lite", v, k) for v, k in sorted(MOE_VARIANTS.items())] + \
+          [("v3", v, k) for v, k in sorted(V3_VARIANTS.items())]
 
 
-@pytest.mark.parametrize("variant", sorted(V3_VARIANTS))
+@pytest.mark.parametrize("case,variant,keys", ROUTING,
+                         ids=[f"{c}-{v}" for c, v, _ in ROUTING])
 @pytest.mark.parametrize("recipe", ["portable", "xnnpack-fp32"])
-def test_v3_routing_matches_the_float64_reference(checkpoints, variant,
-                                                  recipe, tmp_path):
-    # DeepSeek-V3's routing keys: n_group / topk_group (one group: the
-    # biased top-k over all experts), norm_topk_prob, the scaling factor
-    # and top_k, through etllm.moe with its score bias.
-    d = routed_variant(checkpoints, tmp_path, "v3", **V3_VARIANTS[variant])
+def test_moe_routing_matches_the_float64_reference(checkpoints, case, variant,
+                                                   keys, recipe, tmp_path):
+    # Through etllm.moe (with V3's score bias) on portable and xnnpack.
+    d = routed_variant(checkpoints, tmp_path, case, **keys)
     cfg, weights = ref.load_hf(d)
     want = ref.forward(cfg, weights, TOKENS)
     got = program_logits(d, tmp_path, recipe)
