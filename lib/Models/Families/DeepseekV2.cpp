@@ -110,7 +110,7 @@ const FamilySpec &deepseekV2Family() {
     // The expert keys, spelled once in MoeKeys.h; DeepSeek's config class
     // allows null counts (0).
     ConfigKey dense = moe_keys::firstKDenseReplace(0);
-    dense.range = KeyRange::NonNegative;
+    dense.range = KeyRange::Count; // GGUF u32, as llama.cpp reads it
     auto count = [](ConfigKey k, double dflt) {
       k.hfDefault = k.ggufDefault = dflt;
       k.range = KeyRange::Count;

@@ -397,6 +397,19 @@ TEST(Deepseek, GgufReadsBothFormsAndAssemblesKvB) {
   ASSERT_TRUE(normed.ok()) << normed.message();
   EXPECT_TRUE((*normed)->config().normTopkProb);
   EXPECT_EQ((*normed)->config().layerIsMoe, (std::vector<bool>{false, true}));
+  // The counts are u32, as llama.cpp reads them (it refuses a float
+  // leading_dense_block_count: "has wrong type f32").
+  const GgufValue *dense = v3->metadata("deepseek2.leading_dense_block_count");
+  const GgufValue *groups = v3->metadata("deepseek2.expert_group_count");
+  ASSERT_TRUE(dense && groups);
+  EXPECT_EQ(dense->type(), GgufType::UInt32);
+  EXPECT_EQ(groups->type(), GgufType::UInt32);
+  auto floatDense = openCheckpoint(
+      rewrite(*v3, dir + "/floatdense.gguf",
+              "deepseek2.leading_dense_block_count", GgufValue::f32(1.0f)));
+  expectError(floatDense, {"floatdense.gguf",
+                           "'deepseek2.leading_dense_block_count'",
+                           "non-negative integer"});
   // V3's routing keys: its groups, the renormalization, the bias tensor.
   EXPECT_EQ(v3->config().moeScoring, etllm::models::MoeScoring::Sigmoid);
   EXPECT_EQ(v3->config().moeTopkMethod, etllm::models::MoeTopkMethod::NoauxTc);
