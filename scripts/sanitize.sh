@@ -34,8 +34,14 @@ PYTHON=${SANITIZE_PYTHON:-/usr/bin/python3}
 ASAN_RUNTIME=$(g++ -print-file-name=libasan.so)
 [ -f "$ASAN_RUNTIME" ] || { echo "sanitize.sh: no libasan.so for g++ ($ASAN_RUNTIME)" >&2; exit 1; }
 ASAN_RUNTIME=$(readlink -f "$ASAN_RUNTIME")
+# libstdc++ right after it: the interpreter does not link it, and ASan's
+# __cxa_throw interceptor must find the real one when it starts ("CHECK
+# failed: ... real___cxa_throw" aborts the first exception the extension
+# throws otherwise).
+STDCXX=$(readlink -f "$(g++ -print-file-name=libstdc++.so.6)")
+[ -f "$STDCXX" ] || { echo "sanitize.sh: no libstdc++.so.6 for g++ ($STDCXX)" >&2; exit 1; }
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DPython3_EXECUTABLE="$PYTHON" -DETLLM_PYTHON_PRELOAD="$ASAN_RUNTIME" \
+  -DPython3_EXECUTABLE="$PYTHON" -DETLLM_PYTHON_PRELOAD="$ASAN_RUNTIME $STDCXX" \
   -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
   -DCMAKE_C_FLAGS="$SAN" -DCMAKE_CXX_FLAGS="$SAN" \
