@@ -699,7 +699,8 @@ LogicalResult matchGroupMask(Value masked, int64_t E, Value &choice,
   return success();
 }
 
-/// The groups' ranks `rank` [N, G] come from reshape(choice, [-1, G, E/G]).
+/// `v` when it is reshape(choice, [-1, G, E/G]), the per-group view the
+/// groups are ranked over; null otherwise.
 ReshapeOp groupedView(Value v, Value choice, int64_t G, int64_t E) {
   auto grouped = v.getDefiningOp<ReshapeOp>();
   return grouped && grouped.getShape() == ArrayRef<int64_t>{-1, G, E / G} &&

@@ -21,8 +21,9 @@
 // scoring_func. Its groups are expert_group_count / expert_group_used_count
 // (none: one group), the bias the tensor exp_probs_b.bias. llama.cpp masks
 // the groups it drops with -inf where transformers masks the biased choice
-// with 0; the two select the same experts unless a kept group's choices
-// are all negative (a bias below -1), and the import follows transformers.
+// with 0; the two select the same experts unless fewer than top_k of the
+// kept groups' choices are positive (a bias below minus the score), and
+// the import follows transformers.
 //
 //===----------------------------------------------------------------------===//
 #include "../MoeKeys.h"
