@@ -1,6 +1,7 @@
 //===- SwapSource.cpp - Module-level replacements by class ----------------===//
 #include "etllm/Dialect/Etllm/EtllmModelConfig.h"
 #include "etllm/Dialect/Etllm/EtllmOps.h"
+#include "etllm/Models/Registry.h"
 #include "etllm/Transforms/Passes.h"
 #include "etllm/Transforms/SourceSwap.h"
 
@@ -1296,10 +1297,16 @@ void registerBuiltinSourceSwaps() {
   registerSourceSwap("RMSNorm", swapRmsNorm);
   registerSourceSwap("Attention", swapAttention);
   registerSourceSwap("SparseMoeBlock", swapSparseMoe);
-  // DeepSeek's blocks (lib/Models/Families/DeepseekV2.cpp and V3.cpp:
-  // blockClass "Moe" / "MoE" after the family's class prefix).
-  registerSourceSwap("DeepseekV2Moe", swapSparseMoe);
-  registerSourceSwap("DeepseekV3MoE", swapSparseMoe);
+  // A family whose sparse block has another class name (DeepSeek's
+  // "DeepseekV2Moe", "DeepseekV3MoE": MoeSpec::blockClass after the class
+  // prefix), taken from the family registry.
+  for (const models::FamilySpec *f : models::families()) {
+    if (f->blocks.mlp != models::MlpBlock::SparseMoe)
+      continue;
+    std::string cls = std::string(f->classPrefix) + f->moe.blockClass;
+    if (!llvm::StringRef(cls).ends_with("SparseMoeBlock"))
+      registerSourceSwap(cls, swapSparseMoe);
+  }
 }
 
 } // namespace etllm
