@@ -654,11 +654,12 @@ ParameterOp stackParameters(MutableArrayRef<ParameterOp> parts, StringRef name,
 /// `masked` = masked_fill(choice, !bool(reshape(expand(unsqueeze(mask, -1),
 /// [-1, G, E/G]), [-1, E])), 0) where mask = sum over dim 1 of
 /// float(unsqueeze(group_idx, -1) == arange(0, G)) and group_idx the
-/// indices of a top-k over the G groups' ranks. On success `groups` is
-/// that top-k, `choice` the unmasked values and G set; how the groups are
-/// ranked is the caller's (V2: amax, V3: the sum of the two best).
+/// indices of a top-k over the G groups' ranks. On success `choice` is the
+/// unmasked values, `ranks` what that top-k ranks the groups by, and G and
+/// topkGroup (its k) are set; how the groups are ranked is the caller's
+/// (V2: amax, V3: the sum of the two best).
 LogicalResult matchGroupMask(Value masked, int64_t E, Value &choice,
-                             TopKOp &groups, int64_t &G,
+                             Value &ranks, int64_t &G, int64_t &topkGroup,
                              std::string &reason) {
   auto fail = [&](const char *what) {
     reason = std::string("the group-limited selection: ") + what;
@@ -690,13 +691,15 @@ LogicalResult matchGroupMask(Value masked, int64_t E, Value &choice,
   if (!idxUnsq || idxUnsq.getDim() != -1 || !range || range.getStart() != 0 ||
       range.getEnd() != G || range.getStep() != 1)
     return fail("the group mask is not the one-hot sum of the chosen groups");
-  groups = idxUnsq.getInput().getDefiningOp<TopKOp>();
+  auto groups = idxUnsq.getInput().getDefiningOp<TopKOp>();
   if (!groups || groups.getIndices() != idxUnsq.getInput() ||
       (groups.getDim() != -1 && groups.getDim() != 1))
     return fail("the chosen groups are not a top-k over the groups");
-  if (groups.getK() < 1 || groups.getK() > G)
+  topkGroup = groups.getK();
+  if (topkGroup < 1 || topkGroup > G)
     return fail("topk_group is outside [1, n_group]");
   choice = mf.getInput();
+  ranks = groups.getInput();
   return success();
 }
 
@@ -716,18 +719,16 @@ ReshapeOp groupedView(Value v, Value choice, int64_t G, int64_t E) {
 LogicalResult matchGroupLimited(Value masked, int64_t E, Value &scores,
                                 int64_t &G, int64_t &topkGroup,
                                 std::string &reason) {
-  Value choice;
-  TopKOp groups;
-  if (failed(matchGroupMask(masked, E, choice, groups, G, reason)))
+  Value choice, ranks;
+  if (failed(matchGroupMask(masked, E, choice, ranks, G, topkGroup, reason)))
     return failure();
-  auto amax = groups.getInput().getDefiningOp<AmaxOp>();
+  auto amax = ranks.getDefiningOp<AmaxOp>();
   if (!amax || amax.getKeepdim() || amax.getDims() != ArrayRef<int64_t>{-1} ||
       !groupedView(amax.getInput(), choice, G, E)) {
     reason = "the group-limited selection: the groups are not ranked by "
              "their best score (amax over each group of the masked scores)";
     return failure();
   }
-  topkGroup = groups.getK();
   scores = choice;
   return success();
 }
@@ -740,15 +741,14 @@ LogicalResult matchGroupLimited(Value masked, int64_t E, Value &scores,
 LogicalResult matchNoauxTc(Value masked, int64_t E, Value &scores, Value &bias,
                            int64_t &G, int64_t &topkGroup,
                            std::string &reason) {
-  Value choice;
-  TopKOp groups;
-  if (failed(matchGroupMask(masked, E, choice, groups, G, reason)))
+  Value choice, ranks;
+  if (failed(matchGroupMask(masked, E, choice, ranks, G, topkGroup, reason)))
     return failure();
   auto fail = [&](const char *what) {
     reason = std::string("the noaux_tc selection: ") + what;
     return failure();
   };
-  auto sum = groups.getInput().getDefiningOp<SumOp>();
+  auto sum = ranks.getDefiningOp<SumOp>();
   auto top2 = sum ? sum.getInput().getDefiningOp<TopKOp>() : TopKOp();
   if (!sum || sum.getKeepdim() || sum.getDims() != ArrayRef<int64_t>{-1} ||
       !top2 || top2.getValues() != sum.getInput() || top2.getK() != 2 ||
@@ -770,7 +770,6 @@ LogicalResult matchNoauxTc(Value masked, int64_t E, Value &scores, Value &bias,
   if (auto flat = scores.getDefiningOp<ReshapeOp>();
       flat && flat.getShape() == ArrayRef<int64_t>{-1, E})
     scores = flat.getInput();
-  topkGroup = groups.getK();
   return success();
 }
 

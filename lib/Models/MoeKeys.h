@@ -17,6 +17,9 @@
 
 #include "etllm/Models/Registry.h"
 
+#include <algorithm>
+#include <initializer_list>
+
 namespace etllm::models::moe_keys {
 
 inline ConfigKey dim(const char *hf, GgufKey gguf, ConfigField field,
@@ -208,17 +211,20 @@ inline std::vector<GgufTensorName> sharedExpertTensors(bool gated) {
   return t;
 }
 
+/// Inserts `keys` after `after` in a converter's metadata order (at the end
+/// when `after` is not there).
+inline void insertMetadataAfter(std::vector<GgufKey> &metadata, GgufKey after,
+                                std::initializer_list<GgufKey> keys) {
+  auto it = std::find(metadata.begin(), metadata.end(), after);
+  metadata.insert(it == metadata.end() ? it : it + 1, keys);
+}
+
 /// Inserts the generic expert-count keys after `after` in a converter's
 /// metadata order (TextModel writes them after the norm epsilon).
 inline void insertExpertMetadata(std::vector<GgufKey> &metadata,
                                  GgufKey after = GgufKey::RmsEpsilon) {
-  for (auto it = metadata.begin(); it != metadata.end(); ++it)
-    if (*it == after) {
-      metadata.insert(it + 1, {GgufKey::ExpertCount, GgufKey::ExpertUsedCount});
-      return;
-    }
-  metadata.push_back(GgufKey::ExpertCount);
-  metadata.push_back(GgufKey::ExpertUsedCount);
+  insertMetadataAfter(metadata, after,
+                      {GgufKey::ExpertCount, GgufKey::ExpertUsedCount});
 }
 
 } // namespace etllm::models::moe_keys

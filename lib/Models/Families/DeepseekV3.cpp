@@ -107,12 +107,9 @@ const FamilySpec &deepseekV3Family() {
         {"scoring_func", K::String, 0, 0, "sigmoid", /*enforced=*/true},
     };
     // After the gating function, in the converter's order.
-    for (auto it = s.gguf.metadata.begin(); it != s.gguf.metadata.end(); ++it)
-      if (*it == GgufKey::ExpertGatingFunc) {
-        s.gguf.metadata.insert(
-            it + 1, {GgufKey::ExpertGroupCount, GgufKey::ExpertGroupUsedCount});
-        break;
-      }
+    moe_keys::insertMetadataAfter(
+        s.gguf.metadata, GgufKey::ExpertGatingFunc,
+        {GgufKey::ExpertGroupCount, GgufKey::ExpertGroupUsedCount});
     s.gguf.tensors.push_back({GgufTensor::FfnExpProbsB, HfModule::MoeRouterBias});
 
     s.gguf.identityValue = 2; // sigmoid
