@@ -163,17 +163,44 @@ for f in "$F16" "$Q4" "$INT4" "$DA4W" "$INT4F16"; do
   [ -f "$f" ] || die "$f is missing (run without SKIP_CONVERT=1)"
 done
 
+# benched PREFIX CMD...: runs a bench (stdout to PREFIX.json, stderr to
+# PREFIX.log) and writes to PREFIX.load the CPU seconds that *other*
+# processes used while it ran (all CPUs' busy time from /proc/stat minus the
+# bench's own, from getrusage), its wall seconds and the 1-minute load. The
+# load average alone cannot tell: on a 2-CPU machine the bench's own threads
+# raise it past half the CPUs.
+benched() {
+  local prefix="$1"; shift
+  "$PY" - "$prefix" "$@" <<'EOF'
+import os, resource, subprocess, sys, time
+prefix, cmd = sys.argv[1], sys.argv[2:]
+hz = os.sysconf("SC_CLK_TCK")
+def busy():
+    f = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    return (sum(f[:8]) - f[3] - f[4]) / hz  # all but idle and iowait
+b0, t0 = busy(), time.monotonic()
+with open(prefix + ".json", "w") as out, open(prefix + ".log", "w") as err:
+    rc = subprocess.call(cmd, stdout=out, stderr=err)
+wall, b1 = time.monotonic() - t0, busy()
+if rc:
+    sys.exit(f"bench-vs-llamacpp: error: {cmd[0]} failed ({rc}), see {prefix}.log")
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+other = max(0.0, (b1 - b0) - (u.ru_utime + u.ru_stime))
+load = open("/proc/loadavg").read().split()[0]
+with open(prefix + ".load", "w") as f:
+    f.write(f"{other:.2f} {wall:.2f} {load}\n")
+EOF
+}
+
 # 3. Benches, interleaved (SKIP_BENCH=1: keep the results of a previous run).
 for round in $(seq 1 "$ROUNDS"); do
   [ "${SKIP_BENCH:-0}" = 1 ] && [ -f "$R/etllm-bench.$round.json" ] && continue
   say "round $round/$ROUNDS: llama-bench"
-  "$LLAMA_BENCH" -m "$Q4" -p "$PROMPT" -n "$GEN" -t "$THREADS" -r "$REPS" \
-    -o json > "$R/llama-bench.$round.json" 2> "$R/llama-bench.$round.log"
-  echo "$(cut -d' ' -f1-3 /proc/loadavg)" > "$R/llama-bench.$round.load"
+  benched "$R/llama-bench.$round" "$LLAMA_BENCH" -m "$Q4" -p "$PROMPT" -n "$GEN" \
+    -t "$THREADS" -r "$REPS" -o json
   say "round $round/$ROUNDS: etllm-bench"
-  "$BENCH" -m "$INT4,$DA4W" -p "$PROMPT" -n "$GEN" -t "$THREADS" -r "$REPS" \
-    -o json > "$R/etllm-bench.$round.json" 2> "$R/etllm-bench.$round.log"
-  echo "$(cut -d' ' -f1-3 /proc/loadavg)" > "$R/etllm-bench.$round.load"
+  benched "$R/etllm-bench.$round" "$BENCH" -m "$INT4,$DA4W" -p "$PROMPT" -n "$GEN" \
+    -t "$THREADS" -r "$REPS" -o json
 done
 
 # 4. Perplexity on the same text.
@@ -276,15 +303,16 @@ for name, th in tests:
           f"{rng(tb)} | {statistics.median(tb) / ml:.2f}x | {roof} |")
 print("\nMemory read bandwidth (etllm-bench's probe, best per run, GB/s): " +
       "; ".join(f"{th} thread(s) {rng([x / 1e9 for x in v], '%.2f')}" for th, v in sorted(bw.items())))
-print("Load (1-minute average) at each run: llama-bench " +
-      ", ".join(open(f"{R}/llama-bench.{r}.load").read().split()[0] for r in range(1, rounds + 1)) +
-      "; etllm-bench " +
-      ", ".join(open(f"{R}/etllm-bench.{r}.load").read().split()[0] for r in range(1, rounds + 1)))
-loads = [float(open(f"{R}/{k}.{r}.load").read().split()[0])
-         for k in ("llama-bench", "etllm-bench") for r in range(1, rounds + 1)]
-if max(loads) > 0.5 * os.cpu_count():
-    print(f"\n**The machine was loaded (1-minute load up to {max(loads):.2f} on "
-          f"{os.cpu_count()} CPUs): these timings are not reliable.**")
+# Each .load: other processes' CPU seconds, wall seconds, 1-minute load.
+runs = {k: [open(f"{R}/{k}.{r}.load").read().split() for r in range(1, rounds + 1)]
+        for k in ("llama-bench", "etllm-bench")}
+print("CPU time other processes used during each run (of its wall time): " + "; ".join(
+    k + " " + ", ".join(f"{float(o):.1f} s of {float(w):.0f} s" for o, w, *_ in v)
+    for k, v in runs.items()))
+share = max(float(o) / float(w) for v in runs.values() for o, w, *_ in v)
+if share > 0.05:
+    print(f"\n**Other processes used up to {100 * share:.0f}% of a CPU during a run: "
+          "these timings are not reliable.**")
 print("\n## Files\n")
 print("| file | bytes | MiB | vs the Q4_0 GGUF |")
 print("|---|---|---|---|")
