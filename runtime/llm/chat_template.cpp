@@ -1961,6 +1961,18 @@ public:
       frames_.back()[k] = v;
   }
 
+  /// Namespaces are the one container a template can change after making
+  /// it (`{% set ns.attr = value %}`), so the one way to a reference cycle
+  /// (`{% set ns.me = ns %}`, or through a list or another namespace
+  /// holding ns): shared_ptr never frees one. Emptying every namespace still
+  /// alive when the render ends breaks them all; nothing of the render's values
+  /// outlives it (it returns text).
+  ~Evaluator() {
+    for (const std::weak_ptr<DictData> &w : namespaces_)
+      if (std::shared_ptr<DictData> d = w.lock())
+        std::vector<std::pair<std::string, Value>>().swap(d->entries);
+  }
+
   std::string run() {
     exec(prog_.body, 0);
     return std::move(out_);
@@ -1968,6 +1980,7 @@ public:
 
 private:
   const ChatTemplate::Program &prog_;
+  std::vector<std::weak_ptr<DictData>> namespaces_;
   std::vector<std::unordered_map<std::string, Value>> frames_;
   std::string out_;
   uint64_t steps_ = 0;
@@ -2696,6 +2709,8 @@ private:
     }
     if (n == "namespace" || n == "dict") {
       Value d = makeDict({}, n == "namespace" ? Kind::Namespace : Kind::Dict);
+      if (d.kind == Kind::Namespace)
+        namespaces_.push_back(d.dict);
       for (const Value &a : args) {
         if (a.kind != Kind::Dict && a.kind != Kind::Namespace)
           unsupported(line, n + ": positional arguments must be mappings");
