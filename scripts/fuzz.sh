@@ -16,7 +16,11 @@
 # Environment: FUZZ_BUILD_DIR (default build-fuzz), BUILD_DIR (the normal
 # build whose tools make the seeds; default build, built if missing),
 # ETLLM_SHARED_DIR (test data; default ../shared or /work/shared),
-# FUZZ_LOG_DIR (the logs; default FUZZ_BUILD_DIR/logs).
+# FUZZ_LOG_DIR (the logs; default FUZZ_BUILD_DIR/logs), TMPDIR (where the
+# targets write each input's scratch files; default a fresh directory in
+# /dev/shm when it is writable, removed at exit: on a disk-backed /tmp the
+# llama2c target spent about 45% of its wall time waiting for the disk,
+# 1,880 executions/s against 4,460 on tmpfs).
 # Per target the summary gives libFuzzer's last status line (executions,
 # cov: edges, ft: features, corp: corpus size, exec/s, oom/timeout/crash
 # counts) and the CPU time its processes got (user + system, of the wall
@@ -42,6 +46,12 @@ while [ $# -gt 0 ]; do
     *) targets+=("$1"); shift ;;
   esac
 done
+
+if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then
+  TMPDIR=$(mktemp -d /dev/shm/etllm-fuzz.XXXXXX)
+  export TMPDIR
+  trap 'rm -rf "$TMPDIR"' EXIT
+fi
 
 FUZZ_BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
 BUILD_DIR=${BUILD_DIR:-build}
