@@ -9,7 +9,6 @@
 //===----------------------------------------------------------------------===//
 #include "etllm/runtime/lora.h"
 
-#include "etllm/runtime/half.h"
 #include "etllm/runtime/mapped_file.h"
 #include "etllm/runtime/program.h"
 #include "etllm/schema/lora_generated.h"
@@ -19,6 +18,11 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+
+// The matrices are read in place as the host's values, which are the
+// file's (little-endian, as the program's weight segments).
+static_assert(FLATBUFFERS_LITTLEENDIAN,
+              "LoRA adapter matrices are read in place as little-endian");
 
 namespace etllm::rt {
 
@@ -109,10 +113,10 @@ LoraAdapter::loadFromBuffer(const uint8_t *data, size_t size,
                   std::to_string(t->in_features()) + "], the program's is [" +
                   std::to_string(h.outFeatures) + ", " +
                   std::to_string(h.inFeatures) + "]");
-    // Each matrix as f32 (used in place) or as half (converted once).
+    // Each matrix as f32 or as half bits, read in place by the kernel.
     auto matrix = [&](const char *which, const flatbuffers::Vector<float> *f32,
                       const flatbuffers::Vector<uint16_t> *f16, uint64_t want,
-                      const float *&data) -> Status {
+                      const void *&data, DType &dtype) -> Status {
       if ((f32 != nullptr) == (f16 != nullptr))
         return tbad(
             std::string(which) +
@@ -127,26 +131,32 @@ LoraAdapter::loadFromBuffer(const uint8_t *data, size_t size,
                          : "rank " + std::to_string(a->rank_) + " x " +
                                std::to_string(h.outFeatures)) +
                     "] needs " + std::to_string(want));
+      bool finite = true;
       if (f32) {
-        data = f32->data();
-      } else {
-        a->converted_.emplace_back(want);
-        std::vector<float> &v = a->converted_.back();
+        const float *v = f32->data();
         for (uint64_t k = 0; k < want; ++k)
-          v[k] = halfToFloat(f16->Get(flatbuffers::uoffset_t(k)));
-        data = v.data();
+          finite &= std::isfinite(v[k]);
+        data = v;
+        dtype = DType::F32;
+      } else {
+        // Half bits with an all-ones exponent are infinity or NaN.
+        const uint16_t *v = f16->data();
+        for (uint64_t k = 0; k < want; ++k)
+          finite &= (v[k] & 0x7c00u) != 0x7c00u;
+        data = v;
+        dtype = DType::F16;
       }
-      for (uint64_t k = 0; k < want; ++k)
-        if (!std::isfinite(data[k]))
-          return tbad(std::string(which) + " holds NaN or infinity");
+      if (!finite)
+        return tbad(std::string(which) + " holds NaN or infinity");
       return Status();
     };
     const uint64_t wantA = uint64_t(h.inFeatures) * uint64_t(a->rank_);
     const uint64_t wantB = uint64_t(a->rank_) * uint64_t(h.outFeatures);
-    const float *pa = nullptr, *pb = nullptr;
-    ETLLM_RETURN_IF_ERROR(matrix("A", t->a_t(), t->a_t_f16(), wantA, pa));
-    ETLLM_RETURN_IF_ERROR(matrix("B", t->b_t(), t->b_t_f16(), wantB, pb));
-    a->targets_.push_back({it->second, pa, pb});
+    const void *pa = nullptr, *pb = nullptr;
+    DType ta = DType::F32, tb = DType::F32;
+    ETLLM_RETURN_IF_ERROR(matrix("A", t->a_t(), t->a_t_f16(), wantA, pa, ta));
+    ETLLM_RETURN_IF_ERROR(matrix("B", t->b_t(), t->b_t_f16(), wantB, pb, tb));
+    a->targets_.push_back({it->second, pa, pb, ta, tb});
   }
   return std::shared_ptr<const LoraAdapter>(std::move(a));
 }
@@ -169,7 +179,8 @@ Status Module::rebuildLora() {
                    " times the adapter's scaling " +
                    std::to_string(adapter->scaling()) + " is not finite");
     for (const LoraAdapter::Target &t : adapter->targets())
-      terms[t.hook].terms.push_back({t.at, t.bt, adapter->rank(), s});
+      terms[t.hook].terms.push_back(
+          {t.at, t.bt, adapter->rank(), s, t.atType, t.btType});
   }
   loraTerms_ = std::move(terms);
   ctx_->setLoraHooks(loraApplied_.empty() ? nullptr : &loraTerms_);

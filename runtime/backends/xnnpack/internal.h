@@ -403,6 +403,8 @@ Status reshapeKernel(const KernelArgs &a, Isa isa, bool &handled);
 Status sliceKernel(const KernelArgs &a, Isa isa, bool &handled);
 /// matmul of [B, H, S, K] by a per-head [H, K, N] weight (matmul.cpp).
 Status matmulKernel(const KernelArgs &a, Isa isa, bool &handled);
+/// The LoRA hook (lora.cpp).
+Status loraKernel(const KernelArgs &a, Isa isa, bool &handled);
 /// The scratch sdpaKernel needs for q [B, H, S, *], values [*, *, T, Dv].
 size_t sdpaScratchBytes(int64_t B, int64_t H, int64_t S, int64_t Hkv, int64_t T,
                         int64_t Dv);

@@ -162,6 +162,8 @@ DenseKernelFn denseKernel(OpId id) {
     return sliceKernel;
   case OpId::Matmul:
     return matmulKernel;
+  case OpId::Lora:
+    return loraKernel;
   default:
     return nullptr;
   }

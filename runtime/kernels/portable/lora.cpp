@@ -13,9 +13,12 @@
 // order, so every row's result is the same whatever the thread count and
 // whether it comes in a prefill or alone.
 //
-// The factors are read once per row and the kernel is bound by reading
-// them (docs/LoRA.md: a rank-16 adapter on all seven projections of a 1B
-// model is 45 MB per token). For one row (a decode step) both products are
+// The factors are f32 or IEEE half bits (LoraTerm's types), read in place;
+// half values are converted exactly, so a half adapter gives the bits of
+// the same values stored as f32. They are read once per row and the kernel
+// is bound by reading them (docs/LoRA.md: a rank-16 adapter on all seven
+// projections of a 1B model is 45 MB per token in f32, 22 MB in half; this
+// reference converts half scalarly, the xnnpack backend with F16C). For one row (a decode step) both products are
 // therefore split over the thread pool when they read enough to pay for
 // waking it (kParallelFloats): x At by chunks, then (At x) Bt by tiles of
 // output features. Several rows (prefill) run in parallel by row.
@@ -37,28 +40,88 @@ constexpr int64_t kChunk = 256;
 /// split over the thread pool when there is one row.
 constexpr int64_t kParallelFloats = int64_t(1) << 16;
 
+inline float element(const float *p, int64_t i) { return p[i]; }
+inline float element(const uint16_t *p, int64_t i) {
+  return halfToFloat(p[i]);
+}
+
 /// partial[0..r) = sum over i in [i0, i1) of x[i] * At[i, 0..r), in order.
-void accumulateRows(const float *x, const float *at, int64_t r, int64_t i0,
+template <typename T>
+void accumulateRows(const float *x, const T *at, int64_t r, int64_t i0,
                     int64_t i1, float *partial) {
   for (int64_t k = 0; k < r; ++k)
     partial[k] = 0;
   for (int64_t i = i0; i < i1; ++i) {
     const float xi = x[i];
-    const float *ai = at + i * r;
+    const T *ai = at + i * r;
     for (int64_t k = 0; k < r; ++k)
-      partial[k] += xi * ai[k];
+      partial[k] += xi * element(ai, k);
   }
 }
 
 /// out[n0..n1) += sum over k of t[k] * Bt[k, n0..n1), k in order.
-void addProduct(const float *t, const float *bt, int64_t r, int64_t N,
-                int64_t n0, int64_t n1, float *out) {
+template <typename T>
+void addProduct(const float *t, const T *bt, int64_t r, int64_t N, int64_t n0,
+                int64_t n1, float *out) {
   for (int64_t k = 0; k < r; ++k) {
     const float c = t[k];
-    const float *bk = bt + k * N;
+    const T *bk = bt + k * N;
     for (int64_t n = n0; n < n1; ++n)
-      out[n] += c * bk[n];
+      out[n] += c * element(bk, n);
   }
+}
+
+/// Adds one term to out [M, N]; tmp holds the scratch sized below.
+template <typename TA, typename TB>
+void addTerm(const KernelArgs &a, const LoraTerm &t, const float *px,
+             int64_t M, int64_t K, int64_t N, float *tmp, float *po) {
+  const TA *at = static_cast<const TA *>(t.at);
+  const TB *bt = static_cast<const TB *>(t.bt);
+  const int64_t r = t.rank;
+  const int64_t chunks = (K + kChunk - 1) / kChunk;
+  if (M == 1) {
+    // t = x At: the chunks' partial sums (in parallel when large), added
+    // in chunk order.
+    float *partials = tmp + r;
+    auto chunk = [&](size_t c) {
+      const int64_t i0 = int64_t(c) * kChunk;
+      accumulateRows(px, at, r, i0, std::min(K, i0 + kChunk),
+                     partials + int64_t(c) * r);
+    };
+    if (K * r >= kParallelFloats)
+      parallelFor(a.ctx, size_t(chunks), chunk);
+    else
+      for (int64_t c = 0; c < chunks; ++c)
+        chunk(size_t(c));
+    for (int64_t k = 0; k < r; ++k)
+      tmp[k] = 0;
+    for (int64_t c = 0; c < chunks; ++c)
+      for (int64_t k = 0; k < r; ++k)
+        tmp[k] += partials[c * r + k];
+    for (int64_t k = 0; k < r; ++k)
+      tmp[k] *= t.scale;
+    // out += t Bt, by tiles of output features.
+    const size_t tile =
+        N * r >= kParallelFloats ? defaultTile(a.ctx, size_t(N)) : size_t(N);
+    parallelForTiles(a.ctx, size_t(N), tile, [&](size_t n0, size_t n1) {
+      addProduct(tmp, bt, r, N, int64_t(n0), int64_t(n1), po);
+    });
+    return;
+  }
+  parallelFor(a.ctx, size_t(M), [&](size_t m) {
+    float *tm = tmp + 2 * int64_t(m) * r, *pm = tm + r;
+    const float *xm = px + int64_t(m) * K;
+    for (int64_t k = 0; k < r; ++k)
+      tm[k] = 0;
+    for (int64_t i0 = 0; i0 < K; i0 += kChunk) {
+      accumulateRows(xm, at, r, i0, std::min(K, i0 + kChunk), pm);
+      for (int64_t k = 0; k < r; ++k)
+        tm[k] += pm[k];
+    }
+    for (int64_t k = 0; k < r; ++k)
+      tm[k] *= t.scale;
+    addProduct(tm, bt, r, N, 0, N, po + int64_t(m) * N);
+  });
 }
 
 } // namespace
@@ -96,8 +159,13 @@ Status kernelLora(const KernelArgs &a) {
   if (!h || h->terms.empty() || M == 0)
     return Status();
   int64_t maxRank = 0;
-  for (const LoraTerm &t : h->terms)
+  for (const LoraTerm &t : h->terms) {
+    for (DType d : {t.atType, t.btType})
+      if (d != DType::F32 && d != DType::F16)
+        return opError(op, std::string("factors of type ") + dtypeName(d) +
+                               " (f32 or f16)");
     maxRank = std::max(maxRank, t.rank);
+  }
   // Per row: t [r] and one chunk's partial sum [r]; for a single row the
   // partial sums of every chunk [chunks, r] instead.
   const int64_t chunks = (K + kChunk - 1) / kChunk;
@@ -109,50 +177,15 @@ Status kernelLora(const KernelArgs &a) {
   const float *px = x.ptr<float>();
   float *po = out.ptr<float>();
   for (const LoraTerm &t : h->terms) {
-    const int64_t r = t.rank;
-    if (M == 1) {
-      // t = x At: the chunks' partial sums (in parallel when large), added
-      // in chunk order.
-      float *partials = tmp + r;
-      auto chunk = [&](size_t c) {
-        const int64_t i0 = int64_t(c) * kChunk;
-        accumulateRows(px, t.at, r, i0, std::min(K, i0 + kChunk),
-                       partials + int64_t(c) * r);
-      };
-      if (K * r >= kParallelFloats)
-        parallelFor(a.ctx, size_t(chunks), chunk);
-      else
-        for (int64_t c = 0; c < chunks; ++c)
-          chunk(size_t(c));
-      for (int64_t k = 0; k < r; ++k)
-        tmp[k] = 0;
-      for (int64_t c = 0; c < chunks; ++c)
-        for (int64_t k = 0; k < r; ++k)
-          tmp[k] += partials[c * r + k];
-      for (int64_t k = 0; k < r; ++k)
-        tmp[k] *= t.scale;
-      // out += t Bt, by tiles of output features.
-      const size_t tile =
-          N * r >= kParallelFloats ? defaultTile(a.ctx, size_t(N)) : size_t(N);
-      parallelForTiles(a.ctx, size_t(N), tile, [&](size_t n0, size_t n1) {
-        addProduct(tmp, t.bt, r, N, int64_t(n0), int64_t(n1), po);
-      });
-      continue;
-    }
-    parallelFor(a.ctx, size_t(M), [&](size_t m) {
-      float *tm = tmp + 2 * int64_t(m) * r, *pm = tm + r;
-      const float *xm = px + int64_t(m) * K;
-      for (int64_t k = 0; k < r; ++k)
-        tm[k] = 0;
-      for (int64_t i0 = 0; i0 < K; i0 += kChunk) {
-        accumulateRows(xm, t.at, r, i0, std::min(K, i0 + kChunk), pm);
-        for (int64_t k = 0; k < r; ++k)
-          tm[k] += pm[k];
-      }
-      for (int64_t k = 0; k < r; ++k)
-        tm[k] *= t.scale;
-      addProduct(tm, t.bt, r, N, 0, N, po + int64_t(m) * N);
-    });
+    const bool a32 = t.atType == DType::F32, b32 = t.btType == DType::F32;
+    if (a32 && b32)
+      addTerm<float, float>(a, t, px, M, K, N, tmp, po);
+    else if (a32)
+      addTerm<float, uint16_t>(a, t, px, M, K, N, tmp, po);
+    else if (b32)
+      addTerm<uint16_t, float>(a, t, px, M, K, N, tmp, po);
+    else
+      addTerm<uint16_t, uint16_t>(a, t, px, M, K, N, tmp, po);
   }
   return Status();
 }

@@ -12,6 +12,8 @@
 //    asymmetric activations: xnnpack-8da4w;
 // for N x K = 2048 x 2048, 8192 x 2048 and 2048 x 8192 (a 1B Llama's
 // projections), S = 1 (decode) and S = 128 (prefill), 1 and 2 threads.
+// And the LoRA hook (Lora_*: a rank-16 adapter on those projections, its
+// factors f32 or half, S = 1, the hook alone: out = base + s (x At) Bt).
 // The portable kernels run on the dense weights (the decode shapes only:
 // they are the reference, not a contender).
 //
@@ -21,7 +23,7 @@
 //
 // Counters: "MAC/s" is S * N * K multiply-adds per second; "weight_B/s"
 // the packed weight's bytes per second (decode: the memory bandwidth the
-// kernel draws). Each iteration reads the next of enough copies of the
+// kernel draws; for Lora_*, the factors' bytes). Each iteration reads the next of enough copies of the
 // weight (at least 256 MiB in all) that it comes from memory, not from the
 // last-level cache, as in a model's decode step. ETLLM_BENCH_CACHED=1 uses
 // one copy instead (the weight stays in the caches): the kernel's compute
@@ -217,6 +219,86 @@ void run(benchmark::State &state, Problem problem, Impl impl) {
     pthreadpool_destroy(pool);
 }
 
+/// The LoRA hook on one decode row: factors At [K, r], Bt [r, N] of
+/// `dtype` (F32 or F16), in copies adding up to at least 256 MiB (as the
+/// weights above; ETLLM_BENCH_CACHED=1: one copy).
+void runLora(benchmark::State &state, DType dtype, Impl impl) {
+  const int64_t N = state.range(0), K = state.range(1), r = state.range(2);
+  const int threads = int(state.range(3));
+  pthreadpool_t pool =
+      threads > 1 ? pthreadpool_create(size_t(threads)) : nullptr;
+  ExecContext ctx(pool);
+  std::mt19937 gen(11);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  const size_t elem = dtype == DType::F16 ? 2 : 4;
+  const size_t bytes = size_t((K + N) * r) * elem;
+  const char *cached = std::getenv("ETLLM_BENCH_CACHED");
+  const size_t n = cached && *cached == '1'
+                       ? 1
+                       : std::max<size_t>(1, (size_t(256) << 20) / bytes + 1);
+  std::vector<uint8_t> factors(n * bytes);
+  for (size_t i = 0; i < factors.size() / elem; ++i) {
+    const float v = d(gen) * 0.05f;
+    if (dtype == DType::F16) {
+      const uint16_t h = floatToHalf(v);
+      std::memcpy(&factors[i * 2], &h, 2);
+    } else {
+      std::memcpy(&factors[i * 4], &v, 4);
+    }
+  }
+  std::vector<LoraHookTerms> hooks(1);
+  hooks[0].inFeatures = K;
+  hooks[0].outFeatures = N;
+  hooks[0].terms.push_back({nullptr, nullptr, r, 2.0f, dtype, dtype});
+  ctx.setLoraHooks(&hooks);
+  OwnedTensor x(DType::F32, {1, K}), base(DType::F32, {1, N}),
+      y(DType::F32, {1, N});
+  for (int64_t i = 0; i < K; ++i)
+    x->ptr<float>()[i] = d(gen);
+  for (int64_t i = 0; i < N; ++i)
+    base->ptr<float>()[i] = d(gen);
+  std::vector<Tensor *> ins = {x, base}, outs = {y};
+  std::vector<int64_t> ints = {0};
+  KernelArgs a;
+  a.inputs = {ins.data(), ins.size()};
+  a.outputs = {outs.data(), outs.size()};
+  a.ints = {ints.data(), ints.size()};
+  a.ctx = &ctx;
+  const xnn::Isa isa = xnn::detectIsa();
+  size_t next = 0;
+  for (auto _ : state) {
+    const uint8_t *f = factors.data() + next * bytes;
+    hooks[0].terms[0].at = f;
+    hooks[0].terms[0].bt = f + size_t(K * r) * elem;
+    next = (next + 1) % n;
+    Status st = impl == Impl::Portable ? portableKernels().get(OpId::Lora)(a)
+                                       : xnn::runDense(OpId::Lora, a, isa);
+    if (!st.ok()) {
+      state.SkipWithError(st.message().c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(y->data);
+    benchmark::ClobberMemory();
+  }
+  state.counters["MAC/s"] = benchmark::Counter(
+      double((K + N) * r), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["weight_B/s"] = benchmark::Counter(
+      double(bytes), benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(impl == Impl::Xnnpack ? xnn::isaName(isa) : "portable");
+  if (pool)
+    pthreadpool_destroy(pool);
+}
+
+void loraShapes(benchmark::internal::Benchmark *b) {
+  b->ArgNames({"N", "K", "r", "threads"});
+  for (auto [N, K] : std::vector<std::pair<int64_t, int64_t>>{
+           {2048, 2048}, {512, 2048}, {8192, 2048}, {2048, 8192}})
+    for (int64_t t : {1, 2})
+      b->Args({N, K, 16, t});
+  b->Unit(benchmark::kMicrosecond);
+  b->UseRealTime();
+}
+
 void shapes(benchmark::internal::Benchmark *b, bool prefill) {
   b->ArgNames({"N", "K", "S", "threads"});
   for (auto [N, K] : std::vector<std::pair<int64_t, int64_t>>{
@@ -252,6 +334,15 @@ ETLLM_BENCH(QLinear8da4w_Portable, Problem::QLinear8da4w, Impl::Portable,
             decodeShapes);
 ETLLM_BENCH(QLinear8da4w_Xnnpack, Problem::QLinear8da4w, Impl::Xnnpack,
             allShapes);
+
+#define ETLLM_LORA_BENCH(Name, D, I)                                           \
+  void Name(benchmark::State &s) { runLora(s, D, I); }                         \
+  BENCHMARK(Name)->Apply(loraShapes)
+
+ETLLM_LORA_BENCH(LoraF32_Portable, DType::F32, Impl::Portable);
+ETLLM_LORA_BENCH(LoraF32_Xnnpack, DType::F32, Impl::Xnnpack);
+ETLLM_LORA_BENCH(LoraF16_Portable, DType::F16, Impl::Portable);
+ETLLM_LORA_BENCH(LoraF16_Xnnpack, DType::F16, Impl::Xnnpack);
 
 } // namespace
 

@@ -86,13 +86,15 @@ struct PoolHealth {
 };
 
 /// One LoRA adapter applied to a hook (lora.h): `out += scale * (x At) Bt`
-/// with At [in, rank] and Bt [rank, out] row-major (the adapter file's
-/// bytes, valid while the adapter is applied).
+/// with At [in, rank] and Bt [rank, out] row-major, each of them f32 or
+/// IEEE half bits (`atType`, `btType`: F32 or F16; the adapter file's
+/// bytes, read in place, valid while the adapter is applied).
 struct LoraTerm {
-  const float *at = nullptr;
-  const float *bt = nullptr;
+  const void *at = nullptr;
+  const void *bt = nullptr;
   int64_t rank = 0;
   float scale = 0;
+  DType atType = DType::F32, btType = DType::F32;
 };
 /// What the `lora` kernel of one hook adds: the hook's features and the
 /// adapters applied to it, in the order they were applied.

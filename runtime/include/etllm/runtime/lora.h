@@ -20,9 +20,9 @@
 #define ETLLM_RUNTIME_LORA_H
 
 #include "etllm/runtime/result.h"
+#include "etllm/runtime/tensor.h"
 
 #include <cstdint>
-#include <list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,8 +49,10 @@ class LoraAdapter {
 public:
   struct Target {
     uint32_t hook = 0;         ///< index in Program::loraHooks()
-    const float *at = nullptr; ///< A^T [in, rank]
-    const float *bt = nullptr; ///< B^T [rank, out]
+    const void *at = nullptr;  ///< A^T [in, rank]
+    const void *bt = nullptr;  ///< B^T [rank, out]
+    DType atType = DType::F32; ///< F32, or F16 (IEEE half bits)
+    DType btType = DType::F32;
   };
 
   /// Reads `path` and checks it completely against `program`: the file
@@ -73,20 +75,13 @@ public:
   double scaling() const { return scaling_; }
   const std::string &baseHash() const { return baseHash_; }
   const std::vector<Target> &targets() const { return targets_; }
-  /// Bytes held (the file's, and the f32 form of matrices stored as f16).
-  size_t sizeBytes() const {
-    size_t n = bytes_.size() * sizeof(uint64_t);
-    for (const std::vector<float> &v : converted_)
-      n += v.size() * sizeof(float);
-    return n;
-  }
+  /// Bytes held: the file's (the kernel reads the matrices in place).
+  size_t sizeBytes() const { return bytes_.size() * sizeof(uint64_t); }
 
 private:
   LoraAdapter() = default;
   std::string name_, baseHash_;
   std::vector<uint64_t> bytes_; // the file, 8-byte aligned
-  // Matrices stored as f16, converted (a list: the kernel keeps pointers).
-  std::list<std::vector<float>> converted_;
   int64_t rank_ = 0;
   double alpha_ = 0, scaling_ = 0;
   std::vector<Target> targets_;

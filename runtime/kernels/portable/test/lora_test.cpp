@@ -3,7 +3,7 @@
 // out = base + sum of scale * (x At) Bt over the terms applied to the hook,
 // checked against a double-precision reference on odd shapes (features
 // that are not multiples of the kernel's chunk or of a vector), with one
-// and two terms; and the kernel's own promises: the same bits with one
+// and two terms, f32 and half; and the kernel's own promises: the same bits with one
 // thread and with two (a decode step splits both products over the pool),
 // and a row of a prefill equal to the same row alone.
 //
@@ -16,16 +16,35 @@ namespace {
 struct Factors {
   int64_t rank;
   float scale;
-  std::vector<float> at, bt; // [in, rank], [rank, out]
+  std::vector<float> at, bt;        // [in, rank], [rank, out]
+  std::vector<uint16_t> at16, bt16; // the same values as half bits, or empty
 };
 
+/// Random factors; `half`: values representable in half, the term reading
+/// their half bits.
 Factors makeFactors(int64_t in, int64_t out, int64_t rank, float scale,
-                    unsigned seed) {
-  Factors f{rank, scale, {}, {}};
-  for (double v : randomValues(size_t(in * rank), seed))
-    f.at.push_back(float(v));
-  for (double v : randomValues(size_t(rank * out), seed + 1))
-    f.bt.push_back(float(v));
+                    unsigned seed, bool half = false) {
+  Factors f{rank, scale, {}, {}, {}, {}};
+  auto add = [&](std::vector<float> &v, std::vector<uint16_t> &h, size_t n,
+                 unsigned sd) {
+    for (double d : randomValues(n, sd)) {
+      float x = float(d);
+      if (half) {
+        h.push_back(floatToHalf(x));
+        x = halfToFloat(h.back());
+      }
+      v.push_back(x);
+    }
+  };
+  add(f.at, f.at16, size_t(in * rank), seed);
+  add(f.bt, f.bt16, size_t(rank * out), seed + 1);
+  return f;
+}
+
+/// The same factors read as f32.
+Factors asF32(Factors f) {
+  f.at16.clear();
+  f.bt16.clear();
   return f;
 }
 
@@ -40,7 +59,11 @@ struct Hook {
     h.inFeatures = in;
     h.outFeatures = out;
     for (const Factors &f : factors)
-      h.terms.push_back({f.at.data(), f.bt.data(), f.rank, f.scale});
+      if (f.at16.empty())
+        h.terms.push_back({f.at.data(), f.bt.data(), f.rank, f.scale});
+      else
+        h.terms.push_back({f.at16.data(), f.bt16.data(), f.rank, f.scale,
+                           DType::F16, DType::F16});
     table.push_back(std::move(h));
   }
 
@@ -87,9 +110,10 @@ const Shape kShapes[] = {
 TEST(LoraKernel, MatchesTheReferenceOnOddShapes) {
   for (const Shape &s : kShapes)
     for (int64_t rows : {1, 3}) {
+      // An f32 term and a half one (the reference reads its f32 values).
       Hook h(s.in, s.out,
              {makeFactors(s.in, s.out, s.rank, 0.75f, 11),
-              makeFactors(s.in, s.out, (s.rank + 1) / 2, -2.0f, 23)});
+              makeFactors(s.in, s.out, (s.rank + 1) / 2, -2.0f, 23, true)});
       std::vector<double> x = randomValues(size_t(rows * s.in), 3);
       std::vector<double> base = randomValues(size_t(rows * s.out), 5);
       ThreadedContext two;
@@ -125,6 +149,38 @@ TEST(LoraKernel, SameBitsWithAnyThreadCountAndInAPrefill) {
       EXPECT_EQ(a, p) << s.in << "x" << s.out << " row " << m;
     }
   }
+}
+
+// Half factors are converted exactly: the bits of the same values as f32,
+// in a decode step (on the pool) and in a prefill.
+TEST(LoraKernel, HalfFactorsGiveTheBitsOfTheirF32Values) {
+  for (const Shape &s : kShapes)
+    for (int64_t rows : {1, 3}) {
+      Factors f = makeFactors(s.in, s.out, s.rank, 0.5f, 41, true);
+      Hook half(s.in, s.out, {f}), f32(s.in, s.out, {asF32(f)});
+      std::vector<double> x = randomValues(size_t(rows * s.in), 13);
+      std::vector<double> base = randomValues(size_t(rows * s.out), 15);
+      ThreadedContext two;
+      EXPECT_EQ(half.run(x, base, rows, two.ctx),
+                f32.run(x, base, rows, two.ctx))
+          << s.in << "x" << s.out << " rows " << rows;
+    }
+}
+
+TEST(LoraKernel, RefusesFactorsOfAnotherType) {
+  Factors f = makeFactors(9, 6, 2, 1.0f, 3);
+  Hook h(9, 6, {f});
+  h.table[0].terms[0].btType = DType::BF16;
+  ExecContext ctx;
+  ctx.setLoraHooks(&h.table);
+  OwnedTensor tx = makeTensor(DType::F32, {1, 9}, randomValues(9, 1));
+  OwnedTensor tb = makeTensor(DType::F32, {1, 6}, randomValues(6, 2));
+  OwnedTensor ty(DType::F32, {1, 6});
+  Status st = testing::run(OpId::Lora, {tx.get(), tb.get()}, {ty.get()}, {0},
+                           {}, &ctx);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("factors of type bf16"), std::string::npos)
+      << st.message();
 }
 
 TEST(LoraKernel, NothingAppliedIsTheBaseExactly) {

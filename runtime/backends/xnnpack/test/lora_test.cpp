@@ -1,0 +1,229 @@
+//===- lora_test.cpp - The LoRA hook vs the portable kernel ---------------===//
+//
+// Odd shapes (features not multiples of a vector, of 32 lanes or of the
+// portable kernel's 256-row chunk; ranks not multiples of 8), one and
+// three rows, f32 and half factors (each of A and B either), one and two
+// terms, every ISA this CPU
+// runs with 1 and 2 threads.
+//
+// Tolerance: both kernels sum in f32, the optimized one with FMA and x At
+// in two interleaved partial sums, portable in 256-row chunks; each is
+// within ~(in + rank) u of the exact sum of |products| (u = 2^-24). With
+// factors and inputs in [-1, 1], |optimized - portable| <= 1e-6 in rank
+// (|scale| <= 2) has margin and still catches a wrong row, lane or term
+// (an error of order one product).
+//
+// And the kernel's own promises: the same bits with 1 and 2 threads and for
+// a row alone (decode) or in a prefill; the generic ISA declines.
+//
+//===----------------------------------------------------------------------===//
+#include "helpers.h"
+
+#include "../internal.h"
+
+namespace etllm::rt::xnnpack::test {
+namespace {
+
+struct Factors {
+  int64_t rank;
+  float scale;
+  bool halfA, halfB;
+  std::vector<float> at, bt;        // [in, rank], [rank, out]
+  std::vector<uint16_t> at16, bt16; // their half bits when stored as half
+};
+
+/// Random factors, A (B) stored as half bits when halfA (halfB).
+Factors makeFactors(int64_t in, int64_t out, int64_t rank, float scale,
+                    bool halfA, bool halfB, std::mt19937 &gen) {
+  Factors f{rank,
+            scale,
+            halfA,
+            halfB,
+            randomFloats(size_t(in * rank), gen),
+            randomFloats(size_t(rank * out), gen),
+            {},
+            {}};
+  auto toHalf = [](std::vector<float> &v, std::vector<uint16_t> &h) {
+    for (float &x : v) {
+      h.push_back(floatToHalf(x));
+      x = halfToFloat(h.back());
+    }
+  };
+  if (halfA)
+    toHalf(f.at, f.at16);
+  if (halfB)
+    toHalf(f.bt, f.bt16);
+  return f;
+}
+
+std::vector<LoraHookTerms> hookTable(int64_t in, int64_t out,
+                                     const std::vector<Factors> &fs) {
+  LoraHookTerms h;
+  h.inFeatures = in;
+  h.outFeatures = out;
+  for (const Factors &f : fs)
+    h.terms.push_back(
+        {f.halfA ? static_cast<const void *>(f.at16.data()) : f.at.data(),
+         f.halfB ? static_cast<const void *>(f.bt16.data()) : f.bt.data(),
+         f.rank, f.scale, f.halfA ? DType::F16 : DType::F32,
+         f.halfB ? DType::F16 : DType::F32});
+  return {h};
+}
+
+/// The optimized kernel's output (handled must be true) or portable's
+/// (Isa::Generic with `portable`).
+std::vector<float> runLora(const std::vector<LoraHookTerms> &table,
+                           const std::vector<float> &x,
+                           const std::vector<float> &base, int64_t rows,
+                           int64_t in, int64_t out, ExecContext &ctx, Isa isa,
+                           bool portable, bool *handledOut = nullptr) {
+  OwnedTensor tx = f32Tensor({rows, in}, x);
+  OwnedTensor tb = f32Tensor({rows, out}, base);
+  OwnedTensor ty = f32Tensor({rows, out}, {}, size_t(rows * out));
+  std::vector<Tensor *> ins = {tx, tb}, outs = {ty};
+  std::vector<int64_t> ints = {0};
+  std::vector<double> floats;
+  ctx.setLoraHooks(&table);
+  KernelArgs a = makeArgs(ins, outs, ints, floats, &ctx);
+  bool handled = false;
+  Status st = portable ? portableKernels().get(OpId::Lora)(a)
+                       : loraKernel(a, isa, handled);
+  ctx.setLoraHooks(nullptr);
+  EXPECT_OK(st);
+  if (handledOut) {
+    *handledOut = handled;
+  } else if (!portable) {
+    EXPECT_TRUE(handled);
+  }
+  return floatsOf(*ty);
+}
+
+struct Shape {
+  int64_t in, out, rank;
+};
+// Ranks 1, 3 (lanes only), 8, 17 (2 vectors and a lane), 40 (a 32-lane
+// block and a vector), 64; features below, at and above portable's chunk
+// and parallel threshold (4099 x 16 f32) and this kernel's (out x rank x
+// bytes >= 1 MiB: 8209 x 64, f32 and half).
+const Shape kShapes[] = {{7, 5, 1},        {300, 13, 3},     {257, 33, 8},
+                         {4103, 37, 17},   {33, 4099, 16},   {1025, 2051, 40},
+                         {2053, 1031, 64}, {65, 8209, 64}};
+
+class LoraTest : public ::testing::TestWithParam<Config> {};
+
+TEST_P(LoraTest, MatchesPortableOnOddShapes) {
+  const Config cfg = GetParam();
+  std::mt19937 gen(17);
+  for (const Shape &s : kShapes)
+    for (int64_t rows : {1, 3})
+      // A and B as f32 / f32, half / half, f32 / half, half / f32; then
+      // two terms, f32 and half.
+      for (int variant = 0; variant < 5; ++variant) {
+        const bool halfA = variant == 1 || variant == 3;
+        const bool halfB = variant == 1 || variant == 2;
+        std::vector<Factors> fs;
+        fs.push_back(
+            makeFactors(s.in, s.out, s.rank, 0.75f, halfA, halfB, gen));
+        if (variant == 4)
+          fs.push_back(makeFactors(s.in, s.out, (s.rank + 1) / 2, -2.0f, true,
+                                   true, gen));
+        std::vector<LoraHookTerms> table = hookTable(s.in, s.out, fs);
+        std::vector<float> x = randomFloats(size_t(rows * s.in), gen);
+        std::vector<float> base = randomFloats(size_t(rows * s.out), gen);
+        Context ctx(cfg.threads);
+        ExecContext ref;
+        std::vector<float> got = runLora(table, x, base, rows, s.in, s.out,
+                                         *ctx, cfg.isa, false);
+        std::vector<float> want = runLora(table, x, base, rows, s.in, s.out,
+                                          ref, Isa::Generic, true);
+        ASSERT_EQ(got.size(), want.size());
+        const double tol = 1e-6 * double(s.in) * double(s.rank);
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_NEAR(got[i], want[i], tol)
+              << s.in << "x" << s.out << " r" << s.rank << " rows " << rows
+              << " variant " << variant << " at " << i;
+        // A missing term moves the result by far more than the tolerance.
+        double effect = 0;
+        for (size_t i = 0; i < want.size(); ++i)
+          effect = std::max(effect, std::abs(double(want[i]) - base[i]));
+        EXPECT_GT(effect, 10 * tol) << s.in << "x" << s.out;
+      }
+}
+
+TEST_P(LoraTest, SameBitsWithAnyThreadCountAndInAPrefill) {
+  const Config cfg = GetParam();
+  std::mt19937 gen(29);
+  for (const Shape &s : kShapes)
+    for (bool half : {false, true}) {
+      std::vector<Factors> fs = {
+          makeFactors(s.in, s.out, s.rank, 1.5f, half, half, gen)};
+      std::vector<LoraHookTerms> table = hookTable(s.in, s.out, fs);
+      const int64_t rows = 4;
+      std::vector<float> x = randomFloats(size_t(rows * s.in), gen);
+      std::vector<float> base = randomFloats(size_t(rows * s.out), gen);
+      Context ctx(cfg.threads), one(1);
+      std::vector<float> prefill =
+          runLora(table, x, base, rows, s.in, s.out, *ctx, cfg.isa, false);
+      for (int64_t m = 0; m < rows; ++m) {
+        std::vector<float> xm(x.begin() + m * s.in,
+                              x.begin() + (m + 1) * s.in);
+        std::vector<float> bm(base.begin() + m * s.out,
+                              base.begin() + (m + 1) * s.out);
+        std::vector<float> a =
+            runLora(table, xm, bm, 1, s.in, s.out, *one, cfg.isa, false);
+        std::vector<float> b =
+            runLora(table, xm, bm, 1, s.in, s.out, *ctx, cfg.isa, false);
+        std::vector<float> p(prefill.begin() + m * s.out,
+                             prefill.begin() + (m + 1) * s.out);
+        for (int64_t n = 0; n < s.out; ++n) {
+          ASSERT_TRUE(sameFloat(a[size_t(n)], b[size_t(n)]))
+              << s.in << "x" << s.out << " row " << m << " at " << n;
+          ASSERT_TRUE(sameFloat(a[size_t(n)], p[size_t(n)]))
+              << s.in << "x" << s.out << " row " << m << " at " << n;
+        }
+      }
+    }
+}
+
+/// The configurations with a fast path (the generic ISA declines: the test
+/// below).
+std::vector<Config> fastConfigs() {
+  std::vector<Config> c;
+  for (const Config &cfg : allConfigs())
+    if (hasAvx2(cfg.isa))
+      c.push_back(cfg);
+  return c;
+}
+
+INSTANTIATE_TEST_SUITE_P(Isas, LoraTest, ::testing::ValuesIn(fastConfigs()),
+                         configName);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(LoraTest); // a non-x86 host
+
+TEST(LoraKernel, DeclinesOnTheGenericIsaAndWithoutAdapters) {
+  std::mt19937 gen(5);
+  std::vector<Factors> fs = {makeFactors(9, 6, 2, 1.0f, false, false, gen)};
+  std::vector<LoraHookTerms> table = hookTable(9, 6, fs);
+  std::vector<float> x = randomFloats(9, gen), base = randomFloats(6, gen);
+  ExecContext ctx;
+  bool handled = true;
+  (void)runLora(table, x, base, 1, 9, 6, ctx, Isa::Generic, false, &handled);
+  EXPECT_FALSE(handled);
+  // A factor type the portable kernel refuses: it reports the error.
+  table[0].terms[0].atType = DType::BF16;
+  handled = true;
+  (void)runLora(table, x, base, 1, 9, 6, ctx, detectIsa(), false, &handled);
+  EXPECT_FALSE(handled);
+  // No adapter table at all (the program runs without the LoRA API).
+  OwnedTensor tx = f32Tensor({1, 9}, x), tb = f32Tensor({1, 6}, base);
+  OwnedTensor ty = f32Tensor({1, 6}, {}, 6);
+  std::vector<Tensor *> ins = {tx, tb}, outs = {ty};
+  std::vector<int64_t> ints = {0};
+  std::vector<double> floats;
+  handled = true;
+  EXPECT_OK(loraKernel(makeArgs(ins, outs, ints, floats, &ctx), detectIsa(),
+                       handled));
+  EXPECT_FALSE(handled);
+}
+
+} // namespace
+} // namespace etllm::rt::xnnpack::test
