@@ -11,7 +11,11 @@ namespace etllm::fuzz {
 const std::string &scratchDir() {
   static const std::string dir = [] {
     const char *tmp = std::getenv("TMPDIR");
-    std::filesystem::path p = tmp && *tmp ? tmp : "/tmp";
+    std::filesystem::path p =
+        tmp && *tmp                                              ? tmp
+        : std::filesystem::is_directory("/dev/shm") &&
+                ::access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm"
+                                                         : "/tmp";
     p /= "etllm-fuzz-" + std::to_string(::getpid());
     std::filesystem::create_directories(p);
     return p.string();

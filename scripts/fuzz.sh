@@ -16,11 +16,13 @@
 # Environment: FUZZ_BUILD_DIR (default build-fuzz), BUILD_DIR (the normal
 # build whose tools make the seeds; default build, built if missing),
 # ETLLM_SHARED_DIR (test data; default ../shared or /work/shared),
-# FUZZ_LOG_DIR (the logs; default FUZZ_BUILD_DIR/logs), TMPDIR (where the
-# targets write each input's scratch files; default a fresh directory in
-# /dev/shm when it is writable, removed at exit: on a disk-backed /tmp the
-# llama2c target spent about 45% of its wall time waiting for the disk,
-# 1,880 executions/s against 4,460 on tmpfs).
+# FUZZ_LOG_DIR (the logs; default FUZZ_BUILD_DIR/logs), TMPDIR (where
+# libFuzzer's fork mode keeps its per-job files and the targets write each
+# input's scratch files; default a fresh directory in /dev/shm when it is
+# writable, removed at exit: on a disk-backed /tmp the llama2c target spent
+# about 45% of its wall time waiting for the disk, 1,880 executions/s
+# against 4,460 on tmpfs. A target run by hand without TMPDIR prefers
+# /dev/shm for its scratch files itself: fuzz/FuzzSupport.h).
 # Per target the summary gives libFuzzer's last status line (executions,
 # cov: edges, ft: features, corp: corpus size, exec/s, oom/timeout/crash
 # counts) and the CPU time its processes got (user + system, of the wall
