@@ -10,12 +10,14 @@ namespace etllm::fuzz {
 
 const std::string &scratchDir() {
   static const std::string dir = [] {
+    // TMPDIR, else a writable /dev/shm (FuzzSupport.h), else /tmp.
     const char *tmp = std::getenv("TMPDIR");
-    std::filesystem::path p =
-        tmp && *tmp                                              ? tmp
-        : std::filesystem::is_directory("/dev/shm") &&
-                ::access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm"
-                                                         : "/tmp";
+    std::filesystem::path p = "/tmp";
+    if (tmp && *tmp)
+      p = tmp;
+    else if (std::filesystem::is_directory("/dev/shm") &&
+             ::access("/dev/shm", W_OK | X_OK) == 0)
+      p = "/dev/shm";
     p /= "etllm-fuzz-" + std::to_string(::getpid());
     std::filesystem::create_directories(p);
     return p.string();

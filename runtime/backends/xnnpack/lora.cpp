@@ -65,8 +65,8 @@ inline float load1(const uint16_t *p) { return halfToFloat(*p); }
 /// t[k0, k0 + 8 NV) = sum over i of x[i] * At[i, k0 + ...]: even and odd
 /// rows in separate accumulators, added at the end.
 template <int NV, typename T>
-ETLLM_XNN_AVX2 void xAtBlock(const float *x, const T *at, int64_t K,
-                             int64_t r, int64_t k0, float *t) {
+ETLLM_XNN_AVX2 void xAtBlock(const float *x, const T *at, int64_t K, int64_t r,
+                             int64_t k0, float *t) {
   __m256 even[NV], odd[NV];
   for (int v = 0; v < NV; ++v)
     even[v] = odd[v] = _mm256_setzero_ps();
@@ -184,8 +184,7 @@ void addTerm(const ExecContext *ctx, const LoraTerm &term, const float *px,
     const ExecContext *pctx = split ? ctx : nullptr;
     parallelForTiles(pctx, size_t(N), defaultTile(pctx, size_t(N)),
                      [&](size_t n0, size_t n1) {
-                       addProduct(tmp, bt, r, N, int64_t(n0), int64_t(n1),
-                                  po);
+                       addProduct(tmp, bt, r, N, int64_t(n0), int64_t(n1), po);
                      });
     return;
   }
@@ -207,10 +206,9 @@ Status loraKernel(const KernelArgs &a, Isa isa, bool &handled) {
     return Status();
   const Tensor *x = a.inputs[0], *base = a.inputs[1];
   Tensor *out = a.outputs[0];
-  if (!storageOk(x) || !storageOk(base) || !out ||
-      x->dtype != DType::F32 || base->dtype != DType::F32 ||
-      out->dtype != DType::F32 || x->rank < 1 || x->rank != base->rank ||
-      a.ints.size != 1)
+  if (!storageOk(x) || !storageOk(base) || !out || x->dtype != DType::F32 ||
+      base->dtype != DType::F32 || out->dtype != DType::F32 || x->rank < 1 ||
+      x->rank != base->rank || a.ints.size != 1)
     return Status();
   const int64_t K = x->sizes[x->rank - 1], N = base->sizes[base->rank - 1];
   const int64_t M = prodSizes(x->sizes, 0, x->rank - 1);
@@ -237,8 +235,8 @@ Status loraKernel(const KernelArgs &a, Isa isa, bool &handled) {
     std::memcpy(po, base->data, size_t(M * N) * sizeof(float));
   if (h.terms.empty() || M == 0)
     return Status();
-  float *tmp = static_cast<float *>(
-      a.ctx->scratch(size_t(M * maxRank) * sizeof(float)));
+  float *tmp =
+      static_cast<float *>(a.ctx->scratch(size_t(M * maxRank) * sizeof(float)));
   const float *px = x->ptr<float>();
   for (const LoraTerm &t : h.terms) {
     const bool a32 = t.atType == DType::F32, b32 = t.btType == DType::F32;

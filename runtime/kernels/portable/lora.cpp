@@ -18,10 +18,11 @@
 // the same values stored as f32. They are read once per row and the kernel
 // is bound by reading them (docs/LoRA.md: a rank-16 adapter on all seven
 // projections of a 1B model is 45 MB per token in f32, 22 MB in half; this
-// reference converts half scalarly, the xnnpack backend with F16C). For one row (a decode step) both products are
-// therefore split over the thread pool when they read enough to pay for
-// waking it (kParallelFloats): x At by chunks, then (At x) Bt by tiles of
-// output features. Several rows (prefill) run in parallel by row.
+// reference converts half scalarly, the xnnpack backend with F16C). For one
+// row (a decode step) both products are therefore split over the thread
+// pool when they read enough to pay for waking it (kParallelFloats): x At
+// by chunks, then (At x) Bt by tiles of output features. Several rows
+// (prefill) run in parallel by row.
 //
 //===----------------------------------------------------------------------===//
 #include "common.h"
@@ -41,9 +42,7 @@ constexpr int64_t kChunk = 256;
 constexpr int64_t kParallelFloats = int64_t(1) << 16;
 
 inline float element(const float *p, int64_t i) { return p[i]; }
-inline float element(const uint16_t *p, int64_t i) {
-  return halfToFloat(p[i]);
-}
+inline float element(const uint16_t *p, int64_t i) { return halfToFloat(p[i]); }
 
 /// partial[0..r) = sum over i in [i0, i1) of x[i] * At[i, 0..r), in order.
 template <typename T>
@@ -73,8 +72,8 @@ void addProduct(const float *t, const T *bt, int64_t r, int64_t N, int64_t n0,
 
 /// Adds one term to out [M, N]; tmp holds the scratch sized below.
 template <typename TA, typename TB>
-void addTerm(const KernelArgs &a, const LoraTerm &t, const float *px,
-             int64_t M, int64_t K, int64_t N, float *tmp, float *po) {
+void addTerm(const KernelArgs &a, const LoraTerm &t, const float *px, int64_t M,
+             int64_t K, int64_t N, float *tmp, float *po) {
   const TA *at = static_cast<const TA *>(t.at);
   const TB *bt = static_cast<const TB *>(t.bt);
   const int64_t r = t.rank;

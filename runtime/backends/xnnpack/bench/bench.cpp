@@ -23,11 +23,12 @@
 //
 // Counters: "MAC/s" is S * N * K multiply-adds per second; "weight_B/s"
 // the packed weight's bytes per second (decode: the memory bandwidth the
-// kernel draws; for Lora_*, the factors' bytes). Each iteration reads the next of enough copies of the
-// weight (at least 256 MiB in all) that it comes from memory, not from the
-// last-level cache, as in a model's decode step. ETLLM_BENCH_CACHED=1 uses
-// one copy instead (the weight stays in the caches): the kernel's compute
-// throughput, for A/B comparisons that do not depend on the memory system.
+// kernel draws; for Lora_*, the factors' bytes). Each iteration reads the next
+// of enough copies of the weight (at least 256 MiB in all) that it comes from
+// memory, not from the last-level cache, as in a model's decode step.
+// ETLLM_BENCH_CACHED=1 uses one copy instead (the weight stays in the caches):
+// the kernel's compute throughput, for A/B comparisons that do not depend on
+// the memory system.
 //
 //===----------------------------------------------------------------------===//
 #include "etllm/runtime/half.h"
@@ -142,6 +143,32 @@ enum class Problem {
   QLinear8da4w
 };
 
+/// After one kernel call: false (the benchmark stops with the error) when
+/// it failed; else keeps its output from being optimized away.
+bool called(benchmark::State &state, const Status &st, const Tensor &y) {
+  if (!st.ok()) {
+    state.SkipWithError(st.message().c_str());
+    return false;
+  }
+  benchmark::DoNotOptimize(y.data);
+  benchmark::ClobberMemory();
+  return true;
+}
+
+/// The counters every case reports (per iteration: `macs` multiply-adds,
+/// `bytes` of weight or factors read), its label, and the pool released.
+void finish(benchmark::State &state, double macs, double bytes, Impl impl,
+            pthreadpool_t pool) {
+  state.counters["MAC/s"] =
+      benchmark::Counter(macs, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["weight_B/s"] =
+      benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(impl == Impl::Xnnpack ? xnn::isaName(xnn::detectIsa())
+                                       : "portable");
+  if (pool)
+    pthreadpool_destroy(pool);
+}
+
 void run(benchmark::State &state, Problem problem, Impl impl) {
   const int64_t N = state.range(0), K = state.range(1), S = state.range(2);
   const int threads = int(state.range(3));
@@ -203,20 +230,10 @@ void run(benchmark::State &state, Problem problem, Impl impl) {
     Status st = impl == Impl::Portable ? portableKernels().get(op)(a)
                 : op == OpId::Linear   ? xnn::linearPacked(a, isa)
                                        : xnn::qlinearPacked(a, isa);
-    if (!st.ok()) {
-      state.SkipWithError(st.message().c_str());
+    if (!called(state, st, *y))
       break;
-    }
-    benchmark::DoNotOptimize(y->data);
-    benchmark::ClobberMemory();
   }
-  state.counters["MAC/s"] = benchmark::Counter(
-      double(S * N * K), benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["weight_B/s"] = benchmark::Counter(
-      double(weight->capacity), benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(impl == Impl::Xnnpack ? xnn::isaName(isa) : "portable");
-  if (pool)
-    pthreadpool_destroy(pool);
+  finish(state, double(S * N * K), double(weight->capacity), impl, pool);
 }
 
 /// The LoRA hook on one decode row: factors At [K, r], Bt [r, N] of
@@ -273,20 +290,10 @@ void runLora(benchmark::State &state, DType dtype, Impl impl) {
     next = (next + 1) % n;
     Status st = impl == Impl::Portable ? portableKernels().get(OpId::Lora)(a)
                                        : xnn::runDense(OpId::Lora, a, isa);
-    if (!st.ok()) {
-      state.SkipWithError(st.message().c_str());
+    if (!called(state, st, *y))
       break;
-    }
-    benchmark::DoNotOptimize(y->data);
-    benchmark::ClobberMemory();
   }
-  state.counters["MAC/s"] = benchmark::Counter(
-      double((K + N) * r), benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["weight_B/s"] = benchmark::Counter(
-      double(bytes), benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(impl == Impl::Xnnpack ? xnn::isaName(isa) : "portable");
-  if (pool)
-    pthreadpool_destroy(pool);
+  finish(state, double((K + N) * r), double(bytes), impl, pool);
 }
 
 void loraShapes(benchmark::internal::Benchmark *b) {

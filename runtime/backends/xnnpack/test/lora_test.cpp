@@ -105,8 +105,8 @@ struct Shape {
 // block and a vector), 64; features below, at and above portable's chunk
 // and parallel threshold (4099 x 16 f32) and this kernel's (out x rank x
 // bytes >= 1 MiB: 8209 x 64, f32 and half).
-const Shape kShapes[] = {{7, 5, 1},        {300, 13, 3},     {257, 33, 8},
-                         {4103, 37, 17},   {33, 4099, 16},   {1025, 2051, 40},
+const Shape kShapes[] = {{7, 5, 1},        {300, 13, 3},   {257, 33, 8},
+                         {4103, 37, 17},   {33, 4099, 16}, {1025, 2051, 40},
                          {2053, 1031, 64}, {65, 8209, 64}};
 
 class LoraTest : public ::testing::TestWithParam<Config> {};
@@ -132,10 +132,10 @@ TEST_P(LoraTest, MatchesPortableOnOddShapes) {
         std::vector<float> base = randomFloats(size_t(rows * s.out), gen);
         Context ctx(cfg.threads);
         ExecContext ref;
-        std::vector<float> got = runLora(table, x, base, rows, s.in, s.out,
-                                         *ctx, cfg.isa, false);
-        std::vector<float> want = runLora(table, x, base, rows, s.in, s.out,
-                                          ref, Isa::Generic, true);
+        std::vector<float> got =
+            runLora(table, x, base, rows, s.in, s.out, *ctx, cfg.isa, false);
+        std::vector<float> want =
+            runLora(table, x, base, rows, s.in, s.out, ref, Isa::Generic, true);
         ASSERT_EQ(got.size(), want.size());
         const double tol = 1e-6 * double(s.in) * double(s.rank);
         for (size_t i = 0; i < want.size(); ++i)
@@ -165,8 +165,7 @@ TEST_P(LoraTest, SameBitsWithAnyThreadCountAndInAPrefill) {
       std::vector<float> prefill =
           runLora(table, x, base, rows, s.in, s.out, *ctx, cfg.isa, false);
       for (int64_t m = 0; m < rows; ++m) {
-        std::vector<float> xm(x.begin() + m * s.in,
-                              x.begin() + (m + 1) * s.in);
+        std::vector<float> xm(x.begin() + m * s.in, x.begin() + (m + 1) * s.in);
         std::vector<float> bm(base.begin() + m * s.out,
                               base.begin() + (m + 1) * s.out);
         std::vector<float> a =

@@ -3,9 +3,9 @@
 // out = base + sum of scale * (x At) Bt over the terms applied to the hook,
 // checked against a double-precision reference on odd shapes (features
 // that are not multiples of the kernel's chunk or of a vector), with one
-// and two terms, f32 and half; and the kernel's own promises: the same bits with one
-// thread and with two (a decode step splits both products over the pool),
-// and a row of a prefill equal to the same row alone.
+// and two terms, f32 and half; and the kernel's own promises: the same bits
+// with one thread and with two (a decode step splits both products over the
+// pool), and a row of a prefill equal to the same row alone.
 //
 //===----------------------------------------------------------------------===//
 #include "helpers.h"
@@ -176,8 +176,8 @@ TEST(LoraKernel, RefusesFactorsOfAnotherType) {
   OwnedTensor tx = makeTensor(DType::F32, {1, 9}, randomValues(9, 1));
   OwnedTensor tb = makeTensor(DType::F32, {1, 6}, randomValues(6, 2));
   OwnedTensor ty(DType::F32, {1, 6});
-  Status st = testing::run(OpId::Lora, {tx.get(), tb.get()}, {ty.get()}, {0},
-                           {}, &ctx);
+  Status st =
+      testing::run(OpId::Lora, {tx.get(), tb.get()}, {ty.get()}, {0}, {}, &ctx);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("factors of type bf16"), std::string::npos)
       << st.message();
