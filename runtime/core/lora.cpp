@@ -113,15 +113,27 @@ LoraAdapter::loadFromBuffer(const uint8_t *data, size_t size,
                   std::to_string(t->in_features()) + "], the program's is [" +
                   std::to_string(h.outFeatures) + ", " +
                   std::to_string(h.inFeatures) + "]");
-    // Each matrix as f32 or as half bits, read in place by the kernel.
+    // Each matrix stored one way: f32, half bits or int8 with one scale per
+    // rank index; read in place by the kernel.
+    struct Stored {
+      const void *data = nullptr;
+      DType dtype = DType::F32;
+      const float *scale = nullptr;
+    };
     auto matrix = [&](const char *which, const flatbuffers::Vector<float> *f32,
-                      const flatbuffers::Vector<uint16_t> *f16, uint64_t want,
-                      const void *&data, DType &dtype) -> Status {
-      if ((f32 != nullptr) == (f16 != nullptr))
-        return tbad(
-            std::string(which) +
-            (f32 ? " is stored both as f32 and as f16" : " is missing"));
-      const uint64_t got = f32 ? f32->size() : f16->size();
+                      const flatbuffers::Vector<uint16_t> *f16,
+                      const flatbuffers::Vector<int8_t> *i8,
+                      const flatbuffers::Vector<float> *i8Scale, uint64_t want,
+                      Stored &m) -> Status {
+      const int forms = (f32 != nullptr) + (f16 != nullptr) + (i8 != nullptr);
+      if (forms != 1)
+        return tbad(std::string(which) +
+                    (forms == 0 ? " is missing"
+                                : " is stored more than one way (f32, f16, "
+                                  "int8)"));
+      if (!i8 && i8Scale)
+        return tbad(std::string(which) + " has int8 scales but no int8 values");
+      const uint64_t got = f32 ? f32->size() : f16 ? f16->size() : i8->size();
       if (got != want)
         return tbad(std::string(which) + " holds " + std::to_string(got) +
                     " values, [" +
@@ -136,15 +148,24 @@ LoraAdapter::loadFromBuffer(const uint8_t *data, size_t size,
         const float *v = f32->data();
         for (uint64_t k = 0; k < want; ++k)
           finite &= std::isfinite(v[k]);
-        data = v;
-        dtype = DType::F32;
-      } else {
+        m = {v, DType::F32, nullptr};
+      } else if (f16) {
         // Half bits with an all-ones exponent are infinity or NaN.
         const uint16_t *v = f16->data();
         for (uint64_t k = 0; k < want; ++k)
           finite &= (v[k] & 0x7c00u) != 0x7c00u;
-        data = v;
-        dtype = DType::F16;
+        m = {v, DType::F16, nullptr};
+      } else {
+        if (!i8Scale || i8Scale->size() != uint64_t(a->rank_))
+          return tbad(std::string(which) + " is int8 with " +
+                      std::to_string(i8Scale ? i8Scale->size() : 0) +
+                      " scales, rank " + std::to_string(a->rank_) +
+                      " needs one per rank index");
+        for (float s : *i8Scale)
+          if (!std::isfinite(s) || s < 0)
+            return tbad(std::string(which) + " has the int8 scale " +
+                        std::to_string(s) + " (finite and >= 0 required)");
+        m = {i8->data(), DType::I8, i8Scale->data()};
       }
       if (!finite)
         return tbad(std::string(which) + " holds NaN or infinity");
@@ -152,11 +173,13 @@ LoraAdapter::loadFromBuffer(const uint8_t *data, size_t size,
     };
     const uint64_t wantA = uint64_t(h.inFeatures) * uint64_t(a->rank_);
     const uint64_t wantB = uint64_t(a->rank_) * uint64_t(h.outFeatures);
-    const void *pa = nullptr, *pb = nullptr;
-    DType ta = DType::F32, tb = DType::F32;
-    ETLLM_RETURN_IF_ERROR(matrix("A", t->a_t(), t->a_t_f16(), wantA, pa, ta));
-    ETLLM_RETURN_IF_ERROR(matrix("B", t->b_t(), t->b_t_f16(), wantB, pb, tb));
-    a->targets_.push_back({it->second, pa, pb, ta, tb});
+    Stored sa, sb;
+    ETLLM_RETURN_IF_ERROR(matrix("A", t->a_t(), t->a_t_f16(), t->a_t_i8(),
+                                 t->a_t_scale(), wantA, sa));
+    ETLLM_RETURN_IF_ERROR(matrix("B", t->b_t(), t->b_t_f16(), t->b_t_i8(),
+                                 t->b_t_scale(), wantB, sb));
+    a->targets_.push_back(
+        {it->second, sa.data, sb.data, sa.dtype, sb.dtype, sa.scale, sb.scale});
   }
   return std::shared_ptr<const LoraAdapter>(std::move(a));
 }
@@ -179,8 +202,8 @@ Status Module::rebuildLora() {
                    " times the adapter's scaling " +
                    std::to_string(adapter->scaling()) + " is not finite");
     for (const LoraAdapter::Target &t : adapter->targets())
-      terms[t.hook].terms.push_back(
-          {t.at, t.bt, adapter->rank(), s, t.atType, t.btType});
+      terms[t.hook].terms.push_back({t.at, t.bt, adapter->rank(), s, t.atType,
+                                     t.btType, t.atScale, t.btScale});
   }
   loraTerms_ = std::move(terms);
   ctx_->setLoraHooks(loraApplied_.empty() ? nullptr : &loraTerms_);

@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -35,17 +36,19 @@ namespace formats = ::etllm::formats;
 
 const char *kUsage =
     "usage: etllm-export-lora --base BASE.pte --adapter PEFT_DIR -o OUT.etla\n"
-    "                         [--dtype f32|f16]\n"
+    "                         [--dtype f32|f16|int8]\n"
     "\n"
     "Writes the PEFT adapter PEFT_DIR (adapter_config.json +\n"
     "adapter_model.safetensors) as an adapter file for BASE.pte, a program\n"
     "exported with lora_runtime.targets; apply it with\n"
     "`etllm-run BASE.pte --lora OUT.etla[:SCALE]` (docs/LoRA.md).\n"
     "\n"
-    "  --dtype f32|f16   how the file stores the matrices (default: f32); f16\n"
-    "                    halves the file (the runtime converts to f32 at "
-    "load)\n"
-    "                    and refuses a value outside half's range\n";
+    "  --dtype f32|f16|int8\n"
+    "                    how the file stores the matrices (default: f32),\n"
+    "                    read in place by the runtime: f16 halves the file\n"
+    "                    and refuses a value outside half's range; int8\n"
+    "                    quarters it (symmetric, one scale per rank index\n"
+    "                    of each matrix)\n";
 
 int fail(const std::string &msg) {
   std::fprintf(stderr, "etllm-export-lora: error: %s\n", msg.c_str());
@@ -81,9 +84,9 @@ int main(int argc, char **argv) {
   }
   if (base.empty() || adapterPath.empty() || out.empty())
     return fail("--base, --adapter and -o are required (see --help)");
-  if (dtype != "f32" && dtype != "f16")
-    return fail("--dtype '" + dtype + "': expected f32 or f16");
-  const bool half = dtype == "f16";
+  if (dtype != "f32" && dtype != "f16" && dtype != "int8")
+    return fail("--dtype '" + dtype + "': expected f32, f16 or int8");
+  const bool half = dtype == "f16", int8 = dtype == "int8";
 
   auto program = rt::Program::load(base);
   if (!program.ok())
@@ -168,6 +171,41 @@ int main(int argc, char **argv) {
     for (int64_t o = 0; o < outF; ++o)
       for (int64_t k = 0; k < r; ++k)
         bt[size_t(k * outF + o)] = (*b)[size_t(o * r + k)];
+    if (int8) {
+      // Symmetric, one scale per rank index k: the largest |value| of A^T's
+      // column k (of B^T's row k) maps to 127.
+      std::vector<int8_t> a8(at.size()), b8(bt.size());
+      std::vector<float> as(static_cast<size_t>(r)), bs(static_cast<size_t>(r));
+      auto quantize = [&](const std::vector<float> &v, int64_t rows,
+                          int64_t cols, bool perColumn, std::vector<int8_t> &q,
+                          std::vector<float> &scales) {
+        for (int64_t k = 0; k < r; ++k) {
+          const int64_t n = perColumn ? rows : cols;
+          auto index = [&](int64_t j) -> size_t {
+            return size_t(perColumn ? j * cols + k : k * cols + j);
+          };
+          float amax = 0;
+          for (int64_t j = 0; j < n; ++j)
+            amax = std::max(amax, std::fabs(v[index(j)]));
+          const float s = amax / 127.0f;
+          scales[size_t(k)] = s;
+          for (int64_t j = 0; j < n; ++j)
+            q[index(j)] = s == 0 ? int8_t(0)
+                                 : int8_t(std::lround(std::clamp(
+                                       v[index(j)] / s, -127.0f, 127.0f)));
+        }
+      };
+      quantize(at, in, r, true, a8, as);    // A^T [in, r]: per column k
+      quantize(bt, r, outF, false, b8, bs); // B^T [r, out]: per row k
+      auto name = fb.CreateString(module);
+      auto va = fb.CreateVector(a8);
+      auto vas = fb.CreateVector(as);
+      auto vb = fb.CreateVector(b8);
+      auto vbs = fb.CreateVector(bs);
+      targets.push_back(lfb::CreateLoraTarget(fb, name, in, outF, 0, 0, 0, 0,
+                                              va, vas, vb, vbs));
+      continue;
+    }
     if (!half) {
       targets.push_back(lfb::CreateLoraTarget(fb, fb.CreateString(module), in,
                                               outF, fb.CreateVector(at),

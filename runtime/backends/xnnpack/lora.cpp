@@ -3,7 +3,9 @@
 // out = base + sum over the adapters applied to the hook of
 //       scale * (x At) Bt
 // as the portable kernel (runtime/kernels/portable/lora.cpp, the reference),
-// with f32 or half factors read in place (half converted by vcvtph2ps).
+// with f32, half or int8 factors read in place (half converted by
+// vcvtph2ps, int8 by vpmovsxbd + vcvtdq2ps; int8 scales, one per rank
+// index, applied to the rank-sized intermediate).
 // On a decode step the kernel is bound by reading the factors: a small
 // region (rank 16, 2048 x 2048: 128 KiB in half), cold in the caches, read
 // once per token. The loops prefetch ahead of their streams (x At reads At
@@ -59,8 +61,13 @@ ETLLM_XNN_AVX2 inline __m256 load8(const float *p) {
 ETLLM_XNN_AVX2 inline __m256 load8(const uint16_t *p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
 }
+ETLLM_XNN_AVX2 inline __m256 load8(const int8_t *p) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+      _mm_loadl_epi64(reinterpret_cast<const __m128i *>(p))));
+}
 inline float load1(const float *p) { return *p; }
 inline float load1(const uint16_t *p) { return halfToFloat(*p); }
+inline float load1(const int8_t *p) { return float(*p); }
 
 /// t[k0, k0 + 8 NV) = sum over i of x[i] * At[i, k0 + ...]: even and odd
 /// rows in separate accumulators, added at the end.
@@ -90,10 +97,10 @@ ETLLM_XNN_AVX2 void xAtBlock(const float *x, const T *at, int64_t K, int64_t r,
     _mm256_storeu_ps(t + k0 + 8 * v, _mm256_add_ps(even[v], odd[v]));
 }
 
-/// t[0..r) = scale * (x At) for one row.
+/// t[0..r) = x At for one row (At's int8 scales not applied).
 template <typename T>
 ETLLM_XNN_AVX2 void xAt(const float *x, const T *at, int64_t K, int64_t r,
-                        float scale, float *t) {
+                        float *t) {
   int64_t k0 = 0;
   for (; k0 + 32 <= r; k0 += 32)
     xAtBlock<4>(x, at, K, r, k0, t);
@@ -117,8 +124,12 @@ ETLLM_XNN_AVX2 void xAt(const float *x, const T *at, int64_t K, int64_t r,
       s = std::fma(x[i], load1(at + i * r + k), s);
     t[k] = s;
   }
+}
+
+/// t[0..r) = the coefficients of Bt's rows (loraCoefficient).
+void coefficients(const LoraTerm &term, int64_t r, float *t) {
   for (int64_t k = 0; k < r; ++k)
-    t[k] *= scale;
+    t[k] = loraCoefficient(term, k, t[k]);
 }
 
 /// out[n0..n1) += sum over k in [k0, k0 + KG) of t[k] * Bt[k, n0..n1), k in
@@ -179,7 +190,8 @@ void addTerm(const ExecContext *ctx, const LoraTerm &term, const float *px,
   const TB *bt = static_cast<const TB *>(term.bt);
   const int64_t r = term.rank;
   if (M == 1) {
-    xAt(px, at, K, r, term.scale, tmp);
+    xAt(px, at, K, r, tmp);
+    coefficients(term, r, tmp);
     const bool split = r * N * int64_t(sizeof(TB)) >= kParallelBytes;
     const ExecContext *pctx = split ? ctx : nullptr;
     parallelForTiles(pctx, size_t(N), defaultTile(pctx, size_t(N)),
@@ -191,7 +203,8 @@ void addTerm(const ExecContext *ctx, const LoraTerm &term, const float *px,
   const uint64_t work = uint64_t(M) * uint64_t(r) * uint64_t(K + N);
   parallelFor(parallelContext(ctx, work), size_t(M), [&](size_t m) {
     float *tm = tmp + int64_t(m) * r;
-    xAt(px + int64_t(m) * K, at, K, r, term.scale, tm);
+    xAt(px + int64_t(m) * K, at, K, r, tm);
+    coefficients(term, r, tm);
     addProduct(tm, bt, r, N, 0, N, po + int64_t(m) * N);
   });
 }
@@ -224,8 +237,11 @@ Status loraKernel(const KernelArgs &a, Isa isa, bool &handled) {
   int64_t maxRank = 0;
   for (const LoraTerm &t : h.terms) {
     for (DType d : {t.atType, t.btType})
-      if (d != DType::F32 && d != DType::F16)
+      if (d != DType::F32 && d != DType::F16 && d != DType::I8)
         return Status();
+    if ((t.atType == DType::I8) != (t.atScale != nullptr) ||
+        (t.btType == DType::I8) != (t.btScale != nullptr))
+      return Status();
     maxRank = std::max(maxRank, t.rank);
   }
   handled = true;
@@ -239,15 +255,11 @@ Status loraKernel(const KernelArgs &a, Isa isa, bool &handled) {
       static_cast<float *>(a.ctx->scratch(size_t(M * maxRank) * sizeof(float)));
   const float *px = x->ptr<float>();
   for (const LoraTerm &t : h.terms) {
-    const bool a32 = t.atType == DType::F32, b32 = t.btType == DType::F32;
-    if (a32 && b32)
-      addTerm<float, float>(a.ctx, t, px, M, K, N, tmp, po);
-    else if (a32)
-      addTerm<float, uint16_t>(a.ctx, t, px, M, K, N, tmp, po);
-    else if (b32)
-      addTerm<uint16_t, float>(a.ctx, t, px, M, K, N, tmp, po);
-    else
-      addTerm<uint16_t, uint16_t>(a.ctx, t, px, M, K, N, tmp, po);
+    withLoraElementType(t.atType, [&](auto ta) {
+      withLoraElementType(t.btType, [&](auto tb) {
+        addTerm<decltype(ta), decltype(tb)>(a.ctx, t, px, M, K, N, tmp, po);
+      });
+    });
   }
   return Status();
 #else

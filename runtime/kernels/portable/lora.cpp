@@ -43,6 +43,13 @@ constexpr int64_t kParallelFloats = int64_t(1) << 16;
 
 inline float element(const float *p, int64_t i) { return p[i]; }
 inline float element(const uint16_t *p, int64_t i) { return halfToFloat(p[i]); }
+inline float element(const int8_t *p, int64_t i) { return float(p[i]); }
+
+/// t[0..r) = the coefficients of Bt's rows (loraCoefficient).
+void coefficients(const LoraTerm &term, int64_t r, float *t) {
+  for (int64_t k = 0; k < r; ++k)
+    t[k] = loraCoefficient(term, k, t[k]);
+}
 
 /// partial[0..r) = sum over i in [i0, i1) of x[i] * At[i, 0..r), in order.
 template <typename T>
@@ -97,8 +104,7 @@ void addTerm(const KernelArgs &a, const LoraTerm &t, const float *px, int64_t M,
     for (int64_t c = 0; c < chunks; ++c)
       for (int64_t k = 0; k < r; ++k)
         tmp[k] += partials[c * r + k];
-    for (int64_t k = 0; k < r; ++k)
-      tmp[k] *= t.scale;
+    coefficients(t, r, tmp);
     // out += t Bt, by tiles of output features.
     const size_t tile =
         N * r >= kParallelFloats ? defaultTile(a.ctx, size_t(N)) : size_t(N);
@@ -117,8 +123,7 @@ void addTerm(const KernelArgs &a, const LoraTerm &t, const float *px, int64_t M,
       for (int64_t k = 0; k < r; ++k)
         tm[k] += pm[k];
     }
-    for (int64_t k = 0; k < r; ++k)
-      tm[k] *= t.scale;
+    coefficients(t, r, tm);
     addProduct(tm, bt, r, N, 0, N, po + int64_t(m) * N);
   });
 }
@@ -160,9 +165,12 @@ Status kernelLora(const KernelArgs &a) {
   int64_t maxRank = 0;
   for (const LoraTerm &t : h->terms) {
     for (DType d : {t.atType, t.btType})
-      if (d != DType::F32 && d != DType::F16)
+      if (d != DType::F32 && d != DType::F16 && d != DType::I8)
         return opError(op, std::string("factors of type ") + dtypeName(d) +
-                               " (f32 or f16)");
+                               " (f32, f16 or i8)");
+    if ((t.atType == DType::I8) != (t.atScale != nullptr) ||
+        (t.btType == DType::I8) != (t.btScale != nullptr))
+      return opError(op, "an int8 factor needs its scales (and only it)");
     maxRank = std::max(maxRank, t.rank);
   }
   // Per row: t [r] and one chunk's partial sum [r]; for a single row the
@@ -176,15 +184,11 @@ Status kernelLora(const KernelArgs &a) {
   const float *px = x.ptr<float>();
   float *po = out.ptr<float>();
   for (const LoraTerm &t : h->terms) {
-    const bool a32 = t.atType == DType::F32, b32 = t.btType == DType::F32;
-    if (a32 && b32)
-      addTerm<float, float>(a, t, px, M, K, N, tmp, po);
-    else if (a32)
-      addTerm<float, uint16_t>(a, t, px, M, K, N, tmp, po);
-    else if (b32)
-      addTerm<uint16_t, float>(a, t, px, M, K, N, tmp, po);
-    else
-      addTerm<uint16_t, uint16_t>(a, t, px, M, K, N, tmp, po);
+    withLoraElementType(t.atType, [&](auto ta) {
+      withLoraElementType(t.btType, [&](auto tb) {
+        addTerm<decltype(ta), decltype(tb)>(a, t, px, M, K, N, tmp, po);
+      });
+    });
   }
   return Status();
 }

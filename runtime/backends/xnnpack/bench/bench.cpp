@@ -13,7 +13,8 @@
 // for N x K = 2048 x 2048, 8192 x 2048 and 2048 x 8192 (a 1B Llama's
 // projections), S = 1 (decode) and S = 128 (prefill), 1 and 2 threads.
 // And the LoRA hook (Lora_*: a rank-16 adapter on those projections, its
-// factors f32 or half, S = 1, the hook alone: out = base + s (x At) Bt).
+// factors f32, half or int8, S = 1, the hook alone: out = base + s (x At)
+// Bt).
 // The portable kernels run on the dense weights (the decode shapes only:
 // they are the reference, not a contender).
 //
@@ -41,6 +42,7 @@
 #include <pthreadpool.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -247,7 +249,7 @@ void runLora(benchmark::State &state, DType dtype, Impl impl) {
   ExecContext ctx(pool);
   std::mt19937 gen(11);
   std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  const size_t elem = dtype == DType::F16 ? 2 : 4;
+  const size_t elem = dtype == DType::F16 ? 2 : dtype == DType::I8 ? 1 : 4;
   const size_t bytes = size_t((K + N) * r) * elem;
   const char *cached = std::getenv("ETLLM_BENCH_CACHED");
   const size_t n = cached && *cached == '1'
@@ -256,7 +258,9 @@ void runLora(benchmark::State &state, DType dtype, Impl impl) {
   std::vector<uint8_t> factors(n * bytes);
   for (size_t i = 0; i < factors.size() / elem; ++i) {
     const float v = d(gen) * 0.05f;
-    if (dtype == DType::F16) {
+    if (dtype == DType::I8) {
+      factors[i] = uint8_t(int8_t(std::lround(d(gen) * 127)));
+    } else if (dtype == DType::F16) {
       const uint16_t h = floatToHalf(v);
       std::memcpy(&factors[i * 2], &h, 2);
     } else {
@@ -266,7 +270,9 @@ void runLora(benchmark::State &state, DType dtype, Impl impl) {
   std::vector<LoraHookTerms> hooks(1);
   hooks[0].inFeatures = K;
   hooks[0].outFeatures = N;
-  hooks[0].terms.push_back({nullptr, nullptr, r, 2.0f, dtype, dtype});
+  const std::vector<float> scales(size_t(r), 0.05f / 127); // int8 only
+  const float *sc = dtype == DType::I8 ? scales.data() : nullptr;
+  hooks[0].terms.push_back({nullptr, nullptr, r, 2.0f, dtype, dtype, sc, sc});
   ctx.setLoraHooks(&hooks);
   OwnedTensor x(DType::F32, {1, K}), base(DType::F32, {1, N}),
       y(DType::F32, {1, N});
@@ -350,6 +356,8 @@ ETLLM_LORA_BENCH(LoraF32_Portable, DType::F32, Impl::Portable);
 ETLLM_LORA_BENCH(LoraF32_Xnnpack, DType::F32, Impl::Xnnpack);
 ETLLM_LORA_BENCH(LoraF16_Portable, DType::F16, Impl::Portable);
 ETLLM_LORA_BENCH(LoraF16_Xnnpack, DType::F16, Impl::Xnnpack);
+ETLLM_LORA_BENCH(LoraI8_Portable, DType::I8, Impl::Portable);
+ETLLM_LORA_BENCH(LoraI8_Xnnpack, DType::I8, Impl::Xnnpack);
 
 } // namespace
 

@@ -2,8 +2,8 @@
 //
 // Odd shapes (features not multiples of a vector, of 32 lanes or of the
 // portable kernel's 256-row chunk; ranks not multiples of 8), one and
-// three rows, f32 and half factors (each of A and B either), one and two
-// terms, every ISA this CPU
+// three rows, f32, half and int8 factors (A and B stored each way), one
+// and three terms, every ISA this CPU
 // runs with 1 and 2 threads.
 //
 // Tolerance: both kernels sum in f32, the optimized one with FMA and x At
@@ -24,36 +24,76 @@
 namespace etllm::rt::xnnpack::test {
 namespace {
 
+enum class Store { F32, Half, Int8 };
+
+/// One factor: its values (f32, or what the stored form represents) and
+/// the stored form.
+struct Matrix {
+  Store store = Store::F32;
+  std::vector<float> v;
+  std::vector<uint16_t> h; // Store::Half
+  std::vector<int8_t> q;   // Store::Int8, with
+  std::vector<float> s;    // one scale per rank index
+
+  const void *data() const {
+    return store == Store::F32    ? static_cast<const void *>(v.data())
+           : store == Store::Half ? static_cast<const void *>(h.data())
+                                  : static_cast<const void *>(q.data());
+  }
+  DType dtype() const {
+    return store == Store::F32    ? DType::F32
+           : store == Store::Half ? DType::F16
+                                  : DType::I8;
+  }
+  const float *scales() const {
+    return store == Store::Int8 ? s.data() : nullptr;
+  }
+};
+
+/// A random [rows, cols] factor stored as `store`; int8 symmetric per rank
+/// index (the column of At [in, r] when `rankIsColumn`, else Bt's row).
+Matrix makeMatrix(int64_t rows, int64_t cols, bool rankIsColumn, Store store,
+                  std::mt19937 &gen) {
+  Matrix m;
+  m.store = store;
+  m.v = randomFloats(size_t(rows * cols), gen);
+  if (store == Store::Half) {
+    for (float &x : m.v) {
+      m.h.push_back(floatToHalf(x));
+      x = halfToFloat(m.h.back());
+    }
+  } else if (store == Store::Int8) {
+    m.q.resize(m.v.size());
+    const int64_t rank = rankIsColumn ? cols : rows;
+    const int64_t n = rankIsColumn ? rows : cols;
+    for (int64_t k = 0; k < rank; ++k) {
+      auto idx = [&](int64_t j) {
+        return size_t(rankIsColumn ? j * cols + k : k * cols + j);
+      };
+      float amax = 0;
+      for (int64_t j = 0; j < n; ++j)
+        amax = std::max(amax, std::fabs(m.v[idx(j)]));
+      const float sc = amax / 127;
+      m.s.push_back(sc);
+      for (int64_t j = 0; j < n; ++j) {
+        m.q[idx(j)] = int8_t(std::lround(m.v[idx(j)] / sc));
+        m.v[idx(j)] = float(m.q[idx(j)]) * sc;
+      }
+    }
+  }
+  return m;
+}
+
 struct Factors {
   int64_t rank;
   float scale;
-  bool halfA, halfB;
-  std::vector<float> at, bt;        // [in, rank], [rank, out]
-  std::vector<uint16_t> at16, bt16; // their half bits when stored as half
+  Matrix at, bt; // [in, rank], [rank, out]
 };
 
-/// Random factors, A (B) stored as half bits when halfA (halfB).
 Factors makeFactors(int64_t in, int64_t out, int64_t rank, float scale,
-                    bool halfA, bool halfB, std::mt19937 &gen) {
-  Factors f{rank,
-            scale,
-            halfA,
-            halfB,
-            randomFloats(size_t(in * rank), gen),
-            randomFloats(size_t(rank * out), gen),
-            {},
-            {}};
-  auto toHalf = [](std::vector<float> &v, std::vector<uint16_t> &h) {
-    for (float &x : v) {
-      h.push_back(floatToHalf(x));
-      x = halfToFloat(h.back());
-    }
-  };
-  if (halfA)
-    toHalf(f.at, f.at16);
-  if (halfB)
-    toHalf(f.bt, f.bt16);
-  return f;
+                    Store storeA, Store storeB, std::mt19937 &gen) {
+  return {rank, scale, makeMatrix(in, rank, true, storeA, gen),
+          makeMatrix(rank, out, false, storeB, gen)};
 }
 
 std::vector<LoraHookTerms> hookTable(int64_t in, int64_t out,
@@ -62,11 +102,8 @@ std::vector<LoraHookTerms> hookTable(int64_t in, int64_t out,
   h.inFeatures = in;
   h.outFeatures = out;
   for (const Factors &f : fs)
-    h.terms.push_back(
-        {f.halfA ? static_cast<const void *>(f.at16.data()) : f.at.data(),
-         f.halfB ? static_cast<const void *>(f.bt16.data()) : f.bt.data(),
-         f.rank, f.scale, f.halfA ? DType::F16 : DType::F32,
-         f.halfB ? DType::F16 : DType::F32});
+    h.terms.push_back({f.at.data(), f.bt.data(), f.rank, f.scale, f.at.dtype(),
+                       f.bt.dtype(), f.at.scales(), f.bt.scales()});
   return {h};
 }
 
@@ -114,19 +151,22 @@ class LoraTest : public ::testing::TestWithParam<Config> {};
 TEST_P(LoraTest, MatchesPortableOnOddShapes) {
   const Config cfg = GetParam();
   std::mt19937 gen(17);
+  // A and B stored each way (f32, half, int8: nine pairs); then three
+  // terms, f32, half and int8.
+  const Store kStores[] = {Store::F32, Store::Half, Store::Int8};
   for (const Shape &s : kShapes)
     for (int64_t rows : {1, 3})
-      // A and B as f32 / f32, half / half, f32 / half, half / f32; then
-      // two terms, f32 and half.
-      for (int variant = 0; variant < 5; ++variant) {
-        const bool halfA = variant == 1 || variant == 3;
-        const bool halfB = variant == 1 || variant == 2;
+      for (int variant = 0; variant < 10; ++variant) {
         std::vector<Factors> fs;
-        fs.push_back(
-            makeFactors(s.in, s.out, s.rank, 0.75f, halfA, halfB, gen));
-        if (variant == 4)
-          fs.push_back(makeFactors(s.in, s.out, (s.rank + 1) / 2, -2.0f, true,
-                                   true, gen));
+        if (variant < 9) {
+          fs.push_back(makeFactors(s.in, s.out, s.rank, 0.75f,
+                                   kStores[variant / 3], kStores[variant % 3],
+                                   gen));
+        } else {
+          for (Store st : kStores)
+            fs.push_back(
+                makeFactors(s.in, s.out, (s.rank + 1) / 2, -2.0f, st, st, gen));
+        }
         std::vector<LoraHookTerms> table = hookTable(s.in, s.out, fs);
         std::vector<float> x = randomFloats(size_t(rows * s.in), gen);
         std::vector<float> base = randomFloats(size_t(rows * s.out), gen);
@@ -154,9 +194,9 @@ TEST_P(LoraTest, SameBitsWithAnyThreadCountAndInAPrefill) {
   const Config cfg = GetParam();
   std::mt19937 gen(29);
   for (const Shape &s : kShapes)
-    for (bool half : {false, true}) {
+    for (Store st : {Store::F32, Store::Half, Store::Int8}) {
       std::vector<Factors> fs = {
-          makeFactors(s.in, s.out, s.rank, 1.5f, half, half, gen)};
+          makeFactors(s.in, s.out, s.rank, 1.5f, st, st, gen)};
       std::vector<LoraHookTerms> table = hookTable(s.in, s.out, fs);
       const int64_t rows = 4;
       std::vector<float> x = randomFloats(size_t(rows * s.in), gen);
@@ -200,7 +240,8 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(LoraTest); // a non-x86 host
 
 TEST(LoraKernel, DeclinesOnTheGenericIsaAndWithoutAdapters) {
   std::mt19937 gen(5);
-  std::vector<Factors> fs = {makeFactors(9, 6, 2, 1.0f, false, false, gen)};
+  std::vector<Factors> fs = {
+      makeFactors(9, 6, 2, 1.0f, Store::F32, Store::F32, gen)};
   std::vector<LoraHookTerms> table = hookTable(9, 6, fs);
   std::vector<float> x = randomFloats(9, gen), base = randomFloats(6, gen);
   ExecContext ctx;
@@ -209,6 +250,11 @@ TEST(LoraKernel, DeclinesOnTheGenericIsaAndWithoutAdapters) {
   EXPECT_FALSE(handled);
   // A factor type the portable kernel refuses: it reports the error.
   table[0].terms[0].atType = DType::BF16;
+  handled = true;
+  (void)runLora(table, x, base, 1, 9, 6, ctx, detectIsa(), false, &handled);
+  EXPECT_FALSE(handled);
+  // An int8 factor without its scales.
+  table[0].terms[0].atType = DType::I8;
   handled = true;
   (void)runLora(table, x, base, 1, 9, 6, ctx, detectIsa(), false, &handled);
   EXPECT_FALSE(handled);

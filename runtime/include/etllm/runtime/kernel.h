@@ -86,16 +86,44 @@ struct PoolHealth {
 };
 
 /// One LoRA adapter applied to a hook (lora.h): `out += scale * (x At) Bt`
-/// with At [in, rank] and Bt [rank, out] row-major, each of them f32 or
-/// IEEE half bits (`atType`, `btType`: F32 or F16; the adapter file's
-/// bytes, read in place, valid while the adapter is applied).
+/// with At [in, rank] and Bt [rank, out] row-major, each of them f32, IEEE
+/// half bits or int8 (`atType`, `btType`: F32, F16 or I8; the adapter
+/// file's bytes, read in place, valid while the adapter is applied). An
+/// int8 matrix has one f32 scale per rank index k (`atScale`, `btScale`:
+/// At[i, k] = q[i, k] * atScale[k], Bt[k, o] = q[k, o] * btScale[k]).
 struct LoraTerm {
   const void *at = nullptr;
   const void *bt = nullptr;
   int64_t rank = 0;
   float scale = 0;
   DType atType = DType::F32, btType = DType::F32;
+  const float *atScale = nullptr, *btScale = nullptr; // I8 only
 };
+
+/// The coefficient of Bt's stored row k, given (x At)[k] summed over At's
+/// stored values: times At's int8 scale, the term's scale, Bt's int8 scale
+/// (the one definition the LoRA kernels share).
+inline float loraCoefficient(const LoraTerm &t, int64_t k, float xAt) {
+  float c = xAt;
+  if (t.atScale)
+    c *= t.atScale[k];
+  c *= t.scale;
+  if (t.btScale)
+    c *= t.btScale[k];
+  return c;
+}
+
+/// Calls fn(E()) with the element type a LoRA factor of type `d` is stored
+/// in: float (F32), uint16_t (F16: half bits) or int8_t (I8); `d` is one of
+/// them (the kernels check first).
+template <typename Fn> void withLoraElementType(DType d, const Fn &fn) {
+  if (d == DType::F32)
+    fn(float());
+  else if (d == DType::F16)
+    fn(uint16_t());
+  else
+    fn(int8_t());
+}
 /// What the `lora` kernel of one hook adds: the hook's features and the
 /// adapters applied to it, in the order they were applied.
 struct LoraHookTerms {

@@ -51,8 +51,10 @@ public:
     uint32_t hook = 0;         ///< index in Program::loraHooks()
     const void *at = nullptr;  ///< A^T [in, rank]
     const void *bt = nullptr;  ///< B^T [rank, out]
-    DType atType = DType::F32; ///< F32, or F16 (IEEE half bits)
+    DType atType = DType::F32; ///< F32, F16 (IEEE half bits) or I8
     DType btType = DType::F32;
+    /// An I8 matrix's scales, one per rank index (LoraTerm).
+    const float *atScale = nullptr, *btScale = nullptr;
   };
 
   /// Reads `path` and checks it completely against `program`: the file
