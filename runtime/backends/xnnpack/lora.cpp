@@ -236,11 +236,7 @@ Status loraKernel(const KernelArgs &a, Isa isa, bool &handled) {
     return Status();
   int64_t maxRank = 0;
   for (const LoraTerm &t : h.terms) {
-    for (DType d : {t.atType, t.btType})
-      if (d != DType::F32 && d != DType::F16 && d != DType::I8)
-        return Status();
-    if ((t.atType == DType::I8) != (t.atScale != nullptr) ||
-        (t.btType == DType::I8) != (t.btScale != nullptr))
+    if (!loraTermReadable(t))
       return Status();
     maxRank = std::max(maxRank, t.rank);
   }
@@ -255,10 +251,8 @@ Status loraKernel(const KernelArgs &a, Isa isa, bool &handled) {
       static_cast<float *>(a.ctx->scratch(size_t(M * maxRank) * sizeof(float)));
   const float *px = x->ptr<float>();
   for (const LoraTerm &t : h.terms) {
-    withLoraElementType(t.atType, [&](auto ta) {
-      withLoraElementType(t.btType, [&](auto tb) {
-        addTerm<decltype(ta), decltype(tb)>(a.ctx, t, px, M, K, N, tmp, po);
-      });
+    withLoraElementTypes(t, [&](auto ta, auto tb) {
+      addTerm<decltype(ta), decltype(tb)>(a.ctx, t, px, M, K, N, tmp, po);
     });
   }
   return Status();

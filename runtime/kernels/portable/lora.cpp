@@ -164,13 +164,13 @@ Status kernelLora(const KernelArgs &a) {
     return Status();
   int64_t maxRank = 0;
   for (const LoraTerm &t : h->terms) {
-    for (DType d : {t.atType, t.btType})
-      if (d != DType::F32 && d != DType::F16 && d != DType::I8)
-        return opError(op, std::string("factors of type ") + dtypeName(d) +
-                               " (f32, f16 or i8)");
-    if ((t.atType == DType::I8) != (t.atScale != nullptr) ||
-        (t.btType == DType::I8) != (t.btScale != nullptr))
+    if (!loraTermReadable(t)) {
+      for (DType d : {t.atType, t.btType})
+        if (d != DType::F32 && d != DType::F16 && d != DType::I8)
+          return opError(op, std::string("factors of type ") + dtypeName(d) +
+                                 " (f32, f16 or i8)");
       return opError(op, "an int8 factor needs its scales (and only it)");
+    }
     maxRank = std::max(maxRank, t.rank);
   }
   // Per row: t [r] and one chunk's partial sum [r]; for a single row the
@@ -184,10 +184,8 @@ Status kernelLora(const KernelArgs &a) {
   const float *px = x.ptr<float>();
   float *po = out.ptr<float>();
   for (const LoraTerm &t : h->terms) {
-    withLoraElementType(t.atType, [&](auto ta) {
-      withLoraElementType(t.btType, [&](auto tb) {
-        addTerm<decltype(ta), decltype(tb)>(a, t, px, M, K, N, tmp, po);
-      });
+    withLoraElementTypes(t, [&](auto ta, auto tb) {
+      addTerm<decltype(ta), decltype(tb)>(a, t, px, M, K, N, tmp, po);
     });
   }
   return Status();

@@ -113,6 +113,16 @@ inline float loraCoefficient(const LoraTerm &t, int64_t k, float xAt) {
   return c;
 }
 
+/// Whether a term's factors are of a type the LoRA kernels read (F32, F16,
+/// I8), each int8 factor with its scales and no other with any.
+inline bool loraTermReadable(const LoraTerm &t) {
+  for (DType d : {t.atType, t.btType})
+    if (d != DType::F32 && d != DType::F16 && d != DType::I8)
+      return false;
+  return (t.atType == DType::I8) == (t.atScale != nullptr) &&
+         (t.btType == DType::I8) == (t.btScale != nullptr);
+}
+
 /// Calls fn(E()) with the element type a LoRA factor of type `d` is stored
 /// in: float (F32), uint16_t (F16: half bits) or int8_t (I8); `d` is one of
 /// them (the kernels check first).
@@ -123,6 +133,13 @@ template <typename Fn> void withLoraElementType(DType d, const Fn &fn) {
     fn(uint16_t());
   else
     fn(int8_t());
+}
+/// fn(TA(), TB()) with the element types of a readable term's At and Bt.
+template <typename Fn>
+void withLoraElementTypes(const LoraTerm &t, const Fn &fn) {
+  withLoraElementType(t.atType, [&](auto ta) {
+    withLoraElementType(t.btType, [&](auto tb) { fn(ta, tb); });
+  });
 }
 /// What the `lora` kernel of one hook adds: the hook's features and the
 /// adapters applied to it, in the order they were applied.
