@@ -74,6 +74,12 @@ struct Node {
   /// input and run as one (qlinearGroupRun); the others are skipped.
   int group = 1;
   bool inGroup = false;
+  /// PackedQLinear: the lora node fused into this one (-1: none); it
+  /// writes that node's output, which the lora node then reads in place.
+  int lora = -1;
+  /// A lora node fused into its qlinear: whether this execution's qlinear
+  /// added the hook (else the node runs, in place).
+  bool loraFused = false, loraDone = false;
   std::vector<uint32_t> values; // inputs, then outputs
   size_t numInputs = 0;
   std::vector<int64_t> ints;
@@ -99,7 +105,14 @@ public:
   std::vector<std::tuple<uint32_t, double, int64_t>> ropeKeys;
   std::unique_ptr<uint8_t[]> arena;
   size_t arenaBytes = 0;
+  /// The coefficients of the fused LoRA hooks of one qlinear group.
+  std::vector<float> loraCoefficients;
 };
+
+/// Floats of coefficients the fused LoRA hooks of one qlinear group may
+/// take (the sum of their adapters' ranks; beyond it the lora nodes run on
+/// their own).
+constexpr size_t kLoraFusedFloats = 8192;
 
 std::string valueName(uint32_t v) { return "value " + std::to_string(v); }
 
@@ -653,16 +666,65 @@ Result<std::unique_ptr<DelegateInstance>> XnnpackBackend::init(
                        valueName(uint32_t(outputPos[i])) +
                        ") is never produced");
 
+  // A lora node over a packed qlinear's output, its only reader, runs in
+  // the qlinear's parallel loop on a single row (loraFusedPrepare): the
+  // qlinear writes the lora node's output, which the lora node updates in
+  // place when the fused path does not apply. The hook's input must be
+  // ready before the qlinear (and its group) runs.
+  {
+    std::vector<uint32_t> readers(numValues, 0);
+    for (const Node &node : inst->nodes)
+      for (size_t i = 0; i < node.numInputs; ++i)
+        ++readers[node.values[i]];
+    for (size_t l = 0; l < inst->nodes.size(); ++l) {
+      Node &lora = inst->nodes[l];
+      if (lora.op != OpId::Lora || lora.kind != Kind::Dense ||
+          lora.numInputs != 2 || lora.values.size() != 3 ||
+          lora.ints.size() != 1)
+        continue;
+      const uint32_t x = lora.values[0], base = lora.values[1],
+                     out = lora.values[2];
+      ValueInfo &bi = info[base];
+      const ValueInfo &xi = info[x], &oi = info[out];
+      if (bi.kind != xfb::ValueKind::INTERNAL || bi.producer < 0 ||
+          readers[base] != 1 || x == base || xi.producer >= bi.producer ||
+          xi.proto.dtype != DType::F32 || bi.proto.dtype != DType::F32 ||
+          oi.proto.dtype != DType::F32 || oi.proto.rank != bi.proto.rank ||
+          oi.capacity < bi.capacity)
+        continue;
+      Node &q = inst->nodes[size_t(bi.producer)];
+      if (q.kind != Kind::PackedQLinear || q.lora >= 0 ||
+          q.values.size() != q.numInputs + 1 ||
+          q.values[q.numInputs] != base)
+        continue;
+      q.values[q.numInputs] = out;
+      info[out].producer = bi.producer;
+      bi.producer = bi.lastUse = -1; // no longer written or read
+      lora.values[1] = out;
+      lora.loraFused = true;
+      q.lora = int(l);
+    }
+    if (std::any_of(inst->nodes.begin(), inst->nodes.end(),
+                    [](const Node &node) { return node.loraFused; })) {
+      ETLLM_RETURN_IF_ERROR(budget.reserve(
+          kLoraFusedFloats * sizeof(float),
+          blobError("the fused LoRA hooks' coefficients").message()));
+      inst->loraCoefficients.assign(kLoraFusedFloats, 0.0f);
+    }
+  }
+
   // Consecutive packed qlinears of one input (q, k, v; gate, up) run as one
   // group: one parallel loop, the input prepared once. The members run at
-  // the same time, so none reads what another writes (no input of one is
-  // produced in the group) and their outputs live until the group's end
-  // (the planner gives them distinct memory even when one is never read).
+  // the same time, so none reads what another writes (no input of one, nor
+  // of a lora hook fused into one, is produced in the group) and their
+  // outputs live until the group's end (the planner gives them distinct
+  // memory even when one is never read).
   auto readsOnlyEarlier = [&](const Node &node, size_t lead) {
     for (size_t i = 0; i < node.numInputs; ++i)
       if (info[node.values[i]].producer >= int(lead))
         return false;
-    return true;
+    return node.lora < 0 ||
+           info[inst->nodes[size_t(node.lora)].values[0]].producer < int(lead);
   };
   for (size_t n = 0; n < inst->nodes.size();) {
     Node &lead = inst->nodes[n];
@@ -890,17 +952,31 @@ Status XnnpackInstance::execute(Span<Tensor *const> inputs,
     case Kind::PackedLinear:
       st = linearPacked(a, isa);
       break;
-    case Kind::PackedQLinear:
-      if (node.group == 1) {
-        st = qlinearRun(a, isa, node.qweight);
-        break;
-      }
+    case Kind::PackedQLinear: {
+      LoraFused fused[kMaxQLinearGroup];
+      const LoraFused *fusedOf[kMaxQLinearGroup] = {};
+      size_t used = 0;
       for (int g = 0; g < node.group; ++g) {
-        groupArgs[g] = g == 0 ? a : argsOf(nodes[n + size_t(g)]);
-        groupWeights[g] = &nodes[n + size_t(g)].qweight;
+        Node &q = nodes[n + size_t(g)];
+        groupArgs[g] = g == 0 ? a : argsOf(q);
+        groupWeights[g] = &q.qweight;
+        if (q.lora < 0)
+          continue;
+        Node &lora = nodes[size_t(q.lora)];
+        lora.loraDone = loraFusedPrepare(
+            isa, ctx, *bound[lora.values[0]], q.qweight.l.n, lora.ints[0],
+            loraCoefficients.data() + used, loraCoefficients.size() - used,
+            fused[g]);
+        if (lora.loraDone && fused[g].hook) {
+          fusedOf[g] = &fused[g];
+          for (const LoraTerm &t : fused[g].hook->terms)
+            used += size_t(t.rank);
+        }
       }
-      st = qlinearGroupRun(groupArgs, groupWeights, size_t(node.group), isa);
+      st = qlinearGroupRun(groupArgs, groupWeights, size_t(node.group), isa,
+                           fusedOf);
       break;
+    }
     case Kind::PackedQEmbedding:
       st = qembeddingRun(a, node.qweight);
       break;
@@ -915,7 +991,8 @@ Status XnnpackInstance::execute(Span<Tensor *const> inputs,
       break;
     }
     case Kind::Dense:
-      st = runDense(node.op, a, isa);
+      if (!node.loraDone) // a fused lora hook its qlinear has added
+        st = runDense(node.op, a, isa);
       break;
     }
     if (!st.ok())

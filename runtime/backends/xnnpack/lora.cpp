@@ -16,7 +16,11 @@
 // threads), so x At always runs on the calling thread and (x At) Bt goes to
 // the pool only when Bt holds at least kParallelBytes (the portable kernel
 // makes two dispatches per hook: 224 per token for rank 16 on the seven
-// projections of a 16-layer model).
+// projections of a 16-layer model). In the delegate a decode step does not
+// run this kernel over a packed qlinear's output: the qlinear's own
+// parallel loop adds (x At) Bt to the columns each tile writes
+// (loraFusedPrepare, loraFusedAddColumns: the same operations per column,
+// so the same bits), and Bt is read by every thread with no dispatch.
 //
 // Numerics: products and sums in f32 with FMA, x At summed in a fixed
 // order (two interleaved partial sums per lane, added at the end), so a
@@ -211,6 +215,70 @@ void addTerm(const ExecContext *ctx, const LoraTerm &term, const float *px,
 
 } // namespace
 #endif
+
+bool loraFusedPrepare(Isa isa, const ExecContext &ctx, const Tensor &x,
+                      int64_t N, int64_t hook, float *buf, size_t capacity,
+                      LoraFused &f) {
+  f = LoraFused();
+  if (!hasAvx2(isa) || !storageOk(&x) || x.dtype != DType::F32 || x.rank < 1 ||
+      prodSizes(x.sizes, 0, x.rank - 1) != 1)
+    return false;
+  const std::vector<LoraHookTerms> *hooks = ctx.loraHooks();
+  if (!hooks)
+    return true; // none applied: the qlinear's output is the hook's
+  if (hook < 0 || size_t(hook) >= hooks->size())
+    return false; // the lora node reports it
+  const LoraHookTerms &h = (*hooks)[size_t(hook)];
+  const int64_t K = x.sizes[x.rank - 1];
+  if (h.inFeatures != K || h.outFeatures != N)
+    return false;
+  size_t floats = 0;
+  for (const LoraTerm &t : h.terms) {
+    if (!loraTermReadable(t) || t.rank < 0)
+      return false;
+    floats += size_t(t.rank);
+  }
+  if (floats > capacity)
+    return false;
+  if (h.terms.empty())
+    return true;
+#if ETLLM_XNN_X86
+  const float *px = x.ptr<float>();
+  float *t = buf;
+  for (const LoraTerm &term : h.terms) {
+    withLoraElementType(term.atType, [&](auto ta) {
+      xAt(px, static_cast<const decltype(ta) *>(term.at), K, term.rank, t);
+    });
+    coefficients(term, term.rank, t);
+    t += term.rank;
+  }
+  f.hook = &h;
+  f.t = buf;
+#endif
+  return true;
+}
+
+void loraFusedAddColumns(const LoraFused &f, int64_t n0, int64_t n1,
+                         float *y) {
+#if ETLLM_XNN_X86
+  if (!f.hook || n0 >= n1)
+    return;
+  const int64_t N = f.hook->outFeatures;
+  const float *t = f.t;
+  for (const LoraTerm &term : f.hook->terms) {
+    withLoraElementType(term.btType, [&](auto tb) {
+      addProduct(t, static_cast<const decltype(tb) *>(term.bt), term.rank, N,
+                 n0, n1, y);
+    });
+    t += term.rank;
+  }
+#else
+  (void)f;
+  (void)n0;
+  (void)n1;
+  (void)y;
+#endif
+}
 
 Status loraKernel(const KernelArgs &a, Isa isa, bool &handled) {
   handled = false;

@@ -245,6 +245,13 @@ struct PartRanges {
   }
 };
 
+/// Adds part i's fused LoRA hook to its row groups [rg0, rg1) (one row).
+inline void addLora(const QLinearPart &p, int64_t rg0, int64_t rg1) {
+  if (p.lora)
+    loraFusedAddColumns(*p.lora, rg0 * kQRows,
+                        std::min(rg1 * kQRows, p.w->l.n), p.y);
+}
+
 /// Total multiply-adds of the parts for M rows (the parallel threshold).
 uint64_t groupWork(const QLinearPart *parts, size_t n, int64_t M) {
   uint64_t w = 0;
@@ -311,6 +318,7 @@ Status qlinearFloat(ExecContext *ctx, Isa isa, const float *x, int64_t M,
                                       *parts[i].w, act, M, r0, r1,
                                       parts[i].bias, parts[i].y,
                                       parts[i].w->l.n);
+                                  addLora(parts[i], r0, r1);
                                 });
                      });
     return Status();
@@ -345,6 +353,7 @@ Status qlinearFloat(ExecContext *ctx, Isa isa, const float *x, int64_t M,
           gemm::panelRowsN(isa, nb, t, M);
         }
       }
+      addLora(parts[i], int64_t(b), int64_t(e));
     });
   }
   return Status();
@@ -427,6 +436,7 @@ Status qlinearQAct(ExecContext *ctx, Isa isa, const Tensor &x, int64_t M,
                                 fns[i](*parts[i].w, act, M, r0, r1,
                                        parts[i].bias, parts[i].y,
                                        parts[i].w->l.n);
+                                addLora(parts[i], r0, r1);
                               });
                    });
   return Status();
@@ -466,7 +476,7 @@ size_t qlinearPackedScratch(Isa isa, const ExecContext *ctx, int64_t M,
 }
 
 Status qlinearGroupRun(const KernelArgs *args, const QDotWeight *const *w,
-                       size_t n, Isa isa) {
+                       size_t n, Isa isa, const LoraFused *const *lora) {
   const char *op = "qlinear";
   if (n == 0 || n > size_t(kMaxQLinearGroup))
     return kernelError(op, "a group of " + std::to_string(n) + " qlinears");
@@ -495,7 +505,11 @@ Status qlinearGroupRun(const KernelArgs *args, const QDotWeight *const *w,
         checkLinearOperands(op, x, w[i]->l.n, w[i]->l.k, bias, out, Mi));
     ETLLM_RETURN_IF_ERROR(resizeLike(op, out, x, w[i]->l.n));
     M = Mi;
-    parts[i] = {w[i], bias ? bias->ptr<float>() : nullptr, out.ptr<float>()};
+    parts[i] = {w[i], bias ? bias->ptr<float>() : nullptr, out.ptr<float>(),
+                lora ? lora[i] : nullptr};
+    if (parts[i].lora && M != 1)
+      return kernelError(op, "a fused LoRA hook needs a single row, got " +
+                                 std::to_string(M));
   }
   if (M == 0)
     return Status();

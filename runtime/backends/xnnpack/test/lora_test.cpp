@@ -14,12 +14,15 @@
 // (an error of order one product).
 //
 // And the kernel's own promises: the same bits with 1 and 2 threads and for
-// a row alone (decode) or in a prefill; the generic ISA declines.
+// a row alone (decode) or in a prefill; the generic ISA declines. Fused
+// into a packed qlinear's parallel loop (a decode step in the delegate) a
+// hook gives the same bits as the qlinear followed by the lora kernel.
 //
 //===----------------------------------------------------------------------===//
 #include "helpers.h"
 
 #include "../internal.h"
+#include "../qdot.h"
 
 namespace etllm::rt::xnnpack::test {
 namespace {
@@ -222,6 +225,198 @@ TEST_P(LoraTest, SameBitsWithAnyThreadCountAndInAPrefill) {
         }
       }
     }
+}
+
+/// One qlinear of a group in the fused test: its weight, output and hook.
+struct FusedPart {
+  RandomQWeight w;
+  QDotWeight qw;
+  std::vector<Factors> fs;          // the hook's adapters
+  std::vector<LoraHookTerms> table; // fs as one hook; none: not fused
+  std::vector<float> x;             // the hook's input row
+};
+
+/// A group of packed qlinears over one input `qx` (f32 or QAct), each
+/// followed by its LoRA hook: run as the delegate's unfused nodes (the
+/// group, then the lora kernel in place) and fused; returns whether every
+/// output has the same bits.
+void expectFusedSameBits(const Config &cfg, Tensor &qx,
+                         std::vector<FusedPart> &parts,
+                         const std::string &what) {
+  const size_t n = parts.size();
+  const int64_t K = parts[0].w.k;
+  std::vector<OwnedTensor> ref, got, xs;
+  std::vector<std::vector<Tensor *>> ins(n), outsRef(n), outsGot(n);
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+  std::vector<KernelArgs> argsRef, argsGot;
+  std::vector<const QDotWeight *> ws;
+  Context ctx(cfg.threads);
+  ref.reserve(n); // the tensors are pointed to: no reallocation
+  got.reserve(n);
+  xs.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t N = parts[i].w.n;
+    parts[i].qw = qdotWeight(*parts[i].w.packed).value();
+    ws.push_back(&parts[i].qw);
+    ref.push_back(f32Output(size_t(N)));
+    got.push_back(f32Output(size_t(N)));
+    xs.push_back(f32Tensor({1, K}, parts[i].x));
+    ins[i] = {&qx, parts[i].w.packed};
+    outsRef[i] = {ref.back()};
+    outsGot[i] = {got.back()};
+  }
+  for (size_t i = 0; i < n; ++i) {
+    argsRef.push_back(makeArgs(ins[i], outsRef[i], ints, floats, ctx.get()));
+    argsGot.push_back(makeArgs(ins[i], outsGot[i], ints, floats, ctx.get()));
+  }
+  // Unfused: the group, then each hook's lora kernel over its output.
+  ASSERT_OK(qlinearGroupRun(argsRef.data(), ws.data(), n, cfg.isa));
+  for (size_t i = 0; i < n; ++i) {
+    if (parts[i].table[0].terms.empty())
+      continue;
+    std::vector<Tensor *> lin = {xs[i], ref[i]}, lout = {ref[i]};
+    std::vector<int64_t> hook = {0};
+    ctx.get()->setLoraHooks(&parts[i].table);
+    bool handled = false;
+    ASSERT_OK(loraKernel(makeArgs(lin, lout, hook, floats, ctx.get()), cfg.isa,
+                         handled));
+    ASSERT_TRUE(handled) << what;
+  }
+  // Fused: each hook prepared (one coefficient buffer, as the delegate),
+  // then the group adds them.
+  std::vector<float> coefficients(4096);
+  std::vector<LoraFused> fused(n);
+  std::vector<const LoraFused *> fusedOf(n, nullptr);
+  size_t used = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (parts[i].table[0].terms.empty())
+      continue;
+    ctx.get()->setLoraHooks(&parts[i].table);
+    ASSERT_TRUE(loraFusedPrepare(cfg.isa, *ctx, *xs[i], parts[i].w.n, 0,
+                                 coefficients.data() + used,
+                                 coefficients.size() - used, fused[i]))
+        << what;
+    ASSERT_NE(fused[i].hook, nullptr) << what;
+    fusedOf[i] = &fused[i];
+    for (const LoraTerm &t : parts[i].table[0].terms)
+      used += size_t(t.rank);
+  }
+  ctx.get()->setLoraHooks(nullptr);
+  ASSERT_OK(
+      qlinearGroupRun(argsGot.data(), ws.data(), n, cfg.isa, fusedOf.data()));
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<float> a = floatsOf(*ref[i]), b = floatsOf(*got[i]);
+    for (size_t j = 0; j < a.size(); ++j)
+      ASSERT_TRUE(sameFloat(a[j], b[j]))
+          << what << ": part " << i << " column " << j << ": " << a[j]
+          << " unfused, " << b[j] << " fused";
+  }
+}
+
+TEST_P(LoraTest, FusedIntoAPackedQLinearGivesTheSameBits) {
+  const Config cfg = GetParam();
+  std::mt19937 gen(41);
+  // Groups as a decoder layer has them (q, k, v: one without a hook; gate,
+  // up; a lone projection), odd output counts (tiles end inside a row group
+  // and a vector), 4-bit and 8-bit weights, f32, half and int8 factors, two
+  // adapters on one hook; int8 activations per block (xnnpack-int4), per
+  // token (8da4w) and f32 ones (weight-only).
+  struct Case {
+    int64_t k;
+    std::vector<int64_t> outs;
+    unsigned bits;
+    int64_t rank;
+  };
+  const Case cases[] = {{96, {37, 13, 0}, 4, 5},
+                        {256, {1031, 257}, 4, 16},
+                        {2048, {2051}, 8, 17},
+                        {64, {4099, 33, 70}, 4, 8}};
+  const Store kStores[] = {Store::F32, Store::Half, Store::Int8};
+  int variant = 0;
+  for (const Case &c : cases)
+    for (int act = 0; act < 3; ++act, ++variant) {
+      std::vector<FusedPart> parts;
+      for (size_t i = 0; i < c.outs.size(); ++i) {
+        const int64_t N = c.outs[i] ? c.outs[i] : 29; // 0: no hook
+        FusedPart p;
+        p.w = makeRandomQWeight(N, c.k, c.bits, true, 32, DType::F16, gen);
+        const Store st = kStores[(variant + i) % 3];
+        if (c.outs[i]) {
+          p.fs.push_back(makeFactors(c.k, N, c.rank, 0.5f, st, st, gen));
+          if (i == 0)
+            p.fs.push_back(makeFactors(c.k, N, 3, -1.5f,
+                                       kStores[(variant + 1) % 3], st, gen));
+        }
+        // (the table points into p.fs's buffers, which the move keeps)
+        p.table = hookTable(c.k, N, p.fs);
+        p.x = randomFloats(size_t(c.k), gen);
+        parts.push_back(std::move(p));
+      }
+      const std::string what = "K " + std::to_string(c.k) + " act " +
+                               std::to_string(act) + " " + isaName(cfg.isa);
+      if (act == 2) {
+        OwnedTensor x = f32Tensor({1, c.k}, randomFloats(size_t(c.k), gen));
+        expectFusedSameBits(cfg, *x, parts, what);
+      } else {
+        QuantInfo q;
+        q.bits = 8;
+        q.symmetric = true;
+        q.perToken = true;
+        q.groupSize = act == 0 ? kQActBlock : 0;
+        OwnedTensor x = f32Tensor({1, c.k}, randomFloats(size_t(c.k), gen));
+        OwnedTensor qa(DType::QAct, {1, c.k}, 0, q);
+        ASSERT_OK(runPortable(OpId::QuantizeDynamic, {x}, {qa}));
+        expectFusedSameBits(cfg, *qa, parts, what);
+      }
+    }
+}
+
+TEST(LoraFused, DeclinesWhereTheLoraNodeMustRun) {
+  std::mt19937 gen(7);
+  std::vector<Factors> fs = {
+      makeFactors(64, 9, 4, 1.0f, Store::Half, Store::F32, gen)};
+  std::vector<LoraHookTerms> table = hookTable(64, 9, fs);
+  OwnedTensor x1 = f32Tensor({1, 64}, randomFloats(64, gen));
+  OwnedTensor x3 = f32Tensor({3, 64}, randomFloats(192, gen));
+  std::vector<float> buf(64);
+  ExecContext ctx;
+  LoraFused f;
+  const Isa isa = detectIsa();
+  if (!hasAvx2(isa))
+    GTEST_SKIP() << "no AVX2 on this CPU";
+  // No adapter table: nothing to add, the qlinear's output is the hook's.
+  EXPECT_TRUE(loraFusedPrepare(isa, ctx, *x1, 9, 0, buf.data(), 64, f));
+  EXPECT_EQ(f.hook, nullptr);
+  ctx.setLoraHooks(&table);
+  EXPECT_TRUE(loraFusedPrepare(isa, ctx, *x1, 9, 0, buf.data(), 64, f));
+  EXPECT_NE(f.hook, nullptr);
+  // The generic ISA, several rows, another shape, a bad index, too small a
+  // buffer, a factor type the kernels refuse: the lora node runs (and
+  // reports what is wrong).
+  EXPECT_FALSE(loraFusedPrepare(Isa::Generic, ctx, *x1, 9, 0, buf.data(), 64, f));
+  EXPECT_FALSE(loraFusedPrepare(isa, ctx, *x3, 9, 0, buf.data(), 64, f));
+  EXPECT_FALSE(loraFusedPrepare(isa, ctx, *x1, 10, 0, buf.data(), 64, f));
+  EXPECT_FALSE(loraFusedPrepare(isa, ctx, *x1, 9, 1, buf.data(), 64, f));
+  EXPECT_FALSE(loraFusedPrepare(isa, ctx, *x1, 9, -1, buf.data(), 64, f));
+  EXPECT_FALSE(loraFusedPrepare(isa, ctx, *x1, 9, 0, buf.data(), 3, f));
+  table[0].terms[0].btType = DType::BF16;
+  EXPECT_FALSE(loraFusedPrepare(isa, ctx, *x1, 9, 0, buf.data(), 64, f));
+  // A fused hook needs the qlinear's single row.
+  table[0].terms[0].btType = DType::F32;
+  ASSERT_TRUE(loraFusedPrepare(isa, ctx, *x1, 9, 0, buf.data(), 64, f));
+  RandomQWeight w = makeRandomQWeight(9, 64, 4, true, 32, DType::F16, gen);
+  const QDotWeight qw = qdotWeight(*w.packed).value();
+  OwnedTensor y = f32Output(27);
+  std::vector<Tensor *> ins = {x3, w.packed}, outs = {y};
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+  KernelArgs a = makeArgs(ins, outs, ints, floats, &ctx);
+  const QDotWeight *pw = &qw;
+  const LoraFused *pf = &f;
+  Status st = qlinearGroupRun(&a, &pw, 1, isa, &pf);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("single row"), std::string::npos) << st.message();
 }
 
 /// The configurations with a fast path (the generic ISA declines: the test
