@@ -954,7 +954,7 @@ Status XnnpackInstance::execute(Span<Tensor *const> inputs,
       break;
     case Kind::PackedQLinear: {
       LoraFused fused[kMaxQLinearGroup];
-      const LoraFused *fusedOf[kMaxQLinearGroup] = {};
+      LoraFused *fusedOf[kMaxQLinearGroup] = {};
       size_t used = 0;
       for (int g = 0; g < node.group; ++g) {
         Node &q = nodes[n + size_t(g)];

@@ -13,6 +13,7 @@
 #include "etllm/runtime/xnnpack/kernels.h"
 #include "etllm/runtime/xnnpack/packing.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -407,18 +408,21 @@ Status matmulKernel(const KernelArgs &a, Isa isa, bool &handled);
 Status loraKernel(const KernelArgs &a, Isa isa, bool &handled);
 
 /// A LoRA hook run inside the parallel loop of the packed qlinear whose
-/// output it updates, on a single row: (x At) and its coefficients are
-/// computed first, on the calling thread (loraFusedPrepare); each tile of
-/// the qlinear then adds the (x At) Bt of the columns it has just written
-/// (loraFusedAddColumns), so that Bt is read on every thread without a
-/// dispatch of its own. Every column gets exactly the operations of
+/// output it updates, on a single row. The loop's first tasks compute each
+/// hook's (x At) and coefficients (loraFusedCoefficients, one task per
+/// hook, overlapping the other threads' qlinear tiles); a tile that finds
+/// its hook ready adds the (x At) Bt of the columns it has just written
+/// (loraFusedAddColumns), one that does not leaves them to the calling
+/// thread after the loop. Every column gets exactly the operations of
 /// loraKernel, in its order: the results are the same bits.
 struct LoraFused {
   const LoraHookTerms *hook = nullptr; ///< null: nothing to add
-  const float *t = nullptr; ///< per term in order, rank coefficients
+  const float *x = nullptr;            ///< the hook's input row [in]
+  float *t = nullptr; ///< per term in order, rank coefficients
+  std::atomic<bool> ready{false}; ///< t is computed (release / acquire)
 };
 
-/// Prepares the hook `hook` of ctx's table over a qlinear with N outputs
+/// Sets up the hook `hook` of ctx's table over a qlinear with N outputs
 /// and the f32 input `x` of the hook; `buf` holds `capacity` floats for the
 /// coefficients. Returns whether the qlinear adds the hook (f.hook null:
 /// nothing applied); false when loraKernel would not run it (several rows,
@@ -427,7 +431,9 @@ struct LoraFused {
 bool loraFusedPrepare(Isa isa, const ExecContext &ctx, const Tensor &x,
                       int64_t N, int64_t hook, float *buf, size_t capacity,
                       LoraFused &f);
-/// y[n0..n1) += the prepared hook's (x At) Bt, term by term.
+/// Computes f.t (x At, then the coefficients) and sets f.ready.
+void loraFusedCoefficients(LoraFused &f);
+/// y[n0..n1) += the prepared hook's (x At) Bt, term by term (f.t computed).
 void loraFusedAddColumns(const LoraFused &f, int64_t n0, int64_t n1, float *y);
 /// The scratch sdpaKernel needs for q [B, H, S, *], values [*, *, T, Dv].
 size_t sdpaScratchBytes(int64_t B, int64_t H, int64_t S, int64_t Hkv, int64_t T,

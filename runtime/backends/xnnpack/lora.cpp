@@ -18,9 +18,10 @@
 // makes two dispatches per hook: 224 per token for rank 16 on the seven
 // projections of a 16-layer model). In the delegate a decode step does not
 // run this kernel over a packed qlinear's output: the qlinear's own
-// parallel loop adds (x At) Bt to the columns each tile writes
-// (loraFusedPrepare, loraFusedAddColumns: the same operations per column,
-// so the same bits), and Bt is read by every thread with no dispatch.
+// parallel loop computes x At as its first tasks, while the other threads
+// run qlinear tiles, and adds (x At) Bt to the columns each tile writes
+// (loraFusedCoefficients, loraFusedAddColumns: the same operations per
+// column, so the same bits); no dispatch of its own, no thread waiting.
 //
 // Numerics: products and sums in f32 with FMA, x At summed in a fixed
 // order (two interleaved partial sums per lane, added at the end), so a
@@ -219,7 +220,10 @@ void addTerm(const ExecContext *ctx, const LoraTerm &term, const float *px,
 bool loraFusedPrepare(Isa isa, const ExecContext &ctx, const Tensor &x,
                       int64_t N, int64_t hook, float *buf, size_t capacity,
                       LoraFused &f) {
-  f = LoraFused();
+  f.hook = nullptr;
+  f.x = nullptr;
+  f.t = nullptr;
+  f.ready.store(false, std::memory_order_relaxed);
   if (!hasAvx2(isa) || !storageOk(&x) || x.dtype != DType::F32 || x.rank < 1 ||
       prodSizes(x.sizes, 0, x.rank - 1) != 1)
     return false;
@@ -229,8 +233,7 @@ bool loraFusedPrepare(Isa isa, const ExecContext &ctx, const Tensor &x,
   if (hook < 0 || size_t(hook) >= hooks->size())
     return false; // the lora node reports it
   const LoraHookTerms &h = (*hooks)[size_t(hook)];
-  const int64_t K = x.sizes[x.rank - 1];
-  if (h.inFeatures != K || h.outFeatures != N)
+  if (h.inFeatures != x.sizes[x.rank - 1] || h.outFeatures != N)
     return false;
   size_t floats = 0;
   for (const LoraTerm &t : h.terms) {
@@ -240,22 +243,29 @@ bool loraFusedPrepare(Isa isa, const ExecContext &ctx, const Tensor &x,
   }
   if (floats > capacity)
     return false;
-  if (h.terms.empty())
-    return true;
-#if ETLLM_XNN_X86
-  const float *px = x.ptr<float>();
-  float *t = buf;
-  for (const LoraTerm &term : h.terms) {
-    withLoraElementType(term.atType, [&](auto ta) {
-      xAt(px, static_cast<const decltype(ta) *>(term.at), K, term.rank, t);
-    });
-    coefficients(term, term.rank, t);
-    t += term.rank;
+  if (!h.terms.empty()) {
+    f.hook = &h;
+    f.x = x.ptr<float>();
+    f.t = buf;
   }
-  f.hook = &h;
-  f.t = buf;
-#endif
   return true;
+}
+
+void loraFusedCoefficients(LoraFused &f) {
+#if ETLLM_XNN_X86
+  if (f.hook) {
+    const int64_t K = f.hook->inFeatures;
+    float *t = f.t;
+    for (const LoraTerm &term : f.hook->terms) {
+      withLoraElementType(term.atType, [&](auto ta) {
+        xAt(f.x, static_cast<const decltype(ta) *>(term.at), K, term.rank, t);
+      });
+      coefficients(term, term.rank, t);
+      t += term.rank;
+    }
+  }
+#endif
+  f.ready.store(true, std::memory_order_release);
 }
 
 void loraFusedAddColumns(const LoraFused &f, int64_t n0, int64_t n1,

@@ -125,18 +125,18 @@ struct QLinearPart {
   const QDotWeight *w;
   const float *bias;
   float *y;
-  const LoraFused *lora = nullptr; ///< a hook added by the tiles (one row)
+  LoraFused *lora = nullptr; ///< a hook added by the tiles (one row)
 };
 
 /// n qlinears that read the same input (q, k and v; gate and up), as one:
 /// the input is prepared once and one parallel loop covers the row groups
 /// of all weights (one dispatch instead of n). Each args[i] is a qlinear's
 /// arguments, w[i] its checked weight; lora (null, or one entry per
-/// qlinear, null where none) the LoRA hooks fused into them, which need a
-/// single row.
+/// qlinear, null where none) the LoRA hooks fused into them (prepared by
+/// loraFusedPrepare), which need a single row.
 Status qlinearGroupRun(const KernelArgs *args, const QDotWeight *const *w,
                        size_t n, Isa isa,
-                       const LoraFused *const *lora = nullptr);
+                       LoraFused *const *lora = nullptr);
 
 /// qembedding (out[i] = dequantized row indices[i] of the table, f32) on a
 /// table checked by qdotWeight: the same values as portable's qembedding.

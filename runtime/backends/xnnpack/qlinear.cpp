@@ -252,6 +252,81 @@ inline void addLora(const QLinearPart &p, int64_t rg0, int64_t rg1) {
                         std::min(rg1 * kQRows, p.w->l.n), p.y);
 }
 
+/// Most tiles a loop with fused LoRA hooks tracks (beyond: the hooks'
+/// coefficients are computed before the loop).
+constexpr size_t kMaxLoraTiles = 1024;
+
+/// Runs fn(part, rg0, rg1) over the row groups of the parts in one
+/// parallel loop of `tile` row groups per task, with their fused LoRA
+/// hooks: one task per hook, ahead of the tiles, computes its coefficients
+/// (x At) while the other threads run tiles; a tile adds a hook's (x At) Bt
+/// to its columns if the hook is ready, else the calling thread adds it
+/// after the loop. Nobody waits for anybody.
+template <typename Fn>
+void forTiles(const ExecContext *pctx, const PartRanges &pr,
+              const QLinearPart *parts, size_t n, size_t tile,
+              const Fn &fn) {
+  const int64_t total = pr.first[n];
+  LoraFused *hooks[kMaxQLinearGroup];
+  size_t nh = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (parts[i].lora)
+      hooks[nh++] = parts[i].lora;
+  if (nh == 0) {
+    parallelForTiles(pctx, size_t(total), tile, [&](size_t b, size_t e) {
+      pr.split(n, int64_t(b), int64_t(e), fn);
+    });
+    return;
+  }
+  const size_t tiles = numTiles(size_t(total), tile);
+  if (tiles > kMaxLoraTiles) {
+    for (size_t h = 0; h < nh; ++h)
+      loraFusedCoefficients(*hooks[h]);
+    parallelForTiles(pctx, size_t(total), tile, [&](size_t b, size_t e) {
+      pr.split(n, int64_t(b), int64_t(e),
+               [&](size_t i, int64_t r0, int64_t r1) {
+                 fn(i, r0, r1);
+                 addLora(parts[i], r0, r1);
+               });
+    });
+    return;
+  }
+  // Per tile, the parts whose hook it left to the calling thread (a bit
+  // per part: kMaxQLinearGroup <= 8).
+  static_assert(kMaxQLinearGroup <= 8, "one byte of bits per tile");
+  uint8_t left[kMaxLoraTiles];
+  const size_t lead = nh * tile;
+  parallelForTiles(pctx, lead + size_t(total), tile, [&](size_t b, size_t e) {
+    if (b < lead) {
+      loraFusedCoefficients(*hooks[b / tile]);
+      return;
+    }
+    b -= lead;
+    e -= lead;
+    uint8_t bits = 0;
+    pr.split(n, int64_t(b), int64_t(e), [&](size_t i, int64_t r0, int64_t r1) {
+      fn(i, r0, r1);
+      if (!parts[i].lora)
+        return;
+      if (parts[i].lora->ready.load(std::memory_order_acquire))
+        addLora(parts[i], r0, r1);
+      else
+        bits = uint8_t(bits | (1u << i));
+    });
+    left[b / tile] = bits;
+  });
+  for (size_t t = 0; t < tiles; ++t) {
+    if (!left[t])
+      continue;
+    const int64_t b = int64_t(t * tile);
+    const int64_t e = std::min(total, int64_t((t + 1) * tile));
+    pr.split(n, b, e, [&](size_t i, int64_t r0, int64_t r1) {
+      if (left[t] & (1u << i))
+        addLora(parts[i], r0, r1);
+    });
+  }
+}
+
 /// Total multiply-adds of the parts for M rows (the parallel threshold).
 uint64_t groupWork(const QLinearPart *parts, size_t n, int64_t M) {
   uint64_t w = 0;
@@ -310,17 +385,12 @@ Status qlinearFloat(ExecContext *ctx, Isa isa, const float *x, int64_t M,
     PartRanges pr;
     pr.build(parts, n);
     const int64_t total = pr.first[n];
-    parallelForTiles(pctx, size_t(total), defaultTile(pctx, size_t(total)),
-                     [&](size_t b, size_t e) {
-                       pr.split(n, int64_t(b), int64_t(e),
-                                [&](size_t i, int64_t r0, int64_t r1) {
-                                  qdotF32Kernel(isa, parts[i].w->l)(
-                                      *parts[i].w, act, M, r0, r1,
-                                      parts[i].bias, parts[i].y,
-                                      parts[i].w->l.n);
-                                  addLora(parts[i], r0, r1);
-                                });
-                     });
+    forTiles(pctx, pr, parts, n, defaultTile(pctx, size_t(total)),
+             [&](size_t i, int64_t r0, int64_t r1) {
+               qdotF32Kernel(isa, parts[i].w->l)(*parts[i].w, act, M, r0, r1,
+                                                 parts[i].bias, parts[i].y,
+                                                 parts[i].w->l.n);
+             });
     return Status();
   }
   // Many rows: per part (nothing is shared between them here), dequantize
@@ -331,6 +401,8 @@ Status qlinearFloat(ExecContext *ctx, Isa isa, const float *x, int64_t M,
     const QDotWeight &w = *parts[i].w;
     const float *bias = parts[i].bias;
     float *y = parts[i].y;
+    if (parts[i].lora) // (rare: a single row without a register kernel)
+      loraFusedCoefficients(*parts[i].lora);
     const int64_t N = w.l.n, RG = w.l.rowGroups;
     const ExecContext *ppctx =
         parallelContext(ctx, uint64_t(M) * uint64_t(N) * uint64_t(K));
@@ -429,16 +501,11 @@ Status qlinearQAct(ExecContext *ctx, Isa isa, const Tensor &x, int64_t M,
   pr.build(parts, n);
   const int64_t total = pr.first[n];
   const ExecContext *pctx = parallelContext(ctx, groupWork(parts, n, M));
-  parallelForTiles(pctx, size_t(total), defaultTile(pctx, size_t(total)),
-                   [&](size_t b, size_t e) {
-                     pr.split(n, int64_t(b), int64_t(e),
-                              [&](size_t i, int64_t r0, int64_t r1) {
-                                fns[i](*parts[i].w, act, M, r0, r1,
-                                       parts[i].bias, parts[i].y,
-                                       parts[i].w->l.n);
-                                addLora(parts[i], r0, r1);
-                              });
-                   });
+  forTiles(pctx, pr, parts, n, defaultTile(pctx, size_t(total)),
+           [&](size_t i, int64_t r0, int64_t r1) {
+             fns[i](*parts[i].w, act, M, r0, r1, parts[i].bias, parts[i].y,
+                    parts[i].w->l.n);
+           });
   return Status();
 }
 
@@ -476,7 +543,7 @@ size_t qlinearPackedScratch(Isa isa, const ExecContext *ctx, int64_t M,
 }
 
 Status qlinearGroupRun(const KernelArgs *args, const QDotWeight *const *w,
-                       size_t n, Isa isa, const LoraFused *const *lora) {
+                       size_t n, Isa isa, LoraFused *const *lora) {
   const char *op = "qlinear";
   if (n == 0 || n > size_t(kMaxQLinearGroup))
     return kernelError(op, "a group of " + std::to_string(n) + " qlinears");
