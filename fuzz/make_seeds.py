@@ -432,6 +432,14 @@ def main():
             seeds.add_file("pte", pte)
             for f in sorted(os.listdir(dump)):
                 seeds.add_file("ir", os.path.join(dump, f), recipe + "-" + f)
+        # LoRA hooks over packed qlinears: the xnnpack delegate fuses them
+        # into the qlinears at init (a rewiring of the blob's values).
+        pte = os.path.join(tmp, "lora-hooks.pte")
+        run([T("etllm-export"), "--quiet", "--model", model, "--pipeline",
+             "xnnpack-int4", "--set",
+             "lora_runtime.targets=[q_proj,v_proj,down_proj]", "--set",
+             "lora_runtime.max_rank=4", "-o", pte])
+        seeds.add_file("pte", pte)
         pte = os.path.join(tmp, "hf-tokenizer.pte")
         run([T("etllm-export"), "--quiet", "--model",
              os.path.join(tmp, "qwen2-hf"), "--tokenizer",
