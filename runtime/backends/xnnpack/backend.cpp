@@ -79,7 +79,7 @@ struct Node {
   int lora = -1;
   /// A lora node fused into its qlinear: whether this execution's qlinear
   /// added the hook (else the node runs, in place).
-  bool loraFused = false, loraDone = false;
+  bool loraDone = false;
   std::vector<uint32_t> values; // inputs, then outputs
   size_t numInputs = 0;
   std::vector<int64_t> ints;
@@ -672,6 +672,7 @@ Result<std::unique_ptr<DelegateInstance>> XnnpackBackend::init(
   // place when the fused path does not apply. The hook's input must be
   // ready before the qlinear (and its group) runs.
   {
+    bool anyFused = false;
     std::vector<uint32_t> readers(numValues, 0);
     for (const Node &node : inst->nodes)
       for (size_t i = 0; i < node.numInputs; ++i)
@@ -701,11 +702,10 @@ Result<std::unique_ptr<DelegateInstance>> XnnpackBackend::init(
       info[out].producer = bi.producer;
       bi.producer = bi.lastUse = -1; // no longer written or read
       lora.values[1] = out;
-      lora.loraFused = true;
       q.lora = int(l);
+      anyFused = true;
     }
-    if (std::any_of(inst->nodes.begin(), inst->nodes.end(),
-                    [](const Node &node) { return node.loraFused; })) {
+    if (anyFused) {
       ETLLM_RETURN_IF_ERROR(budget.reserve(
           kLoraFusedFloats * sizeof(float),
           blobError("the fused LoRA hooks' coefficients").message()));
@@ -969,8 +969,7 @@ Status XnnpackInstance::execute(Span<Tensor *const> inputs,
             fused[g]);
         if (lora.loraDone && fused[g].hook) {
           fusedOf[g] = &fused[g];
-          for (const LoraTerm &t : fused[g].hook->terms)
-            used += size_t(t.rank);
+          used += fused[g].floats;
         }
       }
       st = qlinearGroupRun(groupArgs, groupWeights, size_t(node.group), isa,

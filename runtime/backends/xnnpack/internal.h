@@ -419,6 +419,7 @@ struct LoraFused {
   const LoraHookTerms *hook = nullptr; ///< null: nothing to add
   const float *x = nullptr;            ///< the hook's input row [in]
   float *t = nullptr; ///< per term in order, rank coefficients
+  size_t floats = 0;  ///< of t: the sum of the terms' ranks
   std::atomic<bool> ready{false}; ///< t is computed (release / acquire)
 };
 

@@ -217,12 +217,33 @@ void addTerm(const ExecContext *ctx, const LoraTerm &term, const float *px,
 } // namespace
 #endif
 
+namespace {
+
+/// Hook `hook` of `hooks` when the kernels of this file run it over K input
+/// and N output features (a valid index, those features, every factor of a
+/// type they read), else null: the portable kernel runs and reports.
+const LoraHookTerms *runnableHook(const std::vector<LoraHookTerms> &hooks,
+                                  int64_t hook, int64_t K, int64_t N) {
+  if (hook < 0 || size_t(hook) >= hooks.size())
+    return nullptr;
+  const LoraHookTerms &h = hooks[size_t(hook)];
+  if (h.inFeatures != K || h.outFeatures != N)
+    return nullptr;
+  for (const LoraTerm &t : h.terms)
+    if (!loraTermReadable(t))
+      return nullptr;
+  return &h;
+}
+
+} // namespace
+
 bool loraFusedPrepare(Isa isa, const ExecContext &ctx, const Tensor &x,
                       int64_t N, int64_t hook, float *buf, size_t capacity,
                       LoraFused &f) {
   f.hook = nullptr;
   f.x = nullptr;
   f.t = nullptr;
+  f.floats = 0;
   f.ready.store(false, std::memory_order_relaxed);
   if (!hasAvx2(isa) || !storageOk(&x) || x.dtype != DType::F32 || x.rank < 1 ||
       prodSizes(x.sizes, 0, x.rank - 1) != 1)
@@ -230,23 +251,22 @@ bool loraFusedPrepare(Isa isa, const ExecContext &ctx, const Tensor &x,
   const std::vector<LoraHookTerms> *hooks = ctx.loraHooks();
   if (!hooks)
     return true; // none applied: the qlinear's output is the hook's
-  if (hook < 0 || size_t(hook) >= hooks->size())
-    return false; // the lora node reports it
-  const LoraHookTerms &h = (*hooks)[size_t(hook)];
-  if (h.inFeatures != x.sizes[x.rank - 1] || h.outFeatures != N)
-    return false;
+  const LoraHookTerms *h = runnableHook(*hooks, hook, x.sizes[x.rank - 1], N);
+  if (!h)
+    return false; // the lora node runs (and reports)
   size_t floats = 0;
-  for (const LoraTerm &t : h.terms) {
-    if (!loraTermReadable(t) || t.rank < 0)
+  for (const LoraTerm &t : h->terms) {
+    if (t.rank < 0)
       return false;
     floats += size_t(t.rank);
   }
   if (floats > capacity)
     return false;
-  if (!h.terms.empty()) {
-    f.hook = &h;
+  if (!h->terms.empty()) {
+    f.hook = h;
     f.x = x.ptr<float>();
     f.t = buf;
+    f.floats = floats;
   }
   return true;
 }
@@ -306,18 +326,14 @@ Status loraKernel(const KernelArgs &a, Isa isa, bool &handled) {
   if (prodSizes(base->sizes, 0, base->rank - 1) != M)
     return Status();
   const std::vector<LoraHookTerms> *hooks = a.ctx->loraHooks();
-  const int64_t hook = a.ints[0];
-  if (!hooks || hook < 0 || size_t(hook) >= hooks->size())
-    return Status(); // none applied: the portable copy; or a bad index
-  const LoraHookTerms &h = (*hooks)[size_t(hook)];
-  if (h.inFeatures != K || h.outFeatures != N)
-    return Status();
+  const LoraHookTerms *ph = hooks ? runnableHook(*hooks, a.ints[0], K, N)
+                                  : nullptr;
+  if (!ph)
+    return Status(); // none applied: the portable copy; or declined
+  const LoraHookTerms &h = *ph;
   int64_t maxRank = 0;
-  for (const LoraTerm &t : h.terms) {
-    if (!loraTermReadable(t))
-      return Status();
+  for (const LoraTerm &t : h.terms)
     maxRank = std::max(maxRank, t.rank);
-  }
   handled = true;
   ETLLM_RETURN_IF_ERROR(resizeLike("lora", *out, *base, N));
   float *po = out->ptr<float>();

@@ -272,30 +272,17 @@ void forTiles(const ExecContext *pctx, const PartRanges &pr,
   for (size_t i = 0; i < n; ++i)
     if (parts[i].lora)
       hooks[nh++] = parts[i].lora;
-  if (nh == 0) {
-    parallelForTiles(pctx, size_t(total), tile, [&](size_t b, size_t e) {
-      pr.split(n, int64_t(b), int64_t(e), fn);
-    });
-    return;
-  }
   const size_t tiles = numTiles(size_t(total), tile);
-  if (tiles > kMaxLoraTiles) {
+  // Too many tiles to note which hooks they left: every hook ready first.
+  const bool overlap = nh > 0 && tiles <= kMaxLoraTiles;
+  if (!overlap)
     for (size_t h = 0; h < nh; ++h)
       loraFusedCoefficients(*hooks[h]);
-    parallelForTiles(pctx, size_t(total), tile, [&](size_t b, size_t e) {
-      pr.split(n, int64_t(b), int64_t(e),
-               [&](size_t i, int64_t r0, int64_t r1) {
-                 fn(i, r0, r1);
-                 addLora(parts[i], r0, r1);
-               });
-    });
-    return;
-  }
   // Per tile, the parts whose hook it left to the calling thread (a bit
   // per part: kMaxQLinearGroup <= 8).
   static_assert(kMaxQLinearGroup <= 8, "one byte of bits per tile");
   uint8_t left[kMaxLoraTiles];
-  const size_t lead = nh * tile;
+  const size_t lead = overlap ? nh * tile : 0;
   parallelForTiles(pctx, lead + size_t(total), tile, [&](size_t b, size_t e) {
     if (b < lead) {
       loraFusedCoefficients(*hooks[b / tile]);
@@ -313,9 +300,10 @@ void forTiles(const ExecContext *pctx, const PartRanges &pr,
       else
         bits = uint8_t(bits | (1u << i));
     });
-    left[b / tile] = bits;
+    if (overlap)
+      left[b / tile] = bits;
   });
-  for (size_t t = 0; t < tiles; ++t) {
+  for (size_t t = 0; overlap && t < tiles; ++t) {
     if (!left[t])
       continue;
     const int64_t b = int64_t(t * tile);
