@@ -30,7 +30,8 @@ namespace lfb = ::etllm::lora;
 
 Result<std::shared_ptr<const LoraAdapter>>
 LoraAdapter::load(const std::string &path, const Program &program) {
-  Result<std::shared_ptr<MappedFile>> f = MappedFile::open(path);
+  Result<std::shared_ptr<MappedFile>> f =
+      MappedFile::open(path, MappedFile::Use::Weights);
   if (!f.ok())
     return f.error();
   return loadFromBuffer((*f)->data(), (*f)->size(), path, program);

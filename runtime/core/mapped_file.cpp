@@ -10,7 +10,8 @@
 
 namespace etllm::rt {
 
-Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string &path) {
+Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string &path,
+                                                     Use use) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return Error(path + ": cannot open: " + std::strerror(errno));
@@ -34,6 +35,13 @@ Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string &path) {
       return Error(msg);
     }
     data = static_cast<const uint8_t *>(p);
+#ifdef MADV_HUGEPAGE
+    // Before the first access, so that readahead allocates huge folios.
+    // Errors (EINVAL where the kernel has no transparent huge pages) leave
+    // an ordinary mapping.
+    if (use == Use::Weights && size >= (size_t(2) << 20))
+      (void)::madvise(p, size, MADV_HUGEPAGE);
+#endif
   }
   ::close(fd);
   return std::shared_ptr<MappedFile>(new MappedFile(path, data, size));

@@ -68,7 +68,8 @@ QuantInfo quantOf(const fbs::Tensor *t) {
 //===----------------------------------------------------------------------===//
 
 Result<std::shared_ptr<Program>> Program::load(const std::string &path) {
-  Result<std::shared_ptr<MappedFile>> file = MappedFile::open(path);
+  Result<std::shared_ptr<MappedFile>> file =
+      MappedFile::open(path, MappedFile::Use::Weights);
   if (!file.ok())
     return file.error();
   std::shared_ptr<Program> p(new Program());

@@ -189,7 +189,7 @@ TEST_P(QLinearTest, BlockActivationsMatchPortable) {
   // M = 4, 8 and 13: the prefill tiles (4 rows at 256 bits, 8 at 512),
   // alone and with rows left over.
   for (const WeightCase &wc : weightCases())
-    for (int64_t M : {1, 4, 8, 13})
+    for (int64_t M : {1, 2, 4, 8, 13})
       for (int64_t N : {8, 13, 16, 29, 33}) {
         std::mt19937 gen(seed++);
         const bool bias = (seed % 2) == 0;
@@ -233,7 +233,7 @@ TEST_P(QLinearTest, QuantizedActivationsMatchPortable) {
   unsigned seed = 500;
   // M = 4, 8 and 13: the prefill tiles, alone and with rows left over.
   for (const WeightCase &wc : weightCases())
-    for (int64_t M : {1, 4, 8, 13})
+    for (int64_t M : {1, 2, 4, 8, 13})
       for (int64_t N : {8, 13, 16, 29}) {
         std::mt19937 gen(seed++);
         const bool bias = (seed % 2) == 0;

@@ -15,8 +15,24 @@ namespace etllm::rt {
 /// are used in place from the mapping: nothing is copied at open.
 class MappedFile {
 public:
-  /// Maps `path`. Errors name the path and the failing system call.
-  static Result<std::shared_ptr<MappedFile>> open(const std::string &path);
+  /// How the mapping will be read.
+  enum class Use {
+    /// Read once or in small parts (tokenizers).
+    Default,
+    /// Weights: large, and read in full again and again (every decode step
+    /// streams them). The kernel is asked to back the mapping with huge
+    /// pages (madvise(MADV_HUGEPAGE)); where it can (Linux with large
+    /// page-cache folios, as ext4 has since 6.16), pages it reads in from
+    /// then on come in 2 MiB folios mapped by one TLB entry each. Pages
+    /// already cached stay as they are. docs/Performance.md ("Huge pages
+    /// for the weights") has the measurements.
+    Weights,
+  };
+  /// Maps `path`. Errors name the path and the failing system call. The
+  /// advice of `use` is best effort: a kernel that ignores it changes
+  /// nothing else.
+  static Result<std::shared_ptr<MappedFile>> open(const std::string &path,
+                                                  Use use = Use::Default);
   ~MappedFile();
   MappedFile(const MappedFile &) = delete;
   MappedFile &operator=(const MappedFile &) = delete;
