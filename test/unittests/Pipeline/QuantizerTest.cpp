@@ -56,13 +56,25 @@ TEST(Quantizer, ErrorStaysWithinHalfAStep) {
               mx = std::max(mx, v);
               amax = std::max(amax, std::fabs(v));
             }
-            float levels = sym ? (1 << (bits - 1)) - 0.5f : (1 << bits) - 1;
+            // Symmetric 4-bit is Q4_0's rule: the value of largest
+            // magnitude is -8 steps (the step takes the opposite sign), so
+            // a value within half a step of the other extreme, +8 steps,
+            // is clamped to +7: one step of error there, half a step
+            // everywhere else.
+            const bool q40 = sym && bits == 4;
+            float levels = q40   ? 8.0f
+                           : sym ? (1 << (bits - 1)) - 0.5f
+                                 : (1 << bits) - 1;
             float step = sym ? amax / levels : (mx - mn) / levels;
+            // The largest magnitude's sign: which extreme is clamped.
+            float sgn = amax == mx ? 1.0f : -1.0f;
             // Half a step, plus the f16 rounding of scale and offset.
-            float tol = 0.5f * step * 1.01f +
-                        (st == rt::DType::F16 ? 2e-3f : 1e-6f) * amax;
+            const float rounding =
+                (st == rt::DType::F16 ? 2e-3f : 1e-6f) * amax;
             for (int64_t k = 0; k < 32; ++k) {
               int64_t i = r * cols + g * 32 + k;
+              const bool clamped = q40 && -sgn * x[i] > 7.5f * step;
+              float tol = (clamped ? 1.0f : 0.5f) * step * 1.01f + rounding;
               EXPECT_NEAR((*back)[i], x[i], tol)
                   << "bits " << bits << " sym " << sym << " i " << i;
             }
@@ -149,8 +161,10 @@ TEST(Quantizer, RejectsBadParameters) {
 
 namespace {
 /// The definition quantizeRows must equal byte for byte: per group, the
-/// scale from max |x| (symmetric) or min/max (asymmetric), rounded to the
-/// scale type; q = clamp(nearbyint((x - offset) / scale)); element k of a
+/// scale from the value of largest magnitude m (symmetric 4-bit, Q4_0's
+/// rule: m / -8), max |x| (symmetric 8-bit: max |x| / 127.5) or min/max
+/// (asymmetric), rounded to the scale type; q = clamp(nearbyint((x -
+/// offset) / scale)); element k of a
 /// row in byte k (8 bits) or in the low (even k) / high nibble of byte k/2
 /// (4 bits, signed values + 8).
 std::vector<uint8_t> referenceQuantize(const std::vector<float> &x,
@@ -178,7 +192,12 @@ std::vector<uint8_t> referenceQuantize(const std::vector<float> &x,
     for (int64_t gi = 0; gi < cols / g; ++gi) {
       const float *xg = x.data() + r * cols + gi * g;
       float scale, offset = 0;
-      if (q.symmetric) {
+      if (q.symmetric && q.bits == 4) {
+        const float *m = std::max_element(xg, xg + g, [](float a, float b) {
+          return std::fabs(a) < std::fabs(b);
+        });
+        scale = *m / -8.0f;
+      } else if (q.symmetric) {
         float amax = 0;
         for (int64_t k = 0; k < g; ++k)
           amax = std::max(amax, std::fabs(xg[k]));
@@ -190,7 +209,7 @@ std::vector<uint8_t> referenceQuantize(const std::vector<float> &x,
         offset = toScale(mn);
       }
       scale = toScale(scale);
-      float inv = scale > 0 ? 1.0f / scale : 0.0f;
+      float inv = scale != 0 ? 1.0f / scale : 0.0f;
       for (int64_t k = 0; k < g; ++k) {
         int v =
             std::clamp(int(std::nearbyint((xg[k] - offset) * inv)), qmin, qmax);
