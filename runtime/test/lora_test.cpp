@@ -394,8 +394,9 @@ TEST(Lora, MalformedAdapterFiles) {
   for (size_t n = 0; n < good.size(); ++n) {
     auto a = f.load({good.begin(), good.begin() + long(n)}, "cut.etla");
     EXPECT_FALSE(a.ok()) << n;
-    if (!a.ok())
+    if (!a.ok()) {
       EXPECT_EQ(a.message().rfind("cut.etla: ", 0), 0u) << a.message();
+    }
   }
   EXPECT_TRUE(f.load(good).ok());
 }
