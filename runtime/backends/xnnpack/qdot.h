@@ -62,8 +62,41 @@ struct QDotAct {
   const float *dx = nullptr;   // [M][kBlocks] per block; null per token
   const float *sx = nullptr;   // [M] per token
   const int32_t *zp = nullptr; // [M] per token
+  /// Prefill: the same rows packed in panels (qdotPackPanels), or null.
+  const uint8_t *panel = nullptr;
   bool perToken() const { return dx == nullptr; }
 };
+
+/// Prefill packs the int8 activation rows in panels of kQPanelRows rows, so
+/// that a tile reads all its rows' values and per-block terms through one
+/// pointer at fixed offsets (with a pointer per row, 8 rows of values, sums
+/// and scales needed more registers than x86 has, and the tile spilled).
+/// Panel p holds rows [p * kQPanelRows, + kQPanelRows) (rows past M are
+/// zero); its block b, at panel + (p * blocks + b) * kQPanelBlockBytes:
+///   int8  q[8][kQPanelRows][4]  values 4j..4j+3 of row i at (j * R + i) * 4
+///   int32 negXsum[R]            -xsum
+///   f32   dx[R]                 the block's scale (per block; 0 per token)
+///   f32   xo[R]                 what an asymmetric weight's offset
+///                               multiplies: dx xsum per block, xsum - 32 zp
+///                               per token
+/// The kernels compute the same f32 operations in the same order as from
+/// the rows, so both give the same bits.
+inline constexpr int64_t kQPanelRows = 8;
+inline constexpr size_t kQPanelQBytes = 8 * size_t(kQPanelRows) * 4;
+inline constexpr size_t kQPanelBlockBytes =
+    kQPanelQBytes + 3 * 4 * size_t(kQPanelRows);
+/// Row counts from which qlinear packs panels (fewer: decode's row tiles).
+inline constexpr int64_t kQPanelMinRows = 5;
+
+/// Bytes of the panels of M rows of `blocks` blocks.
+inline size_t qdotPanelBytes(int64_t M, int64_t blocks) {
+  return size_t((M + kQPanelRows - 1) / kQPanelRows) * size_t(blocks) *
+         kQPanelBlockBytes;
+}
+
+/// Packs rows [0, M) of `a` (whole blocks: padded rows) into `dst`
+/// (qdotPanelBytes(M, a.blocks) bytes).
+void qdotPackPanels(const QDotAct &a, int64_t M, uint8_t *dst);
 
 /// Computes y[m * ldy + n] for m < M and the rows n of row groups
 /// [rg0, rg1) (the padding rows of the last group are not stored), adding

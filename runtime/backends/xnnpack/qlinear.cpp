@@ -104,6 +104,36 @@ void qdotGeneric(const QDotWeight &w, const QDotAct &a, int64_t M, int64_t rg0,
     }
 }
 
+void qdotPackPanels(const QDotAct &a, int64_t M, uint8_t *dst) {
+  const int64_t KB = a.blocks, R = kQPanelRows;
+  const bool perToken = a.perToken();
+  for (int64_t p = 0; p * R < M; ++p)
+    for (int64_t b = 0; b < KB; ++b) {
+      uint8_t *d = dst + size_t(p * KB + b) * kQPanelBlockBytes;
+      int32_t negXsum[kQPanelRows] = {};
+      float dx[kQPanelRows] = {}, xo[kQPanelRows] = {};
+      std::memset(d, 0, kQPanelQBytes);
+      for (int64_t i = 0; i < R && p * R + i < M; ++i) {
+        const int64_t m = p * R + i;
+        const int8_t *row = a.q + m * a.stride + b * kQBlock;
+        for (int64_t j = 0; j < 8; ++j)
+          std::memcpy(d + (j * R + i) * 4, row + 4 * j, 4);
+        const int32_t xsum = a.xsum[m * KB + b];
+        negXsum[i] = -xsum;
+        if (perToken) {
+          xo[i] = float(xsum - int32_t(kQBlock) * a.zp[m]);
+        } else {
+          dx[i] = a.dx[m * KB + b];
+          xo[i] = dx[i] * float(xsum);
+        }
+      }
+      std::memcpy(d + kQPanelQBytes, negXsum, sizeof negXsum);
+      std::memcpy(d + kQPanelQBytes + sizeof negXsum, dx, sizeof dx);
+      std::memcpy(d + kQPanelQBytes + sizeof negXsum + sizeof dx, xo,
+                  sizeof xo);
+    }
+}
+
 void qdotF32Generic(const QDotWeight &w, const QDotF32Act &a, int64_t M,
                     int64_t rg0, int64_t rg1, const float *bias, float *y,
                     int64_t ldy) {
@@ -248,8 +278,8 @@ struct PartRanges {
 /// Adds part i's fused LoRA hook to its row groups [rg0, rg1) (one row).
 inline void addLora(const QLinearPart &p, int64_t rg0, int64_t rg1) {
   if (p.lora)
-    loraFusedAddColumns(*p.lora, rg0 * kQRows,
-                        std::min(rg1 * kQRows, p.w->l.n), p.y);
+    loraFusedAddColumns(*p.lora, rg0 * kQRows, std::min(rg1 * kQRows, p.w->l.n),
+                        p.y);
 }
 
 /// Most tiles a loop with fused LoRA hooks tracks (beyond: the hooks'
@@ -264,8 +294,7 @@ constexpr size_t kMaxLoraTiles = 1024;
 /// after the loop. Nobody waits for anybody.
 template <typename Fn>
 void forTiles(const ExecContext *pctx, const PartRanges &pr,
-              const QLinearPart *parts, size_t n, size_t tile,
-              const Fn &fn) {
+              const QLinearPart *parts, size_t n, size_t tile, const Fn &fn) {
   const int64_t total = pr.first[n];
   LoraFused *hooks[kMaxQLinearGroup];
   size_t nh = 0;
@@ -434,8 +463,21 @@ TokenScratch tokenScratch(int64_t M, const PackedQBlockLayout &l) {
   TokenScratch s;
   s.sums = alignUp(size_t(M) * size_t(l.kBlocks) * 4, 64);
   if (l.k % kQBlock != 0)
-    s.rows = size_t(M) * size_t(l.kBlocks) * size_t(kQBlock);
+    s.rows = alignUp(size_t(M) * size_t(l.kBlocks) * size_t(kQBlock), 64);
   return s;
+}
+
+/// Whether M rows are packed in panels for `isa`'s kernels (the generic
+/// kernel reads the rows).
+bool usePanels(Isa isa, int64_t M) {
+  return isa != Isa::Generic && M >= kQPanelMinRows;
+}
+
+/// Scratch of a QAct input: the per-token rows and sums, then the panels.
+size_t qactScratchBytes(Isa isa, int64_t M, const PackedQBlockLayout &l,
+                        bool perBlock) {
+  const size_t token = perBlock ? 0 : tokenScratch(M, l).total();
+  return token + (usePanels(isa, M) ? qdotPanelBytes(M, l.kBlocks) : 0);
 }
 
 Status qlinearQAct(ExecContext *ctx, Isa isa, const Tensor &x, int64_t M,
@@ -446,6 +488,10 @@ Status qlinearQAct(ExecContext *ctx, Isa isa, const Tensor &x, int64_t M,
   const uint8_t *xb = x.ptr<uint8_t>();
   QDotAct act;
   act.blocks = KB;
+  const bool panels = ctx && usePanels(isa, M);
+  uint8_t *scratch = ctx ? static_cast<uint8_t *>(ctx->scratch(
+                               qactScratchBytes(isa, M, l0, xl.perBlock)))
+                         : nullptr;
   if (xl.perBlock) {
     act.q = reinterpret_cast<const int8_t *>(xb);
     act.stride = xl.rowStride;
@@ -455,7 +501,6 @@ Status qlinearQAct(ExecContext *ctx, Isa isa, const Tensor &x, int64_t M,
     if (!ctx)
       return kernelError("qlinear", "needs an execution context (scratch)");
     const TokenScratch sl = tokenScratch(M, l0);
-    uint8_t *scratch = static_cast<uint8_t *>(ctx->scratch(sl.total()));
     int32_t *sums = reinterpret_cast<int32_t *>(scratch);
     int8_t *rows = reinterpret_cast<int8_t *>(scratch + sl.sums);
     const int8_t *qx = reinterpret_cast<const int8_t *>(xb);
@@ -481,6 +526,12 @@ Status qlinearQAct(ExecContext *ctx, Isa isa, const Tensor &x, int64_t M,
         sums[m * KB + b] = s;
       }
     }
+  }
+  if (panels) {
+    // Once per call, for every part and thread (qdot.h).
+    uint8_t *panel = scratch + (xl.perBlock ? 0 : tokenScratch(M, l0).total());
+    qdotPackPanels(act, M, panel);
+    act.panel = panel;
   }
   QDotFn fns[kMaxQLinearGroup];
   for (size_t i = 0; i < n; ++i)
@@ -524,7 +575,7 @@ size_t qlinearPackedScratch(Isa isa, const ExecContext *ctx, int64_t M,
   if (M <= 0)
     return 0;
   if (x.dtype == DType::QAct)
-    return x.quant.groupSize == kQActBlock ? 0 : tokenScratch(M, l).total();
+    return qactScratchBytes(isa, M, l, x.quant.groupSize == kQActBlock);
   // Any row count up to M: the few-rows path or the dequantizing one.
   return std::max(floatScratchBytes(isa, ctx, std::min(M, kQDotF32MaxRows), l),
                   floatScratchBytes(isa, ctx, M, l));

@@ -159,6 +159,22 @@ TEST_P(QLinearTest, FloatActivationsMatchPortable) {
   reportWorst("FloatActivationsMatchPortable");
 }
 
+/// Quantizes xv (shaped `shape`) with portable quantize_dynamic (per block
+/// of 32 when perBlock, which is symmetric).
+OwnedTensor quantizeFloats(const std::vector<float> &xv,
+                           std::vector<int64_t> shape, bool sym, bool perToken,
+                           bool perBlock) {
+  OwnedTensor x = f32Tensor(shape, xv);
+  QuantInfo q;
+  q.bits = 8;
+  q.symmetric = sym || perBlock;
+  q.perToken = perToken || perBlock;
+  q.groupSize = perBlock ? kQActBlock : 0;
+  OwnedTensor qa(DType::QAct, shape, 0, q);
+  EXPECT_OK(runPortable(OpId::QuantizeDynamic, {x}, {qa}));
+  return qa;
+}
+
 /// Quantizes random floats with portable quantize_dynamic (per block of 32
 /// when perBlock, which is symmetric).
 OwnedTensor quantizedActivations(std::vector<int64_t> shape, bool sym,
@@ -173,15 +189,7 @@ OwnedTensor quantizedActivations(std::vector<int64_t> shape, bool sym,
   for (int64_t i = 0; i < numel; ++i)
     if ((i / K) % 2)
       xv[size_t(i)] += range * float((i / K) % 3);
-  OwnedTensor x = f32Tensor(shape, xv);
-  QuantInfo q;
-  q.bits = 8;
-  q.symmetric = sym || perBlock;
-  q.perToken = perToken || perBlock;
-  q.groupSize = perBlock ? kQActBlock : 0;
-  OwnedTensor qa(DType::QAct, shape, 0, q);
-  EXPECT_OK(runPortable(OpId::QuantizeDynamic, {x}, {qa}));
-  return qa;
+  return quantizeFloats(xv, shape, sym, perToken, perBlock);
 }
 
 TEST_P(QLinearTest, BlockActivationsMatchPortable) {
@@ -306,6 +314,50 @@ TEST_P(QLinearTest, PrefillLarge) {
   compareQLinear(GetParam(), *xf, std::vector<double>(xv.begin(), xv.end()), w,
                  true, gen, "int4 weight-only");
   reportWorst("PrefillLarge");
+}
+
+/// Prefill packs the rows in panels (qdot.h) and runs other tiles than
+/// decode's; the integer sums are exact and the f32 steps the same, so each
+/// row of an M-row result must equal, bit for bit, that row run alone (the
+/// row tiles). M = 13: panels of 8 and 5 rows (tiles of 4, 2 and 1); N = 33
+/// and 45: pairs of row groups and one left over.
+TEST_P(QLinearTest, PanelsGiveTheSameBitsAsSingleRows) {
+  std::mt19937 gen(1300);
+  for (const WeightCase &wc : weightCases())
+    for (int actKind : {0, 1, 2}) // per block, per token sym / asym
+      for (int64_t N : {33, 45}) {
+        const int64_t M = 13, K = wc.k;
+        const bool perBlock = actKind == 0, sym = actKind != 2;
+        const DType st = N == 33 ? DType::F16 : DType::F32;
+        RandomQWeight w =
+            makeRandomQWeight(N, K, wc.bits, wc.sym, wc.group, st, gen);
+        std::vector<float> xv = randomFloats(size_t(M * K), gen, -3.0f, 3.0f);
+        for (int64_t i = 0; i < M * K; ++i) // varied zero points
+          xv[size_t(i)] += float((i / K) % 3);
+        OwnedTensor bias = f32Tensor({N}, randomFloats(size_t(N), gen));
+        Context ctx(GetParam().threads);
+        auto run = [&](Tensor &x, int64_t rows) {
+          OwnedTensor y = f32Output(size_t(rows * N));
+          std::vector<Tensor *> ins = {&x, w.packed, bias}, outs = {y};
+          std::vector<int64_t> ints;
+          std::vector<double> floats;
+          EXPECT_OK(qlinearPacked(makeArgs(ins, outs, ints, floats, ctx.get()),
+                                  GetParam().isa));
+          return floatsOf(*y);
+        };
+        OwnedTensor qa = quantizeFloats(xv, {M, K}, sym, true, perBlock);
+        const std::vector<float> all = run(*qa, M);
+        for (int64_t m = 0; m < M; ++m) {
+          std::vector<float> row(xv.begin() + m * K, xv.begin() + (m + 1) * K);
+          OwnedTensor qr = quantizeFloats(row, {1, K}, sym, true, perBlock);
+          const std::vector<float> one = run(*qr, 1);
+          for (int64_t n = 0; n < N; ++n)
+            ASSERT_TRUE(sameFloat(all[size_t(m * N + n)], one[size_t(n)]))
+                << caseName(wc, M, N, st, true) << " act kind " << actKind
+                << " row " << m << " column " << n << ": "
+                << all[size_t(m * N + n)] << " vs " << one[size_t(n)];
+        }
+      }
 }
 
 /// Extreme integers: every activation at -128 or 127 (or -127 and 127 per
