@@ -39,6 +39,15 @@
 #                   model [128 4]
 #   SKIP_CONVERT=1  reuse the converted files in WORK_DIR
 #   SKIP_BENCH=1    reuse the bench results of a previous run in WORK_DIR
+#   THP             transparent huge pages for the run: "keep" the
+#                   system's setting, or "always" (needs root; the setting
+#                   is restored at exit) [keep]. llama.cpp repacks Q4_0
+#                   into anonymous memory without asking for huge pages,
+#                   etllm's mappings ask (MADV_HUGEPAGE): under the common
+#                   "madvise" setting llama.cpp's weights sit in 4 KiB
+#                   pages, which on some VMs made its decode 2-5x slower
+#                   from run to run (docs/Performance.md). The summary
+#                   names the setting the run had.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -129,7 +138,21 @@ print(f"  {name}: {s:.2f} s wall, {cpu:.2f} s CPU, {u.ru_maxrss} KB peak RSS"
 EOF
 }
 
-say "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs"
+THP="${THP:-keep}"
+THP_FILE=/sys/kernel/mm/transparent_hugepage/enabled
+thp_mode() { # the bracketed word of THP_FILE, or "unknown"
+  sed -n 's/.*\[\([a-z]*\)\].*/\1/p' "$THP_FILE" 2>/dev/null | grep . || echo unknown
+}
+case "$THP" in
+  keep) ;;
+  always)
+    THP_WAS="$(thp_mode)"
+    { echo always > "$THP_FILE"; } 2>/dev/null ||
+      die "THP=always: cannot write $THP_FILE (needs root)"
+    trap 'echo "$THP_WAS" > "$THP_FILE" 2>/dev/null || true' EXIT ;;
+  *) die "THP must be keep or always, not '$THP'" ;;
+esac
+say "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs, transparent huge pages: $(thp_mode)"
 say "llama.cpp: $LLAMA_BENCH; etllm: $BENCH; work: $W"
 
 # 1-2. Models and conversions.
@@ -256,10 +279,11 @@ etllm_ppl "$SHAPE model etllm xnnpack-8da4w (from F16)" "$DA4W" "$PPL_CTX" "$PPL
 
 # 5. The report.
 say "summary"
-"$PY" - "$R" "$ROUNDS" "$Q4" "$INT4" "$DA4W" "$INT4F16" "$LAYERS" "$KV_HEADS" "$HEAD_DIM" <<'EOF'
+"$PY" - "$R" "$ROUNDS" "$Q4" "$INT4" "$DA4W" "$INT4F16" "$LAYERS" "$KV_HEADS" "$HEAD_DIM" "$(thp_mode)" <<'EOF'
 import json, os, statistics, sys
 R, rounds, q4, int4, da4w, int4f16 = sys.argv[1], int(sys.argv[2]), *sys.argv[3:7]
 layers, kv_heads, head_dim = map(int, sys.argv[7:10])
+thp = sys.argv[10]
 def load(kind):
     out = []
     for r in range(1, rounds + 1):
@@ -303,6 +327,8 @@ for name, th in tests:
           f"{rng(tb)} | {statistics.median(tb) / ml:.2f}x | {roof} |")
 print("\nMemory read bandwidth (etllm-bench's probe, best per run, GB/s): " +
       "; ".join(f"{th} thread(s) {rng([x / 1e9 for x in v], '%.2f')}" for th, v in sorted(bw.items())))
+print(f"Transparent huge pages: {thp}" + ("" if thp == "always" else
+      " (llama.cpp's repacked weights in 4 KiB pages; THP=always gives both tools huge pages)"))
 # Each .load: other processes' CPU seconds, wall seconds, 1-minute load.
 runs = {k: [open(f"{R}/{k}.{r}.load").read().split() for r in range(1, rounds + 1)]
         for k in ("llama-bench", "etllm-bench")}
