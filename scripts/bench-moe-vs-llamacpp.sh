@@ -15,8 +15,13 @@
 # [<repo>/build], WORK_DIR [/tmp/etllm-moe-bench; about 8 GB while
 # converting], LAYERS [4], VOCAB [32000], ROUNDS [2], and the bench flags
 # PROMPT GEN THREADS REPS [128 64 1,2 3]. SKIP_CONVERT=1 reuses the files.
+# THP: keep [default] or always (transparent huge pages for the run; needs
+# root; scripts/lib/thp.sh says why it matters for llama.cpp).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=lib/thp.sh
+. "$repo/scripts/lib/thp.sh"
+thp_apply bench-moe-vs-llamacpp
 : "${LLAMA_CPP_DIR:?set LLAMA_CPP_DIR to a llama.cpp build directory}"
 B="${ETLLM_BUILD_DIR:-$repo/build}/bin"
 L="$LLAMA_CPP_DIR"
@@ -45,7 +50,7 @@ if [ "${SKIP_CONVERT:-0}" != 1 ]; then
 fi
 flags=(-p "$PROMPT" -n "$GEN" -t "$THREADS" -r "$REPS")
 for r in $(seq 1 "$ROUNDS"); do
-  echo "== round $r/$ROUNDS ($(date -u +%H:%M:%S), load $(cut -d' ' -f1-3 /proc/loadavg))"
+  echo "== round $r/$ROUNDS ($(date -u +%H:%M:%S), load $(cut -d' ' -f1-3 /proc/loadavg), transparent huge pages: $(thp_mode))"
   "$L/llama-bench" -m moe-q4_0.gguf "${flags[@]}" 2>&1 | grep -E '^\| (model|.*(pp|tg)[0-9])'
   "$B/etllm-bench" -m moe-int4.pte,dense-int4.pte "${flags[@]}" 2>&1 |
     grep -E '^\| (model|.*(pp|tg)[0-9])|bandwidth|reads'

@@ -39,15 +39,9 @@
 #                   model [128 4]
 #   SKIP_CONVERT=1  reuse the converted files in WORK_DIR
 #   SKIP_BENCH=1    reuse the bench results of a previous run in WORK_DIR
-#   THP             transparent huge pages for the run: "keep" the
-#                   system's setting, or "always" (needs root; the setting
-#                   is restored at exit) [keep]. llama.cpp repacks Q4_0
-#                   into anonymous memory without asking for huge pages,
-#                   etllm's mappings ask (MADV_HUGEPAGE): under the common
-#                   "madvise" setting llama.cpp's weights sit in 4 KiB
-#                   pages, which on some VMs made its decode 2-5x slower
-#                   from run to run (docs/Performance.md). The summary
-#                   names the setting the run had.
+#   THP             keep (the system's transparent huge pages) or always
+#                   (set for the run, then restored; needs root) [keep]:
+#                   scripts/lib/thp.sh says why it matters for llama.cpp
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -138,20 +132,9 @@ print(f"  {name}: {s:.2f} s wall, {cpu:.2f} s CPU, {u.ru_maxrss} KB peak RSS"
 EOF
 }
 
-THP="${THP:-keep}"
-THP_FILE=/sys/kernel/mm/transparent_hugepage/enabled
-thp_mode() { # the bracketed word of THP_FILE, or "unknown"
-  sed -n 's/.*\[\([a-z]*\)\].*/\1/p' "$THP_FILE" 2>/dev/null | grep . || echo unknown
-}
-case "$THP" in
-  keep) ;;
-  always)
-    THP_WAS="$(thp_mode)"
-    { echo always > "$THP_FILE"; } 2>/dev/null ||
-      die "THP=always: cannot write $THP_FILE (needs root)"
-    trap 'echo "$THP_WAS" > "$THP_FILE" 2>/dev/null || true' EXIT ;;
-  *) die "THP must be keep or always, not '$THP'" ;;
-esac
+# shellcheck source=lib/thp.sh
+. "$repo/scripts/lib/thp.sh"
+thp_apply bench-vs-llamacpp
 say "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs, transparent huge pages: $(thp_mode)"
 say "llama.cpp: $LLAMA_BENCH; etllm: $BENCH; work: $W"
 
