@@ -467,18 +467,21 @@ TokenScratch tokenScratch(int64_t M, const PackedQBlockLayout &l) {
   return s;
 }
 
-/// Whether M rows are packed in panels for `isa`'s kernels (the generic
-/// kernel reads the rows).
-bool usePanels(Isa isa, int64_t M) {
-  return isa != Isa::Generic && M >= kQPanelMinRows;
-}
-
-/// Scratch of a QAct input: the per-token rows and sums, then the panels.
-size_t qactScratchBytes(Isa isa, int64_t M, const PackedQBlockLayout &l,
-                        bool perBlock) {
-  const size_t token = perBlock ? 0 : tokenScratch(M, l).total();
-  return token + (usePanels(isa, M) ? qdotPanelBytes(M, l.kBlocks) : 0);
-}
+/// Scratch of a QAct input of M rows: the per-token sums and rows (none per
+/// block), then the panels when `isa` may read them (the generic kernel
+/// reads the rows; so do the ISAs' fallbacks to it, which makes this an
+/// upper bound).
+struct QActScratch {
+  TokenScratch token;
+  size_t panels = 0;
+  QActScratch(Isa isa, int64_t M, const PackedQBlockLayout &l, bool perBlock) {
+    if (!perBlock)
+      token = tokenScratch(M, l);
+    if (isa != Isa::Generic && M >= kQPanelMinRows)
+      panels = qdotPanelBytes(M, l.kBlocks);
+  }
+  size_t total() const { return token.total() + panels; }
+};
 
 Status qlinearQAct(ExecContext *ctx, Isa isa, const Tensor &x, int64_t M,
                    const QLinearPart *parts, size_t n) {
@@ -488,10 +491,9 @@ Status qlinearQAct(ExecContext *ctx, Isa isa, const Tensor &x, int64_t M,
   const uint8_t *xb = x.ptr<uint8_t>();
   QDotAct act;
   act.blocks = KB;
-  const bool panels = ctx && usePanels(isa, M);
-  uint8_t *scratch = ctx ? static_cast<uint8_t *>(ctx->scratch(
-                               qactScratchBytes(isa, M, l0, xl.perBlock)))
-                         : nullptr;
+  const QActScratch sl(isa, M, l0, xl.perBlock);
+  uint8_t *scratch =
+      ctx ? static_cast<uint8_t *>(ctx->scratch(sl.total())) : nullptr;
   if (xl.perBlock) {
     act.q = reinterpret_cast<const int8_t *>(xb);
     act.stride = xl.rowStride;
@@ -500,14 +502,13 @@ Status qlinearQAct(ExecContext *ctx, Isa isa, const Tensor &x, int64_t M,
   } else {
     if (!ctx)
       return kernelError("qlinear", "needs an execution context (scratch)");
-    const TokenScratch sl = tokenScratch(M, l0);
     int32_t *sums = reinterpret_cast<int32_t *>(scratch);
-    int8_t *rows = reinterpret_cast<int8_t *>(scratch + sl.sums);
+    int8_t *rows = reinterpret_cast<int8_t *>(scratch + sl.token.sums);
     const int8_t *qx = reinterpret_cast<const int8_t *>(xb);
     const int32_t *zps = reinterpret_cast<const int32_t *>(xb + xl.zpOff);
     act.sx = reinterpret_cast<const float *>(xb + xl.scalesOff);
     act.zp = zps;
-    const bool padded = sl.rows != 0;
+    const bool padded = sl.token.rows != 0;
     act.q = padded ? rows : qx;
     act.stride = padded ? KB * kQBlock : K;
     act.xsum = sums;
@@ -527,15 +528,18 @@ Status qlinearQAct(ExecContext *ctx, Isa isa, const Tensor &x, int64_t M,
       }
     }
   }
-  if (panels) {
+  QDotFn fns[kMaxQLinearGroup];
+  bool panelReaders = false; // a part whose kernel is not the generic one
+  for (size_t i = 0; i < n; ++i) {
+    fns[i] = qdotKernel(isa, parts[i].w->l, act.perToken());
+    panelReaders = panelReaders || fns[i] != &qdotGeneric;
+  }
+  if (ctx && sl.panels != 0 && panelReaders) {
     // Once per call, for every part and thread (qdot.h).
-    uint8_t *panel = scratch + (xl.perBlock ? 0 : tokenScratch(M, l0).total());
+    uint8_t *panel = scratch + sl.token.total();
     qdotPackPanels(act, M, panel);
     act.panel = panel;
   }
-  QDotFn fns[kMaxQLinearGroup];
-  for (size_t i = 0; i < n; ++i)
-    fns[i] = qdotKernel(isa, parts[i].w->l, act.perToken());
   PartRanges pr;
   pr.build(parts, n);
   const int64_t total = pr.first[n];
@@ -575,7 +579,7 @@ size_t qlinearPackedScratch(Isa isa, const ExecContext *ctx, int64_t M,
   if (M <= 0)
     return 0;
   if (x.dtype == DType::QAct)
-    return qactScratchBytes(isa, M, l, x.quant.groupSize == kQActBlock);
+    return QActScratch(isa, M, l, x.quant.groupSize == kQActBlock).total();
   // Any row count up to M: the few-rows path or the dequantizing one.
   return std::max(floatScratchBytes(isa, ctx, std::min(M, kQDotF32MaxRows), l),
                   floatScratchBytes(isa, ctx, M, l));
