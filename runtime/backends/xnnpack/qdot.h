@@ -88,15 +88,22 @@ inline constexpr size_t kQPanelBlockBytes =
 /// Row counts from which qlinear packs panels (fewer: decode's row tiles).
 inline constexpr int64_t kQPanelMinRows = 5;
 
-/// Bytes of the panels of M rows of `blocks` blocks.
-inline size_t qdotPanelBytes(int64_t M, int64_t blocks) {
-  return size_t((M + kQPanelRows - 1) / kQPanelRows) * size_t(blocks) *
-         kQPanelBlockBytes;
+/// The panel blocks of M rows of `blocks` blocks: item p * blocks + b is
+/// block b of panel p.
+inline int64_t qdotPanelItems(int64_t M, int64_t blocks) {
+  return (M + kQPanelRows - 1) / kQPanelRows * blocks;
 }
 
-/// Packs rows [0, M) of `a` (whole blocks: padded rows) into `dst`
-/// (qdotPanelBytes(M, a.blocks) bytes).
-void qdotPackPanels(const QDotAct &a, int64_t M, uint8_t *dst);
+/// Bytes of the panels of M rows of `blocks` blocks.
+inline size_t qdotPanelBytes(int64_t M, int64_t blocks) {
+  return size_t(qdotPanelItems(M, blocks)) * kQPanelBlockBytes;
+}
+
+/// Packs the panel blocks [begin, end) (qdotPanelItems) of rows [0, M) of
+/// `a` (whole blocks: padded rows) into `dst` (qdotPanelBytes(M, a.blocks)
+/// bytes in all); calls for disjoint ranges may run concurrently.
+void qdotPackPanels(const QDotAct &a, int64_t M, uint8_t *dst, int64_t begin,
+                    int64_t end);
 
 /// Computes y[m * ldy + n] for m < M and the rows n of row groups
 /// [rg0, rg1) (the padding rows of the last group are not stored), adding

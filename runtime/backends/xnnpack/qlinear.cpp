@@ -104,34 +104,35 @@ void qdotGeneric(const QDotWeight &w, const QDotAct &a, int64_t M, int64_t rg0,
     }
 }
 
-void qdotPackPanels(const QDotAct &a, int64_t M, uint8_t *dst) {
+void qdotPackPanels(const QDotAct &a, int64_t M, uint8_t *dst, int64_t begin,
+                    int64_t end) {
   const int64_t KB = a.blocks, R = kQPanelRows;
   const bool perToken = a.perToken();
-  for (int64_t p = 0; p * R < M; ++p)
-    for (int64_t b = 0; b < KB; ++b) {
-      uint8_t *d = dst + size_t(p * KB + b) * kQPanelBlockBytes;
-      int32_t negXsum[kQPanelRows] = {};
-      float dx[kQPanelRows] = {}, xo[kQPanelRows] = {};
-      std::memset(d, 0, kQPanelQBytes);
-      for (int64_t i = 0; i < R && p * R + i < M; ++i) {
-        const int64_t m = p * R + i;
-        const int8_t *row = a.q + m * a.stride + b * kQBlock;
-        for (int64_t j = 0; j < 8; ++j)
-          std::memcpy(d + (j * R + i) * 4, row + 4 * j, 4);
-        const int32_t xsum = a.xsum[m * KB + b];
-        negXsum[i] = -xsum;
-        if (perToken) {
-          xo[i] = float(xsum - int32_t(kQBlock) * a.zp[m]);
-        } else {
-          dx[i] = a.dx[m * KB + b];
-          xo[i] = dx[i] * float(xsum);
-        }
+  for (int64_t item = begin; item < end; ++item) {
+    const int64_t p = item / KB, b = item % KB;
+    uint8_t *d = dst + size_t(item) * kQPanelBlockBytes;
+    int32_t negXsum[kQPanelRows] = {};
+    float dx[kQPanelRows] = {}, xo[kQPanelRows] = {};
+    std::memset(d, 0, kQPanelQBytes);
+    for (int64_t i = 0; i < R && p * R + i < M; ++i) {
+      const int64_t m = p * R + i;
+      const int8_t *row = a.q + m * a.stride + b * kQBlock;
+      for (int64_t j = 0; j < 8; ++j)
+        std::memcpy(d + (j * R + i) * 4, row + 4 * j, 4);
+      const int32_t xsum = a.xsum[m * KB + b];
+      negXsum[i] = -xsum;
+      if (perToken) {
+        xo[i] = float(xsum - int32_t(kQBlock) * a.zp[m]);
+      } else {
+        dx[i] = a.dx[m * KB + b];
+        xo[i] = dx[i] * float(xsum);
       }
-      std::memcpy(d + kQPanelQBytes, negXsum, sizeof negXsum);
-      std::memcpy(d + kQPanelQBytes + sizeof negXsum, dx, sizeof dx);
-      std::memcpy(d + kQPanelQBytes + sizeof negXsum + sizeof dx, xo,
-                  sizeof xo);
     }
+    std::memcpy(d + kQPanelQBytes, negXsum, sizeof negXsum);
+    std::memcpy(d + kQPanelQBytes + sizeof negXsum, dx, sizeof dx);
+    std::memcpy(d + kQPanelQBytes + sizeof negXsum + sizeof dx, xo,
+                sizeof xo);
+  }
 }
 
 void qdotF32Generic(const QDotWeight &w, const QDotF32Act &a, int64_t M,
@@ -537,7 +538,16 @@ Status qlinearQAct(ExecContext *ctx, Isa isa, const Tensor &x, int64_t M,
   if (ctx && sl.panels != 0 && panelReaders) {
     // Once per call, for every part and thread (qdot.h).
     uint8_t *panel = scratch + sl.token.total();
-    qdotPackPanels(act, M, panel);
+    // The panels' blocks are independent: packed on the pool's threads
+    // (on one, 2% of a 2-thread prefill ran here while the workers waited).
+    const size_t items = size_t(qdotPanelItems(M, KB));
+    const ExecContext *packCtx =
+        parallelContext(ctx, uint64_t(M) * uint64_t(KB) * kQBlock);
+    parallelForTiles(packCtx, items, defaultTile(packCtx, items),
+                     [&](size_t i0, size_t i1) {
+                       qdotPackPanels(act, M, panel, int64_t(i0),
+                                      int64_t(i1));
+                     });
     act.panel = panel;
   }
   PartRanges pr;

@@ -25,6 +25,8 @@
 //===----------------------------------------------------------------------===//
 #include "helpers.h"
 
+#include "etllm/runtime/parallel.h"
+
 namespace etllm::rt::xnnpack::test {
 namespace {
 
@@ -321,43 +323,62 @@ TEST_P(QLinearTest, PrefillLarge) {
 /// row of an M-row result must equal, bit for bit, that row run alone (the
 /// row tiles). M = 13: panels of 8 and 5 rows (tiles of 4, 2 and 1); N = 33
 /// and 45: pairs of row groups and one left over.
+/// Runs the M rows of one random case together (panels) and each row on
+/// its own (the row tile), and expects the same bits.
+void expectPanelsMatchRows(const WeightCase &wc, int64_t M, int64_t N,
+                           int actKind, std::mt19937 &gen, Isa isa,
+                           int threads) {
+  const int64_t K = wc.k;
+  const bool perBlock = actKind == 0, sym = actKind != 2;
+  const DType st = N == 33 ? DType::F16 : DType::F32;
+  RandomQWeight w = makeRandomQWeight(N, K, wc.bits, wc.sym, wc.group, st, gen);
+  std::vector<float> xv = randomFloats(size_t(M * K), gen, -3.0f, 3.0f);
+  for (int64_t i = 0; i < M * K; ++i) // varied zero points
+    xv[size_t(i)] += float((i / K) % 3);
+  OwnedTensor bias = f32Tensor({N}, randomFloats(size_t(N), gen));
+  Context ctx(threads);
+  auto run = [&](Tensor &x, int64_t rows) {
+    OwnedTensor y = f32Output(size_t(rows * N));
+    std::vector<Tensor *> ins = {&x, w.packed, bias}, outs = {y};
+    std::vector<int64_t> ints;
+    std::vector<double> floats;
+    EXPECT_OK(qlinearPacked(makeArgs(ins, outs, ints, floats, ctx.get()), isa));
+    return floatsOf(*y);
+  };
+  OwnedTensor qa = quantizeFloats(xv, {M, K}, sym, true, perBlock);
+  const std::vector<float> all = run(*qa, M);
+  for (int64_t m = 0; m < M; ++m) {
+    std::vector<float> row(xv.begin() + m * K, xv.begin() + (m + 1) * K);
+    OwnedTensor qr = quantizeFloats(row, {1, K}, sym, true, perBlock);
+    const std::vector<float> one = run(*qr, 1);
+    for (int64_t n = 0; n < N; ++n)
+      ASSERT_TRUE(sameFloat(all[size_t(m * N + n)], one[size_t(n)]))
+          << caseName(wc, M, N, st, true) << " act kind " << actKind << " row "
+          << m << " column " << n << ": " << all[size_t(m * N + n)] << " vs "
+          << one[size_t(n)];
+  }
+}
+
 TEST_P(QLinearTest, PanelsGiveTheSameBitsAsSingleRows) {
   std::mt19937 gen(1300);
   for (const WeightCase &wc : weightCases())
     for (int actKind : {0, 1, 2}) // per block, per token sym / asym
-      for (int64_t N : {33, 45}) {
-        const int64_t M = 13, K = wc.k;
-        const bool perBlock = actKind == 0, sym = actKind != 2;
-        const DType st = N == 33 ? DType::F16 : DType::F32;
-        RandomQWeight w =
-            makeRandomQWeight(N, K, wc.bits, wc.sym, wc.group, st, gen);
-        std::vector<float> xv = randomFloats(size_t(M * K), gen, -3.0f, 3.0f);
-        for (int64_t i = 0; i < M * K; ++i) // varied zero points
-          xv[size_t(i)] += float((i / K) % 3);
-        OwnedTensor bias = f32Tensor({N}, randomFloats(size_t(N), gen));
-        Context ctx(GetParam().threads);
-        auto run = [&](Tensor &x, int64_t rows) {
-          OwnedTensor y = f32Output(size_t(rows * N));
-          std::vector<Tensor *> ins = {&x, w.packed, bias}, outs = {y};
-          std::vector<int64_t> ints;
-          std::vector<double> floats;
-          EXPECT_OK(qlinearPacked(makeArgs(ins, outs, ints, floats, ctx.get()),
-                                  GetParam().isa));
-          return floatsOf(*y);
-        };
-        OwnedTensor qa = quantizeFloats(xv, {M, K}, sym, true, perBlock);
-        const std::vector<float> all = run(*qa, M);
-        for (int64_t m = 0; m < M; ++m) {
-          std::vector<float> row(xv.begin() + m * K, xv.begin() + (m + 1) * K);
-          OwnedTensor qr = quantizeFloats(row, {1, K}, sym, true, perBlock);
-          const std::vector<float> one = run(*qr, 1);
-          for (int64_t n = 0; n < N; ++n)
-            ASSERT_TRUE(sameFloat(all[size_t(m * N + n)], one[size_t(n)]))
-                << caseName(wc, M, N, st, true) << " act kind " << actKind
-                << " row " << m << " column " << n << ": "
-                << all[size_t(m * N + n)] << " vs " << one[size_t(n)];
-        }
-      }
+      for (int64_t N : {33, 45})
+        expectPanelsMatchRows(wc, 13, N, actKind, gen, GetParam().isa,
+                              GetParam().threads);
+}
+
+/// Enough rows and columns (M K >= kMinParallelWork) that the panels are
+/// packed on the pool's threads, in ranges that split panels (70 rows: 9
+/// panels, the last of 6 rows).
+TEST_P(QLinearTest, PanelsPackedInParallelGiveTheSameBits) {
+  std::mt19937 gen(1301);
+  const int64_t M = 70, K = 4096;
+  ASSERT_GE(size_t(M * K), etllm::rt::kMinParallelWork);
+  for (bool sym : {true, false})
+    for (int actKind : {0, 2})
+      expectPanelsMatchRows({4, sym, 32, K}, M, 33, actKind, gen,
+                            GetParam().isa, GetParam().threads);
 }
 
 /// Extreme integers: every activation at -128 or 127 (or -127 and 127 per
