@@ -130,8 +130,9 @@ TEST(OrderedProducer, FailuresStopAndReportInItemOrder) {
   // Replayed when the producer is gone, in item order whatever the timing.
   ASSERT_FALSE(messages.empty());
   EXPECT_EQ(messages.front(), "item 11 failed");
-  if (messages.size() > 1)
+  if (messages.size() > 1) {
     EXPECT_EQ(messages[1], "item 13 failed");
+  }
   EXPECT_LE(messages.size(), 2u);
 }
 
