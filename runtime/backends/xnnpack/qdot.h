@@ -34,6 +34,8 @@
 
 #include "internal.h"
 
+#include <cassert>
+
 namespace etllm::rt::xnnpack {
 
 /// A packed weight: its layout and sections.
