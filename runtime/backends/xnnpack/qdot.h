@@ -48,11 +48,6 @@ struct QDotWeight {
   const uint8_t *tile(int64_t rg, int64_t b) const {
     return q + (size_t(rg) * size_t(l.kBlocks) + size_t(b)) * l.tileBytes;
   }
-  /// Byte offset of row group rg's 16 parameters of scale group g.
-  size_t paramOffset(int64_t rg, int64_t g) const {
-    return (size_t(rg) * size_t(l.scaleGroups) + size_t(g)) * size_t(kQRows) *
-           elementSize(l.scaleType);
-  }
 };
 
 /// Int8 activation rows prepared for the kernels.
