@@ -159,6 +159,8 @@ std::string benchUsage(const char *argv0) {
         "more (bytes, 512M, 2G; default: physical memory)\n"
      << "  --lora <file>[:<scale>]               apply a LoRA adapter file "
         "(repeatable; prints the time to switch adapters; default: none)\n"
+     << "  --profile                             print each test's time per "
+        "operator to stderr (markdown)\n"
      << "\ntest parameters:\n"
      << "  -m, --model <filename>                a program file (.pte)\n"
      << "  -p, --n-prompt <n>                    (default: 512)\n"
@@ -298,6 +300,8 @@ Result<BenchParams> parseBenchArgs(int argc, const char *const *argv,
       p.progress = true;
     } else if (arg == "--no-warmup") {
       p.noWarmup = true;
+    } else if (arg == "--profile") {
+      p.profile = true;
     } else if (arg == "--bandwidth-mib") {
       auto v = integer(0, 1 << 20);
       if (!v.ok())

@@ -3,6 +3,7 @@
 
 #include "etllm/runtime/backend.h"
 #include "etllm/runtime/flags.h"
+#include "etllm/runtime/profile.h"
 #include "etllm/runtime/verify_ops.h"
 #include "etllm/schema/program_generated.h"
 
@@ -848,6 +849,8 @@ Status Method::setInput(size_t i, DType dtype, const int64_t *sizes, int rank,
 
 Status Method::execute() {
   ExecContext &ctx = *module_->ctx_;
+  OpProfile *profile = ctx.profile();
+  const int64_t start = profile ? profileNowNs() : 0;
   for (size_t k = 0; k < instrs_.size(); ++k) {
     Instr &in = instrs_[k];
     KernelArgs args;
@@ -856,9 +859,17 @@ Status Method::execute() {
     args.ints = {in.ints.data(), in.ints.size()};
     args.floats = {in.floats.data(), in.floats.size()};
     args.ctx = &ctx;
+    const int64_t t0 = profile ? profileNowNs() : 0;
     Status st = in.delegate >= 0 ? module_->delegates_[in.delegate]->execute(
                                        args.inputs, args.outputs, ctx)
                                  : in.fn(args);
+    if (profile) {
+      const int64_t ns = profileNowNs() - t0;
+      if (in.delegate >= 0)
+        profile->addDelegateCall(ns);
+      else
+        profile->add(OpProfile::Where::Portable, in.op, ns);
+    }
     if (!st.ok())
       return Error("method '" + name_ + "', instruction " + std::to_string(k) +
                    " (" +
@@ -866,6 +877,8 @@ Status Method::execute() {
                                      : std::string(opInfo(in.op).name)) +
                    "): " + st.message());
   }
+  if (profile)
+    profile->addExecute(profileNowNs() - start);
   return Status();
 }
 

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "etllm/runtime/flags.h"
 #include "etllm/runtime/parallel.h"
+#include "etllm/runtime/profile.h"
 #include "etllm/runtime/program.h"
 #include "etllm/schema/program_generated.h"
 
@@ -153,6 +154,83 @@ TEST(Program, LoadsAndRuns) {
       << st.message();
   EXPECT_EQ((*m)->bufferBytes(), 16u);
   EXPECT_FALSE((*m)->method("decode").ok());
+}
+
+// With a profile attached every instruction is recorded under its op and
+// every execute counted; detached, nothing more is recorded.
+TEST(Program, ProfileRecordsEachInstructionWhileAttached) {
+  auto p = load(buildProgram());
+  ASSERT_TRUE(p.ok()) << p.message();
+  auto m = Module::create(*p);
+  ASSERT_TRUE(m.ok()) << m.message();
+  auto f = (*m)->method("forward");
+  ASSERT_TRUE(f.ok());
+  float x[4] = {10, 20, 30, 40};
+  int64_t n = 4;
+  ASSERT_TRUE((*f)->setInput(0, DType::F32, &n, 1, x).ok());
+  ASSERT_TRUE((*f)->execute().ok()); // not profiled
+  OpProfile profile;
+  (*m)->context().setProfile(&profile);
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE((*f)->execute().ok());
+  (*m)->context().setProfile(nullptr);
+  ASSERT_TRUE((*f)->execute().ok()); // not profiled
+  EXPECT_EQ(profile.executions(), 3u);
+  EXPECT_EQ(profile.delegateCalls(), 0u);
+  std::vector<OpProfile::Row> rows = profile.rows();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].where, OpProfile::Where::Portable);
+  EXPECT_EQ(std::string(opInfo(rows[0].op).name), "add");
+  EXPECT_EQ(rows[0].calls, 3u);
+  EXPECT_EQ(rows[0].nodes, 3u);
+  EXPECT_GE(rows[0].ns, 0);
+  EXPECT_LE(rows[0].ns, profile.executeNs());
+  const std::string table = profile.table();
+  EXPECT_NE(table.find("| add                   | portable |        1.0 |"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("(between ops)"), std::string::npos) << table;
+  EXPECT_EQ(table.find("(in delegates, other)"), std::string::npos) << table;
+}
+
+TEST(OpProfile, SortsByTimeAndCountsFusedNodes) {
+  OpProfile p;
+  const OpInfo *qlinear = findOp("qlinear", 7), *add = findOp("add", 3);
+  ASSERT_TRUE(qlinear && add);
+  p.add(OpProfile::Where::Delegate, add->id, 100);
+  p.add(OpProfile::Where::Delegate, qlinear->id, 700, 3);
+  p.add(OpProfile::Where::Delegate, qlinear->id, 300, 2);
+  p.add(OpProfile::Where::Portable, add->id, 160);
+  p.addDelegateCall(1500);
+  p.addExecute(2000);
+  p.addExecute(2000);
+  std::vector<OpProfile::Row> rows = p.rows();
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].op, qlinear->id);
+  EXPECT_EQ(rows[0].calls, 2u);
+  EXPECT_EQ(rows[0].nodes, 5u);
+  EXPECT_EQ(rows[0].ns, 1000);
+  EXPECT_EQ(rows[1].where, OpProfile::Where::Portable);
+  EXPECT_EQ(rows[2].where, OpProfile::Where::Delegate);
+  // Per execution (2): qlinear 1 call, 2.5 nodes, 0.5 us, 1000 / 4000 of
+  // execute's time; the delegate call's 1500 - 1100 ns not charged to an
+  // op; 4000 - 160 - 1500 ns between ops.
+  const std::string t = p.table();
+  EXPECT_NE(t.find("| qlinear               | delegate |        1.0 |        "
+                   "2.5 |        0.5 |  25.0% |"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("| (in delegates, other) | delegate |        0.5 |         "
+                   "   |        0.2 |  10.0% |"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("| (between ops)         |          |            |         "
+                   "   |        1.2 |  58.5% |"),
+            std::string::npos)
+      << t;
+  p.reset();
+  EXPECT_TRUE(p.rows().empty());
+  EXPECT_EQ(p.executions(), 0u);
 }
 
 TEST(Program, DynamicInputBeyondItsBoundIsAnError) {

@@ -2,7 +2,7 @@
 //
 //   etllm-bench -m MODEL.pte[,MODEL2.pte] [-p N] [-n N] [-pg PP,TG] [-d N]
 //               [-b N] [-t N,M] [-r N] [--delay S] [-o md|csv|json|jsonl|sql]
-//               [--bandwidth-mib N] [--no-warmup] [--progress] [-v]
+//               [--bandwidth-mib N] [--no-warmup] [--progress] [--profile] [-v]
 //   etllm-bench -m MODEL.pte -f TEXT [-c N] [--chunks N] [-t N]
 //
 // Speaks llama.cpp's llama-bench (flags, tests, timing, output layouts; see
@@ -22,6 +22,7 @@
 #include "etllm/runtime/llm/perplexity.h"
 #include "etllm/runtime/llm/runner.h"
 #include "etllm/runtime/lora.h"
+#include "etllm/runtime/profile.h"
 #include "etllm/runtime/program.h"
 
 #include <nlohmann/json.hpp>
@@ -551,6 +552,7 @@ int main(int argc, char **argv) {
         check(runGen(1, t.nPrompt));
       }
     }
+    OpProfile profile;
     for (int rep = 0; rep < params.reps; ++rep) {
       mod.resetState();
       if (t.nDepth > 0) {
@@ -560,6 +562,9 @@ int main(int argc, char **argv) {
                        index, tests.size(), rep + 1, params.reps);
         check(runPrompt(t.nDepth, 0));
       }
+      // The timed runs only (not the depth's prompt).
+      if (params.profile)
+        mod.context().setProfile(&profile);
       auto t0 = Clock::now();
       if (t.nPrompt > 0) {
         if (params.progress)
@@ -578,7 +583,16 @@ int main(int argc, char **argv) {
         check(runGen(t.nGen, int64_t(t.nDepth) + t.nPrompt));
       }
       r.samplesNs.push_back(nsSince(t0));
+      mod.context().setProfile(nullptr);
     }
+    if (params.profile)
+      std::fprintf(stderr,
+                   "\netllm-bench: profile of %s, %s, %d thread%s: %llu "
+                   "executions in %d runs\n%s\n",
+                   t.model.c_str(), t.name().c_str(), t.nThreads,
+                   t.nThreads == 1 ? "" : "s",
+                   static_cast<unsigned long long>(profile.executions()),
+                   params.reps, profile.table().c_str());
     r.peakRssBytes = peakRss();
     if (out)
       out->test(r);

@@ -19,6 +19,7 @@
 #include "qdot.h"
 
 #include "etllm/runtime/memory_planner.h"
+#include "etllm/runtime/profile.h"
 #include "etllm/runtime/xnnpack/packing.h"
 #include "etllm/schema/xnnpack_generated.h"
 
@@ -930,10 +931,13 @@ Status XnnpackInstance::execute(Span<Tensor *const> inputs,
   }
   KernelArgs groupArgs[kMaxQLinearGroup];
   const QDotWeight *groupWeights[kMaxQLinearGroup];
+  OpProfile *profile = ctx.profile();
   for (size_t n = 0; n < nodes.size(); ++n) {
     Node &node = nodes[n];
     if (node.inGroup)
       continue; // run with its group's first node
+    const int64_t t0 = profile ? profileNowNs() : 0;
+    bool ran = true; // false: a LoRA hook its qlinear ran
     auto argsOf = [&](Node &nd) {
       for (size_t i = 0; i < nd.values.size(); ++i)
         nd.args[i] = bound[nd.values[i]];
@@ -990,10 +994,15 @@ Status XnnpackInstance::execute(Span<Tensor *const> inputs,
       break;
     }
     case Kind::Dense:
-      if (!node.loraDone) // a fused lora hook its qlinear has added
+      ran = !node.loraDone; // else a fused lora hook its qlinear has added
+      if (ran)
         st = runDense(node.op, a, isa);
       break;
     }
+    if (profile && ran)
+      profile->add(OpProfile::Where::Delegate, node.op, profileNowNs() - t0,
+                   node.kind == Kind::PackedQLinear ? uint32_t(node.group)
+                                                    : 1u);
     if (!st.ok())
       return Error("xnnpack " + nodeName(uint32_t(n), opInfo(node.op).name) +
                    ": " + st.message());

@@ -148,6 +148,8 @@ struct LoraHookTerms {
   std::vector<LoraTerm> terms;
 };
 
+class OpProfile; // profile.h
+
 /// Per-execution resources: the thread pool and a scratch buffer that
 /// grows on first use and is then reused (no per-token allocation).
 class ExecContext {
@@ -166,11 +168,16 @@ public:
   /// (Module::applyLora); null when the module has none applied.
   const std::vector<LoraHookTerms> *loraHooks() const { return lora_; }
   void setLoraHooks(const std::vector<LoraHookTerms> *hooks) { lora_ = hooks; }
+  /// Where executions record their time per operator (profile.h), or null
+  /// (the default: nothing is recorded).
+  OpProfile *profile() const { return profile_; }
+  void setProfile(OpProfile *profile) { profile_ = profile; }
 
 private:
   pthreadpool *pool_ = nullptr;
   mutable PoolHealth health_;
   const std::vector<LoraHookTerms> *lora_ = nullptr;
+  OpProfile *profile_ = nullptr;
   std::unique_ptr<uint8_t[]> scratchStorage_;
   size_t scratchSize_ = 0;
   void *scratchAligned_ = nullptr;

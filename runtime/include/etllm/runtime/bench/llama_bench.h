@@ -59,6 +59,9 @@ struct BenchParams {
   /// --lora FILE[:SCALE] (repeatable): LoRA adapter files applied to every
   /// Module (lora.h), for the decode overhead of adapters at run time.
   std::vector<std::pair<std::string, double>> loras;
+  /// --profile: each test's time per operator over its timed runs
+  /// (profile.h), printed to stderr after the test.
+  bool profile = false;
 };
 
 /// The defaults (llama-bench's: -p 512 -n 128 -b 2048 -r 5 -t <cores>).
