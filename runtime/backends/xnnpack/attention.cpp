@@ -375,29 +375,71 @@ float dotGeneric(const float *a, const float *b, int64_t n) {
 }
 
 #if ETLLM_XNN_X86
-/// Dot products of one query row with n <= 8 key rows (D % 8 == 0).
-ETLLM_XNN_AVX2 void dotsAvx2(const float *q, const float *k, int64_t D, int n,
-                             float *out) {
+/// Dot products of one query row with N key rows (D % 8 == 0), one
+/// accumulator per key (N a constant: they stay in registers).
+template <int N>
+ETLLM_XNN_AVX2 void dotsAvx2N(const float *q, const float *k, int64_t D,
+                              float *out) {
   __m256 acc[8];
+#pragma GCC unroll 8
   for (int j = 0; j < 8; ++j)
     acc[j] = _mm256_setzero_ps();
   for (int64_t d = 0; d < D; d += 8) {
     const __m256 qv = _mm256_loadu_ps(q + d);
-    for (int j = 0; j < n; ++j)
+#pragma GCC unroll 8
+    for (int j = 0; j < N; ++j)
       acc[j] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + j * D + d), acc[j]);
   }
   alignas(32) float t[8];
   _mm256_store_ps(t, avx2::hsum8(acc[0], acc[1], acc[2], acc[3], acc[4], acc[5],
                                  acc[6], acc[7]));
-  for (int j = 0; j < n; ++j)
+#pragma GCC unroll 8
+  for (int j = 0; j < N; ++j)
     out[j] = t[j];
 }
 
-/// acc = acc * corr + sum_j p[j] v[j] for n keys (Dv % 8 == 0).
+/// Dot products of one query row with n <= 8 key rows (D % 8 == 0). (With
+/// n a run-time bound the accumulators were indexed at run time and lived
+/// on the stack.)
+ETLLM_XNN_AVX2 void dotsAvx2(const float *q, const float *k, int64_t D, int n,
+                             float *out) {
+  switch (n) {
+  case 8: return dotsAvx2N<8>(q, k, D, out);
+  case 7: return dotsAvx2N<7>(q, k, D, out);
+  case 6: return dotsAvx2N<6>(q, k, D, out);
+  case 5: return dotsAvx2N<5>(q, k, D, out);
+  case 4: return dotsAvx2N<4>(q, k, D, out);
+  case 3: return dotsAvx2N<3>(q, k, D, out);
+  case 2: return dotsAvx2N<2>(q, k, D, out);
+  default: return dotsAvx2N<1>(q, k, D, out);
+  }
+}
+
+/// acc = acc * corr + sum_j p[j] v[j] for n keys (Dv % 8 == 0). Each lane
+/// sums its products in key order, as the scalar loop does; 64 lanes at a
+/// time are 8 independent chains (one chain per 8 lanes, walking the keys,
+/// waited on the FMA latency at every key).
 ETLLM_XNN_AVX2 void accumulateAvx2(float *acc, float corr, const float *p,
                                    const float *v, int64_t Dv, int n) {
   const __m256 c = _mm256_set1_ps(corr);
-  for (int64_t d = 0; d < Dv; d += 8) {
+  int64_t d = 0;
+  for (; d + 64 <= Dv; d += 64) {
+    __m256 a[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i)
+      a[i] = _mm256_mul_ps(_mm256_loadu_ps(acc + d + 8 * i), c);
+    for (int j = 0; j < n; ++j) {
+      const __m256 pj = _mm256_set1_ps(p[j]);
+      const float *vj = v + j * Dv + d;
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i)
+        a[i] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 8 * i), a[i]);
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i)
+      _mm256_storeu_ps(acc + d + 8 * i, a[i]);
+  }
+  for (; d < Dv; d += 8) {
     __m256 a = _mm256_mul_ps(_mm256_loadu_ps(acc + d), c);
     for (int j = 0; j < n; ++j)
       a = _mm256_fmadd_ps(_mm256_set1_ps(p[j]), _mm256_loadu_ps(v + j * Dv + d),

@@ -179,6 +179,9 @@ TEST_P(AttentionTest, SdpaMatchesPortable) {
       {1, 32, 8, 17, 256, 64, 0, 0, 0, true},
       // Head sizes that are not a multiple of 8 (generic path), batch 2.
       {2, 6, 3, 4, 40, 12, 7, 0, 0, true},
+      // 64 values of a head in registers, then 16 more; key blocks cut at
+      // every length 1-8 by the positions (S = 9 rows from 0).
+      {1, 4, 2, 9, 40, 80, 0, 0, 0, true},
       // Sliding window, softcap (gemma2), not causal.
       {1, 4, 2, 5, 600, 16, 590, 64, 0, true},
       {1, 4, 2, 3, 40, 16, 10, 0, 50.0, true},
