@@ -254,6 +254,9 @@ instantiate(const LoadedModel &m, size_t threads, uint64_t maxMemory,
 }
 
 int runPerplexity(const BenchParams &params) {
+  if (params.profile)
+    return fail("--profile: profiles the speed tests; perplexity (-f) has "
+                "none");
   if (params.output != OutputFormat::Markdown &&
       params.output != OutputFormat::Json &&
       params.output != OutputFormat::Jsonl &&
