@@ -129,52 +129,57 @@ void expectRejected(const std::vector<uint8_t> &bytes,
   EXPECT_NE(p.message().find(what), std::string::npos) << p.message();
 }
 
-TEST(Program, LoadsAndRuns) {
+const float kAddInput[4] = {10, 20, 30, 40};
+
+/// A module of the default test program (y = x + 1 over 4 floats) and its
+/// `forward`, with kAddInput as the input.
+void addModule(std::unique_ptr<Module> &m, Method *&f) {
   auto p = load(buildProgram());
   ASSERT_TRUE(p.ok()) << p.message();
-  auto m = Module::create(*p);
-  ASSERT_TRUE(m.ok()) << m.message();
-  auto f = (*m)->method("forward");
-  ASSERT_TRUE(f.ok());
-  float x[4] = {10, 20, 30, 40};
+  auto mod = Module::create(*p);
+  ASSERT_TRUE(mod.ok()) << mod.message();
+  m = std::move(*mod);
+  auto forward = m->method("forward");
+  ASSERT_TRUE(forward.ok());
+  f = *forward;
   int64_t n = 4;
-  ASSERT_TRUE((*f)->setInput(0, DType::F32, &n, 1, x).ok());
-  Status st = (*f)->execute();
+  ASSERT_TRUE(f->setInput(0, DType::F32, &n, 1, kAddInput).ok());
+}
+
+TEST(Program, LoadsAndRuns) {
+  std::unique_ptr<Module> m;
+  Method *f = nullptr;
+  ASSERT_NO_FATAL_FAILURE(addModule(m, f));
+  Status st = f->execute();
   ASSERT_TRUE(st.ok()) << st.message();
-  const Tensor &y = (*f)->output(0);
+  const Tensor &y = f->output(0);
   ASSERT_EQ(y.numel(), 4);
   EXPECT_EQ(y.ptr<float>()[0], 11);
   EXPECT_EQ(y.ptr<float>()[3], 44);
   // A shape the kernel cannot broadcast is an error naming the instruction.
-  n = 3;
-  ASSERT_TRUE((*f)->setInput(0, DType::F32, &n, 1, x).ok());
-  st = (*f)->execute();
+  int64_t n = 3;
+  ASSERT_TRUE(f->setInput(0, DType::F32, &n, 1, kAddInput).ok());
+  st = f->execute();
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("instruction 0 (add)"), std::string::npos)
       << st.message();
-  EXPECT_EQ((*m)->bufferBytes(), 16u);
-  EXPECT_FALSE((*m)->method("decode").ok());
+  EXPECT_EQ(m->bufferBytes(), 16u);
+  EXPECT_FALSE(m->method("decode").ok());
 }
 
 // With a profile attached every instruction is recorded under its op and
 // every execute counted; detached, nothing more is recorded.
 TEST(Program, ProfileRecordsEachInstructionWhileAttached) {
-  auto p = load(buildProgram());
-  ASSERT_TRUE(p.ok()) << p.message();
-  auto m = Module::create(*p);
-  ASSERT_TRUE(m.ok()) << m.message();
-  auto f = (*m)->method("forward");
-  ASSERT_TRUE(f.ok());
-  float x[4] = {10, 20, 30, 40};
-  int64_t n = 4;
-  ASSERT_TRUE((*f)->setInput(0, DType::F32, &n, 1, x).ok());
-  ASSERT_TRUE((*f)->execute().ok()); // not profiled
+  std::unique_ptr<Module> m;
+  Method *f = nullptr;
+  ASSERT_NO_FATAL_FAILURE(addModule(m, f));
+  ASSERT_TRUE(f->execute().ok()); // not profiled
   OpProfile profile;
-  (*m)->context().setProfile(&profile);
+  m->context().setProfile(&profile);
   for (int i = 0; i < 3; ++i)
-    ASSERT_TRUE((*f)->execute().ok());
-  (*m)->context().setProfile(nullptr);
-  ASSERT_TRUE((*f)->execute().ok()); // not profiled
+    ASSERT_TRUE(f->execute().ok());
+  m->context().setProfile(nullptr);
+  ASSERT_TRUE(f->execute().ok()); // not profiled
   EXPECT_EQ(profile.executions(), 3u);
   EXPECT_EQ(profile.delegateCalls(), 0u);
   std::vector<OpProfile::Row> rows = profile.rows();
