@@ -448,22 +448,51 @@ ETLLM_XNN_AVX2 void accumulateAvx2(float *acc, float corr, const float *p,
   }
 }
 
-/// x[j] = exp(x[j]) (avx2::exp8), and with a softcap first
-/// x[j] = cap tanh(x[j] / cap), for j < n <= 8.
+/// x[j] *= scale for j < n (n <= kKeyBlock).
+ETLLM_XNN_AVX2 void scaleAvx2(float *x, int n, float scale) {
+  const __m256 s = _mm256_set1_ps(scale);
+  for (int o = 0; o < n; o += 8) {
+    const __m256i m = avx2::laneMask(std::min(8, n - o));
+    _mm256_maskstore_ps(x + o, m,
+                        _mm256_mul_ps(_mm256_maskload_ps(x + o, m), s));
+  }
+}
+
+/// max(m, x[0], ..., x[n - 1]) as std::max(m, x[j]) in turn gives it (a
+/// NaN x[j] is passed over; max is exact, so the order does not matter).
+ETLLM_XNN_AVX2 float maxAvx2(const float *x, int n, float m) {
+  __m256 mx = _mm256_set1_ps(m);
+  for (int o = 0; o < n; o += 8) {
+    const __m256i k = avx2::laneMask(std::min(8, n - o));
+    // Lanes past n hold m; (x > mx) ? x : mx keeps mx for a NaN x.
+    const __m256 v = _mm256_blendv_ps(mx, _mm256_maskload_ps(x + o, k),
+                                      _mm256_castsi256_ps(k));
+    mx = _mm256_max_ps(v, mx);
+  }
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_max_ss(h, _mm_movehdup_ps(h));
+  return _mm_cvtss_f32(h);
+}
+
+/// x[j] = exp(x[j] - m) for j < n (avx2::exp8).
+ETLLM_XNN_AVX2 void expShiftedAvx2(float *x, int n, float m) {
+  const __m256 mv = _mm256_set1_ps(m);
+  for (int o = 0; o < n; o += 8) {
+    const __m256i k = avx2::laneMask(std::min(8, n - o));
+    _mm256_maskstore_ps(
+        x + o, k,
+        avx2::exp8(_mm256_sub_ps(_mm256_maskload_ps(x + o, k), mv)));
+  }
+}
+
+/// With a softcap: x[j] = cap tanh(x[j] / cap), for j < n <= 8.
 ETLLM_XNN_AVX2 void softcapAvx2(float *x, int n, float cap) {
   alignas(32) float t[8] = {};
   for (int j = 0; j < n; ++j)
     t[j] = x[j] / cap;
   _mm256_store_ps(
       t, _mm256_mul_ps(_mm256_set1_ps(cap), avx2::tanh8(_mm256_load_ps(t))));
-  for (int j = 0; j < n; ++j)
-    x[j] = t[j];
-}
-ETLLM_XNN_AVX2 void expAvx2(float *x, int n) {
-  alignas(32) float t[8] = {};
-  for (int j = 0; j < n; ++j)
-    t[j] = x[j];
-  _mm256_store_ps(t, avx2::exp8(_mm256_load_ps(t)));
   for (int j = 0; j < n; ++j)
     x[j] = t[j];
 }
@@ -504,8 +533,13 @@ void sdpaChunk(const SdpaProblem &P, Isa isa, int64_t b, int64_t hk, int64_t c0,
 #endif
           for (int o = 0; o < n; ++o)
             sc[o] = dotGeneric(q, kb + (lo + o) * D, D);
-        for (int o = 0; o < n; ++o)
-          sc[o] *= P.scale;
+#if ETLLM_XNN_X86
+        if (avx)
+          scaleAvx2(sc, n, P.scale);
+        else
+#endif
+          for (int o = 0; o < n; ++o)
+            sc[o] *= P.scale;
         if (P.softcap > 0.0f) {
 #if ETLLM_XNN_X86
           if (avx) {
@@ -517,21 +551,23 @@ void sdpaChunk(const SdpaProblem &P, Isa isa, int64_t b, int64_t hk, int64_t c0,
               sc[o] = P.softcap * std::tanh(sc[o] / P.softcap);
         }
         float mx = st[0];
-        for (int o = 0; o < n; ++o)
-          mx = std::max(mx, sc[o]);
+#if ETLLM_XNN_X86
+        if (avx)
+          mx = maxAvx2(sc, n, mx);
+        else
+#endif
+          for (int o = 0; o < n; ++o)
+            mx = std::max(mx, sc[o]);
         if (!(mx > -INFINITY))
           continue; // nothing finite yet (or NaN scores: left to the merge)
         const float corr = st[0] == -INFINITY ? 0.0f : std::exp(st[0] - mx);
-        for (int o = 0; o < n; ++o)
-          sc[o] -= mx;
 #if ETLLM_XNN_X86
-        if (avx) {
-          for (int o = 0; o < n; o += 8)
-            expAvx2(sc + o, std::min(8, n - o));
-        } else
+        if (avx)
+          expShiftedAvx2(sc, n, mx);
+        else
 #endif
           for (int o = 0; o < n; ++o)
-            sc[o] = std::exp(sc[o]);
+            sc[o] = std::exp(sc[o] - mx);
         float sum = 0.0f;
         for (int o = 0; o < n; ++o)
           sum += sc[o];
