@@ -21,6 +21,7 @@
 #include "etllm/runtime/llm/chat.h"
 #include "etllm/runtime/llm/runner.h"
 #include "etllm/runtime/lora.h"
+#include "etllm/runtime/profile.h"
 
 #include <atomic>
 #include <cerrno>
@@ -84,7 +85,11 @@ void usage() {
       "                          512M, 2G...; default: the physical memory)\n"
       "  --stats-json            print statistics as one JSON line on stderr "
       "(per\n"
-      "                          reply with --chat) (default: off)\n"
+      "                          reply with --chat) (default: off)\n"      "  --profile               print the time per operator of every call "
+      "of the\n"
+      "                          program (prefill and decode) on stderr at "
+      "exit\n"
+      "                          (default: off)\n"
       "  -h, --help              this help\n");
 }
 
@@ -213,7 +218,7 @@ int main(int argc, char **argv) {
   std::string model, prompt, templatePath;
   std::vector<std::pair<std::string, double>> loras; // --lora FILE[:SCALE]
   bool havePrompt = false, statsJson = false, chatMode = false,
-       haveMaxNew = false;
+       haveMaxNew = false, profiled = false;
   llm::RunnerOptions options;
   options.numThreads = hardwareThreads();
   llm::GenerationConfig config;
@@ -309,6 +314,8 @@ int main(int argc, char **argv) {
       config.addBos = false;
     } else if (a == "--stats-json") {
       statsJson = true;
+    } else if (a == "--profile") {
+      profiled = true;
     } else if (!a.empty() && a[0] == '-') {
       usage();
       return fail("unknown or incomplete option '" + a + "'");
@@ -345,8 +352,21 @@ int main(int argc, char **argv) {
     if (Status st = (*runner)->module().applyLora(*adapter, scale); !st.ok())
       return fail(st.message());
   }
-  if (chatMode)
-    return chat(**runner, chatOptions, config, statsJson);
+  // --profile: every execution of the program from here on (profile.h).
+  OpProfile profile;
+  if (profiled)
+    (*runner)->module().context().setProfile(&profile);
+  auto printProfile = [&] {
+    if (profiled)
+      std::fprintf(stderr, "etllm-run: profile of %llu executions\n%s",
+                   static_cast<unsigned long long>(profile.executions()),
+                   profile.table().c_str());
+  };
+  if (chatMode) {
+    const int rc = chat(**runner, chatOptions, config, statsJson);
+    printProfile();
+    return rc;
+  }
 
   std::fwrite(prompt.data(), 1, prompt.size(), stdout);
   std::fflush(stdout);
@@ -358,6 +378,7 @@ int main(int argc, char **argv) {
   std::fflush(stdout);
   if (!stats.ok())
     return fail(stats.message());
+  printProfile();
   if (statsJson)
     std::fprintf(stderr, "%s\n", stats->toJson().c_str());
   else
