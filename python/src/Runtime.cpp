@@ -16,6 +16,7 @@
 #include "etllm/runtime/half.h"
 #include "etllm/runtime/llm/runner.h"
 #include "etllm/runtime/lora.h"
+#include "etllm/runtime/profile.h"
 #include "etllm/runtime/program.h"
 
 #include <pybind11/functional.h>
@@ -177,6 +178,41 @@ public:
 
   void reset() { module_->resetState(); }
 
+  /// Profiling (etllm/runtime/profile.h): turning it on attaches a fresh
+  /// profile to the module; off detaches it and keeps what it recorded.
+  void setProfiling(bool on) {
+    if (on) {
+      profile_ = std::make_unique<rt::OpProfile>();
+      module_->context().setProfile(profile_.get());
+    } else {
+      module_->context().setProfile(nullptr);
+    }
+  }
+  bool profiling() const { return module_->context().profile() != nullptr; }
+  /// The last profile as a dict (None before profiling was first on).
+  py::object profile() const {
+    if (!profile_)
+      return py::none();
+    py::list ops;
+    for (const rt::OpProfile::Row &r : profile_->rows()) {
+      py::dict d;
+      d["op"] = rt::opInfo(r.op).name;
+      d["where"] = rt::whereName(r.where);
+      d["calls"] = r.calls;
+      d["nodes"] = r.nodes;
+      d["seconds"] = double(r.ns) * 1e-9;
+      ops.append(d);
+    }
+    py::dict out;
+    out["executions"] = profile_->executions();
+    out["seconds"] = double(profile_->executeNs()) * 1e-9;
+    out["delegate_calls"] = profile_->delegateCalls();
+    out["delegate_seconds"] = double(profile_->delegateNs()) * 1e-9;
+    out["ops"] = ops;
+    out["table"] = profile_->table();
+    return out;
+  }
+
   PyLoraAdapter loadLora(const std::string &path) const {
     auto a = rt::LoraAdapter::load(path, *program_);
     if (!a.ok())
@@ -261,6 +297,7 @@ private:
 
   std::string path_;
   std::shared_ptr<rt::Program> program_;
+  std::unique_ptr<rt::OpProfile> profile_; // outlives module_'s use of it
   std::unique_ptr<rt::Module> module_;
   rt::Method *method_ = nullptr;
   std::vector<int64_t> positions_;
@@ -416,7 +453,17 @@ program's memory: valid until the next call on this Program.)doc")
           "outputs", [](const PyProgram &p) { return p.specs(true); },
           "(dtype, current shape) of each output.")
       .def_property_readonly("method_names", &PyProgram::methodNames)
-      .def_property_readonly("path", &PyProgram::path);
+      .def_property_readonly("path", &PyProgram::path)
+      .def_property("profiling", &PyProgram::profiling,
+                    &PyProgram::setProfiling,
+                    "True: every call from now on is timed per operator "
+                    "(a fresh profile); False: stop (the profile stays).")
+      .def_property_readonly(
+          "profile", &PyProgram::profile,
+          "The profile (None before profiling was first on): executions, "
+          "seconds, delegate_calls, delegate_seconds, ops (op, where, "
+          "calls, nodes, seconds; most time first) and the markdown table "
+          "of etllm-bench --profile. Read it between calls.");
 
   py::class_<PyRunner>(m, "Runner", R"doc(
 The runtime's text generation (runtime/llm Runner, as etllm-run): the

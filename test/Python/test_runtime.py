@@ -147,3 +147,26 @@ def test_more_sampling(stories):
         r.generate("Once", max_new_tokens=5, callback=lambda s: 1 / 0)
     assert r.encode("Once", add_bos=True)[0] == 1
     assert r.max_seq_len == 512
+
+
+def test_profile_times_the_calls_while_on(stories):
+    prog = etllm.Program(stories)
+    assert prog.profile is None and not prog.profiling
+    prog.forward([1, 403], 0)  # not profiled
+    prog.profiling = True
+    prog.forward([1, 403, 407], 0)
+    prog.forward([261], 3)
+    prog.profiling = False
+    prog.forward([9], 4)  # not profiled
+    p = prog.profile
+    assert p["executions"] == 2 and p["delegate_calls"] == 0
+    ops = {(o["op"], o["where"]): o for o in p["ops"]}
+    # The portable program: 5 layers of 7 linears and the output layer.
+    assert ops[("linear", "portable")]["calls"] == 2 * 36
+    assert ops[("linear", "portable")]["nodes"] == 2 * 36
+    assert 0 < sum(o["seconds"] for o in p["ops"]) <= p["seconds"]
+    seconds = [o["seconds"] for o in p["ops"]]
+    assert seconds == sorted(seconds, reverse=True)
+    assert "| linear                | portable |       36.0 |" in p["table"]
+    prog.profiling = True  # a fresh profile
+    assert prog.profiling and prog.profile["executions"] == 0
