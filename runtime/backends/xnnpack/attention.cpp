@@ -404,21 +404,29 @@ ETLLM_XNN_AVX2 void dotsAvx2N(const float *q, const float *k, int64_t D,
 ETLLM_XNN_AVX2 void dotsAvx2(const float *q, const float *k, int64_t D, int n,
                              float *out) {
   switch (n) {
-  case 8: return dotsAvx2N<8>(q, k, D, out);
-  case 7: return dotsAvx2N<7>(q, k, D, out);
-  case 6: return dotsAvx2N<6>(q, k, D, out);
-  case 5: return dotsAvx2N<5>(q, k, D, out);
-  case 4: return dotsAvx2N<4>(q, k, D, out);
-  case 3: return dotsAvx2N<3>(q, k, D, out);
-  case 2: return dotsAvx2N<2>(q, k, D, out);
-  default: return dotsAvx2N<1>(q, k, D, out);
+  case 8:
+    return dotsAvx2N<8>(q, k, D, out);
+  case 7:
+    return dotsAvx2N<7>(q, k, D, out);
+  case 6:
+    return dotsAvx2N<6>(q, k, D, out);
+  case 5:
+    return dotsAvx2N<5>(q, k, D, out);
+  case 4:
+    return dotsAvx2N<4>(q, k, D, out);
+  case 3:
+    return dotsAvx2N<3>(q, k, D, out);
+  case 2:
+    return dotsAvx2N<2>(q, k, D, out);
+  default:
+    return dotsAvx2N<1>(q, k, D, out);
   }
 }
 
 /// acc = acc * corr + sum_j p[j] v[j] for n keys (Dv % 8 == 0). Each lane
-/// sums its products in key order, as the scalar loop does; 64 lanes at a
-/// time are 8 independent chains (one chain per 8 lanes, walking the keys,
-/// waited on the FMA latency at every key).
+/// sums its products in key order, as the scalar loop does. 64 lanes at a
+/// time: 8 independent FMA chains (with one 8-lane chain at a time, every
+/// key waited on the FMA latency).
 ETLLM_XNN_AVX2 void accumulateAvx2(float *acc, float corr, const float *p,
                                    const float *v, int64_t Dv, int n) {
   const __m256 c = _mm256_set1_ps(corr);
@@ -464,12 +472,14 @@ ETLLM_XNN_AVX2 float maxAvx2(const float *x, int n, float m) {
   __m256 mx = _mm256_set1_ps(m);
   for (int o = 0; o < n; o += 8) {
     const __m256i k = avx2::laneMask(std::min(8, n - o));
-    // Lanes past n hold m; (x > mx) ? x : mx keeps mx for a NaN x.
+    // Lanes past n hold the running max; (x > mx) ? x : mx keeps mx for a
+    // NaN x.
     const __m256 v = _mm256_blendv_ps(mx, _mm256_maskload_ps(x + o, k),
                                       _mm256_castsi256_ps(k));
     mx = _mm256_max_ps(v, mx);
   }
-  __m128 h = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+  __m128 h =
+      _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
   h = _mm_max_ps(h, _mm_movehl_ps(h, h));
   h = _mm_max_ss(h, _mm_movehdup_ps(h));
   return _mm_cvtss_f32(h);
@@ -481,8 +491,7 @@ ETLLM_XNN_AVX2 void expShiftedAvx2(float *x, int n, float m) {
   for (int o = 0; o < n; o += 8) {
     const __m256i k = avx2::laneMask(std::min(8, n - o));
     _mm256_maskstore_ps(
-        x + o, k,
-        avx2::exp8(_mm256_sub_ps(_mm256_maskload_ps(x + o, k), mv)));
+        x + o, k, avx2::exp8(_mm256_sub_ps(_mm256_maskload_ps(x + o, k), mv)));
   }
 }
 
