@@ -1,17 +1,15 @@
 //===- profile.cpp --------------------------------------------------------===//
 #include "etllm/runtime/profile.h"
 
+#include "etllm/runtime/parallel.h"
+
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 
 namespace etllm::rt {
 
-int64_t profileNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+// The clock the thread pool's loops time their jobs with (parallel.h).
+int64_t profileNowNs() { return detail::nowNs(); }
 
 const char *whereName(OpProfile::Where w) {
   return w == OpProfile::Where::Portable ? "portable" : "delegate";

@@ -398,29 +398,17 @@ ETLLM_XNN_AVX2 void dotsAvx2N(const float *q, const float *k, int64_t D,
     out[j] = t[j];
 }
 
-/// Dot products of one query row with n <= 8 key rows (D % 8 == 0). (With
-/// n a run-time bound the accumulators were indexed at run time and lived
-/// on the stack.)
+/// Dot products of one query row with n <= N key rows (D % 8 == 0): the
+/// instance of dotsAvx2N for n, found at compile time from N down. (With n
+/// a run-time bound the accumulators were indexed at run time and lived on
+/// the stack.)
+template <int N = 8>
 ETLLM_XNN_AVX2 void dotsAvx2(const float *q, const float *k, int64_t D, int n,
                              float *out) {
-  switch (n) {
-  case 8:
-    return dotsAvx2N<8>(q, k, D, out);
-  case 7:
-    return dotsAvx2N<7>(q, k, D, out);
-  case 6:
-    return dotsAvx2N<6>(q, k, D, out);
-  case 5:
-    return dotsAvx2N<5>(q, k, D, out);
-  case 4:
-    return dotsAvx2N<4>(q, k, D, out);
-  case 3:
-    return dotsAvx2N<3>(q, k, D, out);
-  case 2:
-    return dotsAvx2N<2>(q, k, D, out);
-  default:
-    return dotsAvx2N<1>(q, k, D, out);
-  }
+  if constexpr (N > 1)
+    if (n < N)
+      return dotsAvx2<N - 1>(q, k, D, n, out);
+  dotsAvx2N<N>(q, k, D, out);
 }
 
 /// acc = acc * corr + sum_j p[j] v[j] for n keys (Dv % 8 == 0). Each lane
