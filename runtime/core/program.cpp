@@ -58,6 +58,7 @@ QuantInfo quantOf(const fbs::Tensor *t) {
     q.scaleType = static_cast<DType>(p->scale_dtype());
     q.groupSize = p->group_size();
     q.perToken = p->per_token();
+    q.scheme = static_cast<QScheme>(p->scheme());
   }
   return q;
 }
@@ -260,9 +261,18 @@ Result<std::shared_ptr<Program>> Program::verify(std::shared_ptr<Program> p) {
       QuantInfo q = quantOf(t);
       DType dt = static_cast<DType>(t->dtype());
       if (dt == DType::QWeight || dt == DType::QAct) {
-        if (!t->quant() || (q.bits != 4 && q.bits != 8) ||
-            (q.scaleType != DType::F32 && q.scaleType != DType::F16))
+        const bool ggml = q.scheme != QScheme::Affine;
+        if (!t->quant() || (!ggml && q.bits != 4 && q.bits != 8) ||
+            (q.scaleType != DType::F32 && q.scaleType != DType::F16) ||
+            (ggml && dt == DType::QAct))
           return bad(what + ": invalid quantization parameters");
+        if (ggml && h.version < 3)
+          return bad(what + ": a weight of scheme " +
+                     (unsigned(q.scheme) < kNumQSchemes
+                          ? std::string(qschemeName(q.scheme))
+                          : std::to_string(unsigned(q.scheme))) +
+                     " needs format version 3, the file says " +
+                     std::to_string(h.version));
         if (dt == DType::QAct && q.groupSize != 0 && h.version < 2)
           return bad(what +
                      ": a per-block quantized activation needs format "

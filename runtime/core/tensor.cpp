@@ -1,5 +1,6 @@
 //===- tensor.cpp - Tensor shapes, capacities and quantized layouts -------===//
 #include "etllm/runtime/tensor.h"
+#include "etllm/runtime/ggml_blocks.h"
 
 #include <limits>
 #include <sstream>
@@ -10,10 +11,65 @@ static bool mulOverflows(uint64_t a, uint64_t b, uint64_t &out) {
   return __builtin_mul_overflow(a, b, &out);
 }
 
+const char *qschemeName(QScheme s) {
+  switch (s) {
+  case QScheme::Affine:
+    return "affine";
+  case QScheme::Q5_0:
+    return "q5_0";
+  case QScheme::Q5_1:
+    return "q5_1";
+  case QScheme::Q4_K:
+    return "q4_k";
+  case QScheme::Q5_K:
+    return "q5_k";
+  case QScheme::Q6_K:
+    return "q6_k";
+  }
+  return "invalid";
+}
+
+QuantInfo ggmlQuantInfo(QScheme s) {
+  QuantInfo q;
+  q.scheme = s;
+  q.scaleType = DType::F16;
+  q.groupSize = s == QScheme::Q6_K ? 16 : 32;
+  q.bits = s == QScheme::Q4_K ? 4 : s == QScheme::Q6_K ? 6 : 5;
+  q.symmetric = s == QScheme::Q5_0 || s == QScheme::Q6_K;
+  return q;
+}
+
 Result<QWeightLayout> QWeightLayout::compute(int64_t rows, int64_t cols,
                                              const QuantInfo &q) {
   if (rows <= 0 || cols <= 0)
     return Error("quantized weight has an empty or negative shape");
+  if (q.scheme != QScheme::Affine) {
+    if (unsigned(q.scheme) >= kNumQSchemes)
+      return Error("quantized weight has an unknown scheme " +
+                   std::to_string(unsigned(q.scheme)));
+    const QuantInfo want = ggmlQuantInfo(q.scheme);
+    if (q.bits != want.bits || q.groupSize != want.groupSize ||
+        q.symmetric != want.symmetric || q.scaleType != want.scaleType)
+      return Error(std::string("quantized weight of scheme ") +
+                   qschemeName(q.scheme) +
+                   " has parameters other than the scheme's");
+    const int64_t bv = ggml::blockValues(q.scheme);
+    if (cols % bv != 0)
+      return Error(std::string(qschemeName(q.scheme)) + " rows of " +
+                   std::to_string(cols) + " values are not whole blocks of " +
+                   std::to_string(bv));
+    QWeightLayout l;
+    l.rows = rows;
+    l.cols = cols;
+    l.groups = cols / bv;
+    uint64_t blocks, bytes;
+    if (mulOverflows(uint64_t(rows), uint64_t(l.groups), blocks) ||
+        mulOverflows(blocks, uint64_t(ggml::blockBytes(q.scheme)), bytes) ||
+        blocks > (uint64_t(1) << 45))
+      return Error("quantized weight is too large");
+    l.qbytes = l.scalesOff = l.offsetsOff = l.totalBytes = size_t(bytes);
+    return l;
+  }
   if (q.bits != 4 && q.bits != 8)
     return Error("quantized weight has " + std::to_string(q.bits) +
                  " bits (4 or 8 expected)");

@@ -182,6 +182,9 @@ Status readValue(uint32_t v, const xfb::Value *val, ValueInfo &vi) {
     t.quant.symmetric = val->symmetric();
     t.quant.scaleType = static_cast<DType>(val->scale_dtype());
     t.quant.perToken = val->per_token();
+    t.quant.scheme = static_cast<QScheme>(val->scheme());
+    if (dtype == DType::QAct && t.quant.scheme != QScheme::Affine)
+      return blobError(what + ": quantized activations have no scheme");
     if (dtype == DType::QAct && t.quant.bits != 8)
       return blobError(what + ": quantized activations must be 8-bit, not " +
                        std::to_string(unsigned(t.quant.bits)));
@@ -880,7 +883,8 @@ bool sameQuant(const Tensor &t, const Tensor &p) {
     return t.quant.bits == p.quant.bits &&
            t.quant.symmetric == p.quant.symmetric &&
            t.quant.groupSize == p.quant.groupSize &&
-           t.quant.scaleType == p.quant.scaleType;
+           t.quant.scaleType == p.quant.scaleType &&
+           t.quant.scheme == p.quant.scheme;
   return true;
 }
 

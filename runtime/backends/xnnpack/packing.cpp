@@ -1,6 +1,9 @@
 //===- packing.cpp - Weight layouts of the optimized CPU kernels ----------===//
 #include "etllm/runtime/xnnpack/packing.h"
 
+#include "packing_ggml.h"
+
+#include "etllm/runtime/ggml_blocks.h"
 #include "etllm/runtime/half.h"
 
 #include <cstring>
@@ -41,6 +44,9 @@ int valueOf(uint8_t stored, unsigned bits, bool sym) {
 //===----------------------------------------------------------------------===//
 
 bool PackedQBlockLayout::supports(int64_t k, const QuantInfo &q) {
+  if (q.scheme != QScheme::Affine)
+    return unsigned(q.scheme) < kNumQSchemes && k > 0 &&
+           k % ggml::blockValues(q.scheme) == 0;
   return (q.bits == 4 || q.bits == 8) && k > 0 && q.groupSize > 0 &&
          (q.groupSize == k || q.groupSize % kQBlock == 0) &&
          k % q.groupSize == 0 &&
@@ -56,6 +62,8 @@ Result<PackedQBlockLayout> PackedQBlockLayout::compute(int64_t n, int64_t k,
     return Error("the block layout needs groups of a multiple of " +
                  std::to_string(kQBlock) + " values or one per row, not " +
                  std::to_string(q.groupSize) + " of " + std::to_string(k));
+  if (q.scheme != QScheme::Affine)
+    return computeGgmlLayout(n, k, q);
   PackedQBlockLayout l;
   l.n = n;
   l.k = k;
@@ -68,6 +76,7 @@ Result<PackedQBlockLayout> PackedQBlockLayout::compute(int64_t n, int64_t k,
   l.scaleGroups = k / q.groupSize;
   l.blocksPerGroup = l.scaleGroups == 1 ? l.kBlocks : q.groupSize / kQBlock;
   l.tileBytes = size_t(kQRows * kQBlock) * q.bits / 8;
+  l.paramBytes = size_t(kQRows) * elementSize(q.scaleType);
   // QWeightLayout::compute bounded n * k; the padded sizes add at most one
   // row group and one block per row.
   const size_t tiles = size_t(l.rowGroups) * size_t(l.kBlocks);
@@ -90,6 +99,8 @@ namespace {
 /// rows have l.k values) into `out` (l.totalBytes, zeroed).
 void packRows(const uint8_t *blob, const QWeightLayout &plain, int64_t row0,
               const PackedQBlockLayout &l, const QuantInfo &q, uint8_t *out) {
+  if (q.scheme != QScheme::Affine)
+    return packGgmlRows(blob, row0, l, out);
   const int64_t rows = l.n, cols = l.k;
   const size_t rowBytes = q.bits == 8 ? size_t(cols) : size_t(cols) / 2;
   // The stored value of q = 0: nibble 8 when symmetric, else 0.
@@ -239,6 +250,8 @@ Result<LegacyQWeightLayout> LegacyQWeightLayout::compute(int64_t n, int64_t k,
   Result<QWeightLayout> plain = QWeightLayout::compute(n, k, q);
   if (!plain.ok())
     return plain.error();
+  if (q.scheme != QScheme::Affine)
+    return Error("the legacy layout has no ggml schemes");
   LegacyQWeightLayout l;
   l.n = n;
   l.k = k;

@@ -59,6 +59,10 @@ struct QDotAct {
   const float *dx = nullptr;   // [M][kBlocks] per block; null per token
   const float *sx = nullptr;   // [M] per token
   const int32_t *zp = nullptr; // [M] per token
+  /// [M][kBlocks]: the sums of values 0..15 of each block, per block only,
+  /// when a Q6_K weight reads the rows (its halves have their own scales);
+  /// else null.
+  const int32_t *xsumLo = nullptr;
   /// Prefill: the same rows packed in panels (qdotPackPanels), or null.
   const uint8_t *panel = nullptr;
   bool perToken() const { return dx == nullptr; }
@@ -76,12 +80,14 @@ struct QDotAct {
 ///   f32   xo[R]                 what an asymmetric weight's offset
 ///                               multiplies: dx xsum per block, xsum - 32 zp
 ///                               per token
+///   int32 negXsumLo[R]          -(sum of values 0..15), from QDotAct's
+///                               xsumLo (0 without it)
 /// The kernels compute the same f32 operations in the same order as from
 /// the rows, so both give the same bits.
 inline constexpr int64_t kQPanelRows = 8;
 inline constexpr size_t kQPanelQBytes = 8 * size_t(kQPanelRows) * 4;
 inline constexpr size_t kQPanelBlockBytes =
-    kQPanelQBytes + 3 * 4 * size_t(kQPanelRows);
+    kQPanelQBytes + 4 * 4 * size_t(kQPanelRows);
 /// Row counts from which qlinear packs panels (fewer: decode's row tiles).
 inline constexpr int64_t kQPanelMinRows = 5;
 

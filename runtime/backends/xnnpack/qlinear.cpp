@@ -41,6 +41,18 @@ float loadParam(const uint8_t *p, size_t i, DType t) {
   return f;
 }
 
+/// The value of element i of row r in a tile of a ggml scheme, dequantized
+/// as the reference does (ggmlBlockParams).
+inline float ggmlValue(const PackedQBlockLayout &l, const QDotWeight &w,
+                       const uint8_t *tile, int64_t rg, int64_t b, int r,
+                       int i) {
+  const GgmlBlockParams p =
+      ggmlBlockParams(l, w.scales, w.offsets, rg, b, r);
+  const float x =
+      p.dw[i / 16] * float(int32_t(packedValue(l, tile, r, i)) - p.bias);
+  return p.hasOffset ? x + p.offset : x;
+}
+
 /// The signed (symmetric) or unsigned value i of row r in a tile.
 inline int32_t tileValue(const uint8_t *tile, unsigned bits, bool sym, int r,
                          int i) {
@@ -60,9 +72,57 @@ inline int32_t tileValue(const uint8_t *tile, unsigned bits, bool sym, int r,
 // The generic integer kernel (and the kernel table)
 //===----------------------------------------------------------------------===//
 
+namespace {
+/// qdotGeneric for a ggml scheme: per block and half of 16 values, the
+/// exact integer sum of (u - bias) (q - zp), scaled as the SIMD kernels do.
+void qdotGenericGgml(const QDotWeight &w, const QDotAct &a, int64_t M,
+                     int64_t rg0, int64_t rg1, const float *bias, float *y,
+                     int64_t ldy) {
+  const PackedQBlockLayout &l = w.l;
+  const bool perToken = a.perToken();
+  const bool split = l.scheme == QScheme::Q6_K;
+  for (int64_t rg = rg0; rg < rg1; ++rg)
+    for (int r = 0; r < int(kQRows); ++r) {
+      const int64_t n = rg * kQRows + r;
+      if (n >= l.n)
+        break;
+      for (int64_t m = 0; m < M; ++m) {
+        const int8_t *xq = a.q + m * a.stride;
+        const int32_t zp = perToken ? a.zp[m] : 0;
+        float acc = 0.0f;
+        for (int64_t b = 0; b < l.kBlocks; ++b) {
+          const uint8_t *tile = w.tile(rg, b);
+          const GgmlBlockParams p =
+              ggmlBlockParams(l, w.scales, w.offsets, rg, b, r);
+          int32_t s[2] = {0, 0};
+          for (int i = 0; i < int(kQBlock); ++i)
+            s[i / 16] += (int32_t(packedValue(l, tile, r, i)) - p.bias) *
+                         (int32_t(xq[b * kQBlock + i]) - zp);
+          const int32_t xsum = a.xsum[m * a.blocks + b];
+          const float d = perToken ? 1.0f : a.dx[m * a.blocks + b];
+          if (split) {
+            acc += p.dw[0] * d * float(s[0]);
+            acc += p.dw[1] * d * float(s[1]);
+          } else {
+            acc += p.dw[0] * d * float(s[0] + s[1]);
+          }
+          if (p.hasOffset)
+            acc += p.offset * (perToken ? float(xsum - int32_t(kQBlock) * zp)
+                                        : d * float(xsum));
+        }
+        if (perToken)
+          acc = a.sx[m] * acc;
+        y[m * ldy + n] = acc + (bias ? bias[n] : 0.0f);
+      }
+    }
+}
+} // namespace
+
 void qdotGeneric(const QDotWeight &w, const QDotAct &a, int64_t M, int64_t rg0,
                  int64_t rg1, const float *bias, float *y, int64_t ldy) {
   const PackedQBlockLayout &l = w.l;
+  if (l.scheme != QScheme::Affine)
+    return qdotGenericGgml(w, a, M, rg0, rg1, bias, y, ldy);
   const bool perToken = a.perToken();
   for (int64_t rg = rg0; rg < rg1; ++rg)
     for (int r = 0; r < int(kQRows); ++r) {
@@ -111,7 +171,7 @@ void qdotPackPanels(const QDotAct &a, int64_t M, uint8_t *dst, int64_t begin,
   for (int64_t item = begin; item < end; ++item) {
     const int64_t p = item / KB, b = item % KB;
     uint8_t *d = dst + size_t(item) * kQPanelBlockBytes;
-    int32_t negXsum[kQPanelRows] = {};
+    int32_t negXsum[kQPanelRows] = {}, negXsumLo[kQPanelRows] = {};
     float dx[kQPanelRows] = {}, xo[kQPanelRows] = {};
     std::memset(d, 0, kQPanelQBytes);
     for (int64_t i = 0; i < R && p * R + i < M; ++i) {
@@ -121,6 +181,8 @@ void qdotPackPanels(const QDotAct &a, int64_t M, uint8_t *dst, int64_t begin,
         std::memcpy(d + (j * R + i) * 4, row + 4 * j, 4);
       const int32_t xsum = a.xsum[m * KB + b];
       negXsum[i] = -xsum;
+      if (a.xsumLo)
+        negXsumLo[i] = -a.xsumLo[m * KB + b];
       if (perToken) {
         xo[i] = float(xsum - int32_t(kQBlock) * a.zp[m]);
       } else {
@@ -132,6 +194,8 @@ void qdotPackPanels(const QDotAct &a, int64_t M, uint8_t *dst, int64_t begin,
     std::memcpy(d + kQPanelQBytes + sizeof negXsum, dx, sizeof dx);
     std::memcpy(d + kQPanelQBytes + sizeof negXsum + sizeof dx, xo,
                 sizeof xo);
+    std::memcpy(d + kQPanelQBytes + sizeof negXsum + sizeof dx + sizeof xo,
+                negXsumLo, sizeof negXsumLo);
   }
 }
 
@@ -139,6 +203,22 @@ void qdotF32Generic(const QDotWeight &w, const QDotF32Act &a, int64_t M,
                     int64_t rg0, int64_t rg1, const float *bias, float *y,
                     int64_t ldy) {
   const PackedQBlockLayout &l = w.l;
+  if (l.scheme != QScheme::Affine) {
+    // (The moe kernel's fallback; dense qlinears of a ggml scheme take the
+    // dequantizing GEMM.) Each value dequantized as the reference does.
+    for (int64_t rg = rg0; rg < rg1; ++rg)
+      for (int r = 0; r < int(kQRows) && rg * kQRows + r < l.n; ++r)
+        for (int64_t m = 0; m < M; ++m) {
+          float acc = 0.0f;
+          for (int64_t b = 0; b < l.kBlocks; ++b)
+            for (int i = 0; i < int(kQBlock); ++i)
+              acc += ggmlValue(l, w, w.tile(rg, b), rg, b, r, i) *
+                     a.x[m * a.stride + b * kQBlock + i];
+          const int64_t n = rg * kQRows + r;
+          y[m * ldy + n] = acc + (bias ? bias[n] : 0.0f);
+        }
+    return;
+  }
   for (int64_t rg = rg0; rg < rg1; ++rg)
     for (int r = 0; r < int(kQRows); ++r) {
       const int64_t n = rg * kQRows + r;
@@ -220,6 +300,17 @@ void dequantChunk(const QDotWeight &w, int64_t rg, int64_t k0, int64_t kc,
   for (int64_t b = k0 / kQBlock; b * kQBlock < k0 + kc; ++b) {
     const uint8_t *tile = w.tile(rg, b);
     const int64_t g = l.scaleGroup(b);
+    if (l.scheme != QScheme::Affine) {
+      for (int r = 0; r < int(kQRows); ++r) {
+        float *d = dst + (r / kNR) * kc * kNR + r % kNR;
+        for (int i = 0; i < int(kQBlock); ++i) {
+          const int64_t k = b * kQBlock + i;
+          if (k >= k0 && k < k0 + kc)
+            d[(k - k0) * kNR] = ggmlValue(l, w, tile, rg, b, r, i);
+        }
+      }
+      continue;
+    }
     for (int r = 0; r < int(kQRows); ++r) {
       const size_t slot =
           (size_t(rg) * size_t(l.scaleGroups) + size_t(g)) * kQRows + r;
@@ -474,14 +565,17 @@ TokenScratch tokenScratch(int64_t M, const PackedQBlockLayout &l) {
 /// upper bound).
 struct QActScratch {
   TokenScratch token;
+  size_t lo = 0; // per block: the sums of each block's first 16 values
   size_t panels = 0;
   QActScratch(Isa isa, int64_t M, const PackedQBlockLayout &l, bool perBlock) {
     if (!perBlock)
       token = tokenScratch(M, l);
+    else if (isa != Isa::Generic)
+      lo = alignUp(size_t(M) * size_t(l.kBlocks) * 4, 64);
     if (isa != Isa::Generic && M >= kQPanelMinRows)
       panels = qdotPanelBytes(M, l.kBlocks);
   }
-  size_t total() const { return token.total() + panels; }
+  size_t total() const { return token.total() + lo + panels; }
 };
 
 Status qlinearQAct(ExecContext *ctx, Isa isa, const Tensor &x, int64_t M,
@@ -531,13 +625,31 @@ Status qlinearQAct(ExecContext *ctx, Isa isa, const Tensor &x, int64_t M,
   }
   QDotFn fns[kMaxQLinearGroup];
   bool panelReaders = false; // a part whose kernel is not the generic one
+  bool halves = false;       // a Q6_K part whose kernel reads xsumLo
   for (size_t i = 0; i < n; ++i) {
     fns[i] = qdotKernel(isa, parts[i].w->l, act.perToken());
     panelReaders = panelReaders || fns[i] != &qdotGeneric;
+    halves = halves || (fns[i] != &qdotGeneric &&
+                        parts[i].w->l.scheme == QScheme::Q6_K);
+  }
+  if (halves) {
+    if (!scratch || sl.lo == 0)
+      return kernelError("qlinear", "needs an execution context (scratch)");
+    // Once per call: the sums of each block's values 0..15 (Q6_K's halves).
+    int32_t *lo = reinterpret_cast<int32_t *>(scratch + sl.token.total());
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t b = 0; b < KB; ++b) {
+        const int8_t *q = act.q + m * act.stride + b * kQBlock;
+        int32_t s = 0;
+        for (int k = 0; k < 16; ++k)
+          s += q[k];
+        lo[m * KB + b] = s;
+      }
+    act.xsumLo = lo;
   }
   if (ctx && sl.panels != 0 && panelReaders) {
     // Once per call, for every part and thread (qdot.h).
-    uint8_t *panel = scratch + sl.token.total();
+    uint8_t *panel = scratch + sl.token.total() + sl.lo;
     // The panels' blocks are independent: packed on the pool's threads
     // (packed on the calling thread alone they took 2.2% of a 2-thread
     // prefill's samples while the worker waited).
@@ -581,7 +693,7 @@ Result<QDotWeight> qdotWeight(const Tensor &wt) {
   const uint8_t *base = wt.ptr<uint8_t>();
   w.q = base + l->qdataOff;
   w.scales = base + l->scalesOff;
-  w.offsets = l->symmetric ? nullptr : base + l->offsetsOff;
+  w.offsets = l->hasOffsets() ? base + l->offsetsOff : nullptr;
   return w;
 }
 
@@ -685,6 +797,12 @@ Status qembeddingRun(const KernelArgs &a, const QDotWeight &w) {
     const int64_t rg = v / kQRows;
     const int r = int(v % kQRows);
     float *dst = py + i * D;
+    if (l.scheme != QScheme::Affine) {
+      for (int64_t b = 0; b < l.kBlocks; ++b)
+        for (int k = 0; k < int(kQBlock); ++k)
+          dst[b * kQBlock + k] = ggmlValue(l, w, w.tile(rg, b), rg, b, r, k);
+      continue;
+    }
     for (int64_t b = 0; b < l.kBlocks; ++b) {
       const uint8_t *tile = w.tile(rg, b);
       const size_t slot =

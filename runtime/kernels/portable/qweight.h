@@ -11,6 +11,8 @@
 
 #include "common.h"
 
+#include "etllm/runtime/ggml_blocks.h"
+
 namespace etllm::rt::portable {
 
 /// Read access to a validated QWeight.
@@ -32,6 +34,15 @@ struct QWeightView {
 
   /// Dequantizes row r (l.cols values) into dst.
   void dequantRow(int64_t r, float *dst) const {
+    if (q.scheme != QScheme::Affine) {
+      // A GGUF's blocks, dequantized as ggml's reference does.
+      const int64_t bv = ggml::blockValues(q.scheme);
+      const size_t bb = size_t(ggml::blockBytes(q.scheme));
+      for (int64_t g = 0; g < l.groups; ++g)
+        ggml::dequantBlock(q.scheme, base + size_t(r * l.groups + g) * bb,
+                           dst + g * bv);
+      return;
+    }
     const int64_t K = l.cols, gs = q.groupSize;
     for (int64_t g = 0; g < l.groups; ++g) {
       const float s = param(l.scalesOff, r * l.groups + g);

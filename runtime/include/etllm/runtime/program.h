@@ -54,7 +54,11 @@ inline constexpr char kProgramMagic[8] = {'E', 'T', 'L', 'L',
 ///      for per token. The writer uses 2 only for programs that have such
 ///      a value outside delegate blobs, so others stay readable by older
 ///      runtimes.
-inline constexpr uint32_t kProgramFormatVersion = 2;
+///   3  a quantized weight may be of a ggml block scheme
+///      (QuantParams.scheme other than AFFINE, or the xnnpack blob's
+///      Value.scheme), which older readers would take for an affine weight.
+///      Used only for programs that have one.
+inline constexpr uint32_t kProgramFormatVersion = 3;
 inline constexpr uint32_t kMinProgramFormatVersion = 1;
 
 /// Plain-C++ view of the program's metadata.

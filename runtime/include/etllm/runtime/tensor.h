@@ -23,9 +23,34 @@ inline constexpr size_t kQuantSectionAlign = 64;
 
 inline size_t alignUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
+/// How a QWeight codes its values (same values as the schema's QScheme).
+enum class QScheme : uint8_t {
+  /// `bits`-bit values (4, 8) in groups of `groupSize` along a row, each
+  /// group with a scale (and an offset) in `scaleType`: QWeightLayout's
+  /// sections. GGUF Q4_0, Q4_1 and Q8_0 blocks are exactly this.
+  Affine = 0,
+  /// ggml's block formats, kept as a GGUF stores them (ggml_blocks.h): the
+  /// QWeight's bytes are the GGUF tensor's blocks, row-major.
+  Q5_0 = 1, ///< 32 values: f16 d, 5-bit q; x = d (q - 16)
+  Q5_1 = 2, ///< 32 values: f16 d and m, 5-bit q; x = d q + m
+  Q4_K = 3, ///< 256 values: f16 d, dmin; 6-bit scale and min per 32; 4-bit q
+  Q5_K = 4, ///< as Q4_K with 5-bit q
+  Q6_K = 5, ///< 256 values: f16 d, int8 scale per 16, 6-bit q; d sc (q - 32)
+};
+inline constexpr unsigned kNumQSchemes = 6;
+
+/// "affine", "q5_0", ... (the IR's and the schema's spelling, lower case).
+const char *qschemeName(QScheme s);
+
 /// Parameters of a block-quantized weight or a quantized activation.
+///
+/// A weight of a ggml scheme carries the values that scheme implies
+/// (ggmlQuantInfo): its value bits, the values per scale (32, or 16 for
+/// Q6_K), whether it is symmetric (Q5_0, Q6_K) and F16 (the type of the
+/// block's stored scale), so that code reading only these fields (sizes,
+/// listings) sees the right ones; QWeightLayout::compute rejects any other.
 struct QuantInfo {
-  uint8_t bits = 0;             // 4 or 8
+  uint8_t bits = 0;             // 4 or 8 (Affine); 4, 5 or 6 (ggml)
   bool symmetric = true;        // sym: signed q; asym: unsigned q + offset/zp
   DType scaleType = DType::F32; // F16 or F32 (weights); F32 (activations)
   /// Weights: elements per group along the last dim. Activations: 0 (one
@@ -33,7 +58,11 @@ struct QuantInfo {
   /// consecutive elements of a row: symmetric only).
   int64_t groupSize = 0;
   bool perToken = true; // activations: one scale per row (else per tensor)
+  QScheme scheme = QScheme::Affine; // weights
 };
+
+/// The QuantInfo of a weight of ggml scheme `s` (not Affine).
+QuantInfo ggmlQuantInfo(QScheme s);
 
 /// Elements per block of block-quantized activations (QuantInfo::groupSize
 /// of a QAct): llama.cpp's Q8_0 block, the unit of the integer dot products.
@@ -51,6 +80,11 @@ inline constexpr int64_t kQActBlock = 32;
 ///   [offsetsOff, ...)      asymmetric only: R*G offsets (scaleType)
 ///
 /// Dequantized: x = scale * q (sym), x = scale * q + offset (asym).
+///
+/// A ggml scheme (QScheme other than Affine) is R rows of K / B blocks of
+/// its format (B = 32 or 256 values, ggml_blocks.h), row-major, exactly a
+/// GGUF tensor's bytes: qbytes = scalesOff = offsetsOff = totalBytes, and
+/// `groups` counts blocks per row.
 struct QWeightLayout {
   int64_t rows = 0, cols = 0, groups = 0;
   size_t qbytes = 0, scalesOff = 0, offsetsOff = 0, totalBytes = 0;

@@ -52,6 +52,32 @@ static_assert(kQBlock == kQActBlock, "one block size for both operands");
 /// its own row (no horizontal reduction, the rows are the lanes). Padding
 /// values and rows hold q = 0 and scale 0. Size: N K bits / 8 plus the
 /// scales; Q4_0 (group 32, f16 scales) keeps its 18 bytes per 32 weights.
+///
+/// The ggml schemes (QScheme other than Affine; K a multiple of the
+/// format's block) keep every bit of their GGUF blocks, rearranged the same
+/// way. Their values are unsigned (u = q + 16 for Q5_0, q + 32 for Q6_K):
+///
+///   tile:    the 4-bit tile above (the low 4 bits of each value), then
+///            5-bit (Q5_0, Q5_1, Q5_K): [r < 16][j < 4] plane bytes, bit c
+///              of byte j of row r the fifth bit of value 4c + j, bit 4 + c
+///              that of value 16 + 4c + j (64 bytes; tileBytes 320);
+///            6-bit (Q6_K): [w < 2][r < 16][j < 4], bits 2c, 2c + 1 of byte
+///              j the top 2 bits of value 4c + j (w = 0) or 16 + 4c + j
+///              (w = 1) (128 bytes; tileBytes 384);
+///            so that a shift and a mask of one plane load give the high
+///            bits of a chunk's values in place;
+///   scales:  Q5_0, Q5_1: [RG][KB][16] f16 d; offsets [RG][KB][16] f16 m
+///              (Q5_1);
+///            Q4_K, Q5_K: per row group and super-block of 256 values
+///              (scaleGroups = K / 256), kQK4ParamBytes: d[16], dmin[16]
+///              (f16), then the 12 bytes of 6-bit scales and mins of each
+///              row as [c < 3][r < 16][4 bytes c*4 ..];
+///            Q6_K: per row group and super-block, kQ6KParamBytes: d[16]
+///              (f16), then the 16 int8 scales of each row as
+///              [c < 4][r < 16][scales 4c .. 4c + 3].
+///
+/// Every weight keeps its GGUF size (padding rows aside): Q4_K's 144 bytes
+/// per 256 values are 128 in the tiles and 16 in the scales.
 struct PackedQBlockLayout {
   int64_t n = 0, k = 0, groupSize = 0;
   int64_t rowGroups = 0, kBlocks = 0, scaleGroups = 0;
@@ -60,7 +86,9 @@ struct PackedQBlockLayout {
   unsigned bits = 0;
   bool symmetric = true;
   DType scaleType = DType::F32;
-  size_t tileBytes = 0; // one row group's block
+  QScheme scheme = QScheme::Affine;
+  size_t tileBytes = 0;  // one row group's block
+  size_t paramBytes = 0; // one row group's parameters of one scale group
   size_t qdataOff = 0, scalesOff = 0, offsetsOff = 0, totalBytes = 0;
 
   /// Whether a weight [*, k] quantized as `q` has this layout.
@@ -71,10 +99,40 @@ struct PackedQBlockLayout {
   int64_t scaleGroup(int64_t b) const {
     return scaleGroups == 1 ? 0 : b / blocksPerGroup;
   }
+  /// Whether the offsets section exists (asymmetric affine, Q5_1).
+  bool hasOffsets() const {
+    return scheme == QScheme::Affine ? !symmetric : scheme == QScheme::Q5_1;
+  }
 };
 
+/// Bytes per row group and super-block of the Q4_K/Q5_K and Q6_K
+/// parameters (PackedQBlockLayout).
+inline constexpr size_t kQK4ParamBytes = 2 * kQRows * 2 + 12 * kQRows;
+inline constexpr size_t kQ6KParamBytes = kQRows * 2 + 16 * kQRows;
+
+/// The stored (unsigned) value i (< 32) of row r (< 16) in a tile of `l`:
+/// the nibble or byte of an affine layout (int8 bits for 8-bit symmetric),
+/// the whole 5- or 6-bit value of a ggml scheme.
+uint8_t packedValue(const PackedQBlockLayout &l, const uint8_t *tile, int r,
+                    int i);
+
+/// How the values of row r of row group rg, block b of a ggml-scheme weight
+/// dequantize: x_i = dw[i / 16] * (u_i - bias) (+ offset when hasOffset)
+/// for its stored values u_i (i < 32), with dw and offset computed as
+/// ggml_blocks.h's reference does (the same floats).
+struct GgmlBlockParams {
+  float dw[2] = {0, 0};
+  float offset = 0;
+  int32_t bias = 0;
+  bool hasOffset = false; // Q5_1 (m), Q4_K and Q5_K (-dmin m)
+};
+GgmlBlockParams ggmlBlockParams(const PackedQBlockLayout &l,
+                                const uint8_t *scales, const uint8_t *offsets,
+                                int64_t rg, int64_t b, int r);
+
 /// Packs a QWeightLayout blob (rows x cols) into PackedQBlockLayout
-/// (bit for bit: the same q values, scales and offsets).
+/// (bit for bit: the same q values, scales and offsets; a ggml scheme's
+/// every bit).
 Result<std::vector<uint8_t>> packQBlocks(const uint8_t *blob, size_t size,
                                          int64_t rows, int64_t cols,
                                          const QuantInfo &q);
