@@ -145,6 +145,10 @@ LogicalResult ParameterOp::verify() {
   if (std::optional<ElementsAttr> value = getValue()) {
     auto valueType = cast<ShapedType>(value->getType());
     if (auto qweight = dyn_cast<QWeightType>(type)) {
+      if (qweight.isGgml())
+        return emitOpError("a ")
+               << stringifyQWeightScheme(qweight.getScheme())
+               << " weight keeps a GGUF's blocks: it has no inline value";
       if (valueType.getShape() != qweight.getShape() ||
           !isa<FloatType>(valueType.getElementType()))
         return emitOpError("inline value of a quantized parameter must be a "

@@ -2,6 +2,7 @@
 #include "etllm/Dialect/Etllm/EtllmOps.h"
 #include "etllm/Dialect/Etllm/MoeActivations.h"
 #include "etllm/Formats/Checkpoint.h"
+#include "etllm/Serialize/Quantizer.h"
 #include "etllm/Support/Glob.h"
 #include "etllm/Transforms/Passes.h"
 
@@ -31,6 +32,9 @@ struct Scheme {
   int64_t groupSize = 32;
   bool symmetric = true;
   bool f16Scales = false;
+  /// Keep each weight as its GGUF stores it (`gguf`): blocks exactly
+  /// (ggml schemes for Q5_0, Q5_1, Q4_K, Q5_K, Q6_K), float left float.
+  bool gguf = false;
 };
 
 struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
@@ -50,6 +54,9 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
   LogicalResult parseScheme(StringRef name, Scheme &s, StringRef option) {
     if (name == "none") {
       s.bits = 0;
+    } else if (name == "gguf") {
+      s.gguf = true;
+      s.bits = 8; // (not 0: the layer is considered; its type is the file's)
     } else if (name == "int4" || name == "8da4w") {
       s.bits = 4;
       s.dynamicActivations = name == "8da4w";
@@ -59,7 +66,7 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
     } else {
       return getOperation().emitError("etllm-quantize: ")
              << option << "='" << name
-             << "' is not one of none, int4, int8, 8da4w, 8da8w";
+             << "' is not one of none, int4, int8, 8da4w, 8da8w, gguf";
     }
     return success();
   }
@@ -100,15 +107,18 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
     emb.dynamicActivations = false;
     emb.blockActivations = false;
     emb.groupSize = embeddingGroupSize;
+    emb.gguf = embedding == "gguf";
     if (embedding == "none")
       emb.bits = 0;
+    else if (embedding == "gguf")
+      emb.bits = 8;
     else if (embedding == "int8")
       emb.bits = 8;
     else if (embedding == "int4")
       emb.bits = 4;
     else {
       module.emitError("etllm-quantize: embedding='")
-          << embedding << "' is not one of none, int8, int4";
+          << embedding << "' is not one of none, int8, int4, gguf";
       return signalPassFailure();
     }
 
@@ -146,12 +156,31 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
         used.groupSize = k;
       std::optional<::etllm::formats::DType> src = sourceDType(p);
       using ::etllm::formats::DType;
+      if (s.gguf) {
+        // The file's own type: ggml's other block formats by scheme (the
+        // serializer copies their blocks), Q4_0/Q8_0/Q4_1 as below, float
+        // stays float.
+        std::optional<::etllm::rt::QScheme> scheme;
+        if (src)
+          scheme = ::etllm::ggmlSchemeOf(*src);
+        if (scheme) // (QWeightScheme has rt::QScheme's values)
+          return QWeightType::get(&getContext(), wt.getShape(),
+                                  static_cast<QWeightScheme>(*scheme));
+        if (!src || (*src != DType::Q4_0 && *src != DType::Q8_0 &&
+                     *src != DType::Q4_1)) {
+          at->emitRemark() << "etllm-quantize: kept in float: the weight "
+                              "arrives as "
+                           << (src ? ::etllm::formats::dtypeName(*src)
+                                   : "a float tensor");
+          return {};
+        }
+      }
       if (src &&
           (*src == DType::Q4_0 || *src == DType::Q8_0 || *src == DType::Q4_1)) {
         // Already quantized: keep the exact values (group 32, f16 scales).
         unsigned exactBits = *src == DType::Q8_0 ? 8 : 4;
-        unsigned bits = std::max(exactBits, s.bits);
-        if (bits != s.bits)
+        unsigned bits = s.gguf ? exactBits : std::max(exactBits, s.bits);
+        if (bits != s.bits && !s.gguf)
           at->emitRemark() << "etllm-quantize: kept at " << bits
                            << " bits: the weight arrives as "
                            << ::etllm::formats::dtypeName(*src);

@@ -78,17 +78,18 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        ConfigType::Enum,
        "portable",
        {"portable", "xnnpack-fp32", "xnnpack-int4", "xnnpack-8da4w",
-        "xnnpack-int8"},
+        "xnnpack-gguf", "xnnpack-int8"},
        "The named recipe; the keys below override its options "
        "(docs/Pipelines.md).",
        "xnnpack-8da4w"},
       {"quantization.linear",
        ConfigType::Enum,
        "pipeline",
-       {"pipeline", "none", "int4", "int8", "8da4w", "8da8w"},
+       {"pipeline", "none", "int4", "int8", "8da4w", "8da8w", "gguf"},
        "Linear-layer quantization: weight-only int4/int8 with float "
        "activations, or 8-bit dynamic per-token activations with int4/int8 "
-       "weights. `pipeline` keeps the recipe's choice.",
+       "weights, or `gguf`: each weight of a GGUF kept in its own type "
+       "(blocks bit for bit). `pipeline` keeps the recipe's choice.",
        "int4"},
       {"quantization.group_size",
        ConfigType::Int,
@@ -130,10 +131,11 @@ const std::vector<ConfigKey> &exportConfigSchema() {
       {"quantization.embedding",
        ConfigType::Enum,
        "pipeline",
-       {"pipeline", "none", "int8", "int4"},
+       {"pipeline", "none", "int8", "int4", "gguf"},
        "Token-embedding table quantization. `pipeline` keeps the recipe's "
        "(int4 group 32 for xnnpack-int4, int8 per row for xnnpack-8da4w and "
-       "xnnpack-int8, none otherwise).",
+       "xnnpack-int8, the GGUF's own type for xnnpack-gguf, none "
+       "otherwise).",
        "int8"},
       {"quantization.embedding_group_size",
        ConfigType::Int,
@@ -150,7 +152,7 @@ const std::vector<ConfigKey> &exportConfigSchema() {
       {"quantization.output_layer",
        ConfigType::Enum,
        "pipeline",
-       {"pipeline", "same", "none", "int8", "int4", "8da8w", "8da4w"},
+       {"pipeline", "same", "none", "int8", "int4", "8da8w", "8da4w", "gguf"},
        "Exception for the output layer (lm_head): `same` quantizes it like "
        "the other linears, e.g. `int8` keeps it at 8 bits. `pipeline` keeps "
        "the recipe's (8da8w per channel for xnnpack-8da4w, same otherwise).",

@@ -381,6 +381,16 @@ uint32_t ggufFileType(DType d) {
     return 7;
   case DType::Q4_0:
     return 2;
+  case DType::Q5_0:
+    return 8;
+  case DType::Q5_1:
+    return 9;
+  case DType::Q4_K:
+    return 15; // MOSTLY_Q4_K_M
+  case DType::Q5_K:
+    return 17; // MOSTLY_Q5_K_M
+  case DType::Q6_K:
+    return 18;
   default:
     return 0;
   }
@@ -433,9 +443,12 @@ Status generateGguf(const GeneratorOptions &o, const ModelConfig &c,
   const std::string arch = f.gguf.arch;
   DType qtype = o.ggufType.value_or(o.dtype);
   if (qtype != DType::F32 && qtype != DType::F16 && qtype != DType::BF16 &&
-      qtype != DType::Q8_0 && qtype != DType::Q4_0)
+      qtype != DType::Q8_0 && qtype != DType::Q4_0 && qtype != DType::Q5_0 &&
+      qtype != DType::Q5_1 && qtype != DType::Q4_K && qtype != DType::Q5_K &&
+      qtype != DType::Q6_K)
     return Error(std::string("--gguf-type ") + dtypeName(qtype) +
-                 " is not supported (f32, f16, bf16, q8_0, q4_0)");
+                 " is not supported (f32, f16, bf16, q8_0, q4_0, q5_0, "
+                 "q5_1, q4_k, q5_k, q6_k)");
   if (f.gguf.dropsLmHead && !c.tieWordEmbeddings)
     return Error("llama.cpp's converter of " + c.architecture +
                  " drops lm_head, so an untied one cannot be written as GGUF");
@@ -679,8 +692,15 @@ Status generateGguf(const GeneratorOptions &o, const ModelConfig &c,
     DType d = DType::F32;
     if (shape.size() >= 2 && name.find(routerName) == std::string::npos) {
       d = qtype;
+      // Rows that are not whole super-blocks take llama.cpp's fallbacks
+      // (llama-quant.cpp), rows that fit no block F16.
       if (shape.back() % dtypeBlockSize(d) != 0)
-        d = DType::F16; // As llama.cpp does for rows that do not fit blocks.
+        d = d == DType::Q4_K   ? DType::Q5_0
+            : d == DType::Q5_K ? DType::Q5_1
+            : d == DType::Q6_K ? DType::Q8_0
+                               : d;
+      if (shape.back() % dtypeBlockSize(d) != 0)
+        d = DType::F16;
     }
     return d;
   };

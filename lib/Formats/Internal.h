@@ -451,6 +451,10 @@ std::string hfNameToGguf(const models::FamilySpec &family,
 bool splitLayerName(const std::string &name, const std::string &prefix,
                     int64_t &layer, std::string &suffix);
 
+/// Quantizes n floats (whole blocks) into ggml blocks of `dtype` (Q5_0,
+/// Q5_1, Q4_K, Q5_K, Q6_K; GgmlQuantize.cpp); false for another dtype.
+bool quantizeGgmlRows(DType dtype, const float *src, int64_t n, uint8_t *dst);
+
 } // namespace etllm::formats::detail
 
 #endif // ETLLM_LIB_FORMATS_INTERNAL_H

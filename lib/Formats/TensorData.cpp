@@ -6,8 +6,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Internal.h"
+
 #include "etllm/Formats/Checkpoint.h"
 #include "etllm/Formats/Gguf.h"
+#include "etllm/runtime/ggml_blocks.h"
 #include "etllm/runtime/half.h"
 
 #include <algorithm>
@@ -68,187 +71,31 @@ void storeHalf(uint8_t *p, float f) {
   std::memcpy(p, &h, 2);
 }
 
-constexpr int kQK = 32;
-constexpr int kQKK = 256;
-
-// block_q8_0 { half d; int8 qs[32]; }
-void dequantQ8_0(const uint8_t *b, float *y) {
-  float d = loadHalf(b);
-  const int8_t *qs = reinterpret_cast<const int8_t *>(b + 2);
-  for (int j = 0; j < kQK; ++j)
-    y[j] = qs[j] * d;
-}
-
-// block_q4_0 { half d; uint8 qs[16]; }: low nibbles are elements 0..15, high
-// nibbles 16..31, both offset by 8.
-void dequantQ4_0(const uint8_t *b, float *y) {
-  float d = loadHalf(b);
-  const uint8_t *qs = b + 2;
-  for (int j = 0; j < kQK / 2; ++j) {
-    int x0 = (qs[j] & 0x0F) - 8;
-    int x1 = (qs[j] >> 4) - 8;
-    y[j] = x0 * d;
-    y[j + kQK / 2] = x1 * d;
-  }
-}
-
-// block_q4_1 { half d; half m; uint8 qs[16]; }
-void dequantQ4_1(const uint8_t *b, float *y) {
-  float d = loadHalf(b), m = loadHalf(b + 2);
-  const uint8_t *qs = b + 4;
-  for (int j = 0; j < kQK / 2; ++j) {
-    int x0 = qs[j] & 0x0F;
-    int x1 = qs[j] >> 4;
-    y[j] = x0 * d + m;
-    y[j + kQK / 2] = x1 * d + m;
-  }
-}
-
-// block_q5_0 { half d; uint8 qh[4]; uint8 qs[16]; }: qh bit j is the fifth
-// bit of element j.
-void dequantQ5_0(const uint8_t *b, float *y) {
-  float d = loadHalf(b);
-  uint32_t qh;
-  std::memcpy(&qh, b + 2, 4);
-  const uint8_t *qs = b + 6;
-  for (int j = 0; j < kQK / 2; ++j) {
-    uint8_t xh0 = ((qh >> (j + 0)) << 4) & 0x10;
-    uint8_t xh1 = ((qh >> (j + 12))) & 0x10;
-    int32_t x0 = ((qs[j] & 0x0F) | xh0) - 16;
-    int32_t x1 = ((qs[j] >> 4) | xh1) - 16;
-    y[j] = x0 * d;
-    y[j + kQK / 2] = x1 * d;
-  }
-}
-
-// block_q5_1 { half d; half m; uint8 qh[4]; uint8 qs[16]; }
-void dequantQ5_1(const uint8_t *b, float *y) {
-  float d = loadHalf(b), m = loadHalf(b + 2);
-  uint32_t qh;
-  std::memcpy(&qh, b + 4, 4);
-  const uint8_t *qs = b + 8;
-  for (int j = 0; j < kQK / 2; ++j) {
-    uint8_t xh0 = ((qh >> (j + 0)) << 4) & 0x10;
-    uint8_t xh1 = ((qh >> (j + 12))) & 0x10;
-    int x0 = (qs[j] & 0x0F) | xh0;
-    int x1 = (qs[j] >> 4) | xh1;
-    y[j] = x0 * d + m;
-    y[j + kQK / 2] = x1 * d + m;
-  }
-}
-
-// The 6-bit scale and min of sub-block j of a Q4_K/Q5_K super-block, packed
-// in 12 bytes.
-void scaleMinK4(int j, const uint8_t *q, uint8_t &d, uint8_t &m) {
-  if (j < 4) {
-    d = q[j] & 63;
-    m = q[j + 4] & 63;
-  } else {
-    d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-    m = (q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4);
-  }
-}
-
-// block_q4_K { half d; half dmin; uint8 scales[12]; uint8 qs[128]; }
-void dequantQ4_K(const uint8_t *b, float *y) {
-  float d = loadHalf(b), min = loadHalf(b + 2);
-  const uint8_t *scales = b + 4;
-  const uint8_t *q = b + 16;
-  int is = 0;
-  for (int j = 0; j < kQKK; j += 64) {
-    uint8_t sc, m;
-    scaleMinK4(is + 0, scales, sc, m);
-    float d1 = d * sc, m1 = min * m;
-    scaleMinK4(is + 1, scales, sc, m);
-    float d2 = d * sc, m2 = min * m;
-    for (int l = 0; l < 32; ++l)
-      *y++ = d1 * (q[l] & 0xF) - m1;
-    for (int l = 0; l < 32; ++l)
-      *y++ = d2 * (q[l] >> 4) - m2;
-    q += 32;
-    is += 2;
-  }
-}
-
-// block_q5_K { half d; half dmin; uint8 scales[12]; uint8 qh[32];
-//              uint8 qs[128]; }
-void dequantQ5_K(const uint8_t *b, float *y) {
-  float d = loadHalf(b), min = loadHalf(b + 2);
-  const uint8_t *scales = b + 4;
-  const uint8_t *qh = b + 16;
-  const uint8_t *ql = b + 48;
-  int is = 0;
-  uint8_t u1 = 1, u2 = 2;
-  for (int j = 0; j < kQKK; j += 64) {
-    uint8_t sc, m;
-    scaleMinK4(is + 0, scales, sc, m);
-    float d1 = d * sc, m1 = min * m;
-    scaleMinK4(is + 1, scales, sc, m);
-    float d2 = d * sc, m2 = min * m;
-    for (int l = 0; l < 32; ++l)
-      *y++ = d1 * ((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - m1;
-    for (int l = 0; l < 32; ++l)
-      *y++ = d2 * ((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
-    ql += 32;
-    is += 2;
-    u1 <<= 2;
-    u2 <<= 2;
-  }
-}
-
-// block_q6_K { uint8 ql[128]; uint8 qh[64]; int8 scales[16]; half d; }
-void dequantQ6_K(const uint8_t *b, float *y) {
-  const uint8_t *ql = b;
-  const uint8_t *qh = b + 128;
-  const int8_t *sc = reinterpret_cast<const int8_t *>(b + 192);
-  float d = loadHalf(b + 208);
-  for (int n = 0; n < kQKK; n += 128) {
-    for (int l = 0; l < 32; ++l) {
-      int is = l / 16;
-      int8_t q1 =
-          static_cast<int8_t>((ql[l + 0] & 0xF) | (((qh[l] >> 0) & 3) << 4)) -
-          32;
-      int8_t q2 =
-          static_cast<int8_t>((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) -
-          32;
-      int8_t q3 =
-          static_cast<int8_t>((ql[l + 0] >> 4) | (((qh[l] >> 4) & 3) << 4)) -
-          32;
-      int8_t q4 =
-          static_cast<int8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) -
-          32;
-      y[l + 0] = d * sc[is + 0] * q1;
-      y[l + 32] = d * sc[is + 2] * q2;
-      y[l + 64] = d * sc[is + 4] * q3;
-      y[l + 96] = d * sc[is + 6] * q4;
-    }
-    y += 128;
-    ql += 64;
-    qh += 32;
-    sc += 8;
-  }
-}
+// The block formats and their dequantization are the runtime's
+// (etllm/runtime/ggml_blocks.h): one definition for the GGUF reader and the
+// kernels that run GGUF blocks kept as they are.
+using rt::ggml::kQK;
 
 using BlockFn = void (*)(const uint8_t *, float *);
 
 BlockFn blockDequantizer(DType dtype) {
   switch (dtype) {
   case DType::Q8_0:
-    return dequantQ8_0;
+    return rt::ggml::dequantQ8_0;
   case DType::Q4_0:
-    return dequantQ4_0;
+    return rt::ggml::dequantQ4_0;
   case DType::Q4_1:
-    return dequantQ4_1;
+    return rt::ggml::dequantQ4_1;
   case DType::Q5_0:
-    return dequantQ5_0;
+    return rt::ggml::dequantQ5_0;
   case DType::Q5_1:
-    return dequantQ5_1;
+    return rt::ggml::dequantQ5_1;
   case DType::Q4_K:
-    return dequantQ4_K;
+    return rt::ggml::dequantQ4_K;
   case DType::Q5_K:
-    return dequantQ5_K;
+    return rt::ggml::dequantQ5_K;
   case DType::Q6_K:
-    return dequantQ6_K;
+    return rt::ggml::dequantQ6_K;
   default:
     return nullptr;
   }
@@ -592,6 +439,17 @@ Status encodeFloats(DType dtype, const float *src, int64_t n, uint8_t *dst) {
       quantizeRowQ8_0(src, dst, n);
     else
       quantizeRowQ4_0(src, dst, n);
+    return Status();
+  case DType::Q5_0:
+  case DType::Q5_1:
+  case DType::Q4_K:
+  case DType::Q5_K:
+  case DType::Q6_K:
+    if (n % dtypeBlockSize(dtype) != 0)
+      return Error("encodeFloats: " + std::to_string(n) +
+                   " elements are not a multiple of the block size " +
+                   std::to_string(dtypeBlockSize(dtype)));
+    detail::quantizeGgmlRows(dtype, src, n, dst);
     return Status();
   default:
     return Error(std::string("encodeFloats: cannot encode ") +

@@ -59,6 +59,19 @@ const std::vector<Recipe> &recipes() {
        {"xnnpack"},
        "int8",
        "8da8w"},
+      {"xnnpack-gguf",
+       "a GGUF's own mix kept exactly, as llama.cpp runs it: every weight "
+       "in its GGUF type (Q4_0, Q4_1, Q8_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K "
+       "blocks bit for bit; float stays float), int8 activations per block "
+       "of 32, on the CPU backend",
+       "gguf",
+       32,
+       {"xnnpack"},
+       "gguf",
+       "same",
+       "f16",
+       "int8-block",
+       32},
       {"xnnpack-int8",
        "int8 per-channel weights, fp32 activations, int8 per-row embedding "
        "(one table with a tied lm_head), on the CPU backend",

@@ -180,7 +180,8 @@ LogicalResult emitProgram(LoweredProgram &p, const SerializeOptions &options,
     if (v.dtype == rt::DType::QWeight || v.dtype == rt::DType::QAct)
       q = fbs::CreateQuantParams(fb, v.quant.bits, v.quant.symmetric,
                                  static_cast<fbs::DType>(v.quant.scaleType),
-                                 v.quant.groupSize, v.quant.perToken);
+                                 v.quant.groupSize, v.quant.perToken,
+                                 static_cast<fbs::QScheme>(v.quant.scheme));
     std::vector<int64_t> sizes(v.sizes.begin(), v.sizes.end());
     std::vector<uint8_t> dyn(v.dynamic.begin(), v.dynamic.end());
     fbs::StorageKind kind = fbs::StorageKind::PLANNED;
@@ -279,11 +280,15 @@ LogicalResult emitProgram(LoweredProgram &p, const SerializeOptions &options,
     return failure();
   std::vector<flatbuffers::Offset<fbs::Method>> methods = {method};
   // Version 2 only when a version-1 reader would misread the program: a
-  // per-block QAct outside the delegate blobs (program.h).
+  // per-block QAct outside the delegate blobs; version 3 when a weight of a
+  // ggml scheme is anywhere, delegate blobs included (program.h).
   uint32_t version = 1;
   for (const ValueRec &v : p.values)
     if (v.dtype == rt::DType::QAct && v.quant.groupSize != 0)
       version = 2;
+  for (ParameterOp param : p.module.getOps<ParameterOp>())
+    if (auto q = dyn_cast<QWeightType>(param.getType()); q && q.isGgml())
+      version = 3;
   flatbuffers::Offset<fbs::LoraHooks> lora = 0;
   if (hasHooks) {
     auto maxRank = p.module->getAttrOfType<IntegerAttr>(

@@ -15,6 +15,12 @@ ArrayRef<int64_t> shapeOf(Type t) {
   return cast<RankedTensorType>(t).getShape();
 }
 
+// The IR's schemes are the program's (runtime/schema/program.fbs QScheme,
+// etllm::rt::QScheme), value for value: same count here, same names in
+// serialize.QWeightSchemes.
+static_assert(getMaxEnumValForQWeightScheme() + 1 == rt::kNumQSchemes,
+              "QWeightScheme (ODS) and rt::QScheme differ");
+
 rt::QuantInfo quantInfoOf(Type t) {
   rt::QuantInfo info;
   if (auto q = dyn_cast<QWeightType>(t)) {
@@ -22,6 +28,7 @@ rt::QuantInfo quantInfoOf(Type t) {
     info.groupSize = q.getGroupSize();
     info.symmetric = q.getSymmetric();
     info.scaleType = q.getScaleType().isF16() ? rt::DType::F16 : rt::DType::F32;
+    info.scheme = static_cast<rt::QScheme>(q.getScheme());
   } else if (auto q = dyn_cast<QActType>(t)) {
     info.bits = q.getBits();
     info.symmetric = q.getSymmetric();

@@ -200,7 +200,26 @@ Result<std::vector<uint8_t>> quantizeRows(const float *x, int64_t rows,
   return out;
 }
 
+std::optional<rt::QScheme> ggmlSchemeOf(formats::DType dtype) {
+  switch (dtype) {
+  case formats::DType::Q5_0:
+    return rt::QScheme::Q5_0;
+  case formats::DType::Q5_1:
+    return rt::QScheme::Q5_1;
+  case formats::DType::Q4_K:
+    return rt::QScheme::Q4_K;
+  case formats::DType::Q5_K:
+    return rt::QScheme::Q5_K;
+  case formats::DType::Q6_K:
+    return rt::QScheme::Q6_K;
+  default:
+    return std::nullopt;
+  }
+}
+
 bool canRepackExactly(formats::DType dtype, const QuantInfo &q) {
+  if (q.scheme != rt::QScheme::Affine)
+    return false; // (kept as they are: ggmlSchemeOf)
   if (q.groupSize != 32 || q.scaleType != rt::DType::F16)
     return false;
   switch (dtype) {

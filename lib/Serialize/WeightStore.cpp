@@ -277,7 +277,12 @@ FailureOr<std::vector<uint8_t>> WeightStore::materialize(ParameterOp param) {
                        cast<RankedTensorType>(type).getElementType().isF32();
       auto q = dyn_cast<QWeightType>(type);
       bool repack = q && canRepackExactly(t->dtype, quantInfoOf(q));
-      if ((f32Target && t->dtype == formats::DType::F32) || repack) {
+      // A ggml scheme is the tensor's blocks themselves (its rows permuted
+      // like any row of a GGUF q/k weight).
+      std::optional<rt::QScheme> ggml = ggmlSchemeOf(t->dtype);
+      bool keep = q && q.isGgml() && ggml &&
+                  static_cast<rt::QScheme>(q.getScheme()) == *ggml;
+      if ((f32Target && t->dtype == formats::DType::F32) || repack || keep) {
         for (const formats::TensorRef *p : parts) {
           size_t at = raw.size();
           if (p->qkPermuteHeads > 0) {
@@ -291,7 +296,7 @@ FailureOr<std::vector<uint8_t>> WeightStore::materialize(ParameterOp param) {
             raw.insert(raw.end(), p->data, p->data + p->nbytes);
           }
         }
-        if (!repack)
+        if (!repack) // f32, or a ggml scheme's blocks
           return raw;
         auto packed = repackGgufBlocks(t->dtype, raw.data(), rows, cols);
         if (!packed.ok())
@@ -300,6 +305,14 @@ FailureOr<std::vector<uint8_t>> WeightStore::materialize(ParameterOp param) {
       }
     }
   }
+
+  if (auto q = dyn_cast<QWeightType>(type); q && q.isGgml())
+    return param.emitError("a ")
+           << stringifyQWeightScheme(q.getScheme())
+           << " weight is kept from a GGUF tensor of that type, unchanged "
+              "(the tensor '"
+           << param.getSourceName()
+           << "' is of another type, stacked, or changed by a LoRA adapter)";
 
   // A quantized weight read from one tensor as it is in the file: converted
   // and quantized a block of rows at a time into the output, so the f32

@@ -53,8 +53,10 @@ struct GeneratorOptions {
   std::string ggufKvB = "split";
   /// Element type of the safetensors tensors (F32, F16, BF16).
   DType dtype = DType::F32;
-  /// GGUF type of 2-D weights (F32, F16, BF16, Q8_0, Q4_0); 1-D tensors are
-  /// always F32, as llama.cpp's converter writes them. Unset: same as dtype.
+  /// GGUF type of 2-D weights (F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1,
+  /// Q4_K, Q5_K, Q6_K; rows that are not whole super-blocks take
+  /// llama.cpp's fallbacks, Q5_0, Q5_1, Q8_0); 1-D tensors are always F32,
+  /// as llama.cpp's converter writes them. Unset: same as dtype.
   std::optional<DType> ggufType;
   uint64_t seed = 0;
   /// Output directory (hf) or file (gguf).

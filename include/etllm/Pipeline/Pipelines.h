@@ -37,7 +37,8 @@ namespace etllm {
 struct RecipeOptions : public mlir::PassPipelineOptions<RecipeOptions> {
   Option<std::string> linear{*this, "linear",
                              llvm::cl::desc("Linear scheme: none, int4, int8, "
-                                            "8da4w, 8da8w (default: recipe)"),
+                                            "8da4w, 8da8w, gguf (default: "
+                                            "recipe)"),
                              llvm::cl::init("")};
   Option<int64_t> groupSize{
       *this, "group-size",
@@ -58,7 +59,7 @@ struct RecipeOptions : public mlir::PassPipelineOptions<RecipeOptions> {
       llvm::cl::init("")};
   Option<std::string> embedding{
       *this, "embedding",
-      llvm::cl::desc("Embedding: none, int8, int4 (default: recipe)"),
+      llvm::cl::desc("Embedding: none, int8, int4, gguf (default: recipe)"),
       llvm::cl::init("")};
   Option<int64_t> embeddingGroupSize{
       *this, "embedding-group-size",
@@ -66,8 +67,8 @@ struct RecipeOptions : public mlir::PassPipelineOptions<RecipeOptions> {
       llvm::cl::init(0)};
   Option<std::string> outputLayer{
       *this, "output-layer",
-      llvm::cl::desc("lm_head scheme: same, none, int8, int4, 8da8w, 8da4w "
-                     "(default: recipe)"),
+      llvm::cl::desc("lm_head scheme: same, none, int8, int4, 8da8w, 8da4w, "
+                     "gguf (default: recipe)"),
       llvm::cl::init("")};
   Option<std::string> mlaCache{
       *this, "mla-cache",

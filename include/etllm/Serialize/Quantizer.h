@@ -1,7 +1,8 @@
 //===- Quantizer.h - Block-wise weight quantization -------------*- C++ -*-===//
 //
 // Produces the QWeight byte layout of runtime/tensor.h (QWeightLayout) from
-// float rows, or repacks GGUF Q8_0/Q4_0/Q4_1 blocks into it exactly.
+// float rows, or repacks GGUF Q8_0/Q4_0/Q4_1 blocks into it exactly; the
+// other ggml formats are kept as their own schemes (ggmlSchemeOf).
 // No LLVM/MLIR: shared by the serializer and its unit tests.
 //
 //===----------------------------------------------------------------------===//
@@ -13,6 +14,7 @@
 #include "etllm/runtime/tensor.h"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace etllm {
@@ -40,6 +42,11 @@ void quantizeRowsInto(const float *x, int64_t first, int64_t count,
 /// (Q8_0: 8-bit sym group 32 f16; Q4_0: 4-bit sym group 32 f16; Q4_1:
 /// 4-bit asym group 32 f16).
 bool canRepackExactly(formats::DType dtype, const rt::QuantInfo &q);
+
+/// The ggml scheme that keeps GGUF blocks of `dtype` as they are (Q5_0,
+/// Q5_1, Q4_K, Q5_K, Q6_K: a QWeight of that scheme is the tensor's bytes),
+/// or none.
+std::optional<rt::QScheme> ggmlSchemeOf(formats::DType dtype);
 
 /// Repacks GGUF Q8_0/Q4_0/Q4_1 blocks (rows x cols, row-major) into the
 /// QWeight layout without changing any value.

@@ -151,13 +151,19 @@ def QuantizePass : Pass<"etllm-quantize", "mlir::ModuleOp"> {
     * weights that arrive quantized (GGUF Q4_0/Q8_0/Q4_1) keep their exact
       values: the pass picks the representation that holds them without
       loss (group 32, f16 scales) instead of re-quantizing;
+    * `linear=gguf` (and `embedding=gguf`) keeps every weight in its GGUF
+      type: Q4_0/Q8_0/Q4_1 as above, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K as
+      `!etllm.qweight<..., q4_k>` and the like (their blocks bit for bit),
+      float weights in float (remark); the other schemes dequantize those
+      five formats and quantize them as they ask;
     * `output-layer` overrides the scheme of `lm_head` (an 8-bit override,
       `int8` or `8da8w`, is per channel); `exclude` keeps the listed layers
       (module path patterns, `*` wildcard) in float.
   }];
   let options = [
     Option<"linear", "linear", "std::string", "\"int4\"",
-           "Linear scheme: none, int4, int8, 8da4w, 8da8w">,
+           "Linear scheme: none, int4, int8, 8da4w, 8da8w, gguf (each "
+           "weight in its GGUF type)">,
     Option<"groupSize", "group-size", "int64_t", "32",
            "Group size along the input features; -1 = per channel">,
     Option<"symmetric", "symmetric", "bool", "true",
@@ -165,11 +171,11 @@ def QuantizePass : Pass<"etllm-quantize", "mlir::ModuleOp"> {
     Option<"scaleType", "scale-type", "std::string", "\"f32\"",
            "Storage type of scales: f32 or f16">,
     Option<"embedding", "embedding", "std::string", "\"none\"",
-           "Embedding scheme: none, int8, int4">,
+           "Embedding scheme: none, int8, int4, gguf">,
     Option<"embeddingGroupSize", "embedding-group-size", "int64_t", "-1",
            "Embedding group size; -1 = per row">,
     Option<"outputLayer", "output-layer", "std::string", "\"same\"",
-           "Scheme of lm_head: same, none, int8, int4, 8da8w, 8da4w">,
+           "Scheme of lm_head: same, none, int8, int4, 8da8w, 8da4w, gguf">,
     Option<"activations", "activations", "std::string", "\"f32\"",
            "Activations of int4/int8 layers: f32 (weight-only) or int8-block "
            "(int8 per block of 32, symmetric, quantized at run time)">,

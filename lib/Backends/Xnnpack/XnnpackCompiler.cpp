@@ -61,7 +61,8 @@ bool isIndexVector(Type t) {
 /// !etllm.qweight [E, N, K] whose groups the block layout holds.
 bool isPackableExperts(Value v) {
   auto w = dyn_cast<QWeightType>(v.getType());
-  return isParam(v) && w && w.getRank() == 3 &&
+  // (Experts of a ggml scheme run on the portable kernel.)
+  return isParam(v) && w && w.getRank() == 3 && !w.isGgml() &&
          rt::xnnpack::PackedQBlockLayout::supports(w.getShape().back(),
                                                    quantInfoOf(w));
 }
@@ -415,6 +416,7 @@ LogicalResult XnnpackCompiler::serialize(
     vb.add_symmetric(q.symmetric);
     vb.add_scale_dtype(uint8_t(q.scaleType));
     vb.add_per_token(q.perToken);
+    vb.add_scheme(uint8_t(q.scheme));
     values.push_back(vb.Finish());
     uint32_t id = values.size() - 1;
     index[v] = id;

@@ -963,3 +963,32 @@ func.func @f(%x: tensor<1x?x64xf32>) {
   %0 = etllm.quantize_dynamic %x : tensor<1x?x64xf32> -> !etllm.qact<1x?x64, i8, per_block, asym>
   return
 }
+
+// -----
+
+// A K-quant row is whole super-blocks of 256 values.
+// expected-error @+1 {{a q4_k weight's rows are whole blocks of 256 values, not 128}}
+etllm.parameter @p : !etllm.qweight<2x128, q4_k>
+
+// -----
+
+// Q5_0 rows are whole blocks of 32.
+// expected-error @+1 {{a q5_0 weight's rows are whole blocks of 32 values, not 48}}
+etllm.parameter @p : !etllm.qweight<2x48, q5_0>
+
+// -----
+
+// expected-error @+1 {{expected the storage type i4 or i8 or a ggml scheme (q5_0, q5_1, q4_k, q5_k, q6_k), got 'q3_k'}}
+etllm.parameter @p : !etllm.qweight<2x256, q3_k>
+
+// -----
+
+// `affine` is spelled with its parameters.
+// expected-error @+1 {{expected the storage type i4 or i8 or a ggml scheme (q5_0, q5_1, q4_k, q5_k, q6_k), got 'affine'}}
+etllm.parameter @p : !etllm.qweight<2x256, affine>
+
+// -----
+
+// A ggml-scheme weight comes from a GGUF's blocks: no inline value.
+// expected-error @+1 {{a q6_k weight keeps a GGUF's blocks: it has no inline value}}
+etllm.parameter @p : !etllm.qweight<1x256, q6_k> = dense<1.0> : tensor<1x256xf32>

@@ -46,6 +46,26 @@ def Etllm_ActQuantGranularity : I32EnumAttr<"ActQuantGranularity",
   let genSpecializedAttr = 0;
 }
 
+def Etllm_QWeightScheme : I32EnumAttr<"QWeightScheme",
+    "how a block-quantized weight codes its values", [
+      // bits-bit values in groups along a row, a scale (and an offset) per
+      // group; GGUF Q4_0, Q4_1 and Q8_0 are exactly this.
+      I32EnumAttrCase<"affine", 0>,
+      // ggml's block formats, kept as a GGUF stores them
+      // (runtime/include/etllm/runtime/ggml_blocks.h).
+      I32EnumAttrCase<"q5_0", 1>,  // 32 values, f16 d: d (q - 16), 5-bit q
+      I32EnumAttrCase<"q5_1", 2>,  // 32 values, f16 d, m: d q + m
+      I32EnumAttrCase<"q4_k", 3>,  // 256: f16 d, dmin; 6-bit scale, min per 32
+      I32EnumAttrCase<"q5_k", 4>,  // as q4_k with 5-bit q
+      I32EnumAttrCase<"q6_k", 5>,  // 256: f16 d, int8 scale per 16, 6-bit q
+    ]> {
+  let cppNamespace = "::mlir::etllm";
+  let genSpecializedAttr = 0;
+  // The values are the program schema's QScheme (runtime/schema/program.fbs,
+  // etllm::rt::QScheme): lib/Serialize/KernelCalls.cpp checks the count at
+  // build time, serialize.QWeightSchemes every name.
+}
+
 def Etllm_RouterScoring : I32EnumAttr<"RouterScoring",
     "how a mixture-of-experts router turns its logits into scores", [
       I32EnumAttrCase<"softmax", 0>,  // softmax over the experts (Mixtral, Qwen, DeepSeek-V2)

@@ -26,10 +26,21 @@ def Etllm_QWeightType : Etllm_Type<"QWeight", "qweight"> {
     Q4_0 is `i4, group 32, sym, f16` (with q - 8 as the signed value); Q4_1
     is `i4, group 32, asym, f16` — all represented exactly.
 
+    The other GGUF block formats cannot be written that way without losing
+    bits (Q5_0 and Q5_1 have 5-bit values; Q4_K, Q5_K and Q6_K super-blocks
+    of 256 values with 6-bit or int8 scales of an f16 scale), so the type
+    names them instead: `!etllm.qweight<shape, q4_k>` is a weight kept in
+    ggml's Q4_K blocks, bit for bit (scheme `q5_0`, `q5_1`, `q4_k`, `q5_k`,
+    `q6_k`; the last dimension a multiple of the block, 32 or 256). Its
+    bits, group, symmetry and scale type are those the scheme implies (5, 4
+    or 6 bits; 32 values per scale, 16 for Q6_K; symmetric for Q5_0 and
+    Q6_K; f16) and are not printed.
+
     Example:
 
     ```mlir
     !etllm.qweight<128x64, i4, group 32, sym, f16>
+    !etllm.qweight<640x2048, q6_k>
     ```
   }];
   let parameters = (ins
@@ -37,11 +48,30 @@ def Etllm_QWeightType : Etllm_Type<"QWeight", "qweight"> {
     "unsigned":$bits,
     "int64_t":$groupSize,
     "bool":$symmetric,
-    "::mlir::Type":$scaleType
+    "::mlir::Type":$scaleType,
+    "::mlir::etllm::QWeightScheme":$scheme
   );
+  let builders = [
+    // An affine weight.
+    TypeBuilder<(ins "::llvm::ArrayRef<int64_t>":$shape, "unsigned":$bits,
+                     "int64_t":$groupSize, "bool":$symmetric,
+                     "::mlir::Type":$scaleType), [{
+      return $_get($_ctxt, shape, bits, groupSize, symmetric, scaleType,
+                   ::mlir::etllm::QWeightScheme::affine);
+    }]>,
+    // A weight of a ggml scheme, with the parameters it implies.
+    TypeBuilder<(ins "::llvm::ArrayRef<int64_t>":$shape,
+                     "::mlir::etllm::QWeightScheme":$scheme)>
+  ];
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
+    /// A ggml block scheme (not affine).
+    bool isGgml() const {
+      return getScheme() != ::mlir::etllm::QWeightScheme::affine;
+    }
+    /// Values per block of a ggml scheme (32 or 256), 0 when affine.
+    int64_t getGgmlBlockValues() const;
     int64_t getRank() const { return getShape().size(); }
     /// Number of groups along the last dimension.
     int64_t getNumGroups() const { return getShape().back() / getGroupSize(); }

@@ -10,6 +10,10 @@
 //    activations: xnnpack-int8;
 //  * QLinear8da4w: int4 (group 32, f32 scales) with int8 per-token
 //    asymmetric activations: xnnpack-8da4w;
+//  * QLinearQ5_0Block, QLinearQ4_KBlock, QLinearQ6_KBlock: weights kept in
+//    ggml's Q5_0, Q4_K and Q6_K blocks (random blocks) with int8
+//    activations per block of 32: xnnpack-gguf (its Q4_0 and Q8_0 weights
+//    are QLinearQ4Block's and QLinearQ8Block's kernels);
 // for N x K = 2048 x 2048, 8192 x 2048 and 2048 x 8192 (a 1B Llama's
 // projections), S = 1 (decode) and S = 128 (prefill), 1 and 2 threads.
 // And the LoRA hook (Lora_*: a rank-16 adapter on those projections, its
@@ -68,8 +72,33 @@ struct QPair {
 /// The weights of one N x K problem, built once and kept.
 struct Weights {
   OwnedTensor denseF32, packedF32;
-  QPair q4f32, q4f16, q8;
+  QPair q4f32, q4f16, q8, q5_0, q4_k, q6_k;
 };
+
+/// Random blocks of a ggml scheme (every value and sub-scale byte random,
+/// f16 scales of a realistic size), dense and packed.
+QPair makeGgml(int64_t N, int64_t K, QScheme s, std::mt19937 &gen) {
+  const QuantInfo q = ggmlQuantInfo(s);
+  const int64_t bv = s == QScheme::Q5_0 ? 32 : 256;
+  const int64_t bb = s == QScheme::Q5_0 ? 22 : s == QScheme::Q4_K ? 144 : 210;
+  std::vector<uint8_t> blocks(size_t(N * (K / bv) * bb));
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (uint8_t &b : blocks)
+    b = uint8_t(byte(gen));
+  const uint16_t d = floatToHalf(0.001f);
+  for (size_t at = 0; at < blocks.size(); at += size_t(bb)) {
+    std::memcpy(&blocks[at + (s == QScheme::Q6_K ? 208 : 0)], &d, 2);
+    if (s == QScheme::Q4_K)
+      std::memcpy(&blocks[at + 2], &d, 2);
+  }
+  QPair p;
+  p.dense = OwnedTensor(DType::QWeight, {N, K}, blocks.size(), q);
+  std::memcpy(p.dense->data, blocks.data(), blocks.size());
+  auto pq = xnn::packQBlocks(blocks.data(), blocks.size(), N, K, q);
+  p.packed = OwnedTensor(DType::QWeight, {N, K}, pq->size(), q);
+  std::memcpy(p.packed->data, pq->data(), pq->size());
+  return p;
+}
 
 /// Copies of `t` whose bytes add up to at least 256 MiB (t itself first).
 std::vector<OwnedTensor> &copiesOf(Tensor *t) {
@@ -135,6 +164,9 @@ Weights &weights(int64_t N, int64_t K) {
   slot->q4f32 = makeQ(N, K, 4, kGroup, DType::F32, gen);
   slot->q4f16 = makeQ(N, K, 4, kGroup, DType::F16, gen);
   slot->q8 = makeQ(N, K, 8, K, DType::F32, gen);
+  slot->q5_0 = makeGgml(N, K, QScheme::Q5_0, gen);
+  slot->q4_k = makeGgml(N, K, QScheme::Q4_K, gen);
+  slot->q6_k = makeGgml(N, K, QScheme::Q6_K, gen);
   return *slot;
 }
 
@@ -144,7 +176,10 @@ enum class Problem {
   QLinearInt4,
   QLinearQ4Block,
   QLinearQ8Block,
-  QLinear8da4w
+  QLinear8da4w,
+  QLinearQ5_0Block,
+  QLinearQ4_KBlock,
+  QLinearQ6_KBlock
 };
 
 /// After one kernel call: false (the benchmark stops with the error) when
@@ -186,9 +221,8 @@ void run(benchmark::State &state, Problem problem, Impl impl) {
   OwnedTensor x(DType::F32, {1, S, K});
   for (int64_t i = 0; i < S * K; ++i)
     x->ptr<float>()[i] = xd(gen);
-  const bool quantAct = problem == Problem::QLinear8da4w ||
-                        problem == Problem::QLinearQ4Block ||
-                        problem == Problem::QLinearQ8Block;
+  const bool quantAct = problem != Problem::LinearF32 &&
+                        problem != Problem::QLinearInt4;
   QuantInfo aq;
   aq.bits = 8;
   aq.symmetric = problem != Problem::QLinear8da4w;
@@ -217,6 +251,15 @@ void run(benchmark::State &state, Problem problem, Impl impl) {
     break;
   case Problem::QLinear8da4w:
     weight = packed ? w.q4f32.packed.get() : w.q4f32.dense.get();
+    break;
+  case Problem::QLinearQ5_0Block:
+    weight = packed ? w.q5_0.packed.get() : w.q5_0.dense.get();
+    break;
+  case Problem::QLinearQ4_KBlock:
+    weight = packed ? w.q4_k.packed.get() : w.q4_k.dense.get();
+    break;
+  case Problem::QLinearQ6_KBlock:
+    weight = packed ? w.q6_k.packed.get() : w.q6_k.dense.get();
     break;
   }
   std::vector<OwnedTensor> &copies = copiesOf(weight);
@@ -349,6 +392,12 @@ ETLLM_BENCH(QLinear8da4w_Portable, Problem::QLinear8da4w, Impl::Portable,
             decodeShapes);
 ETLLM_BENCH(QLinear8da4w_Xnnpack, Problem::QLinear8da4w, Impl::Xnnpack,
             allShapes);
+ETLLM_BENCH(QLinearQ5_0Block_Xnnpack, Problem::QLinearQ5_0Block,
+            Impl::Xnnpack, allShapes);
+ETLLM_BENCH(QLinearQ4_KBlock_Xnnpack, Problem::QLinearQ4_KBlock,
+            Impl::Xnnpack, allShapes);
+ETLLM_BENCH(QLinearQ6_KBlock_Xnnpack, Problem::QLinearQ6_KBlock,
+            Impl::Xnnpack, allShapes);
 
 #define ETLLM_LORA_BENCH(Name, D, I)                                           \
   void Name(benchmark::State &s) { runLora(s, D, I); }                         \
