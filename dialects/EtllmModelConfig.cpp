@@ -103,7 +103,8 @@ LogicalResult ModelConfigAttr::verify(
     int64_t numExpertsPerTok, int64_t moeIntermediateSize,
     int64_t sharedExpertIntermediateSize, bool normTopkProb,
     StringRef moeScoring, StringRef moeTopkMethod, int64_t nGroup,
-    int64_t topkGroup, APFloat routedScalingFactor, ArrayRef<bool> layerMoe) {
+    int64_t topkGroup, APFloat routedScalingFactor, ArrayRef<bool> layerMoe,
+    APFloat ropeLocalTheta) {
   (void)normTopkProb;
   (void)architecture;
   (void)modelType;
@@ -149,7 +150,8 @@ LogicalResult ModelConfigAttr::verify(
       {"attention_scale", &attentionScale},
       {"attn_logit_softcapping", &attnLogitSoftcapping},
       {"final_logit_softcapping", &finalLogitSoftcapping},
-      {"routed_scaling_factor", &routedScalingFactor}};
+      {"routed_scaling_factor", &routedScalingFactor},
+      {"rope_local_theta", &ropeLocalTheta}};
   for (auto [name, v] : reals)
     if (&v->getSemantics() != &APFloat::IEEEdouble() || !v->isFinite() ||
         v->isNegative())
@@ -258,6 +260,10 @@ std::string ModelConfigAttr::toJson() const {
   for (bool b : getLayerSlidingWindow())
     sliding.push_back(b);
   obj["layer_sliding_window"] = std::move(sliding);
+  // Only models whose sliding-window layers have their own RoPE base
+  // (Gemma 3) carry it (the others' metadata is unchanged).
+  if (double local = getRopeLocalTheta().convertToDouble(); local > 0)
+    obj["rope_local_theta"] = local;
   if (getKvLoraRank() > 0) {
     // Only MLA programs carry these (the others' metadata is unchanged).
     obj["q_lora_rank"] = getQLoraRank();

@@ -1162,18 +1162,34 @@ LogicalResult swapAttention(ModuleInstance &inst, RewriterBase &rewriter,
              "index_copy) in the instance";
     return failure();
   }
-  // inv_freq: the rotary embedding's frequency table.
+  // inv_freq: the frequency table of the rotary embedding this attention
+  // reads (a model may have two: Gemma 3's sliding-window layers use
+  // "rotary_emb_local", the others "rotary_emb").
   Value invFreq;
   double ropeScaling = 1.0;
   func::FuncOp fn = inst.ops.front()->getParentOfType<func::FuncOp>();
   auto classes = inst.module->getAttrOfType<DictionaryAttr>(
       EtllmDialect::kModuleClassesAttrName);
+  auto isRotary = [&](StringRef path) {
+    auto cls = classes && !path.empty() ? classes.getAs<StringAttr>(path)
+                                        : StringAttr();
+    return cls && cls.getValue().ends_with("RotaryEmbedding");
+  };
+  std::string rotaryPath;
+  for (Operation *op : inst.ops)
+    for (Value operand : op->getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        if (StringRef p = getModulePath(def); isRotary(p)) {
+          if (!rotaryPath.empty() && rotaryPath != p) {
+            reason = "the attention reads two rotary embeddings ('" +
+                     rotaryPath + "', '" + p.str() + "')";
+            return failure();
+          }
+          rotaryPath = p.str();
+        }
   fn.walk([&](Operation *op) {
     StringRef path = getModulePath(op);
-    if (path.empty() || !classes)
-      return;
-    auto cls = classes.getAs<StringAttr>(path);
-    if (!cls || !cls.getValue().ends_with("RotaryEmbedding"))
+    if (!isRotary(path) || (!rotaryPath.empty() && path != rotaryPath))
       return;
     if (auto c = dyn_cast<ConstantOp>(op)) {
       auto t = cast<RankedTensorType>(c.getType());
@@ -1193,7 +1209,9 @@ LogicalResult swapAttention(ModuleInstance &inst, RewriterBase &rewriter,
     reason = "the rotary table is larger than the head";
     return failure();
   }
-  // Qwen3-style q/k norms.
+  // Per-head q/k norms: x * w (Qwen3) or x * (1 + w) (Gemma 3 from an HF
+  // checkpoint, whose graph adds 1 to the weight, or an rms_norm with offset
+  // 1 once the norm module itself was swapped).
   Value qNormW, kNormW;
   for (Operation *op : inst.ops)
     if (auto g = dyn_cast<ParameterGetOp>(op)) {
@@ -1202,6 +1220,21 @@ LogicalResult swapAttention(ModuleInstance &inst, RewriterBase &rewriter,
       if (g.getName() == inst.path + ".k_norm.weight")
         kNormW = g.getResult();
     }
+  auto normOffset = [&](Value w) {
+    double offset = 0.0;
+    if (!w)
+      return offset;
+    for (Operation *user : w.getUsers()) {
+      if (auto add = dyn_cast<AddOp>(user))
+        if (add.getLhs() == w && splat(add.getRhs()) == 1.0)
+          offset = 1.0;
+      if (auto n = dyn_cast<RmsNormOp>(user))
+        offset = n.getWeightOffset().convertToDouble();
+    }
+    return offset;
+  };
+  const double qNormOffset = normOffset(qNormW),
+               kNormOffset = normOffset(kNormW);
 
   Location loc = oProj.getLoc();
   rewriter.setInsertionPoint(oProj);
@@ -1225,13 +1258,13 @@ LogicalResult swapAttention(ModuleInstance &inst, RewriterBase &rewriter,
     kLin = kProj.getResult();
     vLin = vProj.getResult();
   }
-  auto heads = [&](Value x, int64_t n, Value normW) {
+  auto heads = [&](Value x, int64_t n, Value normW, double offset) {
     Value r = mk(rewriter.create<ReshapeOp>(
         loc, x, rewriter.getDenseI64ArrayAttr({1, -1, n, D})));
     if (normW)
       r = mk(rewriter.create<RmsNormOp>(loc, r.getType(), r, normW,
                                         rewriter.getF64FloatAttr(eps),
-                                        rewriter.getF64FloatAttr(0.0)));
+                                        rewriter.getF64FloatAttr(offset)));
     return mk(rewriter.create<TransposeOp>(loc, r, i64(1), i64(2)));
   };
   auto rope = [&](Value x) {
@@ -1241,9 +1274,9 @@ LogicalResult swapAttention(ModuleInstance &inst, RewriterBase &rewriter,
                                 RopeConvention::rotate_half),
         rewriter.getF64FloatAttr(ropeScaling)));
   };
-  Value q = rope(heads(qLin, H, qNormW));
-  Value k = rope(heads(kLin, Hkv, kNormW));
-  Value v = heads(vLin, Hkv, Value());
+  Value q = rope(heads(qLin, H, qNormW, qNormOffset));
+  Value k = rope(heads(kLin, Hkv, kNormW, kNormOffset));
+  Value v = heads(vLin, Hkv, Value(), 0.0);
   auto update = [&](BufferReadOp oldRead, Value val) {
     Value cache = mk(rewriter.create<BufferReadOp>(loc, oldRead.getType(),
                                                    oldRead.getNameAttr()));

@@ -854,10 +854,7 @@ Result<ModelConfig> generatorConfig(const GeneratorOptions &o) {
   c.layerUsesSlidingWindow.assign(static_cast<size_t>(c.numLayers), false);
   if (p.slidingWindow > 0) {
     c.slidingWindow = p.slidingWindow;
-    detail::applySlidingPattern(c, f.hf.slidingWindow ==
-                                           models::SlidingWindowRule::EvenLayers
-                                       ? models::SlidingWindowRule::EvenLayers
-                                       : models::SlidingWindowRule::AllLayers);
+    detail::applyGgufSlidingPattern(c, f);
   }
   // The family's own keys: the value both formats agree on.
   detail::applyMoeDefaults(c, f);

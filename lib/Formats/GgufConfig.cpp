@@ -460,10 +460,7 @@ Result<ModelConfig> configFromGguf(const Checkpoint &ckpt) {
   };
   if (window && *window > 0 && declares(GgufKey::SlidingWindow)) {
     c.slidingWindow = static_cast<int64_t>(*window);
-    detail::applySlidingPattern(c, f.hf.slidingWindow ==
-                                           models::SlidingWindowRule::EvenLayers
-                                       ? models::SlidingWindowRule::EvenLayers
-                                       : models::SlidingWindowRule::AllLayers);
+    detail::applyGgufSlidingPattern(c, f);
   }
   // The family's own keys: from their GGUF key, else what GGUF implies.
   detail::applyMoeDefaults(c, f);

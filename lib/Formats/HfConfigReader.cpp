@@ -504,6 +504,18 @@ Status readSlidingWindows(const ConfigReader &r, const models::HfConfigSpec &hf,
       detail::applySlidingPattern(c, hf.slidingWindow);
     }
     break;
+  case models::SlidingWindowRule::Pattern: {
+    int64_t pattern;
+    ETLLM_ASSIGN_OR_RETURN(
+        pattern, r.intOr("sliding_window_pattern", hf.slidingWindowPattern));
+    if (pattern <= 0)
+      return r.error("sliding_window_pattern", "must be positive");
+    if (window && *window > 0) {
+      c.slidingWindow = *window;
+      detail::applySlidingPattern(c, hf.slidingWindow, pattern);
+    }
+    break;
+  }
   case models::SlidingWindowRule::FromMaxWindowLayers: {
     bool use;
     ETLLM_ASSIGN_OR_RETURN(use, r.boolOr("use_sliding_window", false));

@@ -117,6 +117,26 @@ Result<std::string> toHfConfigJson(const ModelConfig &config) {
                      ": only even layers can use the sliding window");
     j["sliding_window"] = window;
     break;
+  case models::SlidingWindowRule::Pattern:
+    // The class's own pattern (sliding_window_pattern) and the list
+    // transformers writes from it.
+    for (int64_t i = 0; i < c.numLayers; ++i)
+      if (c.layerUsesSlidingWindow[static_cast<size_t>(i)] !=
+          (c.slidingWindow > 0 && (i + 1) % hf.slidingWindowPattern != 0))
+        return Error(c.architecture + ": every " +
+                     std::to_string(hf.slidingWindowPattern) +
+                     "th layer is global, the others use the sliding window");
+    j["sliding_window"] = window;
+    j["sliding_window_pattern"] = hf.slidingWindowPattern;
+    if (c.slidingWindow > 0) {
+      json types = json::array();
+      for (int64_t i = 0; i < c.numLayers; ++i)
+        types.push_back(c.layerUsesSlidingWindow[static_cast<size_t>(i)]
+                            ? "sliding_attention"
+                            : "full_attention");
+      j["layer_types"] = types;
+    }
+    break;
   case models::SlidingWindowRule::FromMaxWindowLayers: {
     int64_t firstSliding = c.numLayers;
     for (int64_t i = 0; i < c.numLayers; ++i)

@@ -214,6 +214,8 @@ inline double getField(const ModelConfig &c, models::ConfigField field) {
     return static_cast<double>(c.qkNopeHeadDim);
   case models::ConfigField::VHeadDim:
     return static_cast<double>(c.vHeadDim);
+  case models::ConfigField::RopeLocalTheta:
+    return c.ropeLocalTheta;
   }
   return 0;
 }
@@ -303,6 +305,9 @@ inline void setField(ModelConfig &c, models::ConfigField field, double v) {
     return;
   case models::ConfigField::VHeadDim:
     c.vHeadDim = static_cast<int64_t>(v);
+    return;
+  case models::ConfigField::RopeLocalTheta:
+    c.ropeLocalTheta = v;
     return;
   case models::ConfigField::FirstKDenseReplace:
     c.firstKDenseReplace = static_cast<int64_t>(v);
@@ -428,11 +433,28 @@ Status checkKeyRange(const models::ConfigKey &key, double v,
 /// Marks the sliding layers of `rule` (every layer, or the even ones) for a
 /// window already set in c.slidingWindow.
 inline void applySlidingPattern(ModelConfig &c,
-                                models::SlidingWindowRule rule) {
+                                models::SlidingWindowRule rule,
+                                int64_t pattern = 0) {
   for (int64_t i = 0; i < c.numLayers; ++i)
     c.layerUsesSlidingWindow[static_cast<size_t>(i)] =
         rule == models::SlidingWindowRule::AllLayers ||
-        (rule == models::SlidingWindowRule::EvenLayers && i % 2 == 0);
+        (rule == models::SlidingWindowRule::EvenLayers && i % 2 == 0) ||
+        (rule == models::SlidingWindowRule::Pattern && pattern > 0 &&
+         (i + 1) % pattern != 0);
+}
+
+/// The sliding layers of a GGUF file with a sliding window: the family's
+/// rule where llama.cpp's architecture hard-codes one (EvenLayers,
+/// Pattern), else every layer.
+inline void applyGgufSlidingPattern(ModelConfig &c,
+                                    const models::FamilySpec &f) {
+  const models::SlidingWindowRule r = f.hf.slidingWindow;
+  applySlidingPattern(c,
+                      r == models::SlidingWindowRule::EvenLayers ||
+                              r == models::SlidingWindowRule::Pattern
+                          ? r
+                          : models::SlidingWindowRule::AllLayers,
+                      f.hf.slidingWindowPattern);
 }
 
 /// The HF name of a llama.cpp tensor name, or "" (GgufNames.cpp). A

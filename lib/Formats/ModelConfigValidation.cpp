@@ -113,6 +113,8 @@ Status validate(const ModelConfig &c) {
     return Error("rms_norm_eps must be in (0, 1)");
   if (!(c.ropeTheta > 0) || !std::isfinite(c.ropeTheta))
     return Error("rope_theta must be positive");
+  if (!(c.ropeLocalTheta >= 0) || !std::isfinite(c.ropeLocalTheta))
+    return Error("rope_local_base_freq must be positive");
   if (!(c.partialRotaryFactor > 0 && c.partialRotaryFactor <= 1))
     return Error("partial_rotary_factor must be in (0, 1]");
   if (c.rotaryDim() < 2)

@@ -2095,7 +2095,7 @@ FailureOr<ModelConfigAttr> modelConfigAttr(Builder &b, const json &cfg,
       /*moeIntermediateSize=*/0, /*sharedExpertIntermediateSize=*/0,
       /*normTopkProb=*/false, /*moeScoring=*/"", /*moeTopkMethod=*/"",
       /*nGroup=*/0, /*topkGroup=*/0, llvm::APFloat(0.0),
-      /*layerMoe=*/ArrayRef<bool>());
+      /*layerMoe=*/ArrayRef<bool>(), /*ropeLocalTheta=*/llvm::APFloat(0.0));
 }
 
 } // namespace

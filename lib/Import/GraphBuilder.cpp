@@ -77,6 +77,11 @@ LogicalResult buildModel(GraphEmitter &e, const ::etllm::ImportOptions &options,
   e.moduleClasses[model] = e.cls("Model");
   Value h = buildEmbedding(e, tokens);
   RotaryTables rotary = buildRotary(e, inputPos);
+  // The sliding-window layers' own table, when they have their own base.
+  const bool anySliding = llvm::is_contained(c.layerUsesSlidingWindow, true);
+  RotaryTables rotaryLocal = c.ropeLocalTheta > 0 && anySliding
+                                 ? buildRotary(e, inputPos, /*local=*/true)
+                                 : rotary;
   Masks masks = buildMasks(e, inputPos, T);
 
   bool addOne = c.normAddsOne && !e.ckpt.normWeightsIncludeOne();
@@ -85,9 +90,9 @@ LogicalResult buildModel(GraphEmitter &e, const ::etllm::ImportOptions &options,
     layer.index = i;
     layer.path = e.path(HfModule::Layers) + "." + std::to_string(i);
     layer.positions = inputPos;
-    layer.rotary = rotary;
     bool sliding =
         !c.layerUsesSlidingWindow.empty() && c.layerUsesSlidingWindow[i];
+    layer.rotary = sliding ? rotaryLocal : rotary;
     layer.mask = sliding ? masks.sliding : masks.full;
     layer.cacheType = cacheType;
     layer.valueCacheType = valueCacheType;
@@ -140,7 +145,8 @@ ModelConfigAttr configAttr(MLIRContext *ctx, const ModelConfig &c,
       moe ? c.numExpertGroups : 0, moe ? c.topkGroup : 0,
       llvm::APFloat(moe ? c.routedScalingFactor : 0.0),
       moe ? SmallVector<bool>(c.layerIsMoe.begin(), c.layerIsMoe.end())
-          : SmallVector<bool>());
+          : SmallVector<bool>(),
+      llvm::APFloat(c.ropeLocalTheta));
 }
 
 } // namespace

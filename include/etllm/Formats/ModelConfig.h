@@ -64,6 +64,10 @@ struct ModelConfig {
   int64_t maxPositionEmbeddings = 0;
   double rmsNormEps = 1e-6;
   double ropeTheta = 10000.0;
+  /// The RoPE base of the sliding-window layers, which then rotate with
+  /// their own table and no rope scaling (Gemma 3's rope_local_base_freq);
+  /// 0: every layer uses ropeTheta.
+  double ropeLocalTheta = 0.0;
   RopeScaling ropeScaling;
   /// Fraction of each head that is rotated (Phi3 partial_rotary_factor).
   double partialRotaryFactor = 1.0;

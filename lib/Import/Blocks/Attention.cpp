@@ -42,8 +42,9 @@ Value attend(GraphEmitter &e, const LayerContext &l, Value q, Value k,
   k = e.reshape(k, {1, -1, Hkv, Dh});
   v = e.reshape(v, {1, -1, Hkv, Dh});
   if (e.family.traits.qkNorm) {
-    q = e.rmsNorm(e.path(HfModule::QNorm, l.index), q, Dh, false);
-    k = e.rmsNorm(e.path(HfModule::KNorm, l.index), k, Dh, false);
+    // Gemma 3's are x * (1 + w) like its other norms; Qwen3's x * w.
+    q = e.rmsNorm(e.path(HfModule::QNorm, l.index), q, Dh, l.normAddsOne);
+    k = e.rmsNorm(e.path(HfModule::KNorm, l.index), k, Dh, l.normAddsOne);
   }
   q = e.transpose(q, 1, 2); // [1, H, S, Dh]
   k = e.transpose(k, 1, 2);

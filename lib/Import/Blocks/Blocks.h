@@ -74,7 +74,8 @@ BlockSet selectBlocks(const models::Blocks &blocks);
 
 /// The family's RotaryEmbedding: cos/sin from the inverse frequencies of
 /// the config for `positions` (Rotary.cpp).
-RotaryTables buildRotary(GraphEmitter &e, mlir::Value positions);
+RotaryTables buildRotary(GraphEmitter &e, mlir::Value positions,
+                         bool local = false);
 /// q * cos + rotate_half(q) * sin on the first rotary_dim dims (Rotary.cpp).
 mlir::Value applyRope(GraphEmitter &e, mlir::Value x, mlir::Value cos,
                       mlir::Value sin);

@@ -1,7 +1,9 @@
 //===- Rotary.cpp - The rotary embedding and its application --------------===//
 //
 // <Family>RotaryEmbedding: cos/sin [1, S, rotary_dim] from the config's
-// inverse frequencies (with its rope scaling) for the input positions; and
+// inverse frequencies (with its rope scaling) for the input positions (the
+// sliding-window layers' own, "rotary_emb_local", from ropeLocalTheta
+// without scaling, when the family has one: Gemma 3); and
 // apply_rotary_pos_emb with rotate_half, on the first rotary_dim dimensions
 // of a head (partial rotary keeps the rest).
 //
@@ -13,13 +15,23 @@ using namespace mlir::etllm;
 
 namespace etllm::import {
 
-RotaryTables buildRotary(GraphEmitter &e, Value inputPos) {
+RotaryTables buildRotary(GraphEmitter &e, Value inputPos, bool local) {
   auto &b = e.b;
   Type f32 = b.getF32Type();
   const int64_t dyn = ShapedType::kDynamic;
-  GraphEmitter::Scope s(e, e.path(models::HfModule::Rotary),
+  GraphEmitter::Scope s(e,
+                        e.path(local ? models::HfModule::RotaryLocal
+                                     : models::HfModule::Rotary),
                         e.cls("RotaryEmbedding"));
-  std::vector<double> invFreq = formats::ropeInverseFrequencies(e.config);
+  // transformers' Gemma3 builds the local one from a copy of the config
+  // with rope_theta = rope_local_base_freq and default rope scaling.
+  formats::ModelConfig localConfig = e.config;
+  if (local) {
+    localConfig.ropeTheta = e.config.ropeLocalTheta;
+    localConfig.ropeScaling = formats::RopeScaling();
+  }
+  const formats::ModelConfig &rc = local ? localConfig : e.config;
+  std::vector<double> invFreq = formats::ropeInverseFrequencies(rc);
   std::vector<float> invFreqF(invFreq.begin(), invFreq.end());
   int64_t R = invFreqF.size();
   Value freqConst = e.val<ConstantOp>(DenseElementsAttr::get(
@@ -32,7 +44,7 @@ RotaryTables buildRotary(GraphEmitter &e, Value inputPos) {
   RotaryTables t;
   t.cos = e.val<CosOp>(emb);
   t.sin = e.val<SinOp>(emb);
-  if (double scaling = e.config.ropeAttentionFactor(); scaling != 1.0) {
+  if (double scaling = rc.ropeAttentionFactor(); scaling != 1.0) {
     // cos = emb.cos() * self.attention_scaling (YaRN's mscale ratio).
     t.cos = e.val<MulOp>(t.cos, e.scalar(scaling, f32));
     t.sin = e.val<MulOp>(t.sin, e.scalar(scaling, f32));

@@ -196,7 +196,8 @@ TEST(HfConfig, ErrorsNameFileAndKey) {
 
 TEST(HfConfig, WriterRoundTripsEveryGeneratorPreset) {
   for (const char *arch :
-       {"llama", "qwen2", "qwen3", "mistral", "phi3", "gemma", "gemma2"}) {
+       {"llama", "qwen2", "qwen3", "mistral", "phi3", "gemma", "gemma2",
+        "gemma3"}) {
     SCOPED_TRACE(arch);
     GeneratorOptions o;
     o.arch = arch;
@@ -258,6 +259,59 @@ TEST(HfConfig, ExpectedTensorsPerArchitecture) {
   for (const ExpectedTensor &e : *tq)
     biases += e.isBias;
   EXPECT_EQ(biases, 2 * 3);
+}
+
+/// Gemma 3: five sliding layers to one global (sliding_window_pattern),
+/// the local layers' own RoPE base, q/k norms, no soft-capping; and the
+/// near misses: a pattern that is not positive, a negative local base, a
+/// layer_types list that disagrees with the written pattern.
+TEST(HfConfig, Gemma3PatternAndLocalRope) {
+  const std::string base = R"({"architectures": ["Gemma3ForCausalLM"],
+    "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 13,
+    "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 32,
+    "vocab_size": 300, "sliding_window": 16, "query_pre_attn_scalar": 32,
+    "rope_theta": 1000000.0, "hidden_activation": "gelu_pytorch_tanh")";
+  auto g3 = parse(base + R"(, "rope_local_base_freq": 20000.0,
+    "sliding_window_pattern": 6})");
+  ASSERT_TRUE(g3.ok()) << g3.message();
+  EXPECT_TRUE(g3->normAddsOne && g3->scaleEmbeddings && g3->sandwichNorms);
+  EXPECT_TRUE(g3->qkNorm);
+  EXPECT_EQ(g3->slidingWindow, 16);
+  std::vector<bool> sliding(13, true);
+  sliding[5] = sliding[11] = false; // layers 5, 11 global
+  EXPECT_EQ(g3->layerUsesSlidingWindow, sliding);
+  EXPECT_EQ(g3->ropeTheta, 1e6);
+  EXPECT_EQ(g3->ropeLocalTheta, 20000.0);
+  EXPECT_EQ(g3->attnLogitSoftcapping, 0.0);
+  EXPECT_EQ(g3->finalLogitSoftcapping, 0.0);
+  EXPECT_DOUBLE_EQ(g3->attentionScale(), 1.0 / std::sqrt(32.0));
+
+  // The class defaults: pattern 6, local base 10000.
+  auto defaults = parse(base + "}");
+  ASSERT_TRUE(defaults.ok()) << defaults.message();
+  EXPECT_EQ(defaults->layerUsesSlidingWindow, sliding);
+  EXPECT_EQ(defaults->ropeLocalTheta, 10000.0);
+
+  // Another pattern moves the global layers.
+  auto p3 = parse(base + R"(, "sliding_window_pattern": 3})");
+  ASSERT_TRUE(p3.ok()) << p3.message();
+  EXPECT_FALSE(p3->layerUsesSlidingWindow[2]);
+  EXPECT_TRUE(p3->layerUsesSlidingWindow[3]);
+  EXPECT_FALSE(p3->layerUsesSlidingWindow[5]);
+
+  const std::string file = "/models/x/config.json";
+  expectError(parse(base + R"(, "sliding_window_pattern": 0})"),
+              {file, "sliding_window_pattern", "positive"});
+  expectError(parse(base + R"(, "rope_local_base_freq": -1.0})"),
+              {file, "rope_local_base_freq"});
+
+  // The writer refuses layers that do not follow the pattern.
+  ModelConfig bad = *g3;
+  bad.layerUsesSlidingWindow[5] = true;
+  auto text = toHfConfigJson(bad);
+  ASSERT_FALSE(text.ok());
+  EXPECT_NE(text.message().find("6th layer is global"), std::string::npos)
+      << text.message();
 }
 
 TEST(HfConfig, ValidateRejectsInconsistentConfigs) {

@@ -160,7 +160,7 @@ TEST(Gguf, NameMappingPerArchitecture) {
   EXPECT_EQ(ggufNameToHf("llama", "blk.01.attn_q.weight"), "");
   EXPECT_EQ(ggufNameToHf("llama", "blk.x.attn_q.weight"), "");
   for (const char *arch :
-       {"llama", "qwen2", "qwen3", "phi3", "gemma", "gemma2"})
+       {"llama", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3"})
     for (const char *g : {"blk.4.attn_norm.weight", "blk.4.attn_output.weight",
                           "blk.4.ffn_down.weight", "blk.4.ffn_norm.weight",
                           "output_norm.weight"}) {

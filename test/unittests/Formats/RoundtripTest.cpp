@@ -20,8 +20,8 @@ using namespace etllm::formats::testing;
 
 namespace {
 
-const char *kArchs[] = {"llama", "qwen2", "qwen3", "mistral",
-                        "phi3",  "gemma", "gemma2"};
+const char *kArchs[] = {"llama", "qwen2", "qwen3",  "mistral",
+                        "phi3",  "gemma", "gemma2", "gemma3"};
 
 /// What a GGUF can say about a config llama.cpp's converter was given.
 ModelConfig ggufView(ModelConfig c) {

@@ -52,7 +52,15 @@ TEST_P(Families, EveryStageAgreesWithTheExportedGraph) {
   etllm::formats::GeneratorOptions o;
   o.arch = c.family;
   o.format = c.format;
+  // Two layers, or one past the first global layer of a family whose
+  // sliding-window layers follow a pattern (Gemma 3: layers 0-4 slide, 5 is
+  // global, 6 slides again), so that both kinds of layer (their own RoPE
+  // bases, their masks) are checked.
+  const etllm::models::FamilySpec *spec = etllm::models::findById(c.family);
+  ASSERT_NE(spec, nullptr);
   o.layers = 2;
+  if (spec->hf.slidingWindow == etllm::models::SlidingWindowRule::Pattern)
+    o.layers = spec->hf.slidingWindowPattern + 1;
   o.seed = 13;
   o.output = out;
   std::filesystem::remove_all(out);

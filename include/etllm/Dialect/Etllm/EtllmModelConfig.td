@@ -113,7 +113,8 @@ def Etllm_ModelConfigAttr : AttrDef<Etllm_Dialect, "ModelConfig"> {
     Etllm_ConfigInt<"expert groups of group-limited selection (0: none)">:$n_group,
     Etllm_ConfigInt<"groups each token selects from">:$topk_group,
     Etllm_ConfigF64<"multiplier of the routing weights (0: 1)">:$routed_scaling_factor,
-    Etllm_ConfigArray<"bool", "per layer: has the sparse mixture-of-experts block">:$layer_moe
+    Etllm_ConfigArray<"bool", "per layer: has the sparse mixture-of-experts block">:$layer_moe,
+    Etllm_ConfigF64<"RoPE base of the sliding-window layers (0: rope_theta)">:$rope_local_theta
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
