@@ -328,6 +328,14 @@ const char *const kLlama3Pattern =
 const char *const kQwen2Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
+// SmolLM's (llama.cpp's pre-tokenizer "smollm"; HF: Digits with
+// individual_digits, then ByteLevel's GPT-2 regex): every digit its own
+// piece, then GPT-2's pattern within the pieces between digits. As one
+// pattern: GPT-2's without ` ?\p{N}+` (a digit is always alone), and its
+// `\s+(?!\S)` ending at a digit as at the end of a piece.
+const char *const kSmolLmPattern =
+    R"(\p{N}|'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?[^\s\p{L}\p{N}]+|\s+(?![^\s\p{N}])|\s+)";
+
 Regex::~Regex() {
   if (code_)
     pcre2_code_free(static_cast<pcre2_code *>(code_));

@@ -396,6 +396,8 @@ const BpePre kBpePres[] = {
     // Qwen2, Qwen2.5, Qwen3 and DeepSeek-R1's Qwen distills.
     {"qwen2", &kQwen2Pattern, false},
     {"deepseek-r1-qwen", &kQwen2Pattern, false},
+    // SmolLM, SmolLM2.
+    {"smollm", &kSmolLmPattern, false},
 };
 
 /// The entry of a name (an empty name is "default"), or null.

@@ -128,6 +128,8 @@ extern const char *const kGpt2Pattern;
 /// Llama 3's (tiktoken cl100k-style) pre-tokenizer pattern.
 extern const char *const kLlama3Pattern;
 extern const char *const kQwen2Pattern;
+/// SmolLM's (digits alone, then GPT-2's pattern between them).
+extern const char *const kSmolLmPattern;
 
 /// The regex work one encode call may do. Tokenizer files bring their own
 /// patterns (tokenizer.json Split), and a backtracking pattern can cost

@@ -127,6 +127,32 @@ TEST(GgufVocab, Gpt2Vectors) {
   EXPECT_EQ((*tok)->stopIds(), (std::vector<int32_t>{50256}));
 }
 
+TEST(GgufVocab, SmolLmPreTokenizerSplitsEveryDigit) {
+  // llama.cpp's pre-tokenizer "smollm" (SmolLM, SmolLM2): HF's Digits with
+  // individual_digits, then ByteLevel's GPT-2 regex. The ids are those of
+  // HF tokenizers' BPE over GPT-2's vocab.json and merges.txt with that
+  // pre-tokenizer sequence (the space before a digit is a piece of its
+  // own); GPT-2's own pre-tokenizer keeps " 2024" and " 12" whole.
+  ETLLM_REQUIRE_SHARED(kGpt2Vocab);
+  EmbeddedVocab v = gpt2Vocab();
+  v.pre = "smollm";
+  auto smol = tokenizerFromVocab(v, "smollm-gguf");
+  ASSERT_TRUE(smol.ok()) << smol.message();
+  const std::string text = "In 2024, it's  7 apples.\n\n 12";
+  auto ids = (*smol)->encode(text, false);
+  ASSERT_TRUE(ids.ok()) << ids.message();
+  EXPECT_EQ(*ids, (std::vector<int32_t>{818, 220, 17, 15, 17, 19, 11, 340, 338,
+                                        220, 220, 22, 22514, 13, 628, 220, 16,
+                                        17}));
+  EXPECT_EQ((*smol)->decode(*ids), text);
+  auto gpt2 = tokenizerFromVocab(gpt2Vocab(), "gpt2-gguf");
+  ASSERT_TRUE(gpt2.ok());
+  auto whole = (*gpt2)->encode(text, false);
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(*whole, (std::vector<int32_t>{818, 48609, 11, 340, 338, 220, 767,
+                                          22514, 13, 628, 1105}));
+}
+
 TEST(GgufVocab, Llama3BpeVectors) {
   // A Llama 3 GGUF vocabulary (model gpt2, pre llama-bpe), built from the
   // tiktoken ranks as convert_hf_to_gguf does via HF's converter.
