@@ -2,7 +2,7 @@
 //
 // export_config.yaml (the C++ parser and schema), the export flow of
 // etllm-export (lib/Pipeline/Export.cpp) for a checkpoint or for the ATen
-// graph of a traced module (lib/Import/AtenImporter.cpp), the Tester, the
+// graph of a captured module (lib/Import/Aten/), the Tester, the
 // Hugging Face hub cache and the safetensors writer.
 //
 //===----------------------------------------------------------------------===//
