@@ -1,6 +1,6 @@
 //===- chat_template_test.cpp - The chat template interpreter -------------===//
 //
-// Rendering agreement with python3-jinja2 is test/ChatTemplate's job; these
+// Rendering agreement with jinja2 is test/ChatTemplate's job; these
 // check the API, the errors (one clear message with a line number, never a
 // crash) and the bounds on hostile templates.
 //

@@ -47,7 +47,8 @@ LogicalResult softmaxOp(Importer &I, const json &) {
   return I.setResult(I.convert(s, rt->getElementType()));
 }
 
-/// native_layer_norm -> (layer_norm, mean, rstd); only the first is mapped.
+/// native_layer_norm -> (layer_norm, mean, rstd), of which only the first is
+/// mapped; layer_norm (torch.export keeps it) -> layer_norm.
 LogicalResult layerNormOp(Importer &I, const json &) {
   FailureOr<RankedTensorType> rt = I.resultType(0);
   if (failed(rt))
@@ -82,6 +83,9 @@ LogicalResult layerNormOp(Importer &I, const json &) {
   if (!y)
     return failure();
   I.symShapes[y] = I.lastResultShape;
+  // native_layer_norm returns (y, mean, rstd), layer_norm y alone.
+  if (I.target == "aten.layer_norm.default")
+    return I.setResult(y);
   return I.setResults({y, Value(), Value()});
 }
 
