@@ -343,8 +343,8 @@ Status Method::execute() {
         profile->add(OpProfile::Where::Portable, in.op, ns);
     }
     if (!st.ok())
-      return Error("method '" + name_ + "', instruction " + std::to_string(k) +
-                   " (" +
+      return Error(module_->program().name() + ": method '" + name_ +
+                   "', instruction " + std::to_string(k) + " (" +
                    (in.delegate >= 0 ? std::string("delegate")
                                      : std::string(opInfo(in.op).name)) +
                    "): " + st.message());

@@ -5,6 +5,7 @@
 // verifier must catch.
 //
 //===----------------------------------------------------------------------===//
+#include "etllm/runtime/backend.h"
 #include "etllm/runtime/flags.h"
 #include "etllm/runtime/parallel.h"
 #include "etllm/runtime/profile.h"
@@ -42,6 +43,9 @@ struct Spec {
   int numOutputs = 1;
   uint32_t version = kProgramFormatVersion;
   bool perBlockQAct = false; // x becomes an int8 QAct per block of 32
+  /// Non-empty: the instruction is a call of delegate 0 of this backend
+  /// (its blob: segment 0), not the kernel call.
+  std::string delegateBackend;
 };
 
 /// forward(x: f32[?<=4]) -> x + c, c a constant [4]; plus a zeroed buffer.
@@ -78,8 +82,14 @@ std::vector<uint8_t> buildProgram(const Spec &s = {}) {
       s.ints.empty() ? 0 : fb.CreateVector(s.ints),
       s.floats.empty() ? 0 : fb.CreateVector(s.floats));
   std::vector<flatbuffers::Offset<fbs::InstructionEntry>> instrs = {
-      fbs::CreateInstructionEntry(fb, fbs::Instruction::KernelCall,
-                                  kc.Union())};
+      s.delegateBackend.empty()
+          ? fbs::CreateInstructionEntry(fb, fbs::Instruction::KernelCall,
+                                        kc.Union())
+          : fbs::CreateInstructionEntry(
+                fb, fbs::Instruction::DelegateCall,
+                fbs::CreateDelegateCall(fb, 0, fb.CreateVector(ins),
+                                        fb.CreateVector(outs))
+                    .Union())};
   std::vector<uint32_t> mIn = {0}, mOut = {2};
   std::vector<uint64_t> arenas = {s.arenaSize};
   auto method =
@@ -95,9 +105,14 @@ std::vector<uint8_t> buildProgram(const Spec &s = {}) {
       fbs::CreateBuffer(fb, fb.CreateString("cache"), fbs::DType::F32,
                         fb.CreateVector(bsizes), 16)};
   std::vector<flatbuffers::Offset<fbs::Method>> methods = {method};
+  std::vector<flatbuffers::Offset<fbs::Delegate>> delegates;
+  if (!s.delegateBackend.empty())
+    delegates.push_back(
+        fbs::CreateDelegate(fb, fb.CreateString(s.delegateBackend), 0));
   auto prog = fbs::CreateProgram(
       fb, 1, fb.CreateVector(methods), fb.CreateVector(buffers),
-      fb.CreateVector(consts), fb.CreateVector(segs));
+      fb.CreateVector(consts), fb.CreateVector(segs),
+      delegates.empty() ? 0 : fb.CreateVector(delegates));
   fbs::FinishProgramBuffer(fb, prog);
 
   FileHeader h{};
@@ -163,7 +178,10 @@ TEST(Program, LoadsAndRuns) {
   ASSERT_TRUE(f->setInput(0, DType::F32, &n, 1, kAddInput).ok());
   st = f->execute();
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("instruction 0 (add)"), std::string::npos)
+  EXPECT_EQ(st.message().rfind("test.pte: method 'forward', instruction 0 "
+                               "(add): ",
+                               0),
+            0u)
       << st.message();
   EXPECT_EQ(m->bufferBytes(), 16u);
   EXPECT_FALSE(m->method("decode").ok());
@@ -509,6 +527,46 @@ TEST(Program, EveryTruncationIsRejectedCleanly) {
     auto p = load({good.begin(), good.begin() + n});
     EXPECT_FALSE(p.ok()) << n;
   }
+}
+
+/// A backend whose instances fail every call as a delegate's node does.
+class FailingNodeBackend final : public Backend {
+public:
+  const char *id() const override { return "test-failing-node"; }
+  Result<std::unique_ptr<DelegateInstance>>
+  init(const uint8_t *, size_t,
+       const std::vector<std::pair<std::string, std::string>> &,
+       const ConstantTable &, ExecContext &, MemoryBudget &) override {
+    return std::unique_ptr<DelegateInstance>(new Instance());
+  }
+
+private:
+  struct Instance final : DelegateInstance {
+    Status execute(Span<Tensor *const>, Span<Tensor *const>,
+                   ExecContext &) override {
+      return Error("node 3 (silu): the input does not fit");
+    }
+  };
+};
+
+// An instruction that fails when it runs (a kernel's or a delegate node's
+// check) is reported with the program file, the method, the instruction
+// and its op (issue 35: a delegate's node error named node and op only).
+TEST(Program, ExecuteErrorsNameTheFileAndTheInstruction) {
+  registerBackend(std::make_shared<FailingNodeBackend>());
+  Spec s;
+  s.delegateBackend = "test-failing-node";
+  auto p = load(buildProgram(s));
+  ASSERT_TRUE(p.ok()) << p.message();
+  auto m = Module::create(*p);
+  ASSERT_TRUE(m.ok()) << m.message();
+  Method *f = (*m)->method("forward").value();
+  int64_t n = 4;
+  ASSERT_TRUE(f->setInput(0, DType::F32, &n, 1, kAddInput).ok());
+  Status st = f->execute();
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message(), "test.pte: method 'forward', instruction 0 "
+                          "(delegate): node 3 (silu): the input does not fit");
 }
 
 /// Runs `bytes` (the default test program, maybe mutated) on kAddInput:

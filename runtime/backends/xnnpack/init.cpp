@@ -535,6 +535,13 @@ private:
       return blobError(what + ": " + std::to_string(nfloats) +
                        " float attributes, expected " +
                        std::to_string(op->numFloats));
+    // The integer attributes' contract (ops.def: enums and flags in range,
+    // optional inputs as the has_* flags say), as the program's own kernel
+    // calls are checked when it loads.
+    Status attrs = checkIntAttrs(op->id, nin,
+                                 {nints ? fn->ints()->data() : nullptr, nints});
+    if (!attrs.ok())
+      return blobError(what + ": " + attrs.message());
     return op;
   }
 

@@ -730,6 +730,23 @@ TEST(HostileBlobTest, WrongAttributeCounts) {
   EXPECT_REJECTED(s3, s3->b.finish(), "2 inputs");
 }
 
+// The integer attributes' contract of ops.def is checked at init, as for
+// the program's own kernel calls: a bad enum or flag is refused when the
+// program loads (naming the node and the attribute), not when it runs.
+TEST(HostileBlobTest, AttributesOutsideTheContract) {
+  auto s = makeSmall();
+  const uint32_t g = s->b.f32({2, 9});
+  s->b.nodes[1].outputs = {g};
+  s->b.node("gelu", {g}, {s->y}, {1});
+  EXPECT_TRUE(initBlob(s->b.finish(), s->constants).ok());
+  s->b.nodes[2].ints = {5};
+  EXPECT_REJECTED(s, s->b.finish(),
+                  "xnnpack blob: node 2 (gelu): gelu: integer attribute 0 "
+                  "(approximate) is 5, outside [0, 1]");
+  s->b.nodes[2].ints = {-1};
+  EXPECT_REJECTED(s, s->b.finish(), "node 2 (gelu): gelu: integer attribute 0");
+}
+
 TEST(HostileBlobTest, ValueUsedBeforeProduced) {
   auto s = makeSmall();
   std::swap(s->b.nodes[0], s->b.nodes[1]);
