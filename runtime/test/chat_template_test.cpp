@@ -106,6 +106,13 @@ TEST(ChatTemplate, RuntimeErrorsAreUnsupportedNotRaised) {
             "RENDER: t.jinja: line 1: integer division or modulo by zero");
   EXPECT_EQ(render("{{ 9223372036854775807 + 1 }}"),
             "RENDER: t.jinja: line 1: integer overflow");
+  // The least int64 divided by -1 overflows (a trap in C++, not an error);
+  // Python's answers.
+  EXPECT_EQ(render("{{ (-9223372036854775807 - 1) // -1 }}"),
+            "RENDER: t.jinja: line 1: integer overflow");
+  EXPECT_EQ(render("{{ (-9223372036854775807 - 1) is divisibleby(-1) }} "
+                   "{{ (-9223372036854775807 - 1) is divisibleby(-3) }}"),
+            "True False");
   EXPECT_EQ(render("{{ [1][::0] }}"),
             "RENDER: t.jinja: line 1: slice step cannot be zero");
   EXPECT_EQ(render("{% set x = 1 %}{% set x.a = 2 %}"),

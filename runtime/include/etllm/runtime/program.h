@@ -157,7 +157,8 @@ public:
   /// Copies `data` (of `dtype` and `sizes`) into input `i`.
   Status setInput(size_t i, DType dtype, const int64_t *sizes, int rank,
                   const void *data);
-  /// Runs every instruction. Errors name the instruction and its op.
+  /// Runs every instruction. Errors name the program file, the method, the
+  /// instruction and its op (and a delegate's node and op).
   Status execute();
   const Tensor &output(size_t i) const { return *outputs_[i]; }
   /// Bytes of planned activation memory.
