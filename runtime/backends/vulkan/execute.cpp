@@ -1,0 +1,266 @@
+//===- execute.cpp - The Vulkan delegate: record once, replay -------------===//
+//
+// A call copies its inputs into the arena (indices to i32, activations to
+// the device's float type; positions checked against the caches and
+// tables), writes the sequence length and the attention length into the
+// globals uniform buffer, and replays the command buffer of its bucket
+// (the smallest power of two >= S, or the bound): recorded on the first
+// call of that bucket, never again. No descriptor is written and nothing is
+// allocated after init.
+//
+//===----------------------------------------------------------------------===//
+#include "instance.h"
+
+#include "etllm/runtime/half.h"
+#include "etllm/schema/vulkan_generated.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace etllm::rt::vulkan {
+
+namespace vfb = ::etllm::vulkan;
+
+namespace {
+
+void memoryBarrier(const Vk &vk, VkCommandBuffer cmd, VkPipelineStageFlags src,
+                   VkAccessFlags srcAccess, VkPipelineStageFlags dst,
+                   VkAccessFlags dstAccess) {
+  VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  b.srcAccessMask = srcAccess;
+  b.dstAccessMask = dstAccess;
+  vk.vkCmdPipelineBarrier(cmd, src, dst, 0, 1, &b, 0, nullptr, 0, nullptr);
+}
+
+std::string ioName(const char *what, size_t i) {
+  return std::string(what) + " " + std::to_string(i);
+}
+
+} // namespace
+
+Result<Recording *> VulkanInstance::record(uint64_t bucket) {
+  const Vk &vk = ctx->vk();
+  Recording rec;
+  rec.layerDispatches.assign(size_t(numLayers), 0);
+  rec.layerBarriers.assign(size_t(numLayers), 0);
+  VkCommandBufferAllocateInfo ai{
+      VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  ai.commandPool = cmdPool;
+  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  ai.commandBufferCount = 1;
+  VkResult r = vk.vkAllocateCommandBuffers(ctx->device(), &ai, &rec.cmd);
+  if (r != VK_SUCCESS)
+    return Error(std::string("vulkan: vkAllocateCommandBuffers failed: ") +
+                 resultName(r));
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  vk.vkBeginCommandBuffer(rec.cmd, &bi);
+  // The inputs the host wrote and the previous call's writes, before any
+  // dispatch reads or writes.
+  memoryBarrier(vk, rec.cmd,
+                VK_PIPELINE_STAGE_HOST_BIT |
+                    VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                VK_ACCESS_HOST_WRITE_BIT | VK_ACCESS_SHADER_WRITE_BIT,
+                VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                    VK_ACCESS_UNIFORM_READ_BIT);
+  bool barrier = false; // a skipped dispatch's barrier is kept for the next
+  for (size_t i = 0; i < dispatches.size(); ++i) {
+    const DispatchDesc &d = dispatches[i];
+    const Launch l = launchFor(d, uint32_t(bucket));
+    barrier |= d.barrier && i > 0;
+    if (l.skip)
+      continue;
+    if (barrier) {
+      memoryBarrier(vk, rec.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                    VK_ACCESS_SHADER_WRITE_BIT,
+                    VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                    VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+      ++rec.barriers;
+      if (d.layer >= 0)
+        ++rec.layerBarriers[size_t(d.layer)];
+      barrier = false;
+    }
+    auto p = ctx->pipeline(d.kernel, d.variant, l.mode);
+    if (!p.ok())
+      return p.error();
+    vk.vkCmdBindPipeline(rec.cmd, VK_PIPELINE_BIND_POINT_COMPUTE,
+                         (*p)->pipeline);
+    vk.vkCmdBindDescriptorSets(rec.cmd, VK_PIPELINE_BIND_POINT_COMPUTE,
+                               (*p)->layout, 0, 1, &sets[i], 0, nullptr);
+    PushConstants push{l.mode, uint32_t(bucket)};
+    vk.vkCmdPushConstants(rec.cmd, (*p)->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                          sizeof(push), &push);
+    vk.vkCmdDispatch(rec.cmd, l.groups[0], l.groups[1], l.groups[2]);
+    ++rec.dispatches;
+    if (d.layer >= 0)
+      ++rec.layerDispatches[size_t(d.layer)];
+  }
+  // The outputs, for the host to read after the fence.
+  memoryBarrier(vk, rec.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+                VK_ACCESS_HOST_READ_BIT);
+  r = vk.vkEndCommandBuffer(rec.cmd);
+  if (r != VK_SUCCESS)
+    return Error(std::string("vulkan: recording the command buffer failed: ") +
+                 resultName(r));
+  ++stats.recordings;
+  return &(recordings[bucket] = std::move(rec));
+}
+
+Status VulkanInstance::execute(Span<Tensor *const> in, Span<Tensor *const> out,
+                               ExecContext &) {
+  if (in.size != inputs.size() || out.size != outputs.size())
+    return Error("vulkan: the subgraph takes " + std::to_string(inputs.size()) +
+                 " inputs and " + std::to_string(outputs.size()) +
+                 " outputs, got " + std::to_string(in.size) + " and " +
+                 std::to_string(out.size));
+  // The sequence length: every dynamic input dimension has it.
+  int64_t S = -1;
+  for (size_t i = 0; i < in.size; ++i) {
+    const IoDesc &io = inputs[i];
+    const Tensor *t = in[i];
+    const std::string name = ioName("input", i);
+    if (!t)
+      return Error("vulkan: " + name + " is null");
+    if (t->dtype != io.dtype || t->rank != io.rank)
+      return Error("vulkan: " + name + " is " + dtypeName(t->dtype) + " " +
+                   t->shapeString() + ", the subgraph expects " +
+                   dtypeName(io.dtype) + " of rank " + std::to_string(io.rank));
+    for (int k = 0; k < io.rank; ++k) {
+      if (k == io.dynamicDim) {
+        if (t->sizes[k] < 1 || t->sizes[k] > io.sizes[k])
+          return Error("vulkan: " + name + " " + t->shapeString() +
+                       " does not fit the bound " +
+                       std::to_string(io.sizes[k]));
+        if (S >= 0 && S != t->sizes[k])
+          return Error("vulkan: " + name + " has sequence length " +
+                       std::to_string(t->sizes[k]) + ", another input " +
+                       std::to_string(S));
+        S = t->sizes[k];
+      } else if (t->sizes[k] != io.sizes[k]) {
+        return Error("vulkan: " + name + " " + t->shapeString() +
+                     " does not match the subgraph's shape");
+      }
+    }
+    if (io.role != uint8_t(vfb::IoRole::CACHE) && t->numel() > 0 &&
+        (!t->data || t->capacity < t->nbytes()))
+      return Error("vulkan: " + name + " has no data");
+  }
+  if (S < 0)
+    S = 1; // no dynamic dimension
+  // Inputs into the arena.
+  uint8_t *arenaPtr = buffers[arena].mapped;
+  int64_t maxPos = -1;
+  uint64_t hostBytes = 0;
+  for (size_t i = 0; i < in.size; ++i) {
+    const IoDesc &io = inputs[i];
+    const Tensor &t = *in[i];
+    const int64_t n = t.numel();
+    uint8_t *dst = arenaPtr + io.offset;
+    switch (vfb::IoRole(io.role)) {
+    case vfb::IoRole::CACHE:
+      break; // the device holds the cache
+    case vfb::IoRole::ACTIVATION:
+      if (io.dtype == io.deviceDtype) {
+        std::memcpy(dst, t.data, t.nbytes());
+      } else if (io.dtype == DType::F32) {
+        auto *d16 = reinterpret_cast<uint16_t *>(dst);
+        for (int64_t e = 0; e < n; ++e)
+          d16[e] = floatToHalf(t.ptr<float>()[e]);
+      } else {
+        auto *d32 = reinterpret_cast<float *>(dst);
+        for (int64_t e = 0; e < n; ++e)
+          d32[e] = halfToFloat(t.ptr<uint16_t>()[e]);
+      }
+      hostBytes += uint64_t(n) * elementSize(io.deviceDtype);
+      break;
+    case vfb::IoRole::INDICES:
+    case vfb::IoRole::POSITIONS: {
+      auto *d32 = reinterpret_cast<int32_t *>(dst);
+      for (int64_t e = 0; e < n; ++e) {
+        const int64_t v =
+            t.dtype == DType::I64 ? t.ptr<int64_t>()[e] : t.ptr<int32_t>()[e];
+        if (v < 0 || v >= io.indexBound)
+          return Error("vulkan: " + ioName("input", i) + ": " +
+                       (io.role == uint8_t(vfb::IoRole::POSITIONS) ? "position "
+                                                                   : "index ") +
+                       std::to_string(v) + " is outside [0, " +
+                       std::to_string(io.indexBound) + ")");
+        d32[e] = int32_t(v);
+        if (io.role == uint8_t(vfb::IoRole::POSITIONS))
+          maxPos = std::max(maxPos, v);
+      }
+      hostBytes += uint64_t(n) * 4;
+      break;
+    }
+    }
+  }
+  Globals gl{uint32_t(S), uint32_t(maxPos >= 0 ? maxPos + 1 : S), 0, 0};
+  std::memcpy(globals.mapped, &gl, sizeof(gl));
+
+  // The bucket's command buffer, recorded once.
+  const uint64_t bucket =
+      *std::lower_bound(bucketSizes.begin(), bucketSizes.end(), uint64_t(S));
+  auto it = recordings.find(bucket);
+  Recording *rec = nullptr;
+  if (it != recordings.end()) {
+    rec = &it->second;
+  } else {
+    auto r = record(bucket);
+    if (!r.ok())
+      return r.error();
+    rec = *r;
+  }
+  ETLLM_RETURN_IF_ERROR(ctx->submitAndWait(rec->cmd, fence));
+
+  // Outputs out of the arena (caches stay on the device).
+  for (size_t i = 0; i < out.size; ++i) {
+    const IoDesc &io = outputs[i];
+    Tensor *t = out[i];
+    const std::string name = ioName("output", i);
+    if (!t)
+      return Error("vulkan: " + name + " is null");
+    if (t->dtype != io.dtype || t->rank != io.rank)
+      return Error("vulkan: " + name + " is " + dtypeName(t->dtype) +
+                   " of rank " + std::to_string(t->rank) +
+                   ", the subgraph writes " + dtypeName(io.dtype) +
+                   " of rank " + std::to_string(io.rank));
+    if (io.role == uint8_t(vfb::IoRole::CACHE))
+      continue;
+    int64_t sizes[kMaxRank];
+    for (int k = 0; k < io.rank; ++k)
+      sizes[k] = k == io.dynamicDim ? S : io.sizes[k];
+    Status st = t->resize(sizes, io.rank);
+    if (!st.ok())
+      return Error("vulkan: " + name + ": " + st.message());
+    const int64_t n = t->numel();
+    const uint8_t *src = arenaPtr + io.offset;
+    if (io.dtype == io.deviceDtype) {
+      std::memcpy(t->data, src, t->nbytes());
+    } else if (io.dtype == DType::F32) {
+      const auto *s16 = reinterpret_cast<const uint16_t *>(src);
+      for (int64_t e = 0; e < n; ++e)
+        t->ptr<float>()[e] = halfToFloat(s16[e]);
+    } else {
+      const auto *s32 = reinterpret_cast<const float *>(src);
+      for (int64_t e = 0; e < n; ++e)
+        t->ptr<uint16_t>()[e] = floatToHalf(s32[e]);
+    }
+    hostBytes += uint64_t(n) * elementSize(io.deviceDtype);
+  }
+
+  // Statistics: deterministic counts of this call.
+  ++stats.calls;
+  stats.dispatchesLastCall = rec->dispatches;
+  stats.barriersLastCall = rec->barriers;
+  stats.layerDispatches = rec->layerDispatches;
+  stats.layerBarriers = rec->layerBarriers;
+  uint64_t bytes = 0;
+  for (const DispatchDesc &d : dispatches)
+    bytes += dispatchBytes(d, uint32_t(S), gl.kvLen, uint32_t(bucket));
+  stats.bytesLastCall = bytes;
+  stats.hostBytesLastCall = hostBytes;
+  return Status();
+}
+
+} // namespace etllm::rt::vulkan
