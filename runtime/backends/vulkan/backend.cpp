@@ -76,12 +76,6 @@ Status readIo(const char *what, size_t i, const vfb::Io *io,
   if (d.dynamicDim >= 0 && d.sizes[d.dynamicDim] != g.seq_bound())
     return blobError(name + ": the dynamic dimension's bound is not the "
                             "sequence bound");
-  // Dense at the call's shape is dense at the bound's: the dynamic
-  // dimension is the outermost one larger than 1.
-  for (int k = 0; k < d.dynamicDim; ++k)
-    if (d.sizes[k] != 1)
-      return blobError(name + ": dimension " + std::to_string(k) +
-                       " before the dynamic one is not 1");
   d.offset = io->offset();
   d.indexBound = io->index_bound();
   d.buffer = io->buffer();

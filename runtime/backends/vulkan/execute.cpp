@@ -32,6 +32,48 @@ void memoryBarrier(const Vk &vk, VkCommandBuffer cmd, VkPipelineStageFlags src,
   vk.vkCmdPipelineBarrier(cmd, src, dst, 0, 1, &b, 0, nullptr, 0, nullptr);
 }
 
+/// Converts `n` floats of type `from` at `src` to type `to` at `dst`.
+void convert(const uint8_t *src, DType from, uint8_t *dst, DType to,
+             int64_t n) {
+  if (from == to) {
+    std::memcpy(dst, src, size_t(n) * elementSize(from));
+  } else if (from == DType::F32) {
+    const auto *f = reinterpret_cast<const float *>(src);
+    auto *h = reinterpret_cast<uint16_t *>(dst);
+    for (int64_t e = 0; e < n; ++e)
+      h[e] = floatToHalf(f[e]);
+  } else {
+    const auto *h = reinterpret_cast<const uint16_t *>(src);
+    auto *f = reinterpret_cast<float *>(dst);
+    for (int64_t e = 0; e < n; ++e)
+      f[e] = halfToFloat(h[e]);
+  }
+}
+
+/// Copies an activation between the host (dense at the call's shape) and
+/// the arena (dense at the bound's shape: the sequence dimension has its
+/// bound's extent), converting between f32 and f16.
+void copyActivation(const IoDesc &io, int64_t S, const uint8_t *src, DType from,
+                    uint8_t *dst, DType to, bool toArena) {
+  int64_t outer = 1, inner = 1;
+  for (int k = 0; k < io.rank; ++k) {
+    if (io.dynamicDim >= 0 && k < io.dynamicDim)
+      outer *= io.sizes[k];
+    else if (k != io.dynamicDim)
+      inner *= io.sizes[k];
+  }
+  const int64_t run = (io.dynamicDim >= 0 ? S : 1) * inner;
+  const int64_t arenaRun =
+      (io.dynamicDim >= 0 ? io.sizes[io.dynamicDim] : 1) * inner;
+  for (int64_t o = 0; o < outer; ++o) {
+    const int64_t hostAt = o * run, arenaAt = o * arenaRun;
+    const int64_t srcAt = toArena ? hostAt : arenaAt;
+    const int64_t dstAt = toArena ? arenaAt : hostAt;
+    convert(src + size_t(srcAt) * elementSize(from), from,
+            dst + size_t(dstAt) * elementSize(to), to, run);
+  }
+}
+
 std::string ioName(const char *what, size_t i) {
   return std::string(what) + " " + std::to_string(i);
 }
@@ -161,17 +203,8 @@ Status VulkanInstance::execute(Span<Tensor *const> in, Span<Tensor *const> out,
     case vfb::IoRole::CACHE:
       break; // the device holds the cache
     case vfb::IoRole::ACTIVATION:
-      if (io.dtype == io.deviceDtype) {
-        std::memcpy(dst, t.data, t.nbytes());
-      } else if (io.dtype == DType::F32) {
-        auto *d16 = reinterpret_cast<uint16_t *>(dst);
-        for (int64_t e = 0; e < n; ++e)
-          d16[e] = floatToHalf(t.ptr<float>()[e]);
-      } else {
-        auto *d32 = reinterpret_cast<float *>(dst);
-        for (int64_t e = 0; e < n; ++e)
-          d32[e] = halfToFloat(t.ptr<uint16_t>()[e]);
-      }
+      copyActivation(io, S, static_cast<const uint8_t *>(t.data), io.dtype, dst,
+                     io.deviceDtype, true);
       hostBytes += uint64_t(n) * elementSize(io.deviceDtype);
       break;
     case vfb::IoRole::INDICES:
@@ -234,18 +267,8 @@ Status VulkanInstance::execute(Span<Tensor *const> in, Span<Tensor *const> out,
     if (!st.ok())
       return Error("vulkan: " + name + ": " + st.message());
     const int64_t n = t->numel();
-    const uint8_t *src = arenaPtr + io.offset;
-    if (io.dtype == io.deviceDtype) {
-      std::memcpy(t->data, src, t->nbytes());
-    } else if (io.dtype == DType::F32) {
-      const auto *s16 = reinterpret_cast<const uint16_t *>(src);
-      for (int64_t e = 0; e < n; ++e)
-        t->ptr<float>()[e] = halfToFloat(s16[e]);
-    } else {
-      const auto *s32 = reinterpret_cast<const float *>(src);
-      for (int64_t e = 0; e < n; ++e)
-        t->ptr<uint16_t>()[e] = floatToHalf(s32[e]);
-    }
+    copyActivation(io, S, arenaPtr + io.offset, io.deviceDtype,
+                   static_cast<uint8_t *>(t->data), io.dtype, false);
     hostBytes += uint64_t(n) * elementSize(io.deviceDtype);
   }
 

@@ -474,6 +474,9 @@ TEST_F(RowKernels, CopyTransposesAndConverts) {
                      {1, bound, H, D}, 1);
     auto mid = b.slot(uint64_t(H * bound * D * 2));
     auto y = b.output(DType::F32, DType::F32, {1, bound, H, D}, 1);
+    // And mid itself as an output [1, H, S, D]: the host copies the rows of
+    // each head out of the bound-strided arena.
+    auto yh = b.output(DType::F32, DType::F16, {1, H, bound, D}, 2);
     CopyParams p{}; // mid[h, s, d] = x[s, h, d]
     p.n0 = uint32_t(H);
     p.n1 = 1;
@@ -491,13 +494,24 @@ TEST_F(RowKernels, CopyTransposesAndConverts) {
     std::swap(q.ss0, q.ds0);
     std::swap(q.ss1, q.ds1);
     b.dispatch(KernelId::Copy, Variant::copy(true, false), {mid, y}, q);
+    CopyParams f{}; // the arena's layout is the same: a flat copy
+    f.n0 = uint32_t(H * bound * D);
+    f.n1 = f.n2 = f.n3 = 1;
+    f.dyn = 4;
+    f.ss0 = f.ds0 = 1;
+    b.dispatch(KernelId::Copy, Variant::copy(true, true), {mid, yh}, f, false);
     auto inst = instantiate(validatedBackend(), b, consts);
     ASSERT_TRUE(inst.ok()) << inst.message();
     std::vector<float> xv = roundHalf(randomFloats(size_t(S * H * D), 3));
     OwnedTensor xt = floatTensor({1, S, H, D}, xv, size_t(bound * H * D * 4));
     OwnedTensor out(DType::F32, {1, S, H, D}, size_t(bound * H * D * 4));
-    ASSERT_TRUE(run(**inst, {xt.get()}, {out.get()}).ok());
+    OwnedTensor heads(DType::F32, {1, H, S, D}, size_t(bound * H * D * 4));
+    ASSERT_TRUE(run(**inst, {xt.get()}, {out.get(), heads.get()}).ok());
     EXPECT_TRUE(near(*out, *xt, 0, 0));
+    OwnedTensor want(DType::F32, {1, H, S, D});
+    ASSERT_TRUE(
+        portable(OpId::Transpose, {xt.get()}, {want.get()}, {1, 2}).ok());
+    EXPECT_TRUE(near(*heads, *want, 0, 0));
   }
 }
 
