@@ -79,7 +79,7 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        "portable",
        {"portable", "xnnpack-fp32", "xnnpack-int4", "xnnpack-8da4w",
         "xnnpack-int8", "vulkan-fp32", "vulkan-fp16", "vulkan-int4",
-        "vulkan-int4-cpu-attention"},
+        "vulkan-int4-mixed"},
        "The named recipe; the keys below override its options "
        "(docs/Pipelines.md).",
        "xnnpack-8da4w"},
@@ -178,7 +178,8 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        "`<backend>.<key>=<value>`, after the recipe's: `vulkan.precision` "
        "(f32, f16), `vulkan.max-binding-bytes` (the largest storage binding "
        "the target GPU takes; 128 MiB by default), `vulkan.exclude` (ops "
-       "left to the next backend, e.g. `etllm.sdpa`) (docs/Pipelines.md).",
+       "left to the next backend, `:`-separated, e.g. "
+       "`etllm.rope:etllm.sdpa`) (docs/Pipelines.md).",
        "[\"vulkan.precision=f32\"]",
        INT64_MIN,
        INT64_MAX,

@@ -104,9 +104,10 @@ const std::vector<Recipe> &recipes() {
        "f32",
        32,
        {"vulkan.precision=f16"}},
-      {"vulkan-int4-cpu-attention",
-       "vulkan-int4 with the attention (RoPE, KV cache, SDPA) on the CPU "
-       "backend: two backends in one program",
+      {"vulkan-int4-mixed",
+       "vulkan-int4 in a program mixed with the CPU: the RMSNorms on the "
+       "CPU backend (xnnpack), the attention (RoPE, KV cache, SDPA) on "
+       "portable kernels, the rest on the GPU",
        "int4",
        32,
        {"vulkan", "xnnpack"},
@@ -116,7 +117,8 @@ const std::vector<Recipe> &recipes() {
        "f32",
        32,
        {"vulkan.precision=f16",
-        "vulkan.exclude=etllm.rope,etllm.kv_cache.update,etllm.sdpa"}},
+        "vulkan.exclude=etllm.rms_norm:etllm.rope:etllm.kv_cache.update:"
+        "etllm.sdpa"}},
   };
   return r;
 }

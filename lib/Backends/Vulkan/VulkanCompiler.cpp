@@ -152,7 +152,8 @@ LogicalResult VulkanCompiler::serialize(
               wp.cols = cols;
               wp.rowBegin = parts[k].begin;
               wp.rowEnd = parts[k].end;
-              if (format == rvk::WeightFormat::Q4) {
+              if (isa<QWeightType>(param.getType())) {
+                // (Q4; or dequantized by packWeight into f32/f16.)
                 FailureOr<std::vector<uint8_t>> bytes =
                     weights->materialize(param);
                 if (failed(bytes))

@@ -157,11 +157,25 @@ private:
              words(p), "copy for " + opLabel(current));
     return out;
   }
-  std::pair<View, Rows> asRows(View v) {
+  /// `v` as rows (copied when it is not: a contiguous copy of a shape
+  /// legality admitted always is).
+  FailureOr<std::pair<View, Rows>> asRows(View v) {
     if (std::optional<Rows> r = rowsOf(v))
-      return {v, *r};
+      return std::make_pair(v, *r);
     v = copied(v);
-    return {v, *rowsOf(v)};
+    if (std::optional<Rows> r = rowsOf(v))
+      return std::make_pair(v, *r);
+    return current.front()->emitError(
+        "vulkan: an operand's rows have no layout the kernels read");
+  }
+  FailureOr<std::pair<View, Flat>> asFlat(View v) {
+    if (std::optional<Flat> f = flatOf(v))
+      return std::make_pair(v, *f);
+    v = copied(v);
+    if (std::optional<Flat> f = flatOf(v))
+      return std::make_pair(v, *f);
+    return current.front()->emitError(
+        "vulkan: an operand has no contiguous layout the kernels read");
   }
   /// Indices and positions are whole inputs (never copied: the copy
   /// kernel moves floats).
@@ -173,12 +187,6 @@ private:
     if (!f || plan.slots[size_t(view->slot)].dtype != rt::DType::I32)
       return user->emitError("vulkan: indices must be a contiguous input");
     return std::make_pair(*view, *f);
-  }
-  std::pair<View, Flat> asFlat(View v) {
-    if (std::optional<Flat> f = flatOf(v))
-      return {v, *f};
-    v = copied(v);
-    return {v, *flatOf(v)};
   }
   /// A [1, heads, seq, head] view with contiguous heads (copied if not).
   View asHeads(View v) {
@@ -244,8 +252,11 @@ private:
 
   /// The format of a weight operand (legality admitted it).
   WeightFormat formatOf(Value w) {
-    if (isa<QWeightType>(w.getType()))
+    if (auto q = dyn_cast<QWeightType>(w.getType());
+        q && rvk::q4Supports(quantInfoOf(q), q.getShape()[1]))
       return WeightFormat::Q4;
+    // Floats, and quantized weights the Q4 layout does not hold
+    // (dequantized at export).
     return o.f16 ? WeightFormat::F16 : WeightFormat::F32;
   }
   /// Rows of a weight [rows, cols] per binding (`pair`: rows counted twice,
@@ -422,7 +433,10 @@ LogicalResult Emitter::emitMatmuls(const Group &g) {
   FailureOr<View> xv = viewOf(x);
   if (failed(xv))
     return failure();
-  auto [xView, xRows] = asRows(*xv);
+  auto xr = asRows(*xv);
+  if (failed(xr))
+    return failure();
+  auto [xView, xRows] = *xr;
   // The members (weights in order) and the value the dispatch produces.
   llvm::SmallVector<Operation *, 3> members;
   Value result, residual, bias;
@@ -467,9 +481,11 @@ LogicalResult Emitter::emitMatmuls(const Group &g) {
     FailureOr<View> rv = viewOf(residual);
     if (failed(rv))
       return failure();
-    auto [rView, rr] = asRows(*rv);
-    rRows = rr;
-    rSlot = rView.slot;
+    auto rr = asRows(*rv);
+    if (failed(rr))
+      return failure();
+    rRows = rr->second;
+    rSlot = rr->first.slot;
   }
   int bSlot = xView.slot;
   if (bias) {
@@ -538,7 +554,10 @@ LogicalResult Emitter::emitRmsNorm(RmsNormOp op) {
   FailureOr<Shape> s = shapeOf(op.getResult(), op);
   if (failed(xv) || failed(s))
     return failure();
-  auto [xView, xRows] = asRows(*xv);
+  auto xr = asRows(*xv);
+  if (failed(xr))
+    return failure();
+  auto [xView, xRows] = *xr;
   View out = newView(*s, act());
   Rows yRows = *rowsOf(out);
   int wSlot = xView.slot;
@@ -572,7 +591,10 @@ LogicalResult Emitter::emitSoftmax(SoftmaxOp op) {
   FailureOr<Shape> s = shapeOf(op.getResult(), op);
   if (failed(xv) || failed(s))
     return failure();
-  auto [xView, xRows] = asRows(*xv);
+  auto xr = asRows(*xv);
+  if (failed(xr))
+    return failure();
+  auto [xView, xRows] = *xr;
   View out = newView(*s, act());
   Rows yRows = *rowsOf(out);
   rvk::SoftmaxParams p{};
@@ -596,7 +618,10 @@ LogicalResult Emitter::emitElementwise(Operation *op) {
   FailureOr<Shape> s = shapeOf(op->getResult(0), op);
   if (failed(av) || failed(s))
     return failure();
-  auto [aView, aFlat] = asFlat(*av);
+  auto af = asFlat(*av);
+  if (failed(af))
+    return failure();
+  auto [aView, aFlat] = *af;
   rvk::ElementwiseParams p{};
   p.n0 = uint32_t(aFlat.n0);
   p.nS = uint32_t(aFlat.nS);
@@ -618,10 +643,12 @@ LogicalResult Emitter::emitElementwise(Operation *op) {
       FailureOr<View> bv = viewOf(b);
       if (failed(bv))
         return failure();
-      auto [bView, bFlat] = asFlat(*bv);
-      bSlot = bView.slot;
-      p.bOff = int32_t(bFlat.off);
-      p.bOffS = int32_t(bFlat.offS);
+      auto bf = asFlat(*bv);
+      if (failed(bf))
+        return failure();
+      bSlot = bf->first.slot;
+      p.bOff = int32_t(bf->second.off);
+      p.bOffS = int32_t(bf->second.offS);
     }
   }
   View out = newView(*s, act());

@@ -41,7 +41,7 @@ PlanOptions planOptions(Operation *op, int64_t seqBound) {
     o.maxBindingBytes = b;
   llvm::SmallVector<llvm::StringRef> names;
   std::string exclude = backendOption(op, rvk::kBackendId, "exclude", "");
-  llvm::StringRef(exclude).split(names, ',', -1, false);
+  llvm::StringRef(exclude).split(names, ':', -1, false);
   for (llvm::StringRef n : names)
     o.exclude.push_back(n.trim().str());
   auto module =
@@ -73,6 +73,22 @@ bool isAct(Type t, const PlanOptions &o) {
   return n <= o.maxBindingBytes;
 }
 
+/// Rows of a matrix (the kernels' rows m0 + mS * S): no dimension larger
+/// than 1 before the sequence.
+bool seqOutermost(Type t) {
+  auto tt = dyn_cast<RankedTensorType>(t);
+  if (!tt)
+    return false;
+  for (int64_t d = 0; d < tt.getRank(); ++d) {
+    if (tt.isDynamicDim(d))
+      return true;
+    if (tt.getDimSize(d) != 1 &&
+        llvm::any_of(tt.getShape().drop_front(d), ShapedType::isDynamic))
+      return false;
+  }
+  return true;
+}
+
 /// Index tensors: tokens [1, S] or [S], positions [S].
 bool isIndices(Type t) {
   auto tt = dyn_cast<RankedTensorType>(t);
@@ -96,11 +112,15 @@ bool isFloatWeight(Value w, const PlanOptions &o) {
   return !o.f16 || t.getDimSize(1) % 2 == 0;
 }
 
-/// An int4 weight in groups of 32 (Q4 layout).
-bool isQ4Weight(Value w) {
+/// A quantized weight [N, K]: int4 in groups of 32 keeps its bits (the Q4
+/// layout); any other is dequantized at export into the activations' float
+/// type (rows of even length when that is f16).
+bool isQuantWeight(Value w, const PlanOptions &o) {
   auto q = dyn_cast<QWeightType>(w.getType());
-  return isParam(w) && q && q.getRank() == 2 &&
-         rvk::q4Supports(quantInfoOf(q), q.getShape()[1]);
+  if (!isParam(w) || !q || q.getRank() != 2)
+    return false;
+  return rvk::q4Supports(quantInfoOf(q), q.getShape()[1]) || !o.f16 ||
+         q.getShape()[1] % 2 == 0;
 }
 
 /// An f32 vector constant or parameter (RoPE's inverse frequencies).
@@ -147,28 +167,30 @@ bool isLegal(Operation *op) {
   if (excluded(op, o))
     return false;
   auto act = [&](Type t) { return isAct(t, o); };
+  // Activations the row kernels (matmul, norms, element-wise) read.
+  auto rows = [&](Type t) { return isAct(t, o) && seqOutermost(t); };
   return llvm::TypeSwitch<Operation *, bool>(op)
       .Case([&](LinearOp l) {
-        return act(l.getInput().getType()) && act(l.getType()) &&
+        return rows(l.getInput().getType()) && rows(l.getType()) &&
                isFloatWeight(l.getWeight(), o) &&
                (!l.getBias() || isF32Param(l.getBias(), 1));
       })
       .Case([&](QLinearOp l) {
-        return act(l.getInput().getType()) && act(l.getType()) &&
-               isQ4Weight(l.getWeight()) &&
+        return rows(l.getInput().getType()) && rows(l.getType()) &&
+               isQuantWeight(l.getWeight(), o) &&
                (!l.getBias() || isF32Param(l.getBias(), 1));
       })
       .Case([&](RmsNormOp n) {
-        return act(n.getInput().getType()) && act(n.getType()) &&
+        return rows(n.getInput().getType()) && rows(n.getType()) &&
                (!n.getWeight() || isF32Param(n.getWeight(), 1));
       })
       .Case([&](SoftmaxOp s) {
         auto t = cast<RankedTensorType>(s.getType());
-        return act(t) && (s.getDim() == -1 || s.getDim() == t.getRank() - 1);
+        return rows(t) && (s.getDim() == -1 || s.getDim() == t.getRank() - 1);
       })
       .Case<AddOp, SubOp, MulOp>([&](Operation *o2) {
         Type r = o2->getResult(0).getType();
-        if (!act(r))
+        if (!rows(r))
           return false;
         // Same-shape operands, or a scalar f32 constant on the right.
         if (o2->getOperand(0).getType() != r)
@@ -181,14 +203,16 @@ bool isLegal(Operation *op) {
         return bt && bt.getRank() == 0 && bt.getElementType().isF32() && c &&
                isa<DenseElementsAttr>(c.getValue());
       })
-      .Case([&](SiluOp s) { return act(s.getType()); })
+      .Case([&](SiluOp s) { return rows(s.getType()); })
       .Case([&](EmbeddingOp e) {
-        return act(e.getType()) && isIndices(e.getIndices().getType()) &&
+        return rows(e.getType()) && isIndices(e.getIndices().getType()) &&
+               seqOutermost(e.getIndices().getType()) &&
                isFloatWeight(e.getWeight(), o);
       })
       .Case([&](QEmbeddingOp e) {
-        return act(e.getType()) && isIndices(e.getIndices().getType()) &&
-               isQ4Weight(e.getWeight());
+        return rows(e.getType()) && isIndices(e.getIndices().getType()) &&
+               seqOutermost(e.getIndices().getType()) &&
+               isQuantWeight(e.getWeight(), o);
       })
       .Case<ReshapeOp, UnsqueezeOp, SqueezeOp>([&](Operation *r) {
         return (act(r->getResult(0).getType()) ||

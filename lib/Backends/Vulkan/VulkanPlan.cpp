@@ -38,8 +38,10 @@ bool sameWeightClass(Operation *a, Operation *b) {
     return false;
   if (auto qa = dyn_cast<QWeightType>(wa)) {
     auto qb = cast<QWeightType>(wb);
-    return qa.getShape()[1] == qb.getShape()[1] &&
-           quantInfoOf(qa).scaleType == quantInfoOf(qb).scaleType;
+    const rt::QuantInfo a = quantInfoOf(qa), b = quantInfoOf(qb);
+    return qa.getShape()[1] == qb.getShape()[1] && a.bits == b.bits &&
+           a.groupSize == b.groupSize && a.symmetric == b.symmetric &&
+           a.scaleType == b.scaleType;
   }
   return cast<RankedTensorType>(wa).getDimSize(1) ==
          cast<RankedTensorType>(wb).getDimSize(1);
@@ -326,7 +328,7 @@ std::vector<std::string> Plan::describe() const {
     case PlanBuffer::Cache:
       return llvm::formatv("cache{0}", slot.buffer).str();
     case PlanBuffer::RopeTable:
-      return llvm::formatv("rope_table{0}", slot.buffer).str();
+      return b.name;
     }
     return std::string("?");
   };

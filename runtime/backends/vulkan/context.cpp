@@ -1,6 +1,7 @@
 //===- context.cpp - The Vulkan device the backend's instances share ------===//
 #include "context.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -52,6 +53,9 @@ VKAPI_ATTR VkBool32 VKAPI_CALL Context::onMessage(
   auto *self = static_cast<Context *>(user);
   std::lock_guard<std::mutex> lock(self->logMutex_);
   ++self->messages_;
+  if (self->printMessages_)
+    std::fprintf(stderr, "vulkan validation: %s\n",
+                 data && data->pMessage ? data->pMessage : "?");
   if (self->log_.size() < 64)
     self->log_.push_back(
         std::string(severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT
@@ -87,8 +91,10 @@ Result<std::shared_ptr<Context>> Context::create(const BackendOptions &o) {
 
 Status Context::init(const BackendOptions &options) {
   ETLLM_RETURN_IF_ERROR(vk_.loadGlobal());
-  const bool validation =
-      options.validation || envFlag("ETLLM_VULKAN_VALIDATION");
+  // Asked for by the environment (tools, end-to-end tests): the messages
+  // also go to stderr.
+  printMessages_ = envFlag("ETLLM_VULKAN_VALIDATION");
+  const bool validation = options.validation || printMessages_;
 
   uint32_t apiVersion = VK_API_VERSION_1_0;
   if (vk_.vkEnumerateInstanceVersion)

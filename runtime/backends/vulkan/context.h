@@ -107,6 +107,7 @@ private:
   std::mutex queueMutex_;
   mutable std::mutex logMutex_;
   uint64_t messages_ = 0;
+  bool printMessages_ = false;
   std::vector<std::string> log_;
 };
 

@@ -16,6 +16,46 @@ static std::string partName(size_t i) {
   return "weight part " + std::to_string(i);
 }
 
+/// Rows [rowBegin, rowEnd) of a dense QWeight as floats: scale * q (sym),
+/// scale * q + offset (asym), the scale read in its type.
+static Result<std::vector<float>> dequantizeRows(const WeightPart &p) {
+  Result<QWeightLayout> l = QWeightLayout::compute(p.rows, p.cols, p.quant);
+  if (!l.ok())
+    return l.error();
+  if (p.qweightBytes < l->totalBytes)
+    return Error("the quantized weight holds " +
+                 std::to_string(p.qweightBytes) + " bytes, its layout needs " +
+                 std::to_string(l->totalBytes));
+  auto scaleAt = [&](size_t off, uint64_t g) {
+    if (p.quant.scaleType == DType::F16) {
+      uint16_t h;
+      std::memcpy(&h, p.qweight + off + g * 2, 2);
+      return halfToFloat(h);
+    }
+    float f;
+    std::memcpy(&f, p.qweight + off + g * 4, 4);
+    return f;
+  };
+  std::vector<float> out(size_t(p.rowEnd - p.rowBegin) * size_t(p.cols));
+  for (int64_t r = p.rowBegin; r < p.rowEnd; ++r)
+    for (int64_t c = 0; c < p.cols; ++c) {
+      const uint64_t e = uint64_t(r) * uint64_t(p.cols) + uint64_t(c);
+      int q;
+      if (p.quant.bits == 8) {
+        q = p.quant.symmetric ? int(int8_t(p.qweight[e])) : int(p.qweight[e]);
+      } else {
+        const int u = (p.qweight[e / 2] >> (4 * (e % 2))) & 15;
+        q = p.quant.symmetric ? u - 8 : u;
+      }
+      const uint64_t g = e / uint64_t(p.quant.groupSize);
+      float v = scaleAt(l->scalesOff, g) * float(q);
+      if (!p.quant.symmetric)
+        v += scaleAt(l->offsetsOff, g);
+      out[size_t(r - p.rowBegin) * size_t(p.cols) + size_t(c)] = v;
+    }
+  return out;
+}
+
 Result<std::vector<uint8_t>> packWeight(WeightFormat format,
                                         const std::vector<WeightPart> &parts) {
   if (parts.empty())
@@ -47,9 +87,19 @@ Result<std::vector<uint8_t>> packWeight(WeightFormat format,
     const WeightPart &p = parts[i];
     const int64_t n = p.rowEnd - p.rowBegin;
     if (format != WeightFormat::Q4) {
-      if (!p.floats)
-        return Error(partName(i) + " has no float values");
-      const float *src = p.floats + p.rowBegin * cols;
+      std::vector<float> dequantized;
+      const float *src = nullptr;
+      if (p.floats) {
+        src = p.floats + p.rowBegin * cols;
+      } else if (p.qweight) {
+        Result<std::vector<float>> d = dequantizeRows(p);
+        if (!d.ok())
+          return Error(partName(i) + ": " + d.message());
+        dequantized = std::move(*d);
+        src = dequantized.data();
+      } else {
+        return Error(partName(i) + " has no values");
+      }
       if (format == WeightFormat::F32) {
         std::memcpy(out.data() + uint64_t(row) * cols * 4, src,
                     uint64_t(n) * cols * 4);

@@ -32,8 +32,9 @@ namespace etllm::rt::vulkan {
 
 /// Rows [rowBegin, rowEnd) of one source weight of `rows` x `cols`:
 /// f32 values (`floats`, for F32 and F16) or a dense QWeight
-/// (`qweight`: tensor.h QWeightLayout; 4-bit, symmetric, group 32, f16 or
-/// f32 scales, for Q4).
+/// (`qweight`: tensor.h QWeightLayout). Q4 takes 4-bit symmetric groups of
+/// 32 (f16 or f32 scales); F32 and F16 take any QWeight, dequantized as the
+/// portable kernels do (scale * q, plus the offset when asymmetric).
 struct WeightPart {
   const float *floats = nullptr;
   const uint8_t *qweight = nullptr;
