@@ -372,6 +372,31 @@ Result<std::unique_ptr<DelegateInstance>> VulkanBackend::init(
     inst->dispatches.push_back(std::move(d));
   }
 
+  // Tables only gathered from (an embedding's, not the tied lm_head's):
+  // a call reads one row per index, not the whole (bench traffic).
+  for (uint32_t b = 0; b < numBuffers; ++b) {
+    const vfb::Buffer *buf = g.buffers()->Get(b);
+    if (buf->kind() != vfb::BufferKind::CONSTANT)
+      continue;
+    uint64_t rows = 0;
+    bool gatherOnly = false, other = false;
+    for (const DispatchDesc &d : inst->dispatches)
+      for (size_t k = 0; k < d.bindings.size(); ++k) {
+        if (d.bindings[k].buffer != b)
+          continue;
+        if (d.kernel == KernelId::Embedding && k == 1) {
+          EmbeddingParams p;
+          std::memcpy(&p, d.params.data(), sizeof(p));
+          rows = p.rows;
+          gatherOnly = true;
+        } else {
+          other = true;
+        }
+      }
+    if (gatherOnly && !other)
+      constants.noteGatherTable(buf->constant(), rows);
+  }
+
   // Buckets: 1, 2, 4, ... below the bound, and the bound.
   for (uint64_t b = 1; b < inst->seqBound; b *= 2)
     inst->bucketSizes.push_back(b);
@@ -564,7 +589,10 @@ std::vector<std::string> validationLog(const Backend &b) {
 
 const InstanceStats *instanceStats(const DelegateInstance &instance) {
   const auto *v = dynamic_cast<const VulkanInstance *>(&instance);
-  return v ? &v->stats : nullptr;
+  if (!v)
+    return nullptr;
+  v->deriveTraffic();
+  return &v->stats;
 }
 
 } // namespace etllm::rt::vulkan

@@ -278,12 +278,53 @@ Status VulkanInstance::execute(Span<Tensor *const> in, Span<Tensor *const> out,
   stats.barriersLastCall = rec->barriers;
   stats.layerDispatches = rec->layerDispatches;
   stats.layerBarriers = rec->layerBarriers;
-  uint64_t bytes = 0;
-  for (const DispatchDesc &d : dispatches)
-    bytes += dispatchBytes(d, uint32_t(S), gl.kvLen, uint32_t(bucket));
-  stats.bytesLastCall = bytes;
+  // (The device traffic is derived when asked for: no per-call cost.)
+  lastS = uint32_t(S);
+  lastKvLen = gl.kvLen;
+  lastBucket = uint32_t(bucket);
   stats.hostBytesLastCall = hostBytes;
   return Status();
+}
+
+void VulkanInstance::deriveTraffic() const {
+  uint64_t bytes = 0;
+  if (stats.calls > 0)
+    for (const DispatchDesc &d : dispatches)
+      bytes += dispatchBytes(d, lastS, lastKvLen, lastBucket);
+  stats.bytesLastCall = bytes;
+}
+
+std::vector<std::pair<std::string, uint64_t>> VulkanInstance::counters() const {
+  deriveTraffic();
+  std::vector<std::pair<std::string, uint64_t>> c = {
+      {"calls", stats.calls},
+      {"recordings", stats.recordings},
+      {"descriptor_writes", stats.descriptorWrites},
+      {"dispatches", stats.dispatchesLastCall},
+      {"barriers", stats.barriersLastCall},
+      {"device_bytes", stats.bytesLastCall},
+      {"host_bytes", stats.hostBytesLastCall},
+      {"weight_bytes", stats.weightBytes},
+      {"arena_bytes", stats.arenaBytes},
+      {"cache_bytes", stats.cacheBytes},
+      {"layers", uint64_t(numLayers)},
+  };
+  if (!stats.layerDispatches.empty()) {
+    auto [dMin, dMax] = std::minmax_element(stats.layerDispatches.begin(),
+                                            stats.layerDispatches.end());
+    auto [bMin, bMax] = std::minmax_element(stats.layerBarriers.begin(),
+                                            stats.layerBarriers.end());
+    uint64_t inLayers = 0;
+    for (uint32_t d : stats.layerDispatches)
+      inLayers += d;
+    c.push_back({"layer_dispatches_min", *dMin});
+    c.push_back({"layer_dispatches_max", *dMax});
+    c.push_back({"layer_barriers_min", *bMin});
+    c.push_back({"layer_barriers_max", *bMax});
+    c.push_back(
+        {"dispatches_outside_layers", stats.dispatchesLastCall - inLayers});
+  }
+  return c;
 }
 
 } // namespace etllm::rt::vulkan

@@ -48,6 +48,7 @@ public:
   ~VulkanInstance() override;
   Status execute(Span<Tensor *const> inputs, Span<Tensor *const> outputs,
                  ExecContext &ctx) override;
+  std::vector<std::pair<std::string, uint64_t>> counters() const override;
 
   std::shared_ptr<Context> ctx;
   uint64_t seqBound = 1;
@@ -65,7 +66,11 @@ public:
   VkCommandPool cmdPool = VK_NULL_HANDLE;
   VkFence fence = VK_NULL_HANDLE;
   std::map<uint64_t, Recording> recordings; // by bucket
-  InstanceStats stats;
+  /// The counters; bytesLastCall is derived on demand (deriveTraffic) from
+  /// the last call's sequence length, attention length and bucket.
+  mutable InstanceStats stats;
+  uint32_t lastS = 0, lastKvLen = 0, lastBucket = 0;
+  void deriveTraffic() const;
 
   /// Records the command buffer of `bucket`.
   Result<Recording *> record(uint64_t bucket);

@@ -58,6 +58,18 @@ TEST_F(VulkanBackend, ReplaysWithoutRecordingOrWritingDescriptors) {
   EXPECT_EQ(st->recordings, 2u);
   EXPECT_EQ(st->descriptorWrites, 1u);
   EXPECT_EQ(st->calls, 8u);
+  // The same through the generic counters (what etllm-bench prints).
+  auto counters = (*inst)->counters();
+  auto value = [&](const char *name) {
+    for (const auto &kv : counters)
+      if (kv.first == name)
+        return kv.second;
+    return uint64_t(~0ull);
+  };
+  EXPECT_EQ(value("recordings"), 2u);
+  EXPECT_EQ(value("descriptor_writes"), 1u);
+  EXPECT_EQ(value("dispatches"), 1u);
+  EXPECT_EQ(value("device_bytes"), 3u * 32 * 4); // a + a -> y, one row
 }
 
 TEST_F(VulkanBackend, MalformedBlobs) {
