@@ -194,6 +194,7 @@ TEST(AdapterFormat, HalfStoredFixtureGivesTheRecordedOutput) {
 
 INSTANTIATE_TEST_SUITE_P(ProgramFormat, Fixture,
                          ::testing::Values("tiny-llama-portable-v1",
-                                           "tiny-llama-lora-v1"));
+                                           "tiny-llama-lora-v1",
+                                           "tiny-llama-gguf-v3"));
 
 } // namespace
