@@ -371,31 +371,6 @@ Status generateHf(const GeneratorOptions &o, const ModelConfig &c) {
   return w.finish();
 }
 
-uint32_t ggufFileType(DType d) {
-  switch (d) {
-  case DType::F16:
-    return 1;
-  case DType::BF16:
-    return 32;
-  case DType::Q8_0:
-    return 7;
-  case DType::Q4_0:
-    return 2;
-  case DType::Q5_0:
-    return 8;
-  case DType::Q5_1:
-    return 9;
-  case DType::Q4_K:
-    return 15; // MOSTLY_Q4_K_M
-  case DType::Q5_K:
-    return 17; // MOSTLY_Q5_K_M
-  case DType::Q6_K:
-    return 18;
-  default:
-    return 0;
-  }
-}
-
 /// What llama.cpp's GGUF of the family cannot hold, as an error naming the
 /// key and the value: a sliding window its architecture does not read, a
 /// family key whose value differs from the one llama.cpp hard-codes, dense
@@ -601,7 +576,7 @@ Status generateGguf(const GeneratorOptions &o, const ModelConfig &c,
       w.set(name, u32(c.vocabSize));
       break;
     case GgufKey::FileType:
-      w.set(name, u32(ggufFileType(qtype)));
+      w.set(name, u32(detail::ggufFileType(qtype)));
       break;
     case GgufKey::ExpertCount:
     case GgufKey::ExpertUsedCount:

@@ -213,4 +213,31 @@ bool quantizeGgmlRows(DType dtype, const float *src, int64_t n, uint8_t *dst) {
   return true;
 }
 
+/// general.file_type of a GGUF whose 2-D tensors are `d` (llama.cpp's
+/// LLAMA_FTYPE_MOSTLY_*; K-quants as their _M mixes); 0 (all F32) otherwise.
+uint32_t ggufFileType(DType d) {
+  switch (d) {
+  case DType::F16:
+    return 1;
+  case DType::BF16:
+    return 32;
+  case DType::Q8_0:
+    return 7;
+  case DType::Q4_0:
+    return 2;
+  case DType::Q5_0:
+    return 8;
+  case DType::Q5_1:
+    return 9;
+  case DType::Q4_K:
+    return 15; // MOSTLY_Q4_K_M
+  case DType::Q5_K:
+    return 17; // MOSTLY_Q5_K_M
+  case DType::Q6_K:
+    return 18;
+  default:
+    return 0;
+  }
+}
+
 } // namespace etllm::formats::detail

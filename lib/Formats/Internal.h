@@ -477,6 +477,10 @@ bool splitLayerName(const std::string &name, const std::string &prefix,
 /// Q5_1, Q4_K, Q5_K, Q6_K; GgmlQuantize.cpp); false for another dtype.
 bool quantizeGgmlRows(DType dtype, const float *src, int64_t n, uint8_t *dst);
 
+/// The GGUF general.file_type the generator writes for 2-D tensors of `d`
+/// (GgmlQuantize.cpp).
+uint32_t ggufFileType(DType d);
+
 } // namespace etllm::formats::detail
 
 #endif // ETLLM_LIB_FORMATS_INTERNAL_H
