@@ -21,7 +21,7 @@ LogicalResult swapAttention(ModuleInstance &inst, RewriterBase &rewriter,
     return failure();
   }
   if (cfg.getKvLoraRank() > 0) {
-    if (inst.mlaCache == "latent")
+    if (inst.mlaCache == ::etllm::MlaCacheForm::Latent)
       return swapMlaAttention(inst, rewriter, reason);
     return fuseExpandedMlaRope(inst, rewriter, reason);
   }

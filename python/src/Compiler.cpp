@@ -53,7 +53,6 @@ void check(llvm::Error e) {
 }
 
 std::unique_ptr<mlir::MLIRContext> makeContext() {
-  registerAllPasses();
   mlir::DialectRegistry registry;
   registerAllDialects(registry);
   auto context = std::make_unique<mlir::MLIRContext>(registry);
