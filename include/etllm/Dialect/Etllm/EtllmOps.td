@@ -136,6 +136,7 @@ def Etllm_BufferReadOp : Etllm_Op<"buffer.read",
 def Etllm_BufferWriteOp : Etllm_Op<"buffer.write",
     [DeclareOpInterfaceMethods<SymbolUserOpInterface>,
      Etllm_WriteBackKernel<"copy", "name">,
+     Etllm_SameElementType<["value", "name"]>, Etllm_RankOf<"name", "value">,
      MemoryEffects<[MemWrite<Etllm_BufferResource>]>]> {
   let summary = "writes a whole value back into a mutable buffer";
   let description = [{
@@ -228,6 +229,7 @@ class Etllm_BinaryOp<string mnemonic, string opSummary,
                      Type T = Etllm_NumTensor, list<Trait> traits = []>
     : Etllm_Op<mnemonic, !listconcat(traits,
           [Pure, InferTypeOpAdaptorWithIsCompatible,
+           AllElementTypesMatch<["lhs", "rhs", "result"]>,
            Etllm_Kernel<mnemonic>])> {
   let summary = opSummary;
   let description = "Element-wise `" # mnemonic # "` with NumPy-style "
@@ -256,6 +258,7 @@ def Etllm_LogicalOrOp : Etllm_BinaryOp<"logical_or", "boolean or",
 
 class Etllm_CompareOp<string mnemonic, string opSummary>
     : Etllm_Op<mnemonic, [Pure, InferTypeOpAdaptorWithIsCompatible,
+                          AllElementTypesMatch<["lhs", "rhs"]>,
                           Etllm_Kernel<mnemonic>]> {
   let summary = opSummary;
   let description = "Element-wise comparison `" # mnemonic # "` with "
@@ -275,7 +278,9 @@ def Etllm_GtOp : Etllm_CompareOp<"gt", "greater than">;
 def Etllm_GeOp : Etllm_CompareOp<"ge", "greater than or equal">;
 
 def Etllm_WhereOp : Etllm_Op<"where",
-    [Pure, InferTypeOpAdaptorWithIsCompatible, Etllm_Kernel<"where">]> {
+    [Pure, InferTypeOpAdaptorWithIsCompatible,
+     AllElementTypesMatch<["on_true", "on_false", "result"]>,
+     Etllm_Kernel<"where">]> {
   let summary = "select by condition, with broadcasting";
   let description = [{
     `result[i] = condition[i] ? on_true[i] : on_false[i]`, broadcasting all
@@ -295,7 +300,9 @@ def Etllm_WhereOp : Etllm_Op<"where",
 
 def Etllm_MaskedFillOp : Etllm_Op<"masked_fill",
     [Pure, InferTypeOpAdaptorWithIsCompatible,
-     Etllm_Kernel<"masked_fill", [], [Etllm_Float<"value">]>]> {
+     AllElementTypesMatch<["input", "result"]>,
+     Etllm_Kernel<"masked_fill", [], [Etllm_Float<"value">]>,
+     Etllm_NotNaN<"value">]> {
   let summary = "replace elements where a mask is true";
   let description = [{
     `result = mask ? value : input`; the mask broadcasts to the input.
@@ -335,7 +342,9 @@ def Etllm_ConvertOp : Etllm_Op<"convert",
 
 class Etllm_ReduceOp<string mnemonic, string opSummary>
     : Etllm_Op<mnemonic, [Pure, InferTypeOpAdaptorWithIsCompatible,
-        Etllm_Kernel<mnemonic, [Etllm_Flag<"keepdim">, Etllm_Each<"dims">]>]> {
+        AllElementTypesMatch<["input", "result"]>,
+        Etllm_Kernel<mnemonic, [Etllm_Flag<"keepdim">, Etllm_Each<"dims">]>,
+        Etllm_Axis<"dims", "input", /*scalarIsVector=*/1>]> {
   let summary = opSummary;
   let description = "`" # mnemonic # "` over `dims` (negative dims count "
     # "from the end); `keepdim` keeps them as size 1.\n\n```mlir\n%m = etllm."
@@ -353,7 +362,9 @@ def Etllm_MeanOp : Etllm_ReduceOp<"mean", "arithmetic mean">;
 def Etllm_AmaxOp : Etllm_ReduceOp<"amax", "maximum">;
 
 def Etllm_TopKOp : Etllm_Op<"topk", [Pure, InferTypeOpAdaptorWithIsCompatible,
-    Etllm_Kernel<"topk", [Etllm_Int<"k">, Etllm_Int<"dim">], [], "TopK">]> {
+    AllElementTypesMatch<["input", "values"]>,
+    Etllm_Kernel<"topk", [Etllm_Int<"k">, Etllm_Int<"dim">], [], "TopK">,
+    Etllm_Min<"k", 1>, Etllm_MinRank<"input", 1>, Etllm_Axis<"dim", "input">]> {
   let summary = "the k largest entries along one dimension, with their indices";
   let description = [{
     `values` holds the `k` largest entries of `input` along `dim` (default
@@ -369,7 +380,7 @@ def Etllm_TopKOp : Etllm_Op<"topk", [Pure, InferTypeOpAdaptorWithIsCompatible,
   }];
   let arguments = (ins Etllm_NumTensor:$input, Etllm_I64Attr:$k,
                        DefaultValuedAttr<Etllm_I64Attr, "-1">:$dim);
-  let results = (outs Etllm_NumTensor:$values, RankedTensorOf<[I64]>:$indices);
+  let results = (outs Etllm_NumTensor:$values, Etllm_TensorOf<[I64]>:$indices);
   let assemblyFormat = "$input `k` $k (`dim` $dim^)? attr-dict `:` "
                        "type($input) `->` type(results)";
   // Shape inference with the helpers of dialects/EtllmOps.cpp, where the
@@ -405,7 +416,8 @@ def Etllm_TopKOp : Etllm_Op<"topk", [Pure, InferTypeOpAdaptorWithIsCompatible,
 }
 
 def Etllm_SoftmaxOp : Etllm_Op<"softmax", [Pure, SameOperandsAndResultType,
-    Etllm_Kernel<"softmax", [Etllm_Int<"dim">]>]> {
+    Etllm_Kernel<"softmax", [Etllm_Int<"dim">]>,
+    Etllm_Axis<"dim", "input", /*scalarIsVector=*/1>]> {
   let summary = "softmax along one dimension";
   let description = [{
     Computed in float32 whatever the element type (as
@@ -481,7 +493,8 @@ def Etllm_EmbeddingOp : Etllm_Op<"embedding",
 
 def Etllm_ArangeOp : Etllm_Op<"arange", [Pure,
     Etllm_Kernel<"arange",
-                 [Etllm_Int<"start">, Etllm_Int<"end">, Etllm_Int<"step">]>]> {
+                 [Etllm_Int<"start">, Etllm_Int<"end">, Etllm_Int<"step">]>,
+    Etllm_NonZero<"step">]> {
   let summary = "the sequence start, start + step, ... (< end)";
   let description = [{
     ```mlir
@@ -491,14 +504,15 @@ def Etllm_ArangeOp : Etllm_Op<"arange", [Pure,
   }];
   let arguments = (ins Etllm_I64Attr:$start, Etllm_I64Attr:$end,
                        DefaultValuedAttr<Etllm_I64Attr, "1">:$step);
-  let results = (outs RankedTensorOf<[F16, BF16, F32, I32, I64]>:$result);
+  let results = (outs Etllm_NumTensor:$result);
   let assemblyFormat =
       "$start `to` $end (`step` $step^)? attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
 
 def Etllm_FullOp : Etllm_Op<"full",
-    [Pure, Etllm_Kernel<"full", [], [Etllm_Float<"value">]>]> {
+    [Pure, Etllm_Kernel<"full", [], [Etllm_Float<"value">]>,
+     Etllm_NotNaN<"value">]> {
   let summary = "a statically shaped tensor filled with one value";
   let description = [{
     ```mlir
@@ -512,7 +526,8 @@ def Etllm_FullOp : Etllm_Op<"full",
 }
 
 def Etllm_FullLikeOp : Etllm_Op<"full_like", [Pure, SameOperandsAndResultShape,
-    Etllm_Kernel<"full_like", [], [Etllm_Float<"value">]>]> {
+    Etllm_Kernel<"full_like", [], [Etllm_Float<"value">]>,
+    Etllm_NotNaN<"value">]> {
   let summary = "a tensor shaped like the input, filled with one value";
   let description = [{
     ```mlir
@@ -567,7 +582,10 @@ def Etllm_TrilOp : Etllm_Op<"tril", [Pure, SameOperandsAndResultType,
 
 def Etllm_TransposeOp : Etllm_Op<"transpose",
     [Pure, InferTypeOpAdaptorWithIsCompatible,
-     Etllm_Kernel<"transpose", [Etllm_Int<"dim0">, Etllm_Int<"dim1">]>]> {
+     AllElementTypesMatch<["input", "result"]>,
+     AllRanksMatch<["input", "result"]>,
+     Etllm_Kernel<"transpose", [Etllm_Int<"dim0">, Etllm_Int<"dim1">]>,
+     Etllm_Axis<"dim0", "input">, Etllm_Axis<"dim1", "input">]> {
   let summary = "swap two dimensions";
   let description = [{
     ```mlir
@@ -583,7 +601,10 @@ def Etllm_TransposeOp : Etllm_Op<"transpose",
 
 def Etllm_PermuteOp : Etllm_Op<"permute",
     [Pure, InferTypeOpAdaptorWithIsCompatible,
-     Etllm_Kernel<"permute", [Etllm_Each<"dims">]>]> {
+     AllElementTypesMatch<["input", "result"]>,
+     AllRanksMatch<["input", "result"]>,
+     Etllm_Kernel<"permute", [Etllm_Each<"dims">]>,
+     Etllm_LengthIsRank<"dims", "input">, Etllm_Axis<"dims", "input">]> {
   let summary = "reorder dimensions: result dim i = input dim dims[i]";
   let description = [{
     ```mlir
@@ -599,7 +620,10 @@ def Etllm_PermuteOp : Etllm_Op<"permute",
 
 def Etllm_ReshapeOp : Etllm_Op<"reshape",
     [Pure, InferTypeOpAdaptorWithIsCompatible,
+     AllElementTypesMatch<["input", "result"]>,
      Etllm_Kernel<"reshape", [Etllm_Each<"shape">]>,
+     Etllm_LengthIsRank<"shape", "result">, Etllm_Min<"shape", -1>,
+     Etllm_RuntimeCheck<"one_inferred_size">,
      DeclareOpInterfaceMethods<ViewLikeOpInterface>,
      DeclareOpInterfaceMethods<Etllm_BoundedShapeOpInterface>]> {
   let summary = "same elements, new shape (view/reshape)";
@@ -620,7 +644,9 @@ def Etllm_ReshapeOp : Etllm_Op<"reshape",
 
 def Etllm_UnsqueezeOp : Etllm_Op<"unsqueeze",
     [Pure, InferTypeOpAdaptorWithIsCompatible,
+     AllElementTypesMatch<["input", "result"]>,
      Etllm_Kernel<"unsqueeze", [Etllm_Int<"dim">]>,
+     Etllm_RankOf<"result", "input", 1>, Etllm_Axis<"dim", "result">,
      DeclareOpInterfaceMethods<ViewLikeOpInterface>]> {
   let summary = "insert a size-1 dimension";
   let description = [{
@@ -636,7 +662,9 @@ def Etllm_UnsqueezeOp : Etllm_Op<"unsqueeze",
 
 def Etllm_SqueezeOp : Etllm_Op<"squeeze",
     [Pure, InferTypeOpAdaptorWithIsCompatible,
+     AllElementTypesMatch<["input", "result"]>,
      Etllm_Kernel<"squeeze", [Etllm_Int<"dim">]>,
+     Etllm_Axis<"dim", "input", /*scalarIsVector=*/1>,
      DeclareOpInterfaceMethods<ViewLikeOpInterface>]> {
   let summary = "remove a size-1 dimension";
   let description = [{
@@ -653,7 +681,10 @@ def Etllm_SqueezeOp : Etllm_Op<"squeeze",
 
 def Etllm_ExpandOp : Etllm_Op<"expand",
     [Pure, InferTypeOpAdaptorWithIsCompatible,
-     Etllm_Kernel<"expand", [Etllm_Each<"shape">]>]> {
+     AllElementTypesMatch<["input", "result"]>,
+     Etllm_Kernel<"expand", [Etllm_Each<"shape">]>,
+     Etllm_LengthIsRank<"shape", "result">, Etllm_MinRankOf<"result", "input">,
+     Etllm_Min<"shape", -1>]> {
   let summary = "broadcast size-1 dimensions to a larger size";
   let description = [{
     `shape` has at least the input's rank; -1 keeps the input's size, and
@@ -673,8 +704,11 @@ def Etllm_ExpandOp : Etllm_Op<"expand",
 
 def Etllm_SliceOp : Etllm_Op<"slice",
     [Pure, InferTypeOpAdaptorWithIsCompatible,
+     AllElementTypesMatch<["input", "result"]>,
+     AllRanksMatch<["input", "result"]>,
      Etllm_Kernel<"slice", [Etllm_Int<"dim">, Etllm_Int<"start">, Etllm_Int<"end">,
-                      Etllm_Int<"step">]>]> {
+                      Etllm_Int<"step">]>,
+     Etllm_Axis<"dim", "input">, Etllm_Min<"step", 1>]> {
   let summary = "elements start, start + step, ... (< end) of one dimension";
   let description = [{
     PyTorch semantics: negative `start`/`end` count from the end and both are
@@ -696,6 +730,8 @@ def Etllm_SliceOp : Etllm_Op<"slice",
 
 def Etllm_CatOp : Etllm_Op<"cat", [Pure, InferTypeOpAdaptorWithIsCompatible,
     Etllm_Kernel<"cat", [Etllm_Int<"dim">]>,
+    Etllm_Axis<"dim", "inputs">, Etllm_SameElementType<["inputs", "result"]>,
+    Etllm_RankOf<"inputs", "result">,
     DeclareOpInterfaceMethods<Etllm_BoundedShapeOpInterface>]> {
   let summary = "concatenate along one dimension";
   let description = [{
@@ -713,7 +749,10 @@ def Etllm_CatOp : Etllm_Op<"cat", [Pure, InferTypeOpAdaptorWithIsCompatible,
 
 def Etllm_SplitOp : Etllm_Op<"split",
     [Pure, InferTypeOpAdaptorWithIsCompatible,
-     Etllm_Kernel<"split", [Etllm_Int<"dim">, Etllm_Each<"sizes">]>]> {
+     Etllm_Kernel<"split", [Etllm_Int<"dim">, Etllm_Each<"sizes">]>,
+     Etllm_LengthIsCount<"sizes", "results">, Etllm_Axis<"dim", "input">,
+     Etllm_Min<"sizes", 0>, Etllm_SameElementType<["input", "results"]>,
+     Etllm_RankOf<"results", "input">]> {
   let summary = "split one dimension into pieces of the given sizes";
   let description = [{
     ```mlir
@@ -730,7 +769,9 @@ def Etllm_SplitOp : Etllm_Op<"split",
 
 def Etllm_IndexSelectOp : Etllm_Op<"index_select",
     [Pure, InferTypeOpAdaptorWithIsCompatible,
-     Etllm_Kernel<"index_select", [Etllm_Int<"dim">]>]> {
+     AllElementTypesMatch<["input", "result"]>,
+     Etllm_Kernel<"index_select", [Etllm_Int<"dim">]>,
+     Etllm_Axis<"dim", "input">]> {
   let summary = "select entries of one dimension by a 1-D index";
   let description = [{
     ```mlir
@@ -747,7 +788,9 @@ def Etllm_IndexSelectOp : Etllm_Op<"index_select",
 
 def Etllm_GatherOp : Etllm_Op<"gather",
     [Pure, InferTypeOpAdaptorWithIsCompatible,
-     Etllm_Kernel<"gather", [Etllm_Int<"dim">]>]> {
+     AllElementTypesMatch<["input", "result"]>,
+     Etllm_Kernel<"gather", [Etllm_Int<"dim">]>,
+     Etllm_Axis<"dim", "input">]> {
   let summary = "torch.gather: result[i][j] = input[i][index[i][j]] (dim 1)";
   let description = [{
     `index` has the input's rank; the result has the index's shape.
@@ -766,7 +809,10 @@ def Etllm_GatherOp : Etllm_Op<"gather",
 
 def Etllm_IndexCopyOp : Etllm_Op<"index_copy",
     [Pure, InferTypeOpAdaptorWithIsCompatible,
-     Etllm_Kernel<"index_copy", [Etllm_Int<"dim">]>]> {
+     AllElementTypesMatch<["input", "source", "result"]>,
+     AllRanksMatch<["input", "source", "result"]>,
+     Etllm_Kernel<"index_copy", [Etllm_Int<"dim">]>,
+     Etllm_Axis<"dim", "input">]> {
   let summary = "functional index_copy: a copy of input with slices replaced";
   let description = [{
     `result = input; result.select(dim, index[i]) = source.select(dim, i)`.
@@ -787,7 +833,10 @@ def Etllm_IndexCopyOp : Etllm_Op<"index_copy",
 
 def Etllm_IndexPutOp : Etllm_Op<"index_put",
     [Pure, InferTypeOpAdaptorWithIsCompatible,
-     Etllm_Kernel<"index_put", [Etllm_Int<"dim">, Etllm_Flag<"accumulate">]>]> {
+     AllElementTypesMatch<["input", "values", "result"]>,
+     AllRanksMatch<["input", "values", "result"]>,
+     Etllm_Kernel<"index_put", [Etllm_Int<"dim">, Etllm_Flag<"accumulate">]>,
+     Etllm_Axis<"dim", "input">]> {
   let summary = "functional index_put along one dimension";
   let description = [{
     `input[..., index, ...] = values` (or `+=` with `accumulate`) where the
@@ -815,7 +864,8 @@ def Etllm_IndexPutOp : Etllm_Op<"index_put",
 def Etllm_RmsNormOp : Etllm_Op<"rms_norm",
     [Pure, InferTypeOpAdaptorWithIsCompatible,
      Etllm_Kernel<"rms_norm", [],
-                  [Etllm_Float<"eps">, Etllm_Float<"weight_offset">]>]> {
+                  [Etllm_Float<"eps">, Etllm_Float<"weight_offset">]>,
+     Etllm_NonNegative<"eps">, Etllm_Finite<"weight_offset">]> {
   let summary = "RMSNorm over the last dimension";
   let description = [{
     `y = x * rsqrt(mean(x^2, -1) + eps) * (weight + weight_offset)`, with the
@@ -838,7 +888,8 @@ def Etllm_RmsNormOp : Etllm_Op<"rms_norm",
 def Etllm_LayerNormOp : Etllm_Op<"layer_norm",
     [Pure, AttrSizedOperandSegments, InferTypeOpAdaptorWithIsCompatible,
      Etllm_Kernel<"layer_norm", [Etllm_Has<"weight">, Etllm_Has<"bias">],
-                  [Etllm_Float<"eps">]>]> {
+                  [Etllm_Float<"eps">]>,
+     Etllm_NonNegative<"eps">]> {
   let summary = "LayerNorm over the last dimension";
   let description = [{
     `y = (x - mean) * rsqrt(var + eps) * weight + bias`, statistics in
@@ -859,7 +910,9 @@ def Etllm_LayerNormOp : Etllm_Op<"layer_norm",
 
 def Etllm_RopeOp : Etllm_Op<"rope", [Pure, InferTypeOpAdaptorWithIsCompatible,
     Etllm_Kernel<"rope", [Etllm_Enum<"convention">],
-                 [Etllm_Float<"attention_scaling">]>]> {
+                 [Etllm_Float<"attention_scaling">]>,
+    Etllm_Finite<"attention_scaling">, Etllm_Rank<"input", 4>,
+    Etllm_Rank<"positions", 1>, Etllm_Rank<"inv_freq", 1>]> {
   let summary = "rotary position embedding";
   let description = [{
     Rotates the first `2 * len(inv_freq)` entries of the last dimension of
@@ -879,7 +932,7 @@ def Etllm_RopeOp : Etllm_Op<"rope", [Pure, InferTypeOpAdaptorWithIsCompatible,
     ```
   }];
   let arguments = (ins Etllm_FloatTensor:$input, Etllm_IndexTensor:$positions,
-                       RankedTensorOf<[F32]>:$inv_freq,
+                       Etllm_TensorOf<[F32]>:$inv_freq,
                        Etllm_RopeConventionAttr:$convention,
                        DefaultValuedAttr<F64Attr, "1.0">:$attention_scaling);
   let results = (outs Etllm_FloatTensor:$result);
@@ -892,7 +945,10 @@ def Etllm_SdpaOp : Etllm_Op<"sdpa",
     [Pure, AttrSizedOperandSegments, InferTypeOpAdaptorWithIsCompatible,
      Etllm_Kernel<"sdpa", [Etllm_Has<"mask">, Etllm_Has<"positions">,
                            Etllm_Flag<"causal">, Etllm_Int<"sliding_window">],
-                  [Etllm_Float<"scale">, Etllm_Float<"softcap">]>]> {
+                  [Etllm_Float<"scale">, Etllm_Float<"softcap">]>,
+     Etllm_Min<"sliding_window", 0>, Etllm_Finite<"scale">,
+     Etllm_NonNegative<"softcap">, Etllm_Rank<"query", 4>,
+     Etllm_Rank<"key", 4>, Etllm_Rank<"value", 4>]> {
   let summary = "scaled dot-product attention (with GQA)";
   let description = [{
     `softmax(softcap(q k^T * scale) + mask) v`, per head, in float32.
@@ -930,6 +986,8 @@ def Etllm_SdpaOp : Etllm_Op<"sdpa",
 def Etllm_KvCacheUpdateOp : Etllm_Op<"kv_cache.update",
     [InferTypeOpAdaptorWithIsCompatible,
      Etllm_Kernel<"kv_cache_update", [Etllm_Int<"dim">]>,
+     Etllm_Axis<"dim", "cache">,
+     AllElementTypesMatch<["cache", "value", "result"]>,
      DeclareOpInterfaceMethods<Etllm_TiedOpInterface>,
      MemoryEffects<[MemRead<Etllm_BufferResource>,
                     MemWrite<Etllm_BufferResource>]>]> {
@@ -963,7 +1021,11 @@ def Etllm_MoeOp : Etllm_Op<"moe", [Pure, AllTypesMatch<["input", "result"]>,
                          Etllm_Int<"topk_group">, Etllm_Flag<"norm_topk_prob">,
                          Etllm_Has<"score_bias">],
                  [Etllm_Float<"routed_scaling_factor">,
-                  Etllm_Float<"norm_eps">]>]> {
+                  Etllm_Float<"norm_eps">]>,
+    Etllm_Min<"top_k", 1>, Etllm_Min<"n_group", 1>, Etllm_Min<"topk_group", 1>,
+    Etllm_NonNegative<"routed_scaling_factor">, Etllm_NonNegative<"norm_eps">,
+    Etllm_MinRank<"input", 1>, Etllm_Rank<"router", 2>, Etllm_Rank<"gate", 3>,
+    Etllm_Rank<"up", 3>, Etllm_Rank<"down", 3>, Etllm_Rank<"score_bias", 1>]> {
   let summary = "a mixture-of-experts MLP: router, routing, stacked experts";
   let description = [{
     The routed part of a sparse MoE block, for each token x (a row of
@@ -1008,7 +1070,7 @@ def Etllm_MoeOp : Etllm_Op<"moe", [Pure, AllTypesMatch<["input", "result"]>,
     AnyTypeOf<[Etllm_FloatTensor, Etllm_QWeight]>:$gate,
     AnyTypeOf<[Etllm_FloatTensor, Etllm_QWeight]>:$up,
     AnyTypeOf<[Etllm_FloatTensor, Etllm_QWeight]>:$down,
-    Optional<RankedTensorOf<[F32]>>:$score_bias,
+    Optional<Etllm_TensorOf<[F32]>>:$score_bias,
     Etllm_I64Attr:$top_k,
     Etllm_RouterScoringAttr:$scoring,
     DefaultValuedAttr<Etllm_RouterSelectionAttr,
@@ -1079,7 +1141,10 @@ def Etllm_QLinearOp : Etllm_Op<"qlinear",
 }
 
 def Etllm_LoraOp : Etllm_Op<"lora",
-    [Pure, Etllm_Kernel<"lora", [Etllm_Int<"hook">]>]> {
+    [Pure, Etllm_Kernel<"lora", [Etllm_Int<"hook">]>,
+     Etllm_Min<"hook", 0>, Etllm_MinRank<"input", 1>,
+     Etllm_RankOf<"input", "base">, Etllm_RankOf<"result", "base">,
+     Etllm_SameElementType<["base", "result"]>]> {
   let summary = "a LoRA hook: base + sum of s * B (A input) over the "
                 "adapters applied at run time";
   let description = [{
@@ -1099,9 +1164,10 @@ def Etllm_LoraOp : Etllm_Op<"lora",
         : (tensor<1x?x64xf32>, tensor<1x?x128xf32>) -> tensor<1x?x128xf32>
     ```
   }];
-  let arguments = (ins Etllm_FloatTensor:$input, Etllm_FloatTensor:$base,
+  let arguments = (ins Etllm_TensorOf<[F32]>:$input,
+                       Etllm_TensorOf<[F32]>:$base,
                        Etllm_I64Attr:$hook, StrAttr:$target);
-  let results = (outs Etllm_FloatTensor:$result);
+  let results = (outs Etllm_TensorOf<[F32]>:$result);
   let assemblyFormat = "$input `,` $base attr-dict `:` "
                        "functional-type(operands, results)";
   let hasVerifier = 1;
