@@ -82,12 +82,12 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
       return signalPassFailure();
     }
     base.f16Scales = scaleType == "f16";
-    if (failed(parseScheme(linear, base, "linear")))
+    if (failed(parseScheme(linear, base, linear.ArgStr)))
       return signalPassFailure();
     base.blockActivations = blockActs && !base.dynamicActivations;
     Scheme output = base;
     if (outputLayer != "same") {
-      if (failed(parseScheme(outputLayer, output, "output-layer")))
+      if (failed(parseScheme(outputLayer, output, outputLayer.ArgStr)))
         return signalPassFailure();
       output.blockActivations = blockActs && !output.dynamicActivations;
       // An 8-bit output layer is per channel, as in ExecuTorch's recipes:
