@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "etllm/Dialect/Etllm/EtllmModelConfig.h"
 #include "etllm/Dialect/Etllm/EtllmDialect.h"
+#include "etllm/Dialect/Etllm/EtllmOps.h"
 #include "etllm/Dialect/Etllm/MoeActivations.h"
 
 #include "mlir/IR/DialectImplementation.h"
@@ -342,12 +343,13 @@ LogicalResult EtllmDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == kMoeActivationsAttrName) {
     auto v = dyn_cast<StringAttr>(attr.getValue());
-    if (op->getName().getStringRef() != "etllm.moe" || !v ||
+    if (!isa<MoeOp>(op) || !v ||
         (v.getValue() != kMoeActivationsInt8Block &&
          v.getValue() != kMoeActivationsInt8Token))
       return op->emitError() << "'" << kMoeActivationsAttrName
                              << "' must be \"int8-block\" or \"int8-token\" "
-                                "on an etllm.moe";
+                                "on an "
+                             << MoeOp::getOperationName();
     return success();
   }
   if (attr.getName() != kModelConfigAttrName)
