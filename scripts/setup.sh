@@ -24,6 +24,15 @@ PKGS=(
   clang-19 libfuzzer-19-dev libclang-rt-19-dev
   # SHA-256 of the inputs at export (OpenSSL; lib/Serialize/Streaming.cpp)
   libssl-dev
+  # the Vulkan backend (runtime/backends/vulkan): headers and loader, glslc
+  # and spirv-val (the shaders are compiled and validated at build time),
+  # and for its tests Mesa's lavapipe (a CPU Vulkan device), the Khronos
+  # validation layer (synchronization validation) and vulkaninfo
+  libvulkan-dev glslc spirv-tools mesa-vulkan-drivers vulkan-validationlayers
+  vulkan-tools
+  # valgrind: host instructions per decoded token of a Vulkan program
+  # (scripts/vulkan-host-instructions.sh)
+  valgrind
   # zlib/zstd/libedit etc. are pulled in by llvm-19-dev
 )
 

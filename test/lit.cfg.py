@@ -37,6 +37,14 @@ llvm_config.add_tool_substitutions(
     [t for t in tools if os.path.exists(os.path.join(config.etllm_tools_dir, t))],
     config.etllm_tools_dir)
 
+# Tests that run Vulkan programs (a runtime built with the Vulkan backend)
+# say `REQUIRES: vulkan`; they run with the validation layer
+# (ETLLM_VULKAN_VALIDATION: synchronization validation on, messages on
+# stderr).
+if getattr(config, "etllm_vulkan", "") in ("ON", "TRUE", "1"):
+    config.available_features.add("vulkan")
+llvm_config.with_system_environment(["XDG_RUNTIME_DIR", "VK_ICD_FILENAMES"])
+
 # Tests that need ../shared (models, tokenizers) say `REQUIRES: shared`.
 if os.path.isdir(config.etllm_shared_dir):
     config.available_features.add("shared")

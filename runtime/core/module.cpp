@@ -284,6 +284,20 @@ Module::delegateGatherTables(size_t i) const {
   return i < delegateGathers_.size() ? delegateGathers_[i] : none;
 }
 
+std::string Module::delegateBackend(size_t i) const {
+  const fbs::Program &fb = program_->schema();
+  if (!fb.delegates() || i >= fb.delegates()->size())
+    return "";
+  return fb.delegates()->Get(uint32_t(i))->backend()->str();
+}
+
+std::vector<std::pair<std::string, uint64_t>>
+Module::delegateCounters(size_t i) const {
+  if (i >= delegates_.size())
+    return {};
+  return delegates_[i]->counters();
+}
+
 size_t Module::bufferBytes() const {
   size_t n = 0;
   for (size_t s : bufferSizes_)

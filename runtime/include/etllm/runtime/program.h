@@ -225,6 +225,11 @@ public:
   /// with their row counts (ConstantTable::noteGatherTable), ascending.
   const std::vector<std::pair<uint32_t, uint64_t>> &
   delegateGatherTables(size_t i) const;
+  /// The backend id of delegate `i` and its counters
+  /// (DelegateInstance::counters); empty for an index out of range.
+  std::string delegateBackend(size_t i) const;
+  std::vector<std::pair<std::string, uint64_t>>
+  delegateCounters(size_t i) const;
 
   /// LoRA adapters at run time (lora.h). `applyLora` adds an adapter loaded
   /// for this module's program with user scale `scale` (finite); an
