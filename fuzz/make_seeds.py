@@ -22,8 +22,9 @@ import sys
 import tempfile
 
 # Model shapes small enough for fast runs, one checkpoint per family of the
-# registry (etllm-gen-checkpoint --list-families).
-SMALL = ["--hidden", "16", "--layers", "1", "--heads", "2", "--kv-heads", "1",
+# registry (etllm-gen-checkpoint --list-families). As many key/value heads
+# as query heads: multi-head latent attention (DeepSeek) needs that.
+SMALL = ["--hidden", "16", "--layers", "1", "--heads", "2", "--kv-heads", "2",
          "--head-dim", "8", "--ffn", "32", "--vocab", "261", "--max-seq", "16"]
 RECIPES = ["portable", "xnnpack-fp32", "xnnpack-int4", "xnnpack-8da4w",
            "xnnpack-int8"]
