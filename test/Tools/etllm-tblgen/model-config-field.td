@@ -1,10 +1,10 @@
 // Adding a model-config field is one declaration: a record added to a copy
 // of include/etllm/Models/ModelConfig.td (Inputs/scratch-field.td) reaches
-// the struct, the family keys' field table, the struct's JSON both ways,
-// the IR attribute's parameters (built in TableGen from the same records),
-// its verifier, the metadata JSON both ways and the builder from
-// formats::ModelConfig -- with no other file edited. docs/AddingAModel.md,
-// "Adding a config field", walks through it.
+// the struct, the family keys' field table and the struct's JSON both ways
+// (generated, then compiled and run), the IR attribute's parameters (built
+// in TableGen from the same records), its verifier, the metadata JSON both
+// ways and the builder from formats::ModelConfig -- with no other file
+// edited. docs/AddingAModel.md, "Adding a config field", walks through it.
 //
 // RUN: rm -rf %t && mkdir -p %t/etllm/Models
 // RUN: sed -e '/^} \/\/ ModelConfigFields/{' -e 'r %S/Inputs/scratch-field.td' -e 'd' -e '}' %etllm_src/include/etllm/Models/ModelConfig.td > %t/etllm/Models/ModelConfig.td
@@ -33,6 +33,17 @@
 // STRUCT-NEXT:       s.scratchWindow = v.get<int64_t>();
 // STRUCT:      static nlohmann::json writeFields(const ModelConfig &s) {
 // STRUCT:        j["scratch_window"] = s.scratchWindow;
+//
+// The generated header compiles into the code that uses a field (the
+// formats library's JSON of the fields, and Inputs/scratch-field-use.cpp:
+// the member's default, the family key's getField/setField, the struct's
+// JSON both ways), and that code runs:
+// RUN: etllm-tblgen -gen-etllm-model-config -I %t -I %etllm_src/include %t/etllm/Models/ModelConfig.td -o %t/etllm/Models/ModelConfig.h.inc
+// RUN: %cxx -std=c++17 -fsyntax-only -I %t -I %etllm_src/include -I %etllm_src/runtime/include -I %etllm_src/lib/Formats %etllm_src/lib/Formats/ModelConfigJson.cpp
+// RUN: %cxx -std=c++17 -I %t -I %etllm_src/include -I %etllm_src/runtime/include -I %etllm_src/lib/Formats %S/Inputs/scratch-field-use.cpp -o %t/scratch-field-use
+// RUN: %t/scratch-field-use | FileCheck %s --check-prefix=USE
+// USE-COUNT-5: ok:
+// USE-NOT: FAIL
 //
 // The attribute's parameter (mlir-tblgen over the AttrDefs, which build
 // their parameters from the records), its getter, printed and parsed:
