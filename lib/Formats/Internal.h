@@ -157,168 +157,10 @@ Result<std::string> readTextFile(const std::string &path,
 
 //===--- Family keys (etllm/Models/Family.h) -----------------------------===//
 
-/// The value of a family key's field.
-inline double getField(const ModelConfig &c, models::ConfigField field) {
-  switch (field) {
-  case models::ConfigField::AttnLogitSoftcapping:
-    return c.attnLogitSoftcapping;
-  case models::ConfigField::FinalLogitSoftcapping:
-    return c.finalLogitSoftcapping;
-  case models::ConfigField::QueryPreAttnScalar:
-    return c.queryPreAttnScalar;
-  case models::ConfigField::OriginalMaxPositionEmbeddings:
-    return static_cast<double>(c.originalMaxPositionEmbeddings);
-  case models::ConfigField::EmbeddingMultiplier:
-    return c.embeddingMultiplier;
-  case models::ConfigField::ResidualMultiplier:
-    return c.residualMultiplier;
-  case models::ConfigField::AttentionMultiplier:
-    return c.attentionMultiplier;
-  case models::ConfigField::LogitsScaling:
-    return c.logitsScaling;
-  case models::ConfigField::NumExperts:
-    return static_cast<double>(c.numExperts);
-  case models::ConfigField::NumExpertsPerTok:
-    return static_cast<double>(c.numExpertsPerTok);
-  case models::ConfigField::MoeIntermediateSize:
-    return static_cast<double>(c.moeIntermediateSize);
-  case models::ConfigField::SharedExpertIntermediateSize:
-    return static_cast<double>(c.sharedExpertIntermediateSize);
-  case models::ConfigField::NumSharedExperts:
-    return static_cast<double>(c.numSharedExperts);
-  case models::ConfigField::NormTopkProb:
-    return c.normTopkProb ? 1 : 0;
-  case models::ConfigField::RoutedScalingFactor:
-    return c.routedScalingFactor;
-  case models::ConfigField::MoeScoring:
-    return static_cast<double>(c.moeScoring);
-  case models::ConfigField::MoeTopkMethod:
-    return static_cast<double>(c.moeTopkMethod);
-  case models::ConfigField::NumExpertGroups:
-    return static_cast<double>(c.numExpertGroups);
-  case models::ConfigField::TopkGroup:
-    return static_cast<double>(c.topkGroup);
-  case models::ConfigField::DecoderSparseStep:
-    return static_cast<double>(c.decoderSparseStep);
-  case models::ConfigField::FirstKDenseReplace:
-    return static_cast<double>(c.firstKDenseReplace);
-  case models::ConfigField::MoeLayerFreq:
-    return static_cast<double>(c.moeLayerFreq);
-  case models::ConfigField::MlpOnlyLayers:
-    return 0; // a list: listField
-  case models::ConfigField::QLoraRank:
-    return static_cast<double>(c.qLoraRank);
-  case models::ConfigField::KvLoraRank:
-    return static_cast<double>(c.kvLoraRank);
-  case models::ConfigField::QkNopeHeadDim:
-    return static_cast<double>(c.qkNopeHeadDim);
-  case models::ConfigField::VHeadDim:
-    return static_cast<double>(c.vHeadDim);
-  case models::ConfigField::RopeLocalTheta:
-    return c.ropeLocalTheta;
-  }
-  return 0;
-}
-
-/// The list a KeyType::IntList key reads and writes.
-inline std::vector<int64_t> *listField(ModelConfig &c,
-                                       models::ConfigField field) {
-  return field == models::ConfigField::MlpOnlyLayers ? &c.mlpOnlyLayers
-                                                     : nullptr;
-}
-inline const std::vector<int64_t> *listField(const ModelConfig &c,
-                                             models::ConfigField field) {
-  return listField(const_cast<ModelConfig &>(c), field);
-}
-
-/// Sets a family key's field.
-inline void setField(ModelConfig &c, models::ConfigField field, double v) {
-  switch (field) {
-  case models::ConfigField::AttnLogitSoftcapping:
-    c.attnLogitSoftcapping = v;
-    return;
-  case models::ConfigField::FinalLogitSoftcapping:
-    c.finalLogitSoftcapping = v;
-    return;
-  case models::ConfigField::QueryPreAttnScalar:
-    c.queryPreAttnScalar = v;
-    return;
-  case models::ConfigField::OriginalMaxPositionEmbeddings:
-    c.originalMaxPositionEmbeddings = static_cast<int64_t>(v);
-    return;
-  case models::ConfigField::EmbeddingMultiplier:
-    c.embeddingMultiplier = v;
-    return;
-  case models::ConfigField::ResidualMultiplier:
-    c.residualMultiplier = v;
-    return;
-  case models::ConfigField::AttentionMultiplier:
-    c.attentionMultiplier = v;
-    return;
-  case models::ConfigField::LogitsScaling:
-    c.logitsScaling = v;
-    return;
-  case models::ConfigField::NumExperts:
-    c.numExperts = static_cast<int64_t>(v);
-    return;
-  case models::ConfigField::NumExpertsPerTok:
-    c.numExpertsPerTok = static_cast<int64_t>(v);
-    return;
-  case models::ConfigField::MoeIntermediateSize:
-    c.moeIntermediateSize = static_cast<int64_t>(v);
-    return;
-  case models::ConfigField::SharedExpertIntermediateSize:
-    c.sharedExpertIntermediateSize = static_cast<int64_t>(v);
-    return;
-  case models::ConfigField::NumSharedExperts:
-    c.numSharedExperts = static_cast<int64_t>(v);
-    return;
-  case models::ConfigField::NormTopkProb:
-    c.normTopkProb = v != 0;
-    return;
-  case models::ConfigField::RoutedScalingFactor:
-    c.routedScalingFactor = v;
-    return;
-  case models::ConfigField::MoeScoring:
-    c.moeScoring = static_cast<models::MoeScoring>(static_cast<int>(v));
-    return;
-  case models::ConfigField::MoeTopkMethod:
-    c.moeTopkMethod = static_cast<models::MoeTopkMethod>(static_cast<int>(v));
-    return;
-  case models::ConfigField::NumExpertGroups:
-    c.numExpertGroups = static_cast<int64_t>(v);
-    return;
-  case models::ConfigField::TopkGroup:
-    c.topkGroup = static_cast<int64_t>(v);
-    return;
-  case models::ConfigField::DecoderSparseStep:
-    c.decoderSparseStep = static_cast<int64_t>(v);
-    return;
-  case models::ConfigField::QLoraRank:
-    c.qLoraRank = static_cast<int64_t>(v);
-    return;
-  case models::ConfigField::KvLoraRank:
-    c.kvLoraRank = static_cast<int64_t>(v);
-    return;
-  case models::ConfigField::QkNopeHeadDim:
-    c.qkNopeHeadDim = static_cast<int64_t>(v);
-    return;
-  case models::ConfigField::VHeadDim:
-    c.vHeadDim = static_cast<int64_t>(v);
-    return;
-  case models::ConfigField::RopeLocalTheta:
-    c.ropeLocalTheta = v;
-    return;
-  case models::ConfigField::FirstKDenseReplace:
-    c.firstKDenseReplace = static_cast<int64_t>(v);
-    return;
-  case models::ConfigField::MoeLayerFreq:
-    c.moeLayerFreq = static_cast<int64_t>(v);
-    return;
-  case models::ConfigField::MlpOnlyLayers:
-    return; // a list: listField
-  }
-}
+// getField, setField and listField: a family key's ModelConfig field by its
+// models::ConfigField (generated from etllm/Models/ModelConfig.td).
+#define GET_CONFIG_FIELD_ACCESSORS
+#include "etllm/Models/ModelConfig.h.inc"
 
 /// True for keys whose value is an integer (read as one, written as one).
 inline bool isIntegerKey(const models::ConfigKey &key) {
@@ -433,28 +275,11 @@ Status checkKeyRange(const models::ConfigKey &key, double v,
 /// Marks the sliding layers of `rule` (every layer, or the even ones) for a
 /// window already set in c.slidingWindow.
 inline void applySlidingPattern(ModelConfig &c,
-                                models::SlidingWindowRule rule,
-                                int64_t pattern = 0) {
+                                models::SlidingWindowRule rule) {
   for (int64_t i = 0; i < c.numLayers; ++i)
     c.layerUsesSlidingWindow[static_cast<size_t>(i)] =
         rule == models::SlidingWindowRule::AllLayers ||
-        (rule == models::SlidingWindowRule::EvenLayers && i % 2 == 0) ||
-        (rule == models::SlidingWindowRule::Pattern && pattern > 0 &&
-         (i + 1) % pattern != 0);
-}
-
-/// The sliding layers of a GGUF file with a sliding window: the family's
-/// rule where llama.cpp's architecture hard-codes one (EvenLayers,
-/// Pattern), else every layer.
-inline void applyGgufSlidingPattern(ModelConfig &c,
-                                    const models::FamilySpec &f) {
-  const models::SlidingWindowRule r = f.hf.slidingWindow;
-  applySlidingPattern(c,
-                      r == models::SlidingWindowRule::EvenLayers ||
-                              r == models::SlidingWindowRule::Pattern
-                          ? r
-                          : models::SlidingWindowRule::AllLayers,
-                      f.hf.slidingWindowPattern);
+        (rule == models::SlidingWindowRule::EvenLayers && i % 2 == 0);
 }
 
 /// The HF name of a llama.cpp tensor name, or "" (GgufNames.cpp). A
@@ -472,14 +297,6 @@ std::string hfNameToGguf(const models::FamilySpec &family,
 /// "self_attn.q_proj.weight"; false if not a layer tensor.
 bool splitLayerName(const std::string &name, const std::string &prefix,
                     int64_t &layer, std::string &suffix);
-
-/// Quantizes n floats (whole blocks) into ggml blocks of `dtype` (Q5_0,
-/// Q5_1, Q4_K, Q5_K, Q6_K; GgmlQuantize.cpp); false for another dtype.
-bool quantizeGgmlRows(DType dtype, const float *src, int64_t n, uint8_t *dst);
-
-/// The GGUF general.file_type the generator writes for 2-D tensors of `d`
-/// (GgmlQuantize.cpp).
-uint32_t ggufFileType(DType d);
 
 } // namespace etllm::formats::detail
 

@@ -20,7 +20,6 @@
 
 #include <array>
 #include <cstdint>
-#include <cstddef>
 #include <vector>
 
 namespace etllm::formats {
@@ -105,9 +104,6 @@ enum class HfModule : uint8_t {
   Model,
   Embed,
   Rotary,
-  /// The rotary embedding of the sliding-window layers when they have
-  /// their own RoPE base (Gemma 3's "rotary_emb_local").
-  RotaryLocal,
   Layers,
   FinalNorm,
   LmHead,
@@ -175,7 +171,6 @@ inline constexpr HfNames kTransformersNames = {
     "model",
     "model.embed_tokens",
     "model.rotary_emb",
-    "model.rotary_emb_local",
     "model.layers",
     "model.norm",
     "lm_head",
@@ -219,24 +214,6 @@ inline constexpr HfNames kTransformersNames = {
     "self_attn.kv_a_layernorm",
     "self_attn.kv_b_proj",
 };
-
-namespace detail {
-constexpr bool sameName(const char *a, const char *b) {
-  return *a == *b && (*a == '\0' || sameName(a + 1, b + 1));
-}
-} // namespace detail
-// The table follows the enum: a module added to one and not at the same
-// place in the other shifts every name after it.
-static_assert(detail::sameName(
-                  kTransformersNames[static_cast<std::size_t>(HfModule::Layers)],
-                  "model.layers") &&
-                  detail::sameName(kTransformersNames[static_cast<std::size_t>(
-                                       HfModule::InputNorm)],
-                                   "input_layernorm") &&
-                  detail::sameName(kTransformersNames[static_cast<std::size_t>(
-                                       HfModule::KvBProj)],
-                                   "self_attn.kv_b_proj"),
-              "kTransformersNames is out of step with HfModule");
 
 //===----------------------------------------------------------------------===//
 // GGUF (llama.cpp) keys and tensors
@@ -347,42 +324,10 @@ struct GgufTensorName {
 // Config keys
 //===----------------------------------------------------------------------===//
 
-/// A ModelConfig field a family key reads and writes.
-enum class ConfigField : uint8_t {
-  AttnLogitSoftcapping,
-  FinalLogitSoftcapping,
-  QueryPreAttnScalar,
-  OriginalMaxPositionEmbeddings,
-  EmbeddingMultiplier,
-  ResidualMultiplier,
-  AttentionMultiplier,
-  LogitsScaling,
-  // Mixture of experts (ModelConfig's MoE fields; DeepSeek's dense-only
-  // configs carry them too).
-  NumExperts,
-  NumExpertsPerTok,
-  MoeIntermediateSize,
-  SharedExpertIntermediateSize,
-  NumSharedExperts,
-  NormTopkProb,
-  RoutedScalingFactor,
-  MoeScoring,
-  MoeTopkMethod,
-  NumExpertGroups,
-  TopkGroup,
-  DecoderSparseStep,
-  FirstKDenseReplace,
-  MoeLayerFreq,
-  /// A list: ModelConfig::mlpOnlyLayers (KeyType::IntList).
-  MlpOnlyLayers,
-  // Multi-head Latent Attention.
-  QLoraRank,
-  KvLoraRank,
-  QkNopeHeadDim,
-  VHeadDim,
-  /// ModelConfig::ropeLocalTheta (Gemma 3's rope_local_base_freq).
-  RopeLocalTheta,
-};
+// models::ConfigField: the ModelConfig fields a family key reads and writes
+// (generated from etllm/Models/ModelConfig.td: the fields marked familyKey).
+#define GET_CONFIG_FIELD_ENUM
+#include "etllm/Models/ModelConfig.h.inc"
 
 /// What JSON value a key holds (the ModelConfig field stores it as a number,
 /// except for lists).
@@ -489,9 +434,6 @@ enum class SlidingWindowRule : uint8_t {
   FromMaxWindowLayers,
   /// Even layers (Gemma2).
   EvenLayers,
-  /// Every layer but each `slidingWindowPattern`-th (Gemma 3: five local
-  /// layers to one global, layers 5, 11, ... global).
-  Pattern,
 };
 
 /// Where the config.json writer puts head_dim.
@@ -535,15 +477,10 @@ enum class SharedExpertKind : uint8_t {
   Plain,
 };
 
-/// How the router scores experts (ModelConfig::moeScoring).
-enum class MoeScoring : uint8_t { Softmax, Sigmoid };
-/// How the router selects experts (ModelConfig::moeTopkMethod): top-k over
-/// all scores (greedy); within the topk_group best of n_group groups by
-/// their highest score (DeepSeek-V2's group_limited_greedy); or by
-/// scores + e_score_correction_bias within the groups ranked by the sum of
-/// their two highest, weights from the unbiased scores (DeepSeek-V3's
-/// noaux_tc).
-enum class MoeTopkMethod : uint8_t { Greedy, GroupLimitedGreedy, NoauxTc };
+// MoeScoring and MoeTopkMethod with their spellings (kMoeScoringNames,
+// kMoeTopkMethodNames), generated from etllm/Models/ModelConfig.td.
+#define GET_CONFIG_ENUMS
+#include "etllm/Models/ModelConfig.h.inc"
 
 /// How the router's logits are computed, i.e. which module scope
 /// torch.export records for the routing.
@@ -615,10 +552,6 @@ struct HfConfigSpec {
   SlidingWindowRule slidingWindow = SlidingWindowRule::None;
   /// sliding_window when config.json lacks the key (Gemma2: 4096).
   int64_t defaultSlidingWindow = 0;
-  /// SlidingWindowRule::Pattern: every this-many-th layer is global
-  /// (config.json `sliding_window_pattern`; llama.cpp hard-codes it per
-  /// architecture).
-  int64_t slidingWindowPattern = 0;
   /// rope_theta when config.json lacks the key (Mixtral: 1e6).
   double ropeTheta = 10000.0;
   /// Keys only this family has.

@@ -231,7 +231,7 @@ ETLLM_XNN_AVX2 void quantizeBlockAvx2(const float *x, int64_t n, int8_t *q,
 } // namespace
 
 Status quantizeDynamicKernel(const KernelArgs &a, Isa isa, bool &handled) {
-  const char *op = "quantize_dynamic";
+  const char *op = opName(OpId::QuantizeDynamic);
   handled = false;
   if (a.inputs.size != 1 || a.outputs.size != 1 || !storageOk(a.inputs[0]) ||
       !a.outputs[0])
