@@ -24,6 +24,9 @@ PKGS=(
   clang-19 libfuzzer-19-dev libclang-rt-19-dev
   # SHA-256 of the inputs at export (OpenSSL; lib/Serialize/Streaming.cpp)
   libssl-dev
+  # arm64: the runtime's cross-build (cmake/aarch64-linux-gnu.cmake), its
+  # tests under qemu-user, and scripts/mca-arm64.sh (llvm-mca, in llvm-19)
+  g++-aarch64-linux-gnu qemu-user llvm-19
   # zlib/zstd/libedit etc. are pulled in by llvm-19-dev
 )
 
@@ -36,12 +39,15 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#PKGS[@]} packages already installed"
-  exit 0
+else
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-echo "setup: installing ${missing[*]}"
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# The runtime's arm64 dependencies, unpacked (not installed) outside the
+# clone for the cross-build (docs/Runtime.md, "arm64").
+"$(dirname "$0")/lib/arm64-sysroot.sh"
 echo "setup: done"
