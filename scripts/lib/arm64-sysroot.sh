@@ -84,8 +84,10 @@ for sel in "${sels[@]}"; do
 done
 
 # A few -dev packages link their .so to an absolute path: point such links
-# inside DIR.
+# inside DIR (once: a link already inside DIR is left alone).
 find "$DIR/usr/lib" -type l -lname '/*' | while read -r link; do
-  ln -sfn "$DIR$(readlink "$link")" "$link"
+  target=$(readlink "$link")
+  case $target in "$DIR"/*) continue ;; esac
+  ln -sfn "$DIR$target" "$link"
 done
 echo "arm64-sysroot: $DIR ($fetched package(s) fetched)"
