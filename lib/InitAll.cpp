@@ -30,5 +30,6 @@ void etllm::registerAllPasses() {
     registerRecipePipelines();
     registerBuiltinSourceSwaps();
     registerBuiltinBackendCompilers();
+    registerVulkanBackendCompiler();
   });
 }

@@ -1,4 +1,6 @@
 //===- FuseSdpa.cpp - Decomposed attention to etllm.sdpa ------------------===//
+#include "Matchers.h"
+
 #include "etllm/Dialect/Etllm/EtllmOps.h"
 #include "etllm/Transforms/Passes.h"
 
@@ -19,31 +21,12 @@ namespace etllm {
 
 using namespace mlir;
 using namespace mlir::etllm;
+using ::etllm::matchers::rankOf;
+using ::etllm::matchers::skipConvert;
+using ::etllm::matchers::splat;
+using ::etllm::matchers::throughUnitDims;
 
 namespace {
-
-/// The splat value of a constant, if `v` is one.
-std::optional<double> splat(Value v) {
-  DenseElementsAttr attr;
-  if (!matchPattern(v, m_Constant(&attr)) || !attr.isSplat())
-    return std::nullopt;
-  if (isa<FloatType>(attr.getElementType()))
-    return attr.getSplatValue<APFloat>().convertToDouble();
-  if (isa<IntegerType>(attr.getElementType()))
-    return double(attr.getSplatValue<APInt>().getSExtValue());
-  return std::nullopt;
-}
-
-int64_t rankOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getRank();
-}
-
-/// Looks through a dtype conversion (the fp32 round trip around softmax).
-Value skipConvert(Value v) {
-  if (auto c = v.getDefiningOp<ConvertOp>())
-    return c.getInput();
-  return v;
-}
 
 /// k = reshape(expand(unsqueeze(k0, 2), [b, hkv, n, t, d]), [b, hkv*n, t, d])
 /// -> k0 (repeat_kv). Otherwise returns `v` itself.
@@ -308,10 +291,155 @@ struct CausalMaskToPositions : public OpRewritePattern<SdpaOp> {
   }
 };
 
+/// mask = where(C, 0, lowest): a boolean "attend" mask made additive, as the
+/// ATen importer maps scaled_dot_product_attention's boolean attn_mask, with
+///   C = le(K, Q) [& gt(K, sub(Q, W))] [& true]
+/// K the key index (arange(0..T) [+ 0]) along the last dimension, Q query
+/// positions [S] along the one before -> causal + positions Q (+ window W).
+/// This is the mask transformers builds (masking_utils) under torch.export.
+struct AttendMaskToPositions : public OpRewritePattern<SdpaOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  /// The shape [1, ..., 1, n] (last) or [1, ..., n, 1] (second to last).
+  static bool onlyAlong(Value v, int64_t fromEnd) {
+    auto t = cast<RankedTensorType>(v.getType());
+    int64_t r = t.getRank();
+    if (r < 2)
+      return false;
+    for (int64_t i = 0; i < r; ++i)
+      if (i != r - fromEnd && t.getDimSize(i) != 1)
+        return false;
+    return true;
+  }
+  static bool isKeyIndex(Value v, int64_t keys) {
+    if (!onlyAlong(v, 1))
+      return false;
+    v = throughUnitDims(v);
+    if (auto add = v.getDefiningOp<AddOp>()) {
+      std::optional<double> z = splat(add.getRhs());
+      if (!z || *z != 0.0)
+        return false;
+      v = add.getLhs();
+    }
+    auto a = v.getDefiningOp<ArangeOp>();
+    return a && a.getStart() == 0 && a.getStep() == 1 && a.getEnd() == keys;
+  }
+  static Value queryPositions(Value v) {
+    if (!onlyAlong(v, 2))
+      return {};
+    Value p = throughUnitDims(v);
+    auto pt = cast<RankedTensorType>(p.getType());
+    if (pt.getRank() != 1 || !isa<IntegerType>(pt.getElementType()))
+      return {};
+    return p;
+  }
+  static void terms(Value c, SmallVectorImpl<Value> &out) {
+    c = throughUnitDims(c);
+    if (auto a = c.getDefiningOp<LogicalAndOp>()) {
+      terms(a.getLhs(), out);
+      terms(a.getRhs(), out);
+      return;
+    }
+    out.push_back(c);
+  }
+  static bool isTrue(Value v) {
+    if (std::optional<double> s = splat(v))
+      return *s != 0.0;
+    if (auto f = v.getDefiningOp<FullOp>())
+      return f.getValue().convertToDouble() != 0.0;
+    return false;
+  }
+
+  LogicalResult matchAndRewrite(SdpaOp op,
+                                PatternRewriter &rewriter) const override {
+    Value mask = op.getMask();
+    if (!mask || op.getCausal() || op.getPositions())
+      return failure();
+    int64_t keys = op.getKey().getType().getDimSize(2);
+    auto where = throughUnitDims(mask).getDefiningOp<WhereOp>();
+    if (!where)
+      return rewriter.notifyMatchFailure(op, "mask is not a where");
+    std::optional<double> zero = splat(where.getOnTrue());
+    std::optional<double> lo = splat(where.getOnFalse());
+    if (!lo || !zero || *zero != 0.0 || *lo > -65504.0)
+      return rewriter.notifyMatchFailure(op, "mask values are not (0, min)");
+    SmallVector<Value> cs;
+    terms(where.getCondition(), cs);
+    Value positions;
+    LeOp causalTerm;
+    GtOp windowTerm;
+    for (Value c : cs) {
+      if (isTrue(c))
+        continue;
+      if (auto le = c.getDefiningOp<LeOp>(); le && !causalTerm) {
+        causalTerm = le;
+        continue;
+      }
+      if (auto gt = c.getDefiningOp<GtOp>(); gt && !windowTerm) {
+        windowTerm = gt;
+        continue;
+      }
+      return rewriter.notifyMatchFailure(op, "a mask term is not causal");
+    }
+    if (!causalTerm || !isKeyIndex(causalTerm.getLhs(), keys) ||
+        !(positions = queryPositions(causalTerm.getRhs())))
+      return rewriter.notifyMatchFailure(op, "no key <= query term");
+    int64_t window = 0;
+    if (windowTerm) {
+      auto sub = windowTerm.getRhs().getDefiningOp<SubOp>();
+      std::optional<double> w = sub ? splat(sub.getRhs()) : std::nullopt;
+      if (!isKeyIndex(windowTerm.getLhs(), keys) || !sub || !w || *w < 1 ||
+          *w != std::floor(*w) || queryPositions(sub.getLhs()) != positions)
+        return rewriter.notifyMatchFailure(op, "window term does not match");
+      window = int64_t(*w);
+    }
+    if (failed(verifyCompatibleShape(
+            cast<RankedTensorType>(positions.getType()).getShape(),
+            ArrayRef<int64_t>{op.getQuery().getType().getDimSize(2)})))
+      return rewriter.notifyMatchFailure(op, "positions do not match queries");
+    auto fused = rewriter.create<SdpaOp>(
+        op.getLoc(), op.getType(), op.getQuery(), op.getKey(), op.getValue(),
+        Value(), positions, op.getScaleAttr(), rewriter.getUnitAttr(),
+        rewriter.getI64IntegerAttr(window), op.getSoftcapAttr());
+    if (StringRef path = getModulePath(op); !path.empty())
+      setModulePath(fused, path);
+    if (failed(mlir::verify(fused, /*verifyRecursively=*/false))) {
+      rewriter.eraseOp(fused);
+      return rewriter.notifyMatchFailure(op, "the fused op would not verify");
+    }
+    rewriter.replaceOp(op, fused.getResult());
+    return success();
+  }
+};
+
+/// sdpa(q, repeat_kv(k), repeat_kv(v)) -> sdpa(q, k, v): etllm.sdpa groups
+/// query heads over key/value heads itself (an imported
+/// scaled_dot_product_attention gets its keys and values repeated).
+struct SdpaWithoutRepeatKv : public OpRewritePattern<SdpaOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(SdpaOp op,
+                                PatternRewriter &rewriter) const override {
+    Value k = stripRepeatKv(op.getKey()), v = stripRepeatKv(op.getValue());
+    if (k == op.getKey() || v == op.getValue())
+      return rewriter.notifyMatchFailure(op, "keys and values not repeated");
+    auto kt = cast<RankedTensorType>(k.getType());
+    auto vt = cast<RankedTensorType>(v.getType());
+    if (kt.getDimSize(1) != vt.getDimSize(1))
+      return rewriter.notifyMatchFailure(op, "keys and values group unlike");
+    rewriter.modifyOpInPlace(op, [&] {
+      op.getKeyMutable().assign(k);
+      op.getValueMutable().assign(v);
+    });
+    return success();
+  }
+};
+
 struct FuseSdpaPass : public ::etllm::impl::FuseSdpaPassBase<FuseSdpaPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<FuseAttention, CausalMaskToPositions>(&getContext());
+    patterns.add<FuseAttention, CausalMaskToPositions, AttendMaskToPositions,
+                 SdpaWithoutRepeatKv>(&getContext());
     GreedyRewriteConfig config;
     config.useTopDownTraversal = true;
     if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns),

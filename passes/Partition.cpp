@@ -64,6 +64,24 @@ struct PartitionPass : public ::etllm::impl::PartitionPassBase<PartitionPass> {
       }
       enabled.push_back(b);
     }
+    // Backend options, recorded where the backends' legality and
+    // serialization read them (etllm::backendOption).
+    if (!backendOptions.empty()) {
+      NamedAttrList opts;
+      for (const std::string &o : backendOptions) {
+        size_t dot = o.find('.'), eq = o.find('=');
+        if (dot == std::string::npos || eq == std::string::npos || eq < dot ||
+            !::etllm::findBackendCompiler(o.substr(0, dot))) {
+          module.emitError("etllm-partition: backend option '")
+              << o << "' is not <registered backend>.<key>=<value>";
+          return signalPassFailure();
+        }
+        opts.set(o.substr(0, eq),
+                 StringAttr::get(module.getContext(), o.substr(eq + 1)));
+      }
+      module->setAttr(::etllm::kBackendOptionsAttrName,
+                      opts.getDictionary(module.getContext()));
+    }
     auto fn = module.lookupSymbol<func::FuncOp>("forward");
     if (!fn || enabled.empty())
       return;

@@ -31,7 +31,11 @@ if [ -z "$SHARED" ]; then
 fi
 SHARED=$(cd "$SHARED" && pwd)
 echo "run-tests: test data from $SHARED"
+# The Python package and its tests are part of the suite: built for the
+# project's environment (scripts/venv.sh, made by setup.sh), never skipped.
+PYTHON=$(./scripts/venv.sh python)
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DETLLM_SHARED_DIR="$SHARED" -DETLLM_REQUIRE_SHARED_DATA=$REQUIRE
+  -DETLLM_SHARED_DIR="$SHARED" -DETLLM_REQUIRE_SHARED_DATA=$REQUIRE \
+  -DPython3_EXECUTABLE="$PYTHON" -DETLLM_BUILD_PYTHON=ON
 cmake --build "$BUILD_DIR"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(nproc)"

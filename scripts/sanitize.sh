@@ -24,13 +24,13 @@ fi
 [ -n "$SHARED" ] || { echo "sanitize.sh: no shared test data (set ETLLM_SHARED_DIR)" >&2; exit 1; }
 SHARED=$(cd "$SHARED" && pwd)
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-# The Python package is built with the sanitizers too, for Debian's
-# interpreter (which has torch, numpy and pytest). The interpreter is not
+# The Python package is built with the sanitizers too, for the project's
+# environment (scripts/venv.sh: torch, numpy, pytest). The interpreter is not
 # instrumented: its tests run with g++'s AddressSanitizer runtime preloaded
 # (it must be the first library loaded; the UndefinedBehaviorSanitizer
 # runtime comes in as the extension's dependency). Leak checking stays off
 # (ASAN_OPTIONS below): the interpreter keeps its objects to exit.
-PYTHON=${SANITIZE_PYTHON:-/usr/bin/python3}
+PYTHON=${SANITIZE_PYTHON:-$(./scripts/venv.sh python)}
 ASAN_RUNTIME=$(g++ -print-file-name=libasan.so)
 [ -f "$ASAN_RUNTIME" ] || { echo "sanitize.sh: no libasan.so for g++ ($ASAN_RUNTIME)" >&2; exit 1; }
 ASAN_RUNTIME=$(readlink -f "$ASAN_RUNTIME")

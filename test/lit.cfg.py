@@ -15,12 +15,11 @@ config.test_exec_root = os.path.join(config.etllm_obj_root, "test")
 
 config.substitutions.append(("%shared", config.etllm_shared_dir))
 config.substitutions.append(("%etllm_src", config.etllm_src_root))
-# Debian's interpreter (it sees python3-jinja2, which scripts/setup.sh
-# installs); the first python3 on PATH may be another.
-config.substitutions.append(("%debian_python", config.etllm_debian_python))
 config.substitutions.append(("%etllm_bin", config.etllm_tools_dir))
 config.substitutions.append(("%mlir_include", config.mlir_include_dir))
-# The interpreter running lit: checker scripts use the standard library only.
+# The interpreter running lit: the project's (scripts/venv.sh, CMake's
+# Python3_EXECUTABLE), which has jinja2 for the chat-template conformance
+# test; the other checker scripts use the standard library only.
 config.substitutions.append(("%python", sys.executable))
 
 llvm_config.use_default_substitutions()
@@ -37,6 +36,14 @@ tools = ["etllm-opt", "etllm-translate", "etllm-export", "etllm-run",
 llvm_config.add_tool_substitutions(
     [t for t in tools if os.path.exists(os.path.join(config.etllm_tools_dir, t))],
     config.etllm_tools_dir)
+
+# Tests that run Vulkan programs (a runtime built with the Vulkan backend)
+# say `REQUIRES: vulkan`; they run with the validation layer
+# (ETLLM_VULKAN_VALIDATION: synchronization validation on, messages on
+# stderr).
+if getattr(config, "etllm_vulkan", "") in ("ON", "TRUE", "1"):
+    config.available_features.add("vulkan")
+llvm_config.with_system_environment(["XDG_RUNTIME_DIR", "VK_ICD_FILENAMES"])
 
 # Tests that need ../shared (models, tokenizers) say `REQUIRES: shared`.
 if os.path.isdir(config.etllm_shared_dir):

@@ -78,7 +78,8 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        ConfigType::Enum,
        "portable",
        {"portable", "xnnpack-fp32", "xnnpack-int4", "xnnpack-8da4w",
-        "xnnpack-int8"},
+        "xnnpack-int8", "vulkan-fp32", "vulkan-fp16", "vulkan-int4",
+        "vulkan-int4-mixed"},
        "The named recipe; the keys below override its options "
        "(docs/Pipelines.md).",
        "xnnpack-8da4w"},
@@ -169,6 +170,22 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        "Backends in priority order for partitioning; empty keeps the "
        "recipe's. Operations no backend takes run on portable kernels.",
        "[xnnpack]"},
+      {"backend_options",
+       ConfigType::StringList,
+       "[]",
+       {},
+       "Options of the backends' compiler halves, each "
+       "`<backend>.<key>=<value>`, after the recipe's: `vulkan.precision` "
+       "(f32, f16), `vulkan.max-binding-bytes` (the largest storage binding "
+       "the target GPU takes; 128 MiB by default), `vulkan.exclude` (ops "
+       "left to the next backend, `:`-separated, e.g. "
+       "`etllm.rope:etllm.sdpa`) (docs/Pipelines.md).",
+       "[\"vulkan.precision=f32\"]",
+       INT64_MIN,
+       INT64_MAX,
+       {},
+       false,
+       /*writtenWhenDefault=*/false},
       {"lora",
        ConfigType::StringList,
        "[]",

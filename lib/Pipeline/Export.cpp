@@ -65,6 +65,8 @@ void applyConfigToRecipeOptions(const ExportConfig &c, RecipeOptions &o) {
     o.exclude.push_back(e);
   for (const std::string &b : c.getList("backends"))
     o.backends.push_back(b);
+  for (const std::string &b : c.getList("backend_options"))
+    o.backendOptions.push_back(b);
   for (const std::string &t : c.getList("lora_runtime.targets"))
     o.loraTargets.push_back(t);
   o.loraMaxRank = c.getInt("lora_runtime.max_rank");

@@ -22,6 +22,9 @@ struct Recipe {
   const char *scaleType = "f32";
   const char *activations = "f32";
   int64_t embeddingGroupSize = -1;
+  /// Options of the backends' compiler halves (etllm-partition's
+  /// backend-options).
+  std::vector<std::string> backendOptions = {};
 };
 
 const std::vector<Recipe> &recipes() {
@@ -70,6 +73,52 @@ const std::vector<Recipe> &recipes() {
        "f32",
        "f32",
        -1},
+      {"vulkan-fp32",
+       "fp32 weights and activations, delegated to the Vulkan GPU backend "
+       "(what it cannot run stays on portable kernels)",
+       "none",
+       32,
+       {"vulkan"}},
+      {"vulkan-fp16",
+       "the fp32 graph on the Vulkan GPU backend with f16 weights and "
+       "activations (sums, norms, softmax and RoPE in f32; f16 KV cache)",
+       "none",
+       32,
+       {"vulkan"},
+       "none",
+       "same",
+       "f32",
+       "f32",
+       -1,
+       {"vulkan.precision=f16"}},
+      {"vulkan-int4",
+       "int4 group-wise weights (group 32, f16 scales), int4 embedding (one "
+       "table with a tied lm_head), f16 activations on the Vulkan GPU "
+       "backend",
+       "int4",
+       32,
+       {"vulkan"},
+       "int4",
+       "same",
+       "f16",
+       "f32",
+       32,
+       {"vulkan.precision=f16"}},
+      {"vulkan-int4-mixed",
+       "vulkan-int4 in a program mixed with the CPU: the RMSNorms on the "
+       "CPU backend (xnnpack), the attention (RoPE, KV cache, SDPA) on "
+       "portable kernels, the rest on the GPU",
+       "int4",
+       32,
+       {"vulkan", "xnnpack"},
+       "int4",
+       "same",
+       "f16",
+       "f32",
+       32,
+       {"vulkan.precision=f16",
+        "vulkan.exclude=etllm.rms_norm:etllm.rope:etllm.kv_cache.update:"
+        "etllm.sdpa"}},
   };
   return r;
 }
@@ -118,6 +167,9 @@ std::vector<StageSpec> recipeStages(const std::string &recipe,
   std::vector<std::string> backends(o.backends.begin(), o.backends.end());
   if (backends.empty())
     backends = r->backends;
+  std::vector<std::string> backendOptions = r->backendOptions;
+  backendOptions.insert(backendOptions.end(), o.backendOptions.begin(),
+                        o.backendOptions.end());
   bool quantize = linear != "none" || embedding != "none" ||
                   (outputLayer != "same" && outputLayer != "none");
 
@@ -174,12 +226,14 @@ std::vector<StageSpec> recipeStages(const std::string &recipe,
          }});
   }
   if (!backends.empty()) {
-    stages.push_back({"partition", [backends](mlir::OpPassManager &pm) {
-                        PartitionPassOptions p;
-                        p.backends = backends;
-                        pm.addPass(createPartitionPass(p));
-                        pm.addPass(mlir::createSymbolDCEPass());
-                      }});
+    stages.push_back(
+        {"partition", [backends, backendOptions](mlir::OpPassManager &pm) {
+           PartitionPassOptions p;
+           p.backends = backends;
+           p.backendOptions = backendOptions;
+           pm.addPass(createPartitionPass(p));
+           pm.addPass(mlir::createSymbolDCEPass());
+         }});
     stages.push_back({"lower-backends", [](mlir::OpPassManager &pm) {
                         pm.addPass(createLowerBackendsPass());
                       }});

@@ -1,6 +1,7 @@
 //===- Backend.cpp - Backend compiler registry ----------------------------===//
 #include "etllm/Target/Backend.h"
 
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 
 #include <mutex>
@@ -15,6 +16,20 @@ bool BackendCompiler::isProfitable(llvm::ArrayRef<mlir::Operation *>) const {
 }
 
 void BackendCompiler::buildLoweringPipeline(mlir::OpPassManager &) const {}
+
+std::string backendOption(mlir::Operation *op, llvm::StringRef backend,
+                          llvm::StringRef key, llvm::StringRef fallback) {
+  auto module = mlir::isa<mlir::ModuleOp>(op)
+                    ? mlir::cast<mlir::ModuleOp>(op)
+                    : op->getParentOfType<mlir::ModuleOp>();
+  auto opts =
+      module
+          ? module->getAttrOfType<mlir::DictionaryAttr>(kBackendOptionsAttrName)
+          : nullptr;
+  auto v = opts ? opts.getAs<mlir::StringAttr>((backend + "." + key).str())
+                : nullptr;
+  return v ? v.getValue().str() : fallback.str();
+}
 
 namespace {
 std::mutex &mutex() {

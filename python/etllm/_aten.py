@@ -1,49 +1,40 @@
-"""Tracing a torch.nn.Module at ATen level into etllm's ATen graph description.
+"""Capturing a torch.nn.Module with torch.export into etllm's ATen graph
+description.
 
-The module is traced with ``make_fx`` (fake tensors: nothing is computed)
-over a functionalized call whose parameters and buffers are inputs, so that
+The module is captured once by ``torch.export.export`` (non-strict, fake
+tensors: nothing is computed), with the sequence length as one symbolic
+size ``S`` bounded by ``max_seq_len``, then functionalized without
+decomposing (``run_decompositions({})``): the graph holds ATen operators as
+the module called them (``linear``, ``matmul``, ``softmax``,
+``scaled_dot_product_attention`` ...), and the buffers forward updates in
+place come back as the graph signature's buffer mutations (the KV caches).
+From the exported program:
 
-* every tensor of the module is a named placeholder (a parameter, or a
-  buffer; the buffers the call mutates come back as ``copy_`` write-backs:
-  the mutable KV caches),
-* module boundaries are recorded by forward pre/post hooks that keep a
-  stack of module paths; every FX node created while a module runs is
-  tagged with the innermost path,
-* the one dynamic size S (the sequence length) is found by tracing at three
-  lengths and comparing: an integer that changes is ``coef * S + off``.
+* every tensor of the module is a named placeholder: a parameter, a buffer
+  (persistent or not: integer tables and boolean masks as well as float
+  ones), or a constant forward created (``torch.tensor(...)``),
+* module boundaries come from each node's ``nn_module_stack`` (the
+  innermost module instance and its class),
+* every size is an integer or an affine function ``coef * S + off`` of the
+  one symbolic size, read from the symbolic shapes torch computed.
 
-The result is the JSON the C++ importer (lib/Import/AtenImporter.cpp) maps
-to etllm ops; this module knows nothing about etllm ops. Two composites
-that make_fx decomposes are put back first, because later stages look for
-them: ``linear`` (quantization works on linear layers) and ``matmul``
-(attention fusion).
+The result is the JSON the C++ importer (lib/Import/Aten/) maps
+to etllm ops; this module knows nothing about etllm ops.
 """
 
-import contextlib
 import math
 import operator
 
 import torch
 import torch.fx
-from torch.fx.experimental.proxy_tensor import make_fx
-from torch.nn.utils.stateless import functional_call
-
-try:  # torch 1.13 ships functionalization in functorch
-    from functorch.experimental import functionalize
-except ImportError:  # pragma: no cover - newer torch
-    from torch.func import functionalize
 
 FORMAT = "etllm.aten_graph"
 VERSION = 1
 
-# Buffers (not parameters) with at most this many elements that the module
+# Buffers (not parameters) with at most this many elements that forward
 # never writes become IR constants: RoPE inverse-frequency tables, which the
 # source swap reads from the IR. Everything else is a named parameter.
 INLINE_BUFFER_ELEMENTS = 256
-
-# The sequence lengths the module is traced at (three: an integer that is
-# not affine in S is detected).
-TRACE_LENGTHS = (3, 4, 6)
 
 _DTYPES = {
     torch.float32: "float32",
@@ -55,9 +46,19 @@ _DTYPES = {
     torch.bool: "bool",
 }
 
+# Nodes that check what the capture assumed (metadata, value ranges) and
+# compute nothing.
+_CHECKS = {
+    "aten._assert_tensor_metadata.default",
+    "aten._assert_scalar.default",
+    "aten.sym_constrain_range.default",
+    "aten.sym_constrain_range_for_size.default",
+    "aten._assert_async.msg",
+}
+
 
 class TraceError(Exception):
-    """The module cannot be traced into a graph etllm can import."""
+    """The module cannot be captured into a graph etllm can import."""
 
 
 def dtype_name(dtype):
@@ -69,242 +70,49 @@ def dtype_name(dtype):
 
 
 # --------------------------------------------------------------------------
-# Module paths
+# Symbolic sizes
 # --------------------------------------------------------------------------
 
 
-class _ModuleStack:
-    """Forward pre/post hooks that keep the path of the running module."""
+class _Affine:
+    """Turns torch's symbolic integers into coef * S + off."""
 
-    def __init__(self, root):
-        self.paths = {}
-        self.names = {}
-        self.classes = {}
-        # Class names now: functional_call swaps in subclasses while tracing.
-        for path, m in root.named_modules(remove_duplicate=True):
-            self.paths.setdefault(id(m), path)
-            self.names.setdefault(id(m), type(m).__name__)
-        self.stack = []
-        self.handles = []
-        for m in root.modules():
-            self.handles.append(m.register_forward_pre_hook(self._pre))
-            self.handles.append(m.register_forward_hook(self._post))
+    def __init__(self):
+        self.symbol = None  # the sympy symbol of S, once seen
 
-    def _pre(self, module, args):
-        path = self.paths.get(id(module), "")
-        self.stack.append(path)
-        if path:
-            self.classes[path] = self.names.get(id(module),
-                                                type(module).__name__)
+    def __call__(self, v, where):
+        """An int, or {"sym": [coef, off]} for a SymInt affine in S."""
+        if isinstance(v, bool):
+            return v
+        if isinstance(v, int):
+            return v
+        if not isinstance(v, torch.SymInt):
+            raise TraceError(f"{where}: {v!r} is not an integer")
+        import sympy
 
-    def _post(self, module, args, output):
-        if self.stack:
-            self.stack.pop()
-
-    def current(self):
-        for p in reversed(self.stack):
-            if p:
-                return p
-        return ""
-
-    def remove(self):
-        for h in self.handles:
-            h.remove()
-
-
-@contextlib.contextmanager
-def _tag_nodes(stack):
-    """Tags every FX node created while tracing with the module path."""
-    original = torch.fx.Graph.create_node
-
-    def create_node(graph, *args, **kwargs):
-        n = original(graph, *args, **kwargs)
-        n.meta["etllm_module"] = stack.current()
-        return n
-
-    torch.fx.Graph.create_node = create_node
-    try:
-        yield
-    finally:
-        torch.fx.Graph.create_node = original
-
-
-# --------------------------------------------------------------------------
-# Tracing
-# --------------------------------------------------------------------------
-
-
-def _state(module):
-    """Unique tensors of the module: (names, tensors, is_param, aliases)."""
-    names, tensors, is_param = [], [], []
-    seen = {}
-    aliases = {}
-    entries = []
-    for prefix, m in module.named_modules(remove_duplicate=False):
-        dot = prefix + "." if prefix else ""
-        for n, t in m._parameters.items():
-            entries.append((dot + n, t, True))
-        for n, t in m._buffers.items():
-            entries.append((dot + n, t, False))
-    # Parameters first, as named_parameters() lists them.
-    entries.sort(key=lambda e: not e[2])
-    for name, t, param in entries:
-        if t is None:
-            continue
-        if id(t) in seen:
-            if name not in names:
-                aliases[name] = seen[id(t)]
-            continue
-        seen[id(t)] = len(names)
-        names.append(name)
-        tensors.append(t)
-        is_param.append(param)
-    return names, tensors, is_param, aliases
-
-
-def _resize(x, dim, length):
-    shape = list(x.shape)
-    shape[dim] = length
-    return torch.zeros(shape, dtype=x.dtype)
-
-
-def _trace_once(module, names, aliases, state, inputs):
-    stack = _ModuleStack(module)
-
-    def call(state_list, *args):
-        mapping = dict(zip(names, state_list))
-        for alias, index in aliases.items():
-            mapping[alias] = state_list[index]
-        return functional_call(module, mapping, args)
-
-    try:
-        with _tag_nodes(stack), torch.no_grad():
-            gm = make_fx(functionalize(call), tracing_mode="fake")(
-                [t.detach() for t in state], *inputs)
-    finally:
-        stack.remove()
-    return gm, stack.classes
-
-
-def _shape_of(node):
-    tm = node.meta.get("tensor_meta")
-    if tm is None:
-        return None
-    return (list(tm.shape), tm.dtype)
-
-
-# --------------------------------------------------------------------------
-# Putting composites back
-# --------------------------------------------------------------------------
-
-_VIEWS = {
-    torch.ops.aten.view.default,
-    torch.ops.aten._unsafe_view.default,
-    torch.ops.aten._reshape_alias.default,
-    torch.ops.aten.reshape.default,
-}
-
-
-def _is_view(n):
-    return n.op == "call_function" and n.target in _VIEWS
-
-
-def _meta_shape(n):
-    s = _shape_of(n)
-    return s[0] if s else None
-
-
-def _recompose(gm):
-    """linear and matmul, which make_fx decomposes, are put back."""
-    g = gm.graph
-    aten = torch.ops.aten
-    for n in list(g.nodes):
-        if n.op != "call_function":
-            continue
-        # x @ W^T (+ b) through t + mm/addmm (+ views around a >2-D input).
-        if n.target in (aten.mm.default, aten.addmm.default):
-            if n.target == aten.addmm.default:
-                if len(n.args) > 3 or n.kwargs.get("beta", 1) != 1 or \
-                        n.kwargs.get("alpha", 1) != 1:
-                    continue
-                bias, a, wt = n.args[0], n.args[1], n.args[2]
-            else:
-                bias, (a, wt) = None, n.args
-            if not (isinstance(wt, torch.fx.Node) and wt.op == "call_function"
-                    and wt.target == aten.t.default):
-                continue
-            w = wt.args[0]
-            wshape = _meta_shape(w) if isinstance(w, torch.fx.Node) else None
-            if wshape is None or len(wshape) != 2:
-                continue
-            replace, x = n, a
-            users = list(n.users)
-            if _is_view(a) and len(users) == 1 and _is_view(users[0]):
-                xin = a.args[0]
-                xs, out = _meta_shape(xin), _meta_shape(users[0])
-                if xs and out and len(xs) > 2 and \
-                        out == xs[:-1] + [wshape[0]]:
-                    replace, x = users[0], xin
-            elif len(_meta_shape(a) or []) != 2:
-                continue
-            with g.inserting_before(replace):
-                lin = g.call_function(aten.linear.default, (x, w, bias))
-            lin.meta = dict(replace.meta)
-            lin.meta["etllm_module"] = n.meta.get("etllm_module", "")
-            replace.replace_all_uses_with(lin)
-            continue
-        # matmul of >= 3-D operands: expand + view to 3-D + bmm + view.
-        if n.target == aten.bmm.default:
-            users = list(n.users)
-            if len(users) != 1 or not _is_view(users[0]):
-                continue
-            out = _meta_shape(users[0])
-
-            def source(v, inner):
-                # view(expand(X, batch + inner), [prod, *inner]) or view(X).
-                if not _is_view(v):
-                    return None
-                u = v.args[0]
-                if isinstance(u, torch.fx.Node) and u.op == "call_function" \
-                        and u.target == aten.expand.default:
-                    u = u.args[0]
-                s = _meta_shape(u)
-                if s is None or len(s) < 3 or s[-2:] != inner:
-                    return None
-                return u
-
-            sa, sb = _meta_shape(n.args[0]), _meta_shape(n.args[1])
-            if out is None or sa is None or sb is None or len(out) < 3:
-                continue
-            a = source(n.args[0], sa[-2:])
-            b = source(n.args[1], sb[-2:])
-            if a is None or b is None:
-                continue
-            batch = list(torch.broadcast_shapes(
-                tuple(_meta_shape(a)[:-2]), tuple(_meta_shape(b)[:-2])))
-            if out != batch + [sa[-2], sb[-1]] or \
-                    math.prod(batch) != sa[0]:
-                continue
-            with g.inserting_before(users[0]):
-                mm = g.call_function(aten.matmul.default, (a, b))
-            mm.meta = dict(users[0].meta)
-            mm.meta["etllm_module"] = n.meta.get("etllm_module", "")
-            users[0].replace_all_uses_with(mm)
-    _dce(g)
-
-
-def _dce(g):
-    """Removes nodes nothing uses (write-backs are kept)."""
-    changed = True
-    while changed:
-        changed = False
-        for n in reversed(list(g.nodes)):
-            if n.op in ("placeholder", "output") or n.users:
-                continue
-            if n.op == "call_function" and n.target == torch.ops.aten.copy_.default:
-                continue
-            g.erase_node(n)
-            changed = True
+        expr = sympy.expand(v.node.expr)
+        free = expr.free_symbols
+        if not free:
+            return int(expr)
+        if len(free) > 1:
+            raise TraceError(
+                f"{where} is {expr}: sizes depend on more than one dynamic "
+                "size (only the sequence length S may vary)")
+        (sym,) = free
+        if self.symbol is None:
+            self.symbol = sym
+        elif sym != self.symbol:
+            raise TraceError(
+                f"{where} depends on {sym}, another dynamic size than the "
+                f"sequence length ({self.symbol})")
+        coef = expr.coeff(sym, 1)
+        off = expr.subs(sym, 0)
+        if not (coef.is_Integer and off.is_Integer and
+                sympy.expand(coef * sym + off - expr) == 0):
+            raise TraceError(f"{where} is {expr}: not of the form a * S + b")
+        if int(coef) == 0:
+            return int(off)
+        return {"sym": [int(coef), int(off)]}
 
 
 # --------------------------------------------------------------------------
@@ -326,33 +134,11 @@ def _data_json(t):
     return values
 
 
-class _Sym:
-    """An integer that depends on S: coef * S + off."""
-
-    def __init__(self, coef, off):
-        self.coef, self.off = coef, off
-
-    def json(self):
-        return {"sym": [self.coef, self.off]}
-
-
-def _arg_json(v, names):
-    if isinstance(v, torch.fx.Node):
-        return names[v.name]
-    if isinstance(v, (list, tuple)):
-        return [_arg_json(e, names) for e in v]
-    if isinstance(v, bool) or v is None or isinstance(v, str):
-        return v
-    if isinstance(v, int):
-        return v
-    if isinstance(v, float):
-        return _float_json(v)
-    if isinstance(v, torch.dtype):
-        return {"dtype": dtype_name(v)}
-    if isinstance(v, (torch.device, torch.layout, torch.memory_format)):
-        return {"opaque": str(v)}
-    raise TraceError(f"an argument of type {type(v).__name__} ({v!r}) "
-                     "cannot be described")
+def _is_sym_node(n):
+    """A node that computes a size (sym_size, arithmetic on sizes)."""
+    return isinstance(n, torch.fx.Node) and \
+        isinstance(n.meta.get("val"), (torch.SymInt, int)) and \
+        not isinstance(n.meta.get("val"), bool)
 
 
 def _named_args(n):
@@ -380,33 +166,139 @@ def _target_name(n):
     return str(n.target)
 
 
-def _describe(gm, names, is_param, state, inputs_meta):
-    """One trace as a description (integers still concrete)."""
-    nodes = list(gm.graph.nodes)
-    placeholders = [n for n in nodes if n.op == "placeholder"]
-    n_state = len(names)
-    refs = {}
-    decls = []
-    writes = []
-    mutated = set()
-    for n in nodes:
-        if n.op == "call_function" and n.target == torch.ops.aten.copy_.default:
-            dst = n.args[0]
-            if isinstance(dst, torch.fx.Node) and dst.op == "placeholder":
-                mutated.add(dst.name)
-    for i, p in enumerate(placeholders):
-        if i < n_state:
-            name = names[i]
-            refs[p.name] = {"tensor": name}
+def _innermost_module(n):
+    """(path, class name) of the innermost module that created the node."""
+    stack = n.meta.get("nn_module_stack") or {}
+    if not stack:
+        return "", ""
+    entries = [(p, c) for p, c in stack.values() if _is_module_path(p)]
+    if not entries:
+        return "", ""
+    path, cls = entries[-1]
+    return path, _class_name(cls)
+
+
+def _is_module_path(path):
+    # torch.export marks nodes it made itself with a placeholder entry.
+    return bool(path) and not path.startswith("_empty_nn_module_stack")
+
+
+def _class_name(cls):
+    if not isinstance(cls, str):
+        cls = getattr(cls, "__name__", str(cls))
+    return cls.rsplit(".", 1)[-1]
+
+
+class _Describer:
+    def __init__(self, ep, module):
+        self.ep = ep
+        self.module = module
+        self.affine = _Affine()
+        self.refs = {}       # FX node name -> {"tensor": ...} | {"node": ...}
+        self.decls = []
+        self.constants = {}
+        self.classes = {}
+        self.state = {}      # parameter name -> tensor (the checkpoint)
+
+    # ----------------------------------------------------------- values
+    def shape(self, val, where):
+        return [self.affine(d, f"{where} dimension {i}")
+                for i, d in enumerate(val.shape)]
+
+    def arg(self, v, where):
+        if isinstance(v, torch.fx.Node):
+            if _is_sym_node(v):
+                return self.affine(v.meta["val"], where)
+            if v.name not in self.refs:
+                raise TraceError(f"{where} reads {v.name}, which is not a "
+                                 "tensor etllm can import")
+            return self.refs[v.name]
+        if isinstance(v, (list, tuple)):
+            return [self.arg(e, f"{where}[{i}]") for i, e in enumerate(v)]
+        if isinstance(v, bool) or v is None or isinstance(v, str):
+            return v
+        if isinstance(v, (int, torch.SymInt)):
+            return self.affine(v, where)
+        if isinstance(v, float):
+            return _float_json(v)
+        if isinstance(v, torch.dtype):
+            return {"dtype": dtype_name(v)}
+        if isinstance(v, (torch.device, torch.layout, torch.memory_format)):
+            return {"opaque": str(v)}
+        raise TraceError(f"{where}: an argument of type {type(v).__name__} "
+                         f"({v!r}) cannot be described")
+
+    def meta(self, n):
+        val = n.meta.get("val")
+        if isinstance(val, torch.Tensor):
+            return [{"shape": self.shape(val, n.name),
+                     "dtype": dtype_name(val.dtype)}]
+        if isinstance(val, (list, tuple)):
+            out = []
+            for i, v in enumerate(val):
+                out.append({"shape": self.shape(v, f"{n.name}[{i}]"),
+                            "dtype": dtype_name(v.dtype)}
+                           if isinstance(v, torch.Tensor) else None)
+            return out or None
+        return None
+
+    # ---------------------------------------------------------- tensors
+    def tensor(self, target, kind_hint):
+        """The tensor a placeholder stands for: a parameter, a buffer or a
+        lifted constant of the exported program."""
+        ep = self.ep
+        if target in ep.state_dict:
+            return ep.state_dict[target]
+        if target in ep.constants:
+            t = ep.constants[target]
+            if isinstance(t, torch.Tensor):
+                return t
+        raise TraceError(f"the exported program has no value for "
+                         f"{kind_hint} '{target}'")
+
+    def placeholders(self, mutated):
+        from torch.export.graph_signature import InputKind
+
+        specs = self.ep.graph_signature.input_specs
+        phs = [n for n in self.ep.graph.nodes if n.op == "placeholder"]
+        if len(specs) != len(phs):
+            raise TraceError("the exported program's signature does not "
+                             "match its graph")
+        user = 0
+        for spec, p in zip(specs, phs):
+            if spec.kind == InputKind.USER_INPUT:
+                val = p.meta.get("val")
+                if not isinstance(val, torch.Tensor):
+                    raise TraceError(f"forward input {user} is not a tensor")
+                name = f"input.{user}"
+                user += 1
+                self.refs[p.name] = {"tensor": name}
+                self.decls.append({"kind": "input", "name": name,
+                                   "shape": self.shape(val, name),
+                                   "dtype": dtype_name(val.dtype)})
+                continue
+            if spec.kind not in (InputKind.PARAMETER, InputKind.BUFFER,
+                                 InputKind.CONSTANT_TENSOR):
+                raise TraceError(f"forward takes a {spec.kind.name.lower()} "
+                                 f"input ({spec.target}); etllm imports "
+                                 "parameters, buffers and tensor constants")
+            name = spec.target
+            self.refs[p.name] = {"tensor": name}
             if not p.users:
                 continue
-            t = state[i]
-            if p.name in mutated:
-                if is_param[i]:
+            t = self.tensor(name, spec.kind.name.lower()).detach()
+            dtype_name(t.dtype)
+            if name in mutated:
+                if spec.kind != InputKind.BUFFER:
                     raise TraceError(f"forward writes the parameter '{name}'; "
                                      "only buffers may be updated in place")
+                if torch.count_nonzero(t).item() != 0:
+                    raise TraceError(
+                        f"buffer '{name}' is updated in place and starts "
+                        "non-zero; programs start mutable buffers at zero")
                 kind = "buffer"
-            elif not is_param[i] and t.numel() <= INLINE_BUFFER_ELEMENTS:
+            elif spec.kind != InputKind.PARAMETER and \
+                    t.numel() <= INLINE_BUFFER_ELEMENTS:
                 kind = "constant"
             else:
                 kind = "parameter"
@@ -414,151 +306,126 @@ def _describe(gm, names, is_param, state, inputs_meta):
                     "dtype": dtype_name(t.dtype)}
             if kind == "constant":
                 decl["data"] = _data_json(t)
-            decls.append(decl)
-        else:
-            k = i - n_state
-            name = f"input.{k}"
-            refs[p.name] = {"tensor": name}
-            shape, dtype = inputs_meta[k]
-            decls.append({"kind": "input", "name": name, "shape": shape,
-                          "dtype": dtype_name(dtype)})
-    body = []
-    outputs = []
-    constants = {}
-    for n in nodes:
-        if n.op == "placeholder":
-            continue
-        if n.op == "get_attr":  # a tensor created in forward (torch.tensor)
-            t = getattr(gm, n.target)
-            if t.numel() > INLINE_BUFFER_ELEMENTS:
-                raise TraceError(
-                    f"forward creates a constant tensor of {t.numel()} "
-                    "elements; register it as a buffer or parameter")
-            name = f"constant.{n.target}"
-            refs[n.name] = {"tensor": name}
-            constants[name] = {"kind": "constant", "name": name,
-                               "shape": list(t.shape),
-                               "dtype": dtype_name(t.dtype),
-                               "data": _data_json(t)}
-            continue
-        if n.op == "output":
-            flat, _ = torch.utils._pytree.tree_flatten(n.args[0])
-            for o in flat:
-                if not isinstance(o, torch.fx.Node):
-                    raise TraceError("forward returns something that is not "
-                                     f"a tensor ({o!r})")
-                outputs.append(refs[o.name])
-            continue
-        if n.op != "call_function":
-            raise TraceError(f"unexpected FX node kind {n.op} ({n.name})")
-        if n.target == torch.ops.aten.copy_.default and \
-                isinstance(n.args[0], torch.fx.Node) and \
-                n.args[0].op == "placeholder":
-            dst = refs[n.args[0].name]
-            if not dst["tensor"].startswith("input.") and \
-                    dst["tensor"] in names:
-                writes.append({"buffer": dst["tensor"],
-                               "value": _arg_json(n.args[1], refs)})
+            elif kind == "parameter":
+                self.state[name] = t
+            self.decls.append(decl)
+
+    # ------------------------------------------------------------ graph
+    def describe(self):
+        from torch.export.graph_signature import OutputKind
+
+        out_specs = self.ep.graph_signature.output_specs
+        mutated = {s.target for s in out_specs
+                   if s.kind == OutputKind.BUFFER_MUTATION}
+        for s in out_specs:
+            if s.kind not in (OutputKind.USER_OUTPUT,
+                              OutputKind.BUFFER_MUTATION):
+                raise TraceError(f"forward has a {s.kind.name.lower()} "
+                                 f"output ({s.target}); etllm imports "
+                                 "outputs and buffer updates")
+        self.placeholders(mutated)
+        body = []
+        outputs, writes = [], []
+        for n in self.ep.graph.nodes:
+            if n.op == "placeholder":
                 continue
-            raise TraceError("forward writes its input tensor "
-                             f"{dst['tensor']} in place")
-        refs[n.name] = {"node": n.name}
-        meta = None
-        s = _shape_of(n)
-        if s is not None:
-            meta = [{"shape": s[0], "dtype": dtype_name(s[1])}]
-        else:
-            # A tuple: the shapes come from the getitem users.
-            items = {}
-            for u in n.users:
-                if u.target is operator.getitem:
-                    us = _shape_of(u)
-                    if us is not None:
-                        items[u.args[1]] = {"shape": us[0],
-                                            "dtype": dtype_name(us[1])}
-            if items:
-                meta = [items.get(i) for i in range(max(items) + 1)]
-        body.append({
-            "name": n.name,
-            "target": _target_name(n),
-            "args": {k: _arg_json(v, refs) for k, v in _named_args(n).items()},
-            "module": n.meta.get("etllm_module", ""),
-            "meta": meta,
-        })
-    decls.extend(constants.values())
-    return {"tensors": decls, "nodes": body, "outputs": outputs,
-            "buffer_writes": writes}
+            if n.op == "output":
+                flat = list(n.args[0]) if isinstance(n.args[0], (list, tuple)) \
+                    else [n.args[0]]
+                if len(flat) != len(out_specs):
+                    raise TraceError("the exported program's outputs do not "
+                                     "match its signature")
+                for spec, o in zip(out_specs, flat):
+                    if not isinstance(o, torch.fx.Node) or o.name not in self.refs:
+                        raise TraceError("forward returns something that is "
+                                         f"not a tensor ({o!r})")
+                    if spec.kind == OutputKind.BUFFER_MUTATION:
+                        writes.append({"buffer": spec.target,
+                                       "value": self.refs[o.name]})
+                    else:
+                        outputs.append(self.refs[o.name])
+                continue
+            if n.op == "get_attr":
+                raise TraceError(f"node {n.name} reads the attribute "
+                                 f"{n.target} (a submodule call or a "
+                                 "higher-order operator: not supported)")
+            if n.op != "call_function":
+                raise TraceError(f"unexpected FX node kind {n.op} ({n.name})")
+            target = _target_name(n)
+            if target in _CHECKS or _is_sym_node(n):
+                continue
+            path, cls = _innermost_module(n)
+            if path:
+                self.classes.setdefault(path, cls)
+            self.refs[n.name] = {"node": n.name}
+            body.append({
+                "name": n.name,
+                "target": target,
+                "args": {k: self.arg(v, f"{n.name}.{k}")
+                         for k, v in _named_args(n).items()},
+                "module": path,
+                "meta": self.meta(n),
+            })
+        # Module classes of every instance on the way to a node.
+        for n in self.ep.graph.nodes:
+            for path, cls in (n.meta.get("nn_module_stack") or {}).values():
+                if _is_module_path(path):
+                    self.classes.setdefault(path, _class_name(cls))
+        return {"tensors": self.decls, "nodes": body, "outputs": outputs,
+                "buffer_writes": writes}
 
 
-def _merge(descs, lengths, path="graph"):
-    """The descriptions of traces at `lengths`, with integers that change
-    as {"sym": [coef, off]} (checked to be affine in S)."""
-    first = descs[0]
-    a, b = lengths[0], lengths[1]
-
-    def merge(vals, where):
-        v0 = vals[0]
-        if isinstance(v0, bool) or v0 is None or isinstance(v0, str):
-            if any(v != v0 for v in vals):
-                raise TraceError(f"{where} changes with the sequence length "
-                                 f"({vals}): the graph depends on it")
-            return v0
-        if isinstance(v0, int):
-            if all(v == v0 for v in vals):
-                return v0
-            if not all(isinstance(v, int) and not isinstance(v, bool)
-                       for v in vals):
-                raise TraceError(f"{where} changes type with the sequence "
-                                 "length")
-            coef, rem = divmod(vals[1] - vals[0], b - a)
-            off = vals[0] - coef * a
-            if rem or any(v != coef * s + off for v, s in zip(vals, lengths)):
-                raise TraceError(
-                    f"{where} is {vals} for sequence lengths {list(lengths)}: "
-                    "not of the form a * S + b")
-            return _Sym(coef, off).json()
-        if isinstance(v0, float):
-            if any(v != v0 for v in vals):
-                raise TraceError(f"{where} ({vals}) depends on the sequence "
-                                 "length; only integer sizes may")
-            return v0
-        if isinstance(v0, list):
-            if any(not isinstance(v, list) or len(v) != len(v0) for v in vals):
-                raise TraceError(f"{where} changes length with the sequence "
-                                 "length: the graph depends on it")
-            return [merge([v[i] for v in vals], f"{where}[{i}]")
-                    for i in range(len(v0))]
-        if isinstance(v0, dict):
-            if any(not isinstance(v, dict) or v.keys() != v0.keys()
-                   for v in vals):
-                raise TraceError(f"{where} differs between traces at different "
-                                 "sequence lengths: the graph depends on it")
-            return {k: merge([v[k] for v in vals], f"{where}.{k}")
-                    for k in v0}
-        raise TraceError(f"{where}: cannot compare {v0!r}")
-
-    if any(len(d["nodes"]) != len(first["nodes"]) for d in descs):
-        raise TraceError(
-            "tracing at sequence lengths " + ", ".join(map(str, lengths)) +
-            " gives graphs of different sizes: forward depends on the "
-            "sequence length through Python control flow")
-    for i, nodes in enumerate(zip(*(d["nodes"] for d in descs))):
-        targets = {n["target"] for n in nodes}
-        if len(targets) != 1:
-            raise TraceError(
-                f"node {i} is {' / '.join(sorted(targets))} depending on the "
-                "sequence length: forward depends on it through Python "
-                "control flow")
-    merged = merge(descs, path)
-    return merged
+# --------------------------------------------------------------------------
+# Capture
+# --------------------------------------------------------------------------
 
 
-def trace(module, example_inputs, dynamic_dims):
-    """Traces `module(*example_inputs)`.
+def _resize(x, dim, length):
+    shape = list(x.shape)
+    shape[dim] = length
+    return torch.zeros(shape, dtype=x.dtype)
+
+
+def _capture(module, inputs, dyn, max_seq_len):
+    dynamic_shapes = None
+    if any(d is not None for d in dyn):
+        # torch.export's bounds are inclusive; S >= 2 keeps torch from
+        # specializing size 1 (a one-token decode step is S = 1 all the
+        # same: the program's shapes are bounded, not specialized).
+        upper = max(max_seq_len, 2) if max_seq_len else None
+        s = torch.export.Dim("S", min=2, max=upper) if upper else \
+            torch.export.Dim("S", min=2)
+        dynamic_shapes = tuple(None if d is None else {d: s} for d in dyn)
+    with torch.no_grad():
+        ep = torch.export.export(module, inputs, dynamic_shapes=dynamic_shapes,
+                                 strict=False)
+        # Functional form (in-place updates become buffer mutations), with
+        # no operator decomposed.
+        return ep.run_decompositions({})
+
+
+def _explain(e):
+    """One message for a failed capture: what it means for the module, then
+    torch.export's own first line."""
+    text = str(e).strip()
+    first = text.splitlines()[0] if text else type(e).__name__
+    if "Constraints violated" in text or "specialized" in text:
+        return ("forward depends on the sequence length S through Python "
+                "control flow (a branch or a check on a size in S) or fixes "
+                f"it; torch.export: {first}")
+    if "data-dependent" in text or "GuardOnDataDependent" in type(e).__name__:
+        return ("forward branches on the values of a tensor (data-dependent "
+                f"control flow); torch.export: {first}")
+    return f"torch.export failed: {type(e).__name__}: {first}"
+
+
+def trace(module, example_inputs, dynamic_dims, max_seq_len=0):
+    """Captures `module(*example_inputs)` with torch.export.
 
     `dynamic_dims` has one entry per input: the dimension that is the
-    sequence length S, or None. Returns (description, state) where state
-    maps parameter names to the tensors to store in the checkpoint.
+    sequence length S, or None; `max_seq_len` bounds S (0: unbounded).
+    Returns (description, state) where state maps parameter names to the
+    tensors to store in the checkpoint.
     """
     if not isinstance(module, torch.nn.Module):
         raise TraceError("export_llm needs a torch.nn.Module")
@@ -577,41 +444,31 @@ def trace(module, example_inputs, dynamic_dims):
                              f"input {i} (shape {list(x.shape)})")
     dyn = [None if d is None else d % x.dim()
            for x, d in zip(inputs, dynamic_dims)]
-    names, tensors, is_param, aliases = _state(module)
-    for n, t in zip(names, tensors):
+    sizes = {x.shape[d] for x, d in zip(inputs, dyn) if d is not None}
+    if len(sizes) > 1:
+        raise TraceError("the dynamic dimensions of the example inputs have "
+                         f"different sizes ({sorted(sizes)}): they are one "
+                         "sequence length")
+    if sizes and min(sizes) < 2:
+        # torch.export specializes a size-1 example: capture at 2 positions
+        # (zeros; nothing is computed). The program still takes one.
+        inputs = tuple(x if d is None else _resize(x, d, 2)
+                       for x, d in zip(inputs, dyn))
+    for name, t in list(module.named_parameters()) + \
+            list(module.named_buffers()):
         dtype_name(t.dtype)
     was_training = module.training
     module.eval()
     try:
-        lengths = TRACE_LENGTHS if any(d is not None for d in dyn) else (None,)
-        descs, classes = [], {}
-        for length in lengths:
-            args = tuple(x if d is None or length is None else
-                         _resize(x, d, length) for x, d in zip(inputs, dyn))
-            meta = [(list(a.shape), a.dtype) for a in args]
-            gm, cls = _trace_once(module, names, aliases, tensors, args)
-            classes.update(cls)
-            _recompose(gm)
-            descs.append(_describe(gm, names, is_param, tensors, meta))
+        ep = _capture(module, inputs, dyn, max_seq_len)
+        d = _Describer(ep, module)
+        desc = d.describe()
     except TraceError:
         raise
-    except Exception as e:  # tracing failed inside torch
-        raise TraceError(f"tracing the module failed: {type(e).__name__}: {e}"
-                         ) from e
+    except Exception as e:  # the capture failed inside torch
+        raise TraceError(_explain(e)) from e
     finally:
         module.train(was_training)
-    desc = descs[0] if len(descs) == 1 else _merge(descs, lengths)
-    # Buffers must start at zero: programs zero them at load.
-    index = {n: i for i, n in enumerate(names)}
-    for d in desc["tensors"]:
-        if d["kind"] == "buffer":
-            t = tensors[index[d["name"]]]
-            if torch.count_nonzero(t).item() != 0:
-                raise TraceError(
-                    f"buffer '{d['name']}' is updated in place and starts "
-                    "non-zero; programs start mutable buffers at zero")
-    state = {d["name"]: tensors[index[d["name"]]] for d in desc["tensors"]
-             if d["kind"] == "parameter"}
     desc.update({"format": FORMAT, "version": VERSION,
-                 "module_classes": classes})
-    return desc, state
+                 "module_classes": d.classes})
+    return desc, d.state

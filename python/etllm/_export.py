@@ -226,16 +226,17 @@ def export_llm(module, example_inputs, config=None, *, output=None,
                 "module (e.g. module.to(torch.float16)) before exporting")
     if dynamic_dims == "auto":
         dynamic_dims = _auto_dynamic_dims(inputs)
-    try:
-        desc, state = _aten.trace(module, inputs, list(dynamic_dims))
-    except _aten.TraceError as e:
-        raise ExportError(f"export_llm: {e}") from None
     has_dynamic = any(d is not None for d in dynamic_dims)
     max_seq_len = cfg.get("model.max_seq_len")
     if has_dynamic and max_seq_len <= 0:
         raise ExportError(
             "export_llm: set model.max_seq_len (the bound of the sequence "
             "dimension, at most the length of the module's KV caches)")
+    try:
+        desc, state = _aten.trace(module, inputs, list(dynamic_dims),
+                                  max_seq_len if has_dynamic else 0)
+    except _aten.TraceError as e:
+        raise ExportError(f"export_llm: {e}") from None
     desc["model_config"] = _model_config(desc, model_config,
                                          max_seq_len if has_dynamic else 0,
                                          inputs)

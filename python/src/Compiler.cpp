@@ -2,7 +2,7 @@
 //
 // export_config.yaml (the C++ parser and schema), the export flow of
 // etllm-export (lib/Pipeline/Export.cpp) for a checkpoint or for the ATen
-// graph of a traced module (lib/Import/AtenImporter.cpp), the Tester, the
+// graph of a captured module (lib/Import/Aten/), the Tester, the
 // Hugging Face hub cache and the safetensors writer.
 //
 //===----------------------------------------------------------------------===//
@@ -298,7 +298,7 @@ docs/generated/ExportConfig.md, with its default unless given).)doc")
             request(output, tokenizer, dumpDir, stopAfter, std::move(progress));
         py::gil_scoped_release release;
         auto context = makeContext();
-        auto module = importGraph(*context, json, "the traced module");
+        auto module = importGraph(*context, json, "the captured module");
         if (stopAfter == "import") {
           if (!llvm::StringRef(output).ends_with(".mlir"))
             raise("stop_after='import' leaves no program to write: use an "
@@ -318,7 +318,7 @@ docs/generated/ExportConfig.md, with its default unless given).)doc")
       [](const std::string &json) {
         py::gil_scoped_release release;
         auto context = makeContext();
-        return printIR(*importGraph(*context, json, "the traced module"));
+        return printIR(*importGraph(*context, json, "the captured module"));
       },
       py::arg("graph"), "The exported graph (IR text) of an ATen graph.");
 

@@ -8,6 +8,10 @@ namespace etllm::rt {
 
 ConstantTable::~ConstantTable() = default;
 DelegateInstance::~DelegateInstance() = default;
+std::vector<std::pair<std::string, uint64_t>>
+DelegateInstance::counters() const {
+  return {};
+}
 Backend::~Backend() = default;
 
 namespace {

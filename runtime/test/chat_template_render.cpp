@@ -6,7 +6,7 @@
 // object in CONTEXT.json, byte for byte, on stdout. On failure prints
 // "raised: MESSAGE" (the template called raise_exception; exit 2) or
 // "error: MESSAGE" (anything else; exit 1) on stderr. The conformance test
-// (test/ChatTemplate) compares it with python3-jinja2.
+// (test/ChatTemplate) compares it with jinja2.
 //
 //===----------------------------------------------------------------------===//
 #include "etllm/runtime/llm/chat_template.h"

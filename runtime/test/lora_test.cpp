@@ -228,23 +228,31 @@ struct Fixture {
   }
 };
 
-/// c + s * scaling * (x A^T) B^T in double.
-std::vector<double> expected(const Fixture &f, const AdapterSpec &a, double s) {
-  auto at = values(size_t(kIn * a.rank), a.seed);
-  auto bt = values(size_t(a.rank * kOut), a.seed + 1);
+/// c + s * scaling * (x A^T) B^T in double, for A^T `at` [kIn, rank] and
+/// B^T `bt` [rank, kOut].
+std::vector<double> expectedOf(const Fixture &f, const std::vector<float> &at,
+                               const std::vector<float> &bt, uint32_t rank,
+                               double scaling, double s) {
   std::vector<double> y = {1, 2, 3, 4, 5, 6};
   for (int64_t m = 0; m < kRows; ++m)
     for (int64_t o = 0; o < kOut; ++o) {
       double acc = 0;
-      for (uint32_t k = 0; k < a.rank; ++k) {
+      for (uint32_t k = 0; k < rank; ++k) {
         double t = 0;
         for (int64_t i = 0; i < kIn; ++i)
-          t += double(f.x[m * kIn + i]) * at[size_t(i * a.rank + k)];
+          t += double(f.x[m * kIn + i]) * at[size_t(i * rank + k)];
         acc += t * bt[size_t(k * kOut + o)];
       }
-      y[size_t(m * kOut + o)] += s * a.scaling * acc;
+      y[size_t(m * kOut + o)] += s * scaling * acc;
     }
   return y;
+}
+
+/// expectedOf for the adapter `a` builds.
+std::vector<double> expected(const Fixture &f, const AdapterSpec &a, double s) {
+  return expectedOf(f, values(size_t(kIn * a.rank), a.seed),
+                    values(size_t(a.rank * kOut), a.seed + 1), a.rank,
+                    a.scaling, s);
 }
 
 TEST(Lora, ProgramHooksAreRead) {
@@ -431,9 +439,127 @@ TEST(Lora, HalfAndInt8StoredMatricesGiveTheSameOutput) {
                                  // this size: test_lora_runtime.py checks)
 }
 
+/// The file offset of a scalar field of a flatbuffer table (the field must
+/// be stored, i.e. differ from its default).
+size_t scalarAt(const std::vector<uint8_t> &file, const void *table,
+                flatbuffers::voffset_t field) {
+  const uint8_t *at =
+      reinterpret_cast<const flatbuffers::Table *>(table)->GetAddressOf(field);
+  EXPECT_NE(at, nullptr) << "field " << field << " is not stored";
+  return at ? size_t(at - file.data()) : 0;
+}
+
+size_t offsetIn(const std::vector<uint8_t> &file, const void *p) {
+  return size_t(static_cast<const uint8_t *>(p) - file.data());
+}
+
+template <typename T>
+std::vector<uint8_t> with(std::vector<uint8_t> bytes, size_t at, T value) {
+  std::memcpy(bytes.data() + at, &value, sizeof value);
+  return bytes;
+}
+
+/// The adapter loader's verdicts on mutated files. What must be accepted:
+/// the adapter, and mutations of bytes no check may depend on (the
+/// mantissas of A's and B's values, of alpha and of the scaling, which
+/// change the output as computed). What must be refused: a mutation of
+/// each of the fields below, with the error naming it. Then random byte
+/// flips: refused, or applied and run, never a crash.
 TEST(Lora, RandomByteFlipsNeverCrash) {
   Fixture f;
   const std::vector<uint8_t> good = buildAdapter();
+  const lfb::Adapter &fa = *lfb::GetAdapter(good.data());
+  const lfb::LoraTarget &t = *fa.targets()->Get(0);
+  const std::vector<float> at(t.a_t()->begin(), t.a_t()->end()),
+      bt(t.b_t()->begin(), t.b_t()->end());
+  ASSERT_EQ(at.size(), size_t(kIn * 2));
+  ASSERT_EQ(bt.size(), size_t(2 * kOut));
+
+  // Accepted, with the output the (mutated) values give.
+  auto expectRuns = [&](const std::vector<uint8_t> &bytes,
+                        const std::vector<float> &a,
+                        const std::vector<float> &b, double scaling,
+                        const std::string &what) {
+    auto ad = f.load(bytes, "ok.etla");
+    ASSERT_TRUE(ad.ok()) << what << ": " << ad.message();
+    ASSERT_TRUE(f.module->applyLora(*ad, 1.0).ok()) << what;
+    const std::vector<float> y = f.run();
+    const std::vector<double> want = expectedOf(f, a, b, 2, scaling, 1.0);
+    for (size_t i = 0; i < y.size(); ++i)
+      EXPECT_NEAR(y[i], want[i], 1e-4 * (1 + std::fabs(want[i])))
+          << what << ", output " << i;
+    ASSERT_TRUE(f.module->removeLora(**ad).ok());
+  };
+  expectRuns(good, at, bt, 2.0, "the adapter");
+  // The low 16 bits of each float's mantissa: still finite.
+  for (size_t k = 0; k < at.size() + bt.size(); ++k)
+    for (size_t byte = 0; byte < 2; ++byte) {
+      const bool inA = k < at.size();
+      const float *v =
+          inA ? t.a_t()->data() + k : t.b_t()->data() + (k - at.size());
+      std::vector<uint8_t> bytes = good;
+      bytes[offsetIn(good, v) + byte] ^= 0xa5;
+      std::vector<float> a = at, b = bt;
+      float &changed = inA ? a[k] : b[k - at.size()];
+      std::memcpy(&changed, bytes.data() + offsetIn(good, v), 4);
+      ASSERT_NE(changed, *v);
+      expectRuns(bytes, a, b, 2.0,
+                 std::string(inA ? "A" : "B") + " value " + std::to_string(k) +
+                     " byte " + std::to_string(byte));
+    }
+  // The mantissas of alpha (informative) and of the scaling (used).
+  const size_t alphaAt = scalarAt(good, &fa, lfb::Adapter::VT_ALPHA);
+  const size_t scalingAt = scalarAt(good, &fa, lfb::Adapter::VT_SCALING);
+  for (size_t byte = 0; byte < 6; ++byte) {
+    std::vector<uint8_t> bytes = good;
+    bytes[alphaAt + byte] ^= 0xff;
+    expectRuns(bytes, at, bt, 2.0, "alpha byte " + std::to_string(byte));
+    bytes = good;
+    bytes[scalingAt + byte] ^= 0xff;
+    double scaling;
+    std::memcpy(&scaling, bytes.data() + scalingAt, 8);
+    ASSERT_NE(scaling, 2.0);
+    expectRuns(bytes, at, bt, scaling, "scaling byte " + std::to_string(byte));
+  }
+
+  // Refused, naming the field.
+  std::vector<uint8_t> bad = good;
+  bad[4] ^= 0xff;
+  expectRejected(f, bad, {"no 'ETLA' file identifier"});
+  expectRejected(f,
+                 with(good,
+                      scalarAt(good, &fa, lfb::Adapter::VT_FORMAT_VERSION),
+                      uint32_t(2)),
+                 {"format version 2"});
+  bad = good;
+  bad[offsetIn(good, fa.base_hash()->c_str())] = 'z';
+  expectRejected(f, bad, {"made for another program (base hash zb"});
+  expectRejected(
+      f, with(good, scalarAt(good, &fa, lfb::Adapter::VT_RANK), uint32_t(3)),
+      {"rank 3 is outside 1..2"});
+  expectRejected(f, with(good, scalingAt, double(INFINITY)),
+                 {"alpha or scaling is not a finite number"});
+  expectRejected(f, with(good, alphaAt, double(NAN)),
+                 {"alpha or scaling is not a finite number"});
+  bad = good;
+  bad[offsetIn(good, t.name()->c_str())] = 'Z';
+  expectRejected(f, bad,
+                 {"target 'Zodel.layers.0.self_attn.q_proj'", "no LoRA hook"});
+  expectRejected(f,
+                 with(good, scalarAt(good, &t, lfb::LoraTarget::VT_IN_FEATURES),
+                      int64_t(5)),
+                 {std::string("target '") + kHook + "'", "shape [3, 5]"});
+  expectRejected(f, with(good, offsetIn(good, t.a_t()->data()), float(NAN)),
+                 {kHook, "A holds NaN or infinity"});
+  expectRejected(f,
+                 with(good, offsetIn(good, t.b_t()->data() + bt.size() - 1),
+                      float(INFINITY)),
+                 {kHook, "B holds NaN or infinity"});
+  expectRejected(f,
+                 with(good, offsetIn(good, t.a_t()->data()) - 4, uint32_t(7)),
+                 {kHook, "A holds 7 values"});
+
+  // Random flips.
   uint32_t seed = 12345;
   auto next = [&] {
     seed = seed * 1103515245u + 12345u;
@@ -441,7 +567,7 @@ TEST(Lora, RandomByteFlipsNeverCrash) {
   };
   int accepted = 0;
   for (int k = 0; k < 3000; ++k) {
-    std::vector<uint8_t> bad = good;
+    bad = good;
     for (int n = 1 + int(next() % 3); n > 0; --n)
       bad[next() % bad.size()] ^= uint8_t(1 + next() % 255);
     auto a = f.load(bad, "flip.etla");

@@ -30,8 +30,10 @@ namespace {
 
 class Llama2cTokenizer final : public Tokenizer {
 public:
-  Llama2cTokenizer(PieceTable pieces, std::vector<float> scores)
-      : pieces_(std::move(pieces)), scores_(std::move(scores)) {}
+  Llama2cTokenizer(PieceTable pieces, std::vector<float> scores,
+                   std::string name)
+      : pieces_(std::move(pieces)), scores_(std::move(scores)),
+        name_(std::move(name)) {}
 
   TokenizerKind kind() const override { return TokenizerKind::Llama2c; }
 
@@ -69,10 +71,11 @@ public:
       for (char c : cp) {
         int32_t byteId = static_cast<uint8_t>(c) + 3;
         if (byteId >= vocabSize())
-          return Error("llama2.c tokenizer: no byte token for byte " +
-                       std::to_string(static_cast<uint8_t>(c)) +
-                       " (vocabulary has " + std::to_string(vocabSize()) +
-                       " entries)");
+          return Error(name_ + ": llama2.c tokenizer.bin: no byte token for " +
+                       "byte " + std::to_string(static_cast<uint8_t>(c)) +
+                       ", which the text needs (the byte tokens are ids " +
+                       "3..258; the vocabulary has " +
+                       std::to_string(vocabSize()) + " entries)");
         pushToken(byteId);
       }
     }
@@ -120,6 +123,7 @@ public:
 private:
   PieceTable pieces_;
   std::vector<float> scores_;
+  std::string name_; // the file, for errors
 };
 
 uint32_t readU32(const uint8_t *p) {
@@ -179,8 +183,8 @@ Result<TokenizerPtr> loadLlama2c(const uint8_t *data, size_t size,
   // run.c binary-searches a sorted copy; with duplicate texts any one may be
   // found. Take the first.
   (void)table.assign(std::move(pieces), PieceTable::Duplicates::FirstWins);
-  return TokenizerPtr(
-      std::make_unique<Llama2cTokenizer>(std::move(table), std::move(scores)));
+  return TokenizerPtr(std::make_unique<Llama2cTokenizer>(
+      std::move(table), std::move(scores), name));
 }
 
 } // namespace etllm::rt::tok

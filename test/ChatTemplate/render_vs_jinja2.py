@@ -1,4 +1,4 @@
-"""Renders chat templates with etllm's interpreter and with python3-jinja2
+"""Renders chat templates with etllm's interpreter and with jinja2
 configured as transformers configures it, over a set of conversations, and
 checks that the two agree byte for byte (or fail alike: a raise_exception in
 the template must be reported by both, with the same message).
@@ -27,7 +27,7 @@ try:
     from jinja2.ext import Extension, loopcontrols
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 except ImportError:
-    sys.exit("render_vs_jinja2: python3-jinja2 is missing (run scripts/setup.sh, "
+    sys.exit("render_vs_jinja2: jinja2 is missing (run scripts/setup.sh, "
              "which installs it)")
 
 

@@ -8,7 +8,7 @@ and the given chat template in its tokenizer_config.json, exports it, and:
 
 Session 1: three turns. Every turn's prefill must be exactly the tokens that
 are new: the count is computed here independently, by rendering the
-conversation with python3-jinja2 and counting tokens (one per byte, one per
+conversation with jinja2 and counting tokens (one per byte, one per
 special token) after the previous reply; the second and third turns must
 reuse the whole KV cache of the turn before (--stats-json, per turn).
 

@@ -79,5 +79,5 @@ class PaddedConv(torch.nn.Module):
 def test_general_convolutions_are_reported():
     with pytest.raises(etllm.ExportError) as e:
         etllm.export_llm(PaddedConv(), (torch.randn(1, 3, 8, 8),))
-    assert "aten.convolution.default (node 'convolution' at conv): only " \
+    assert "aten.conv2d.default (node 'conv2d' at conv): only " \
         "patch-embedding convolutions" in str(e.value)

@@ -196,3 +196,124 @@ func.func @mask_not_causal(%q: tensor<1x4x?x8xf32>, %k: tensor<1x4x16x8xf32>, %v
   %o = etllm.matmul %p, %v : (tensor<1x4x?x16xf32>, tensor<1x4x16x8xf32>) -> tensor<1x4x?x8xf32>
   return %o : tensor<1x4x?x8xf32>
 }
+
+// -----
+
+// The boolean "attend" mask transformers builds (key index <= query
+// position), made additive by the ATen importer as where(mask, 0, lowest),
+// becomes `causal` over the query positions.
+// CHECK-LABEL: func.func @attend_mask_causal
+// CHECK-SAME: %[[POS:[^:]+]]: tensor<?xi64>
+// CHECK: %[[O:.+]] = etllm.sdpa %{{.+}}, %{{.+}}, %{{.+}} positions %[[POS]] causal scale 5.000000e-01 :
+// CHECK-NOT: etllm.where
+// CHECK: return %[[O]]
+func.func @attend_mask_causal(%q: tensor<1x4x?x8xf32>, %k: tensor<1x2x16x8xf32>, %v: tensor<1x2x16x8xf32>, %pos: tensor<?xi64>) -> tensor<1x4x?x8xf32> {
+  %kpos = etllm.arange 0 to 16 : tensor<16xi64>
+  %zi = etllm.constant dense<0> : tensor<i64>
+  %kpos0 = etllm.add %kpos, %zi : (tensor<16xi64>, tensor<i64>) -> tensor<16xi64>
+  %k4 = etllm.reshape %kpos0 [1, 1, 1, 16] : tensor<16xi64> -> tensor<1x1x1x16xi64>
+  %q4 = etllm.reshape %pos [1, 1, -1, 1] : tensor<?xi64> -> tensor<1x1x?x1xi64>
+  %attend = etllm.le %k4, %q4 : (tensor<1x1x1x16xi64>, tensor<1x1x?x1xi64>) -> tensor<1x1x?x16xi1>
+  %zero = etllm.constant dense<0.0> : tensor<f32>
+  %low = etllm.constant dense<-3.40282347E+38> : tensor<f32>
+  %mask = etllm.where %attend, %zero, %low : (tensor<1x1x?x16xi1>, tensor<f32>, tensor<f32>) -> tensor<1x1x?x16xf32>
+  %o = etllm.sdpa %q, %k, %v mask %mask scale 0.5 : (tensor<1x4x?x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x1x?x16xf32>) -> tensor<1x4x?x8xf32>
+  return %o : tensor<1x4x?x8xf32>
+}
+
+// -----
+
+// transformers' sliding-window mask: (true & key > query - 4) & key <= query
+// becomes `causal window 4`.
+// CHECK-LABEL: func.func @attend_mask_window
+// CHECK-SAME: %[[POS:[^:]+]]: tensor<?xi64>
+// CHECK: etllm.sdpa %{{.+}}, %{{.+}}, %{{.+}} positions %[[POS]] causal window 4 scale 5.000000e-01 :
+func.func @attend_mask_window(%q: tensor<1x4x?x8xf32>, %k: tensor<1x2x16x8xf32>, %v: tensor<1x2x16x8xf32>, %pos: tensor<?xi64>) -> tensor<1x4x?x8xf32> {
+  %kpos = etllm.arange 0 to 16 : tensor<16xi64>
+  %k4 = etllm.reshape %kpos [1, 1, 1, 16] : tensor<16xi64> -> tensor<1x1x1x16xi64>
+  %q4 = etllm.reshape %pos [1, 1, -1, 1] : tensor<?xi64> -> tensor<1x1x?x1xi64>
+  %true = etllm.full 1.0 : tensor<i1>
+  %w = etllm.constant dense<4> : tensor<i64>
+  %lower = etllm.sub %q4, %w : (tensor<1x1x?x1xi64>, tensor<i64>) -> tensor<1x1x?x1xi64>
+  %recent = etllm.gt %k4, %lower : (tensor<1x1x1x16xi64>, tensor<1x1x?x1xi64>) -> tensor<1x1x?x16xi1>
+  %a = etllm.logical_and %true, %recent : (tensor<i1>, tensor<1x1x?x16xi1>) -> tensor<1x1x?x16xi1>
+  %seen = etllm.le %k4, %q4 : (tensor<1x1x1x16xi64>, tensor<1x1x?x1xi64>) -> tensor<1x1x?x16xi1>
+  %attend = etllm.logical_and %a, %seen : (tensor<1x1x?x16xi1>, tensor<1x1x?x16xi1>) -> tensor<1x1x?x16xi1>
+  %zero = etllm.constant dense<0.0> : tensor<f32>
+  %low = etllm.constant dense<-3.40282347E+38> : tensor<f32>
+  %mask = etllm.where %attend, %zero, %low : (tensor<1x1x?x16xi1>, tensor<f32>, tensor<f32>) -> tensor<1x1x?x16xf32>
+  %o = etllm.sdpa %q, %k, %v mask %mask scale 0.5 : (tensor<1x4x?x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x1x?x16xf32>) -> tensor<1x4x?x8xf32>
+  return %o : tensor<1x4x?x8xf32>
+}
+
+// -----
+
+// Near miss: the comparison reads query <= key (the positions along the
+// keys' dimension), not a causal mask: the mask stays.
+// CHECK-LABEL: func.func @attend_mask_reversed
+// CHECK: etllm.sdpa %{{.+}}, %{{.+}}, %{{.+}} mask %{{.+}} scale
+// CHECK-NOT: causal
+func.func @attend_mask_reversed(%q: tensor<1x4x?x8xf32>, %k: tensor<1x2x16x8xf32>, %v: tensor<1x2x16x8xf32>, %pos: tensor<?xi64>) -> tensor<1x4x?x8xf32> {
+  %kpos = etllm.arange 0 to 16 : tensor<16xi64>
+  %k4 = etllm.reshape %kpos [1, 1, 1, 16] : tensor<16xi64> -> tensor<1x1x1x16xi64>
+  %q4 = etllm.reshape %pos [1, 1, -1, 1] : tensor<?xi64> -> tensor<1x1x?x1xi64>
+  %attend = etllm.le %q4, %k4 : (tensor<1x1x?x1xi64>, tensor<1x1x1x16xi64>) -> tensor<1x1x?x16xi1>
+  %zero = etllm.constant dense<0.0> : tensor<f32>
+  %low = etllm.constant dense<-3.40282347E+38> : tensor<f32>
+  %mask = etllm.where %attend, %zero, %low : (tensor<1x1x?x16xi1>, tensor<f32>, tensor<f32>) -> tensor<1x1x?x16xf32>
+  %o = etllm.sdpa %q, %k, %v mask %mask scale 0.5 : (tensor<1x4x?x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x1x?x16xf32>) -> tensor<1x4x?x8xf32>
+  return %o : tensor<1x4x?x8xf32>
+}
+
+// -----
+
+// Near miss: the masked scores get -1, not the lowest value (a bias, not a
+// mask): the mask stays.
+// CHECK-LABEL: func.func @attend_mask_bias
+// CHECK: etllm.sdpa %{{.+}}, %{{.+}}, %{{.+}} mask %{{.+}} scale
+// CHECK-NOT: causal
+func.func @attend_mask_bias(%q: tensor<1x4x?x8xf32>, %k: tensor<1x2x16x8xf32>, %v: tensor<1x2x16x8xf32>, %pos: tensor<?xi64>) -> tensor<1x4x?x8xf32> {
+  %kpos = etllm.arange 0 to 16 : tensor<16xi64>
+  %k4 = etllm.reshape %kpos [1, 1, 1, 16] : tensor<16xi64> -> tensor<1x1x1x16xi64>
+  %q4 = etllm.reshape %pos [1, 1, -1, 1] : tensor<?xi64> -> tensor<1x1x?x1xi64>
+  %attend = etllm.le %k4, %q4 : (tensor<1x1x1x16xi64>, tensor<1x1x?x1xi64>) -> tensor<1x1x?x16xi1>
+  %zero = etllm.constant dense<0.0> : tensor<f32>
+  %low = etllm.constant dense<-1.0> : tensor<f32>
+  %mask = etllm.where %attend, %zero, %low : (tensor<1x1x?x16xi1>, tensor<f32>, tensor<f32>) -> tensor<1x1x?x16xf32>
+  %o = etllm.sdpa %q, %k, %v mask %mask scale 0.5 : (tensor<1x4x?x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x1x?x16xf32>) -> tensor<1x4x?x8xf32>
+  return %o : tensor<1x4x?x8xf32>
+}
+
+// -----
+
+// An sdpa over repeated keys and values (an imported
+// scaled_dot_product_attention after repeat_kv) reads the kv heads directly.
+// CHECK-LABEL: func.func @sdpa_repeat_kv
+// CHECK-SAME: (%[[Q:.+]]: tensor<1x4x?x8xf32>, %[[K:.+]]: tensor<1x2x16x8xf32>, %[[V:.+]]: tensor<1x2x16x8xf32>)
+// CHECK: etllm.sdpa %[[Q]], %[[K]], %[[V]] causal scale 5.000000e-01 : (tensor<1x4x?x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>) -> tensor<1x4x?x8xf32>
+// CHECK-NOT: etllm.expand
+func.func @sdpa_repeat_kv(%q: tensor<1x4x?x8xf32>, %k: tensor<1x2x16x8xf32>, %v: tensor<1x2x16x8xf32>) -> tensor<1x4x?x8xf32> {
+  %ku = etllm.unsqueeze %k dim 2 : tensor<1x2x16x8xf32> -> tensor<1x2x1x16x8xf32>
+  %ke = etllm.expand %ku [1, 2, 2, 16, 8] : tensor<1x2x1x16x8xf32> -> tensor<1x2x2x16x8xf32>
+  %kr = etllm.reshape %ke [1, 4, 16, 8] : tensor<1x2x2x16x8xf32> -> tensor<1x4x16x8xf32>
+  %vu = etllm.unsqueeze %v dim 2 : tensor<1x2x16x8xf32> -> tensor<1x2x1x16x8xf32>
+  %ve = etllm.expand %vu [1, 2, 2, 16, 8] : tensor<1x2x1x16x8xf32> -> tensor<1x2x2x16x8xf32>
+  %vr = etllm.reshape %ve [1, 4, 16, 8] : tensor<1x2x2x16x8xf32> -> tensor<1x4x16x8xf32>
+  %o = etllm.sdpa %q, %kr, %vr causal scale 0.5 : (tensor<1x4x?x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>) -> tensor<1x4x?x8xf32>
+  return %o : tensor<1x4x?x8xf32>
+}
+
+// -----
+
+// Near miss: only the keys are repeated (the values are four heads of their
+// own): the sdpa stays as it is.
+// CHECK-LABEL: func.func @sdpa_repeat_k_only
+// CHECK: etllm.expand
+// CHECK: etllm.sdpa %{{.+}}, %{{.+}}, %{{.+}} causal scale 5.000000e-01 : (tensor<1x4x?x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>)
+func.func @sdpa_repeat_k_only(%q: tensor<1x4x?x8xf32>, %k: tensor<1x2x16x8xf32>, %v: tensor<1x4x16x8xf32>) -> tensor<1x4x?x8xf32> {
+  %ku = etllm.unsqueeze %k dim 2 : tensor<1x2x16x8xf32> -> tensor<1x2x1x16x8xf32>
+  %ke = etllm.expand %ku [1, 2, 2, 16, 8] : tensor<1x2x1x16x8xf32> -> tensor<1x2x2x16x8xf32>
+  %kr = etllm.reshape %ke [1, 4, 16, 8] : tensor<1x2x2x16x8xf32> -> tensor<1x4x16x8xf32>
+  %o = etllm.sdpa %q, %kr, %v causal scale 0.5 : (tensor<1x4x?x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>) -> tensor<1x4x?x8xf32>
+  return %o : tensor<1x4x?x8xf32>
+}

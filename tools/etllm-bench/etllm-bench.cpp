@@ -342,6 +342,82 @@ int runPerplexity(const BenchParams &params) {
 
 } // namespace
 
+namespace {
+
+using Counters = std::vector<std::pair<std::string, uint64_t>>;
+
+uint64_t counterOf(const Counters &c, const char *name) {
+  for (const auto &kv : c)
+    if (kv.first == name)
+      return kv.second;
+  return 0;
+}
+
+bool hasCounter(const Counters &c, const char *name) {
+  for (const auto &kv : c)
+    if (kv.first == name)
+      return true;
+  return false;
+}
+
+/// What the delegates that count their work (the vulkan backend) did in a
+/// generation test: per decoded token (the last call), per decoder layer,
+/// and what changed during the timed runs (command-buffer recordings and
+/// descriptor-set writes must not: a decode step replays). Deterministic:
+/// counted, not timed.
+void printDelegateCounters(const Module &mod,
+                           const std::vector<Counters> &before,
+                           const std::string &test, int tokens, int reps) {
+  for (size_t i = 0; i < mod.numDelegates(); ++i) {
+    Counters now = mod.delegateCounters(i);
+    if (now.empty() || !hasCounter(now, "dispatches"))
+      continue;
+    const Counters &was = i < before.size() ? before[i] : Counters();
+    const uint64_t layers = counterOf(now, "layers");
+    std::string perLayer;
+    if (layers > 0 && hasCounter(now, "layer_dispatches_min")) {
+      auto range = [&](const char *lo, const char *hi) {
+        uint64_t a = counterOf(now, lo), b = counterOf(now, hi);
+        return a == b ? std::to_string(a)
+                      : std::to_string(a) + ".." + std::to_string(b);
+      };
+      perLayer = " (" + range("layer_dispatches_min", "layer_dispatches_max") +
+                 " dispatches and " +
+                 range("layer_barriers_min", "layer_barriers_max") +
+                 " barriers per layer over " + std::to_string(layers) +
+                 " layers, " +
+                 std::to_string(counterOf(now, "dispatches_outside_layers")) +
+                 " dispatches outside them)";
+    }
+    const double weights = double(counterOf(now, "weight_bytes"));
+    const double moved = double(counterOf(now, "device_bytes"));
+    std::fprintf(
+        stderr,
+        "etllm-bench: delegate %zu (%s), %s: per decoded token %llu "
+        "dispatches and %llu barriers%s; in the %d timed tokens x %d runs "
+        "%llu command-buffer recordings and %llu descriptor-set writes (in "
+        "all: %llu recordings, one per sequence bucket, and %llu descriptor "
+        "sets written at load); device memory traffic %.3f MiB per token "
+        "(weights in device memory %.3f MiB: %.2fx), %llu bytes between "
+        "host and arena\n",
+        i, mod.delegateBackend(i).c_str(), test.c_str(),
+        (unsigned long long)counterOf(now, "dispatches"),
+        (unsigned long long)counterOf(now, "barriers"), perLayer.c_str(),
+        tokens, reps,
+        (unsigned long long)(counterOf(now, "recordings") -
+                             counterOf(was, "recordings")),
+        (unsigned long long)(counterOf(now, "descriptor_writes") -
+                             counterOf(was, "descriptor_writes")),
+        (unsigned long long)counterOf(now, "recordings"),
+        (unsigned long long)counterOf(now, "descriptor_writes"),
+        moved / 1048576.0, weights / 1048576.0,
+        weights > 0 ? moved / weights : 0.0,
+        (unsigned long long)counterOf(now, "host_bytes"));
+  }
+}
+
+} // namespace
+
 int main(int argc, char **argv) {
   bool help = false;
   auto parsed = parseBenchArgs(argc, argv, help);
@@ -556,6 +632,9 @@ int main(int argc, char **argv) {
       }
     }
     OpProfile profile;
+    std::vector<Counters> countersBefore;
+    for (size_t i = 0; i < mod.numDelegates(); ++i)
+      countersBefore.push_back(mod.delegateCounters(i));
     for (int rep = 0; rep < params.reps; ++rep) {
       mod.resetState();
       if (t.nDepth > 0) {
@@ -596,6 +675,8 @@ int main(int argc, char **argv) {
                    t.nThreads == 1 ? "" : "s",
                    static_cast<unsigned long long>(profile.executions()),
                    params.reps, profile.table().c_str());
+    if (t.nGen > 0 && t.nPrompt == 0)
+      printDelegateCounters(mod, countersBefore, t.name(), t.nGen, params.reps);
     r.peakRssBytes = peakRss();
     if (out)
       out->test(r);

@@ -8,6 +8,9 @@ namespace etllm {
 /// portable kernels need no registration: whatever no backend takes runs on
 /// them.
 void registerBuiltinBackendCompilers();
+/// Registers the Vulkan backend's compiler half and its pass
+/// (lib/Backends/Vulkan).
+void registerVulkanBackendCompiler();
 
 } // namespace etllm
 

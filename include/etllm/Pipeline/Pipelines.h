@@ -86,6 +86,10 @@ struct RecipeOptions : public mlir::PassPipelineOptions<RecipeOptions> {
   ListOption<std::string> backends{
       *this, "backends",
       llvm::cl::desc("Backends in priority order (default: recipe)")};
+  ListOption<std::string> backendOptions{
+      *this, "backend-options",
+      llvm::cl::desc("Backend options, each <backend>.<key>=<value>, added "
+                     "to the recipe's (e.g. vulkan.precision=f32)")};
   ListOption<std::string> loraTargets{
       *this, "lora-targets",
       llvm::cl::desc("Module kinds (q_proj, down_proj, ...) given hooks for "

@@ -85,6 +85,14 @@ public:
             std::vector<std::pair<std::string, std::string>> &specs) const = 0;
 };
 
+/// The module attribute holding the backends' options (etllm-partition's
+/// backend-options): a dictionary from "<backend>.<key>" to a string.
+inline constexpr const char *kBackendOptionsAttrName = "etllm.backend_options";
+/// Option `key` of backend `backend` recorded on the module of `op`, or
+/// `fallback`.
+std::string backendOption(mlir::Operation *op, llvm::StringRef backend,
+                          llvm::StringRef key, llvm::StringRef fallback);
+
 /// Registers a backend compiler (replacing one with the same id).
 void registerBackendCompiler(std::unique_ptr<BackendCompiler> backend);
 /// The backend compiler `id`, or null.

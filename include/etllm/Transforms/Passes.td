@@ -228,6 +228,11 @@ def PartitionPass : Pass<"etllm-partition", "mlir::ModuleOp"> {
                "Backends in priority order (ids of registered backends)">,
     Option<"minOps", "min-ops", "int64_t", "1",
            "Smallest subgraph worth a delegate call">,
+    ListOption<"backendOptions", "backend-options", "std::string",
+               "Options of the backends' compiler halves, each "
+               "`<backend>.<key>=<value>` (e.g. vulkan.precision=f16); "
+               "recorded on the module as etllm.backend_options, where "
+               "legality and serialization read them">,
   ];
   let dependentDialects = ["::mlir::etllm::EtllmDialect",
                            "::mlir::func::FuncDialect"];

@@ -111,6 +111,22 @@ TEST(Malformed, Llama2c) {
   }
   // Through detection the problem is reported too.
   expectLoadError(hdr + entry(0, -5, ""), {"negative length -5"});
+  // Without byte tokens (ids 3..258) a vocabulary loads, and text of its
+  // pieces encodes; a character that is no piece needs its byte token,
+  // and the error names the file (issue 35).
+  {
+    auto r = kind(good + entry(0, 1, " ") + entry(0, 1, "h"));
+    ASSERT_TRUE(r.ok()) << r.message();
+    auto ids = (*r)->encode("h", false);
+    ASSERT_TRUE(ids.ok()) << ids.message();
+    EXPECT_EQ(*ids, (std::vector<int32_t>{2, 3}));
+    ids = (*r)->encode("hi", false);
+    ASSERT_FALSE(ids.ok());
+    EXPECT_EQ(ids.message(),
+              "l2c.bin: llama2.c tokenizer.bin: no byte token for byte 105, "
+              "which the text needs (the byte tokens are ids 3..258; the "
+              "vocabulary has 4 entries)");
+  }
 }
 
 TEST(Malformed, TruncatedRealFiles) {

@@ -394,6 +394,42 @@ def program_with(op, field, index, value, nth=0):
     return bytes(b)
 
 
+def blob_node_with(data, op, field, index, value, nth=0):
+    """`data` (a program with a delegate) with element `index` of `field`
+    (ints, floats, inputs, outputs) of the `nth` node `op` of its first
+    delegate's EXN1 blob set to `value`. Program.segments = 4, .delegates =
+    5; Delegate.segment = 1; Segment.offset = 0; the blob's Graph.nodes = 1,
+    Node.op = 0 and the fields as KernelCall's."""
+    import struct
+    b = bytearray(data)
+    fb = struct.unpack_from("<Q", b, 16)[0]  # FileHeader.flatbufferOffset
+    segment_base = struct.unpack_from("<Q", b, 32)[0]
+    root = _deref(b, fb)
+
+    def scalar(table, field, fmt):
+        at = _field(b, table, field)
+        return struct.unpack_from(fmt, b, at)[0] if at is not None else 0
+
+    delegates, count = _vector(b, _field(b, root, 5))
+    assert count >= 1, "the program has no delegate"
+    segment = scalar(_deref(b, delegates), 1, "<I")
+    segments, _ = _vector(b, _field(b, root, 4))
+    blob = segment_base + scalar(_deref(b, segments + 4 * segment), 0, "<Q")
+    nodes, n = _vector(b, _field(b, _deref(b, blob), 1))
+    found = []
+    for i in range(n):
+        node = _deref(b, nodes + 4 * i)
+        name, length = _vector(b, _field(b, node, 0))
+        if bytes(b[name:name + length]).decode() == op:
+            found.append(node)
+    assert nth < len(found), (op, len(found))
+    fid, size, fmt = KERNEL_CALL_FIELDS[field]
+    first, length = _vector(b, _field(b, found[nth], fid))
+    assert index < length, (op, field, index, length)
+    struct.pack_into(fmt, b, first + size * index, value)
+    return bytes(b)
+
+
 # ---------------------------------------------------------------------------
 
 def parse_cases(path):

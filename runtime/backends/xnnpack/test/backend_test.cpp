@@ -38,6 +38,8 @@ public:
   uint32_t add(const std::vector<float> &f) {
     return add(f.data(), f.size() * 4);
   }
+  /// The bytes of constant `index`, to change them (a test's mutation).
+  uint8_t *mutableData(uint32_t index) { return items_[index].first; }
   size_t size() const override { return items_.size(); }
   Result<std::pair<const uint8_t *, size_t>>
   get(uint32_t index) const override {
@@ -728,6 +730,23 @@ TEST(HostileBlobTest, WrongAttributeCounts) {
   EXPECT_REJECTED(s3, s3->b.finish(), "2 inputs");
 }
 
+// The integer attributes' contract of ops.def is checked at init, as for
+// the program's own kernel calls: a bad enum or flag is refused when the
+// program loads (naming the node and the attribute), not when it runs.
+TEST(HostileBlobTest, AttributesOutsideTheContract) {
+  auto s = makeSmall();
+  const uint32_t g = s->b.f32({2, 9});
+  s->b.nodes[1].outputs = {g};
+  s->b.node("gelu", {g}, {s->y}, {1});
+  EXPECT_TRUE(initBlob(s->b.finish(), s->constants).ok());
+  s->b.nodes[2].ints = {5};
+  EXPECT_REJECTED(s, s->b.finish(),
+                  "xnnpack blob: node 2 (gelu): gelu: integer attribute 0 "
+                  "(approximate) is 5, outside [0, 1]");
+  s->b.nodes[2].ints = {-1};
+  EXPECT_REJECTED(s, s->b.finish(), "node 2 (gelu): gelu: integer attribute 0");
+}
+
 TEST(HostileBlobTest, ValueUsedBeforeProduced) {
   auto s = makeSmall();
   std::swap(s->b.nodes[0], s->b.nodes[1]);
@@ -898,20 +917,125 @@ TEST(HostileBlobTest, BadQuantizedValues) {
   }
 }
 
-/// Random byte flips and truncations of valid blobs: init must fail cleanly
-/// or succeed; an instance that initializes must execute without crashing.
+/// The blob offset of a scalar field of a flatbuffer table (the field must
+/// be stored, i.e. differ from its default).
+size_t scalarAt(const std::vector<uint8_t> &blob, const void *table,
+                flatbuffers::voffset_t field) {
+  const uint8_t *at =
+      reinterpret_cast<const flatbuffers::Table *>(table)->GetAddressOf(field);
+  EXPECT_NE(at, nullptr) << "field " << field << " is not stored";
+  return at ? size_t(at - blob.data()) : 0;
+}
+
+size_t offsetIn(const std::vector<uint8_t> &blob, const void *p) {
+  return size_t(static_cast<const uint8_t *>(p) - blob.data());
+}
+
+template <typename T>
+std::vector<uint8_t> with(std::vector<uint8_t> bytes, size_t at, T value) {
+  std::memcpy(bytes.data() + at, &value, sizeof value);
+  return bytes;
+}
+
+/// Init's verdicts on mutated MLP blobs (makeMlp: values x = 0, norm, w1,
+/// w3, w2, b2, shift, h, hq = 8, a0, a1, bq, m0, m1, o, out0 = 15, out1;
+/// nodes rms_norm, quantize_dynamic, qlinear, silu, qlinear, mul, sub,
+/// linear, add, gelu). What must be accepted: the blob; mutations nothing
+/// may depend on for validity (the mantissa of rms_norm's epsilon; the
+/// float values of the b2 and shift constants, which must then show in the
+/// output as portable computes it). What must be refused: a mutation of
+/// each of the fields below, with the error naming it. Then random byte
+/// flips and truncations: refused, or initialized and executed (any
+/// status), never a crash.
 TEST(HostileBlobTest, MutationsNeverCrash) {
   std::unique_ptr<Mlp> mlp = makeMlp(44);
+  const std::vector<uint8_t> good = mlp->blob;
+  const xfb::Graph &g = *xfb::GetGraph(good.data());
   std::mt19937 gen(9);
-  std::uniform_int_distribution<size_t> pos(0, mlp->blob.size() - 1);
-  std::uniform_int_distribution<int> byte(0, 255);
   OwnedTensor x = f32Tensor({1, 2, kD}, randomFloats(2 * kD, gen));
   OwnedTensor out0(DType::F32, {1, kMaxS, kD}),
       out1(DType::F32, {1, kMaxS, kD});
   ExecContext ctx;
+
+  // Accepted.
+  auto runs = [&](const std::vector<uint8_t> &blob, const std::string &what) {
+    auto inst = initBlob(blob, mlp->constants);
+    ASSERT_TRUE(inst.ok()) << what << ": " << inst.message();
+    ASSERT_OK(execute(**inst, {x}, {out0, out1}, ctx));
+  };
+  ASSERT_NO_FATAL_FAILURE(runs(good, "the blob"));
+  const double *eps = g.nodes()->Get(0)->floats()->data();
+  for (size_t byte = 0; byte < 6; ++byte) {
+    std::vector<uint8_t> blob = good;
+    blob[offsetIn(good, eps) + byte] ^= 0xff;
+    ASSERT_NO_FATAL_FAILURE(
+        runs(blob, "rms_norm epsilon byte " + std::to_string(byte)));
+  }
+  {
+    // New weight values in the b2 and shift constants (indices 4 and 5).
+    std::unique_ptr<Mlp> m = makeMlp(44);
+    std::mt19937 wgen(5);
+    m->b2 = randomFloats(kD, wgen, -3, 3);
+    m->shift = randomFloats(kH, wgen, -3, 3);
+    std::memcpy(m->constants.mutableData(4), m->b2.data(), kD * 4);
+    std::memcpy(m->constants.mutableData(5), m->shift.data(), kH * 4);
+    auto inst = initBlob(m->blob, m->constants);
+    ASSERT_TRUE(inst.ok()) << inst.message();
+    OwnedTensor ref0 = f32Output(2 * kD), ref1 = f32Output(2 * kD),
+                before = f32Output(2 * kD);
+    portableMlp(*mlp, *x, *before, *ref1);
+    portableMlp(*m, *x, *ref0, *ref1);
+    ASSERT_OK(execute(**inst, {x}, {out0, out1}, ctx));
+    expectOutputsClose(*out0, *ref0);
+    expectOutputsClose(*out1, *ref1);
+    EXPECT_NE(floatsOf(*out0), floatsOf(*before));
+  }
+
+  // Refused, naming the field.
+  auto refused = [&](const std::vector<uint8_t> &blob,
+                     const std::string &substr) {
+    std::string m = initError(blob, mlp->constants);
+    EXPECT_NE(m.find(substr), std::string::npos) << m;
+  };
+  const xfb::Value &w1 = *g.values()->Get(2), &hq = *g.values()->Get(8),
+                   &out1v = *g.values()->Get(16);
+  const xfb::Node &qlin = *g.nodes()->Get(2), &silu = *g.nodes()->Get(3),
+                  &gelu = *g.nodes()->Get(9);
+  std::vector<uint8_t> bad = good;
+  bad[4] ^= 0xff;
+  refused(bad, "not an EXN1 blob");
+  bad = good;
+  bad[offsetIn(good, g.nodes()->Get(0)->op()->c_str())] = 'x';
+  refused(bad, "node 0: unknown operator 'xms_norm'");
+  refused(with(good, offsetIn(good, qlin.inputs()->data() + 1), uint32_t(99)),
+          "node 2 (qlinear): input 1 refers to value 99 of 17");
+  refused(with(good, offsetIn(good, silu.inputs()->data()), uint32_t(14)),
+          "node 3 (silu): input 0 (value 14) is used before it is produced");
+  refused(with(good, offsetIn(good, gelu.outputs()->data()), uint32_t(0)),
+          "node 9 (gelu): output 0 writes value 0, an input");
+  refused(with(good, offsetIn(good, gelu.ints()->data()) - 4, uint32_t(0)),
+          "node 9 (gelu): 0 integer attributes, expected 1");
+  refused(with(good, scalarAt(good, &hq, xfb::Value::VT_DTYPE), uint8_t(77)),
+          "value 8: invalid dtype 77");
+  refused(with(good, scalarAt(good, &hq, xfb::Value::VT_BITS), uint8_t(4)),
+          "value 8: quantized activations must be 8-bit, not 4");
+  refused(with(good, scalarAt(good, &w1, xfb::Value::VT_PACKING),
+               uint8_t(xfb::Packing::F32_NR8)),
+          "value 2 (constant 1): F32_NR8 packing needs a 2-D f32 tensor");
+  refused(with(good, scalarAt(good, &w1, xfb::Value::VT_INDEX), uint32_t(99)),
+          "value 2 (constant 99): constant index 99 is out of range");
+  refused(with(good, offsetIn(good, w1.sizes()->data() + 1), int64_t(32)),
+          "value 2 (constant 1) [96, 32] qweight: holds 3840 bytes, the "
+          "packing needs 1920");
+  refused(with(good, scalarAt(good, &out1v, xfb::Value::VT_INDEX), uint32_t(0)),
+          "value 16: output index 0 is also used by value 15");
+
+  // Random flips and truncations.
+  std::uniform_int_distribution<size_t> pos(0, good.size() - 1);
+  std::uniform_int_distribution<int> byte(0, 255);
   int accepted = 0;
   for (int i = 0; i < 3000; ++i) {
-    std::vector<uint8_t> blob = mlp->blob;
+    std::vector<uint8_t> blob = good;
     const int flips = 1 + i % 4;
     for (int f = 0; f < flips; ++f)
       blob[pos(gen)] = uint8_t(byte(gen));
@@ -1035,29 +1159,86 @@ TEST(HostileBlobTest, BadMoeNodes) {
   EXPECT_REJECTED(m6, m6->b.finish(), "holds");
 }
 
-/// Random byte flips of a moe blob: init rejects or accepts; an accepted
-/// instance executes (any status) without crashing.
+/// Init's verdicts on mutated moe blobs (makeMoe: values x, router, gate,
+/// up, down, y; one moe node). What must be accepted: each blob; new
+/// router weights (a float constant), which must then show in the output
+/// as portable computes it. What must be refused: a mutation of each of the
+/// fields below, with the error naming it. Then random byte flips:
+/// refused, or initialized and executed (any status), never a crash.
 TEST(HostileBlobTest, MoeMutationsNeverCrash) {
   for (uint8_t acts : {0, 1, 2}) {
+    SCOPED_TRACE("moe_activations " + std::to_string(acts));
     auto m = makeMoe(acts);
     const std::vector<uint8_t> good = m->b.finish();
+    const xfb::Graph &g = *xfb::GetGraph(good.data());
+    const xfb::Node &moe = *g.nodes()->Get(0);
     std::mt19937 gen(10 + acts);
+    OwnedTensor x = f32Tensor({3, 64}, randomFloats(3 * 64, gen, -3, 3));
+    OwnedTensor y(DType::F32, {4, 64}), ref(DType::F32, {4, 64});
+    ExecContext ctx;
+
+    // Accepted: the blob, then with new router weights (constant 0).
+    auto inst = initBlob(good, m->constants);
+    ASSERT_TRUE(inst.ok()) << inst.message();
+    ASSERT_OK(execute(**inst, {x}, {y}, ctx));
+    const std::vector<float> before = floatsOf(*y);
+    std::vector<float> router = randomFloats(5 * 64, gen);
+    std::memcpy(m->constants.mutableData(0), router.data(), router.size() * 4);
+    std::memcpy(m->router->data, router.data(), router.size() * 4);
+    inst = initBlob(good, m->constants);
+    ASSERT_TRUE(inst.ok()) << inst.message();
+    ASSERT_OK(execute(**inst, {x}, {y}, ctx));
+    ASSERT_OK(runPortable(OpId::Moe, {x, m->router, m->gate, m->up, m->down},
+                          {ref}, {2, 0, 0, 1, 1, 1, 0}, {1.0, 0.0}));
+    const std::vector<float> got = floatsOf(*y), want = floatsOf(*ref);
+    double mx = 0, dmax = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      mx = std::max(mx, std::fabs(double(want[i])));
+      dmax = std::max(dmax, std::fabs(double(got[i]) - double(want[i])));
+    }
+    EXPECT_LE(dmax, (acts ? 6e-2 : 1e-4) * mx); // as in MoeOnPackedExperts
+    EXPECT_NE(got, before);
+
+    // Refused, naming the field.
+    auto refused = [&](const std::vector<uint8_t> &blob,
+                       const std::string &substr) {
+      std::string msg = initError(blob, m->constants);
+      EXPECT_NE(msg.find(substr), std::string::npos) << msg;
+    };
+    const size_t inputs = offsetIn(good, moe.inputs()->data());
+    refused(with(good, inputs + 4 * 4, uint32_t(m->vg)),
+            "are not [E, F, D], [E, F, D], [E, D, F]");
+    refused(with(good, inputs + 1 * 4, uint32_t(m->vg)),
+            "node 0 (moe): input 1 (value 2) is a packed constant");
+    refused(with(good, offsetIn(good, moe.ints()->data()) - 4, uint32_t(6)),
+            "node 0 (moe): 6 integer attributes, expected 7");
+    const xfb::Value &up = *g.values()->Get(m->vu),
+                     &down = *g.values()->Get(m->vd);
+    refused(with(good, scalarAt(good, &up, xfb::Value::VT_PACKING),
+                 uint8_t(xfb::Packing::DENSE)),
+            "node 0 (moe): gate, up and down must all be packed");
+    refused(with(good, offsetIn(good, down.sizes()->data() + 2), int64_t(64)),
+            "value 4 (constant 3) [5, 64, 64] qweight: holds 5760 bytes, "
+            "the packing needs 11520");
+    if (acts)
+      refused(with(good, scalarAt(good, &moe, xfb::Node::VT_MOE_ACTIVATIONS),
+                   uint8_t(7)),
+              "node 0 (moe): invalid moe_activations 7");
+
+    // Random flips.
     std::uniform_int_distribution<size_t> pos(0, good.size() - 1);
     std::uniform_int_distribution<int> byte(0, 255);
-    OwnedTensor x = f32Tensor({3, 64}, randomFloats(3 * 64, gen, -3, 3));
-    OwnedTensor y(DType::F32, {4, 64});
-    ExecContext ctx;
     int accepted = 0;
     for (int i = 0; i < 1500; ++i) {
       std::vector<uint8_t> blob = good;
       const int flips = 1 + i % 4;
       for (int f = 0; f < flips; ++f)
         blob[pos(gen)] = uint8_t(byte(gen));
-      auto inst = initBlob(blob, m->constants);
-      if (!inst.ok())
+      auto mutated = initBlob(blob, m->constants);
+      if (!mutated.ok())
         continue;
       ++accepted;
-      (void)execute(**inst, {x}, {y}, ctx); // any status, no crash
+      (void)execute(**mutated, {x}, {y}, ctx); // any status, no crash
     }
     std::cout << "[          ] moe_activations " << int(acts) << ": "
               << accepted

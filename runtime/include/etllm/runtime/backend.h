@@ -68,6 +68,9 @@ public:
   /// Runs on `inputs`, writing `outputs` (resizing them within capacity).
   virtual Status execute(Span<Tensor *const> inputs,
                          Span<Tensor *const> outputs, ExecContext &ctx) = 0;
+  /// Deterministic counters of the instance's work so far (name, value),
+  /// for statistics (etllm-bench prints them). Default: none.
+  virtual std::vector<std::pair<std::string, uint64_t>> counters() const;
 };
 
 /// The runtime half of a backend.
@@ -91,7 +94,8 @@ public:
 void registerBackend(std::shared_ptr<Backend> backend);
 /// The backend registered as `id`, or null.
 Backend *findBackend(const std::string &id);
-/// Registers the backends built into this runtime (xnnpack).
+/// Registers the backends built into this runtime (xnnpack; vulkan when
+/// built with it).
 void registerBuiltinBackends();
 
 } // namespace etllm::rt

@@ -157,7 +157,8 @@ public:
   /// Copies `data` (of `dtype` and `sizes`) into input `i`.
   Status setInput(size_t i, DType dtype, const int64_t *sizes, int rank,
                   const void *data);
-  /// Runs every instruction. Errors name the instruction and its op.
+  /// Runs every instruction. Errors name the program file, the method, the
+  /// instruction and its op (and a delegate's node and op).
   Status execute();
   const Tensor &output(size_t i) const { return *outputs_[i]; }
   /// Bytes of planned activation memory.
@@ -224,6 +225,11 @@ public:
   /// with their row counts (ConstantTable::noteGatherTable), ascending.
   const std::vector<std::pair<uint32_t, uint64_t>> &
   delegateGatherTables(size_t i) const;
+  /// The backend id of delegate `i` and its counters
+  /// (DelegateInstance::counters); empty for an index out of range.
+  std::string delegateBackend(size_t i) const;
+  std::vector<std::pair<std::string, uint64_t>>
+  delegateCounters(size_t i) const;
 
   /// LoRA adapters at run time (lora.h). `applyLora` adds an adapter loaded
   /// for this module's program with user scale `scale` (finite); an

@@ -8,7 +8,7 @@
 // lstrip_blocks settings Hugging Face renders with), a parser to an AST, and
 // an evaluator with Python value semantics. It covers the templates of every
 // family etllm imports (Llama 2/3/3.1/3.2, Mistral, Qwen2/2.5/3, Phi-3,
-// Gemma/Gemma2), which test/ChatTemplate renders against python3-jinja2
+// Gemma/Gemma2), which test/ChatTemplate renders against jinja2
 // byte for byte:
 //   statements  if/elif/else, for (tuple targets, `if` filter, else, loop.*),
 //               set (names, tuples, namespace attributes, set blocks),

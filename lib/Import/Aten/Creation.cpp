@@ -1,0 +1,130 @@
+//===- Creation.cpp - Tensors made in forward -----------------------------===//
+//
+// ATen's tensor factories (arange, full, zeros, ones, ..._like,
+// scalar_tensor) and triangular masks.
+//
+//===----------------------------------------------------------------------===//
+#include "Importer.h"
+
+namespace mlir::etllm::aten {
+
+namespace {
+
+LogicalResult arangeOp(Importer &I, const json &) {
+  FailureOr<RankedTensorType> rt = I.resultType();
+  if (failed(rt))
+    return failure();
+  int64_t start = 0, step = 1;
+  if (I.arg("start")) {
+    FailureOr<int64_t> s = I.intArg("start");
+    if (failed(s))
+      return failure();
+    start = *s;
+  }
+  FailureOr<int64_t> end = I.intArg("end");
+  if (failed(end))
+    return failure();
+  if (I.arg("step") && !I.isNone("step")) {
+    FailureOr<int64_t> s = I.intArg("step");
+    if (failed(s))
+      return failure();
+    step = *s;
+  }
+  return I.setResult(I.emit<ArangeOp>(*rt, I.b.getI64IntegerAttr(start),
+                                      I.b.getI64IntegerAttr(*end),
+                                      I.b.getI64IntegerAttr(step)));
+}
+
+/// full, zeros, ones, new_zeros, new_ones, new_full, empty, new_empty.
+LogicalResult fullOp(Importer &I, const json &) {
+  FailureOr<RankedTensorType> rt = I.resultType();
+  if (failed(rt))
+    return failure();
+  if (!rt->hasStaticShape())
+    return I.fail("creates a tensor whose size depends on the sequence "
+                  "length S; derive it from an input instead (e.g. "
+                  "zeros_like, full_like)");
+  FailureOr<SmallVector<int64_t>> size = I.intListArg("size");
+  if (failed(size))
+    return failure();
+  double value = 0;
+  StringRef t(I.target);
+  if (t.contains("ones"))
+    value = 1;
+  else if (t.contains("full")) {
+    FailureOr<double> v = I.numberArg("fill_value");
+    if (failed(v))
+      return failure();
+    value = *v;
+  }
+  return I.setResult(I.emit<FullOp>(*rt, I.b.getF64FloatAttr(value)));
+}
+
+/// zeros_like, ones_like, full_like, empty_like.
+LogicalResult fullLikeOp(Importer &I, const json &) {
+  FailureOr<RankedTensorType> rt = I.resultType();
+  if (failed(rt))
+    return failure();
+  FailureOr<Value> x = I.tensorArg("self");
+  if (failed(x))
+    return failure();
+  double value = 0;
+  StringRef t(I.target);
+  if (t.contains("ones"))
+    value = 1;
+  else if (t.contains("full")) {
+    FailureOr<double> v = I.numberArg("fill_value");
+    if (failed(v))
+      return failure();
+    value = *v;
+  }
+  return I.setResult(I.emit<FullLikeOp>(*rt, *x, I.b.getF64FloatAttr(value)));
+}
+
+LogicalResult scalarTensorOp(Importer &I, const json &) {
+  FailureOr<RankedTensorType> rt = I.resultType();
+  if (failed(rt))
+    return failure();
+  FailureOr<double> v = I.numberArg("s");
+  if (failed(v))
+    return failure();
+  return I.setResult(I.scalar(*v, rt->getElementType()));
+}
+
+template <typename OpTy> LogicalResult triOp(Importer &I, const json &) {
+  FailureOr<RankedTensorType> rt = I.resultType();
+  if (failed(rt))
+    return failure();
+  FailureOr<Value> x = I.tensorArg("self");
+  if (failed(x))
+    return failure();
+  int64_t diag = 0;
+  if (!I.isNone("diagonal")) {
+    FailureOr<int64_t> d = I.intArg("diagonal");
+    if (failed(d))
+      return failure();
+    diag = *d;
+  }
+  return I.setResult(I.emit<OpTy>(*rt, *x, I.b.getI64IntegerAttr(diag)));
+}
+
+} // namespace
+
+void registerCreationHandlers(HandlerTable &t) {
+  for (const char *n :
+       {"aten.arange.default", "aten.arange.start", "aten.arange.start_step"})
+    t[n] = arangeOp;
+  for (const char *n : {"aten.full.default", "aten.zeros.default",
+                        "aten.ones.default", "aten.new_zeros.default",
+                        "aten.new_ones.default", "aten.new_full.default",
+                        "aten.new_empty.default", "aten.empty.memory_format"})
+    t[n] = fullOp;
+  for (const char *n : {"aten.zeros_like.default", "aten.ones_like.default",
+                        "aten.full_like.default", "aten.empty_like.default"})
+    t[n] = fullLikeOp;
+  t["aten.scalar_tensor.default"] = scalarTensorOp;
+  t["aten.triu.default"] = triOp<TriuOp>;
+  t["aten.tril.default"] = triOp<TrilOp>;
+}
+
+} // namespace mlir::etllm::aten

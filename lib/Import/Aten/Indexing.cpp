@@ -1,0 +1,174 @@
+//===- Indexing.cpp - Gathers and scatters --------------------------------===//
+//
+// ATen's indexing operators: index_select, advanced indexing on one
+// dimension, index_put, index_copy (the functional KV-cache update) and
+// gather.
+//
+//===----------------------------------------------------------------------===//
+#include "Importer.h"
+
+namespace mlir::etllm::aten {
+
+namespace {
+
+LogicalResult indexSelectOp(Importer &I, const json &) {
+  FailureOr<RankedTensorType> rt = I.resultType();
+  if (failed(rt))
+    return failure();
+  FailureOr<Value> x = I.tensorArg("self");
+  FailureOr<Value> idx = I.tensorArg("index");
+  if (failed(x) || failed(idx))
+    return failure();
+  FailureOr<int64_t> nd = I.dimArg("dim", typeOf(*x).getRank());
+  if (failed(nd))
+    return failure();
+  return I.setResult(
+      I.emit<IndexSelectOp>(*rt, *x, I.b.getI64IntegerAttr(*nd), *idx));
+}
+
+/// aten.index.Tensor with one index tensor (advanced indexing on one
+/// dimension): a 1-D index is index_select; an N-D index on dimension 0 is
+/// index_select of the flattened index, reshaped.
+LogicalResult indexOp(Importer &I, const json &) {
+  FailureOr<RankedTensorType> rt = I.resultType();
+  if (failed(rt))
+    return failure();
+  SymShape outShape = I.lastResultShape;
+  FailureOr<Value> x = I.tensorArg("self");
+  if (failed(x))
+    return failure();
+  FailureOr<SmallVector<Value>> indices = I.tensorListArg("indices", true);
+  if (failed(indices))
+    return failure();
+  int64_t dim = -1;
+  Value idx;
+  for (auto [i, v] : llvm::enumerate(*indices))
+    if (v) {
+      if (idx)
+        return I.fail("indexing with more than one index tensor");
+      idx = v;
+      dim = i;
+    }
+  if (!idx)
+    return I.fail("indexing without an index tensor");
+  if (dim >= typeOf(*x).getRank())
+    return I.fail("more indices than dimensions");
+  Type it = typeOf(idx).getElementType();
+  if (!it.isInteger(64) && !it.isInteger(32))
+    return I.fail("indexing with a boolean mask is not supported");
+  auto xt = typeOf(*x);
+  if (typeOf(idx).getRank() == 1)
+    return I.setResult(
+        I.emit<IndexSelectOp>(*rt, *x, I.b.getI64IntegerAttr(dim), idx));
+  if (dim != 0)
+    return I.fail("an index tensor of rank > 1 on a dimension other than 0");
+  SymShape idxShape = I.symShapeOf(idx);
+  int64_t n = 1;
+  bool dyn = false;
+  for (const SymDim &d : idxShape) {
+    if (!d.isStatic())
+      dyn = true;
+    else
+      n *= d.off;
+  }
+  auto flatType = RankedTensorType::get({dyn ? ShapedType::kDynamic : n}, it);
+  Value flat = I.emit<ReshapeOp>(flatType, idx, I.b.getDenseI64ArrayAttr({-1}));
+  if (!flat)
+    return failure();
+  SmallVector<int64_t> selShape(xt.getShape());
+  selShape[0] = flatType.getDimSize(0);
+  Value sel = I.emit<IndexSelectOp>(
+      RankedTensorType::get(selShape, xt.getElementType()), *x,
+      I.b.getI64IntegerAttr(0), flat);
+  if (!sel)
+    return failure();
+  I.lastResultShape = outShape;
+  return I.setResult(I.reshapeTo(sel, *rt, outShape));
+}
+
+/// index_put with one index tensor after leading Nones.
+LogicalResult indexPutOp(Importer &I, const json &) {
+  FailureOr<RankedTensorType> rt = I.resultType();
+  if (failed(rt))
+    return failure();
+  SymShape outShape = I.lastResultShape;
+  FailureOr<Value> x = I.tensorArg("self");
+  if (failed(x))
+    return failure();
+  FailureOr<SmallVector<Value>> indices = I.tensorListArg("indices", true);
+  if (failed(indices))
+    return failure();
+  int64_t dim = -1;
+  Value idx;
+  for (auto [i, v] : llvm::enumerate(*indices))
+    if (v) {
+      if (idx)
+        return I.fail("index_put with more than one index tensor (write the "
+                      "update as x.index_put_([None, ..., idx], v) or "
+                      "index_copy_)");
+      idx = v;
+      dim = i;
+    }
+  if (!idx || typeOf(idx).getRank() != 1)
+    return I.fail("index_put needs exactly one 1-D index tensor");
+  if (dim >= typeOf(*x).getRank())
+    return I.fail("index_put with more indices than dimensions");
+  FailureOr<Value> vals = I.operand("values", rt->getElementType());
+  if (failed(vals))
+    return failure();
+  // values broadcast to the input's shape with `dim` replaced by the index.
+  SymShape want = I.symShapeOf(*x);
+  want[dim] = I.symShapeOf(idx)[0];
+  Value v = I.broadcastTo(*vals, want, "index_put values");
+  if (!v)
+    return failure();
+  I.lastResultShape = outShape;
+  return I.setResult(I.emit<IndexPutOp>(
+      *rt, *x, I.b.getI64IntegerAttr(dim), idx, v,
+      I.boolArg("accumulate", false) ? I.b.getUnitAttr() : UnitAttr()));
+}
+
+LogicalResult indexCopyOp(Importer &I, const json &) {
+  FailureOr<RankedTensorType> rt = I.resultType();
+  if (failed(rt))
+    return failure();
+  FailureOr<Value> x = I.tensorArg("self");
+  FailureOr<Value> idx = I.tensorArg("index");
+  if (failed(x) || failed(idx))
+    return failure();
+  FailureOr<Value> src = I.operand("source", rt->getElementType());
+  if (failed(src))
+    return failure();
+  FailureOr<int64_t> nd = I.dimArg("dim", typeOf(*x).getRank());
+  if (failed(nd))
+    return failure();
+  return I.setResult(
+      I.emit<IndexCopyOp>(*rt, *x, I.b.getI64IntegerAttr(*nd), *idx, *src));
+}
+
+LogicalResult gatherOp(Importer &I, const json &) {
+  FailureOr<RankedTensorType> rt = I.resultType();
+  if (failed(rt))
+    return failure();
+  FailureOr<Value> x = I.tensorArg("self");
+  FailureOr<Value> idx = I.tensorArg("index");
+  if (failed(x) || failed(idx))
+    return failure();
+  FailureOr<int64_t> nd = I.dimArg("dim", typeOf(*x).getRank());
+  if (failed(nd))
+    return failure();
+  return I.setResult(
+      I.emit<GatherOp>(*rt, *x, I.b.getI64IntegerAttr(*nd), *idx));
+}
+
+} // namespace
+
+void registerIndexingHandlers(HandlerTable &t) {
+  t["aten.index_select.default"] = indexSelectOp;
+  t["aten.index.Tensor"] = indexOp;
+  t["aten.index_put.default"] = indexPutOp;
+  t["aten.index_copy.default"] = indexCopyOp;
+  t["aten.gather.default"] = gatherOp;
+}
+
+} // namespace mlir::etllm::aten

@@ -1,0 +1,213 @@
+//===- Attention.cpp - Attention to rope + cache + sdpa -------------------===//
+//
+// The attention swap: a decoder attention with a static cache becomes
+// etllm.rope, etllm.kv_cache.update and etllm.sdpa; multi-head latent
+// attention goes to Mla.cpp.
+//
+//===----------------------------------------------------------------------===//
+#include "SwapUtils.h"
+
+using namespace mlir;
+using namespace mlir::etllm;
+
+namespace etllm::swaps {
+
+/// Attention with a static cache -> rope + kv_cache.update + sdpa.
+LogicalResult swapAttention(ModuleInstance &inst, RewriterBase &rewriter,
+                            std::string &reason) {
+  ModelConfigAttr cfg = inst.config;
+  if (!cfg) {
+    reason = "the module has no etllm.model_config";
+    return failure();
+  }
+  if (cfg.getKvLoraRank() > 0) {
+    if (inst.mlaCache == "latent")
+      return swapMlaAttention(inst, rewriter, reason);
+    return fuseExpandedMlaRope(inst, rewriter, reason);
+  }
+  int64_t H = cfg.getNumAttentionHeads(), Hkv = cfg.getNumKeyValueHeads(),
+          D = cfg.getHeadDim();
+  if (H <= 0 || Hkv <= 0 || D <= 0) {
+    reason = "the model config lacks head counts";
+    return failure();
+  }
+  double scale = cfg.getAttentionScaleOrDefault();
+  double softcap = cfg.getAttnLogitSoftcapping().convertToDouble();
+  double eps = cfg.getRmsNormEps().convertToDouble();
+  if (eps <= 0)
+    eps = 1e-6;
+  int64_t window = 0;
+  {
+    // Layer index from "....layers.N.self_attn".
+    StringRef p(inst.path);
+    size_t at = p.find("layers.");
+    int64_t layer = -1;
+    if (at != StringRef::npos)
+      p.substr(at + 7).split('.').first.getAsInteger(10, layer);
+    window = cfg.getLayerWindow(layer);
+  }
+
+  // Projections (kept), caches, positions.
+  LinearOp qProj, kProj, vProj, qkvProj, oProj;
+  BufferReadOp kRead, vRead;
+  Value positions;
+  for (Operation *op : inst.ops) {
+    StringRef path = getModulePath(op);
+    if (auto lin = dyn_cast<LinearOp>(op)) {
+      if (path == inst.path + ".q_proj")
+        qProj = lin;
+      else if (path == inst.path + ".k_proj")
+        kProj = lin;
+      else if (path == inst.path + ".v_proj")
+        vProj = lin;
+      else if (path == inst.path + ".qkv_proj")
+        qkvProj = lin;
+      else if (path == inst.path + ".o_proj")
+        oProj = lin;
+    } else if (auto r = dyn_cast<BufferReadOp>(op)) {
+      if (r.getName() == inst.path + ".k_cache")
+        kRead = r;
+      else if (r.getName() == inst.path + ".v_cache")
+        vRead = r;
+    } else if (auto c = dyn_cast<IndexCopyOp>(op)) {
+      positions = c.getIndex();
+    }
+  }
+  if (!oProj || !(qkvProj || (qProj && kProj && vProj))) {
+    reason = "projections not found (q/k/v/o_proj or qkv_proj)";
+    return failure();
+  }
+  if (!kRead || !vRead || !positions) {
+    reason = "no static KV cache (k_cache/v_cache buffers updated by "
+             "index_copy) in the instance";
+    return failure();
+  }
+  // inv_freq: the rotary embedding's frequency table.
+  Value invFreq;
+  double ropeScaling = 1.0;
+  func::FuncOp fn = inst.ops.front()->getParentOfType<func::FuncOp>();
+  auto classes = inst.module->getAttrOfType<DictionaryAttr>(
+      EtllmDialect::kModuleClassesAttrName);
+  fn.walk([&](Operation *op) {
+    StringRef path = getModulePath(op);
+    if (path.empty() || !classes)
+      return;
+    auto cls = classes.getAs<StringAttr>(path);
+    if (!cls || !cls.getValue().ends_with("RotaryEmbedding"))
+      return;
+    if (auto c = dyn_cast<ConstantOp>(op)) {
+      auto t = cast<RankedTensorType>(c.getType());
+      if (t.getRank() == 1 && t.getElementType().isF32() && t.getDimSize(0) > 1)
+        invFreq = c.getResult();
+    }
+    if (auto mul = dyn_cast<MulOp>(op))
+      if (mul.getLhs().getDefiningOp<CosOp>())
+        if (std::optional<double> s = floatSplat(mul.getRhs()))
+          ropeScaling = *s;
+  });
+  if (!invFreq) {
+    reason = "no rotary frequency table (a *RotaryEmbedding constant)";
+    return failure();
+  }
+  if (2 * cast<RankedTensorType>(invFreq.getType()).getDimSize(0) > D) {
+    reason = "the rotary table is larger than the head";
+    return failure();
+  }
+  // Qwen3-style q/k norms.
+  Value qNormW, kNormW;
+  for (Operation *op : inst.ops)
+    if (auto g = dyn_cast<ParameterGetOp>(op)) {
+      if (g.getName() == inst.path + ".q_norm.weight")
+        qNormW = g.getResult();
+      if (g.getName() == inst.path + ".k_norm.weight")
+        kNormW = g.getResult();
+    }
+
+  Location loc = oProj.getLoc();
+  rewriter.setInsertionPoint(oProj);
+  auto mk = [&](auto op) {
+    setModulePath(op, inst.path);
+    return op->getResult(0);
+  };
+  auto i64 = [&](int64_t v) { return rewriter.getI64IntegerAttr(v); };
+  Value qLin, kLin, vLin;
+  if (qkvProj) {
+    Value qkv = qkvProj.getResult();
+    int64_t end = std::numeric_limits<int64_t>::max();
+    qLin = mk(rewriter.create<SliceOp>(loc, qkv, i64(-1), i64(0), i64(H * D),
+                                       i64(1)));
+    kLin = mk(rewriter.create<SliceOp>(loc, qkv, i64(-1), i64(H * D),
+                                       i64((H + Hkv) * D), i64(1)));
+    vLin = mk(rewriter.create<SliceOp>(loc, qkv, i64(-1), i64((H + Hkv) * D),
+                                       i64(end), i64(1)));
+  } else {
+    qLin = qProj.getResult();
+    kLin = kProj.getResult();
+    vLin = vProj.getResult();
+  }
+  auto heads = [&](Value x, int64_t n, Value normW) {
+    Value r = mk(rewriter.create<ReshapeOp>(
+        loc, x, rewriter.getDenseI64ArrayAttr({1, -1, n, D})));
+    if (normW)
+      r = mk(rewriter.create<RmsNormOp>(loc, r.getType(), r, normW,
+                                        rewriter.getF64FloatAttr(eps),
+                                        rewriter.getF64FloatAttr(0.0)));
+    return mk(rewriter.create<TransposeOp>(loc, r, i64(1), i64(2)));
+  };
+  auto rope = [&](Value x) {
+    return mk(rewriter.create<RopeOp>(
+        loc, x.getType(), x, positions, invFreq,
+        RopeConventionAttr::get(rewriter.getContext(),
+                                RopeConvention::rotate_half),
+        rewriter.getF64FloatAttr(ropeScaling)));
+  };
+  Value q = rope(heads(qLin, H, qNormW));
+  Value k = rope(heads(kLin, Hkv, kNormW));
+  Value v = heads(vLin, Hkv, Value());
+  auto update = [&](BufferReadOp oldRead, Value val) {
+    Value cache = mk(rewriter.create<BufferReadOp>(loc, oldRead.getType(),
+                                                   oldRead.getNameAttr()));
+    return mk(rewriter.create<KvCacheUpdateOp>(loc, cache.getType(), cache,
+                                               positions, val, i64(2)));
+  };
+  Value kc = update(kRead, k), vc = update(vRead, v);
+  auto qt = cast<RankedTensorType>(q.getType());
+  Value o = mk(rewriter.create<SdpaOp>(
+      loc, qt, q, kc, vc, Value(), positions, rewriter.getF64FloatAttr(scale),
+      rewriter.getUnitAttr(), i64(window), rewriter.getF64FloatAttr(softcap)));
+  o = mk(rewriter.create<TransposeOp>(loc, o, i64(1), i64(2)));
+  o = mk(rewriter.create<ReshapeOp>(
+      loc, o, rewriter.getDenseI64ArrayAttr({1, -1, H * D})));
+  if (o.getType() != oProj.getInput().getType()) {
+    reason = "the rebuilt attention output does not match o_proj's input";
+    // Undo: everything new is unused.
+    for (Operation *op = o.getDefiningOp(); op;) {
+      Operation *prev = op->getPrevNode();
+      bool isNew = op->isBeforeInBlock(oProj) && op->use_empty() &&
+                   !llvm::is_contained(inst.ops, op);
+      if (!isNew)
+        break;
+      rewriter.eraseOp(op);
+      op = prev;
+    }
+    return failure();
+  }
+  rewriter.modifyOpInPlace(oProj, [&] { oProj.getInputMutable().assign(o); });
+  // The old functional updates were written back; write the new values.
+  for (Operation *op : inst.ops)
+    if (auto c = dyn_cast<IndexCopyOp>(op)) {
+      Value repl = c.getInput() == kRead.getResult()   ? kc
+                   : c.getInput() == vRead.getResult() ? vc
+                                                       : Value();
+      if (!repl)
+        continue;
+      for (OpOperand &use : llvm::make_early_inc_range(c->getUses()))
+        if (isa<BufferWriteOp>(use.getOwner()))
+          rewriter.modifyOpInPlace(use.getOwner(), [&] { use.set(repl); });
+    }
+  SmallVector<Operation *> keep = {oProj};
+  eraseDead(inst, rewriter, keep);
+  return success();
+}
+
+} // namespace etllm::swaps
