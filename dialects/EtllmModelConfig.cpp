@@ -1,14 +1,18 @@
 //===- EtllmModelConfig.cpp - #etllm.model_config -------------------------===//
 //
-// The typed model configuration: parameter parsers, the verifier, the JSON
-// the serializer writes, the module accessors, and the dialect's check that
-// `etllm.model_config` holds this attribute.
+// The typed model configuration: parameter parsers, the rules between
+// fields (each field's own checks, the JSON both ways and the parameter
+// structs are generated from etllm/Models/ModelConfig.td), the module
+// accessors, and the dialect's check that `etllm.model_config` holds this
+// attribute.
 //
 //===----------------------------------------------------------------------===//
 #include "etllm/Dialect/Etllm/EtllmModelConfig.h"
 #include "etllm/Dialect/Etllm/EtllmDialect.h"
+#include "etllm/Dialect/Etllm/EtllmOps.h"
 #include "etllm/Dialect/Etllm/MoeActivations.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/Support/JSON.h"
 
@@ -86,121 +90,80 @@ template void ModelConfigAttr::printArray<int64_t>(AsmPrinter &,
 template void ModelConfigAttr::printArray<bool>(AsmPrinter &, ArrayRef<bool>);
 
 //===----------------------------------------------------------------------===//
-// Verifier
+// Generated from etllm/Models/ModelConfig.td: get/getChecked from the
+// parameter structs, each field's checks (verify), the JSON both ways
 //===----------------------------------------------------------------------===//
 
-LogicalResult ModelConfigAttr::verify(
-    function_ref<InFlightDiagnostic()> emitError, StringRef architecture,
-    StringRef modelType, StringRef dtype, int64_t hiddenSize,
-    int64_t intermediateSize, int64_t numHiddenLayers,
-    int64_t numAttentionHeads, int64_t numKeyValueHeads, int64_t headDim,
-    int64_t vocabSize, int64_t maxSeqLen, int64_t rotaryDim, APFloat rmsNormEps,
-    APFloat ropeTheta, APFloat attentionScale, int64_t slidingWindow,
-    APFloat attnLogitSoftcapping, APFloat finalLogitSoftcapping,
-    bool tieWordEmbeddings, int64_t bosTokenId, ArrayRef<int64_t> eosTokenIds,
-    ArrayRef<bool> layerSlidingWindow, int64_t qLoraRank, int64_t kvLoraRank,
-    int64_t qkNopeHeadDim, int64_t vHeadDim, int64_t numExperts,
-    int64_t numExpertsPerTok, int64_t moeIntermediateSize,
-    int64_t sharedExpertIntermediateSize, bool normTopkProb,
-    StringRef moeScoring, StringRef moeTopkMethod, int64_t nGroup,
-    int64_t topkGroup, APFloat routedScalingFactor, ArrayRef<bool> layerMoe) {
-  (void)normTopkProb;
-  (void)architecture;
-  (void)modelType;
-  (void)tieWordEmbeddings;
-  if (!dtype.empty() && dtype != "float32" && dtype != "float16" &&
-      dtype != "bfloat16")
-    return emitError() << "dtype '" << dtype
-                       << "' is not float32, float16 or bfloat16";
-  std::pair<StringRef, int64_t> sizes[] = {
-      {"hidden_size", hiddenSize},
-      {"intermediate_size", intermediateSize},
-      {"num_hidden_layers", numHiddenLayers},
-      {"num_attention_heads", numAttentionHeads},
-      {"num_key_value_heads", numKeyValueHeads},
-      {"head_dim", headDim},
-      {"vocab_size", vocabSize},
-      {"max_seq_len", maxSeqLen},
-      {"rotary_dim", rotaryDim},
-      {"sliding_window", slidingWindow},
-      {"q_lora_rank", qLoraRank},
-      {"kv_lora_rank", kvLoraRank},
-      {"qk_nope_head_dim", qkNopeHeadDim},
-      {"v_head_dim", vHeadDim},
-      {"num_experts", numExperts},
-      {"num_experts_per_tok", numExpertsPerTok},
-      {"moe_intermediate_size", moeIntermediateSize},
-      {"shared_expert_intermediate_size", sharedExpertIntermediateSize},
-      {"n_group", nGroup},
-      {"topk_group", topkGroup}};
-  for (auto [name, v] : sizes)
-    if (v < 0)
-      return emitError() << name << " must not be negative, got " << v;
-  if (numKeyValueHeads > 0 && numAttentionHeads % numKeyValueHeads != 0)
-    return emitError() << "num_key_value_heads " << numKeyValueHeads
-                       << " does not divide num_attention_heads "
-                       << numAttentionHeads;
-  if (headDim > 0 && rotaryDim > headDim)
-    return emitError() << "rotary_dim " << rotaryDim
-                       << " is larger than head_dim " << headDim;
-  std::pair<StringRef, const APFloat *> reals[] = {
-      {"rms_norm_eps", &rmsNormEps},
-      {"rope_theta", &ropeTheta},
-      {"attention_scale", &attentionScale},
-      {"attn_logit_softcapping", &attnLogitSoftcapping},
-      {"final_logit_softcapping", &finalLogitSoftcapping},
-      {"routed_scaling_factor", &routedScalingFactor}};
-  for (auto [name, v] : reals)
-    if (&v->getSemantics() != &APFloat::IEEEdouble() || !v->isFinite() ||
-        v->isNegative())
-      return emitError() << name << " must be a finite, non-negative double";
-  if (kvLoraRank == 0 && (qLoraRank || qkNopeHeadDim || vHeadDim))
+#define GET_MODEL_CONFIG_ATTR_DEFS
+#include "etllm/Dialect/Etllm/EtllmModelConfig.inc"
+
+//===----------------------------------------------------------------------===//
+// The rules between fields (after each field's generated checks)
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+mlir::etllm::verifyMlaConfigRules(function_ref<InFlightDiagnostic()> emitError,
+                                  const MlaConfigParams &p) {
+  if (p.kvLoraRank == 0)
     return emitError() << "q_lora_rank, qk_nope_head_dim and v_head_dim "
                           "need kv_lora_rank (multi-head latent attention)";
-  if (kvLoraRank > 0 && (qkNopeHeadDim == 0 || vHeadDim == 0))
+  if (p.qkNopeHeadDim == 0 || p.vHeadDim == 0)
     return emitError() << "multi-head latent attention needs "
                           "qk_nope_head_dim and v_head_dim";
-  if (rmsNormEps.convertToDouble() >= 1)
-    return emitError() << "rms_norm_eps must be smaller than 1";
-  auto token = [&](int64_t id, int64_t lowest) {
-    return id >= lowest && (vocabSize == 0 || id < vocabSize);
-  };
-  if (!token(bosTokenId, -1))
-    return emitError() << "bos_token_id " << bosTokenId
-                       << " is outside the vocabulary of " << vocabSize;
-  for (int64_t id : eosTokenIds)
-    if (!token(id, 0))
-      return emitError() << "eos_token_ids: " << id
-                         << " is outside the vocabulary of " << vocabSize;
-  if (!layerSlidingWindow.empty() &&
-      static_cast<int64_t>(layerSlidingWindow.size()) != numHiddenLayers)
-    return emitError() << "layer_sliding_window has "
-                       << layerSlidingWindow.size() << " entries for "
-                       << numHiddenLayers << " layers";
-  if (slidingWindow == 0 && llvm::is_contained(layerSlidingWindow, true))
-    return emitError()
-           << "layer_sliding_window marks a layer but sliding_window is 0";
-  if (!moeScoring.empty() && moeScoring != "softmax" && moeScoring != "sigmoid")
-    return emitError() << "moe_scoring '" << moeScoring
-                       << "' is not softmax or sigmoid";
-  if (!moeTopkMethod.empty() && moeTopkMethod != "greedy" &&
-      moeTopkMethod != "group_limited_greedy" && moeTopkMethod != "noaux_tc")
-    return emitError() << "moe_topk_method '" << moeTopkMethod
-                       << "' is not greedy, group_limited_greedy or noaux_tc";
-  if (numExpertsPerTok > numExperts)
-    return emitError() << "num_experts_per_tok " << numExpertsPerTok
-                       << " is more than num_experts " << numExperts;
-  if (!layerMoe.empty() &&
-      static_cast<int64_t>(layerMoe.size()) != numHiddenLayers)
-    return emitError() << "layer_moe has " << layerMoe.size() << " entries for "
-                       << numHiddenLayers << " layers";
-  if (numExperts == 0 && llvm::is_contained(layerMoe, true))
+  return success();
+}
+
+LogicalResult
+mlir::etllm::verifyMoeConfigRules(function_ref<InFlightDiagnostic()> emitError,
+                                  const MoeConfigParams &p) {
+  if (p.numExpertsPerTok > p.numExperts)
+    return emitError() << "num_experts_per_tok " << p.numExpertsPerTok
+                       << " is more than num_experts " << p.numExperts;
+  if (p.numExperts == 0 && llvm::is_contained(p.layerMoe, true))
     return emitError() << "layer_moe marks a layer but num_experts is 0";
   return success();
 }
 
+LogicalResult mlir::etllm::verifyModelConfigRules(
+    function_ref<InFlightDiagnostic()> emitError, const ModelConfigParams &p) {
+  if (p.numKeyValueHeads > 0 && p.numAttentionHeads % p.numKeyValueHeads != 0)
+    return emitError() << "num_key_value_heads " << p.numKeyValueHeads
+                       << " does not divide num_attention_heads "
+                       << p.numAttentionHeads;
+  if (p.headDim > 0 && p.rotaryDim > p.headDim)
+    return emitError() << "rotary_dim " << p.rotaryDim
+                       << " is larger than head_dim " << p.headDim;
+  if (p.rmsNormEps >= 1)
+    return emitError() << "rms_norm_eps must be smaller than 1";
+  auto token = [&](int64_t id, int64_t lowest) {
+    return id >= lowest && (p.vocabSize == 0 || id < p.vocabSize);
+  };
+  if (!token(p.bosTokenId, -1))
+    return emitError() << "bos_token_id " << p.bosTokenId
+                       << " is outside the vocabulary of " << p.vocabSize;
+  for (int64_t id : p.eosTokenIds)
+    if (!token(id, 0))
+      return emitError() << "eos_token_ids: " << id
+                         << " is outside the vocabulary of " << p.vocabSize;
+  auto perLayer = [&](StringRef name, ArrayRef<bool> flags) -> LogicalResult {
+    if (!flags.empty() &&
+        static_cast<int64_t>(flags.size()) != p.numHiddenLayers)
+      return emitError() << name << " has " << flags.size()
+                         << " entries for " << p.numHiddenLayers << " layers";
+    return success();
+  };
+  if (failed(perLayer("layer_sliding_window", p.layerSlidingWindow)))
+    return failure();
+  if (p.slidingWindow == 0 && llvm::is_contained(p.layerSlidingWindow, true))
+    return emitError()
+           << "layer_sliding_window marks a layer but sliding_window is 0";
+  if (p.moe && failed(perLayer("layer_moe", p.moe.getLayerMoe())))
+    return failure();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
-// Queries and JSON
+// Queries
 //===----------------------------------------------------------------------===//
 
 int64_t ModelConfigAttr::getLayerWindow(int64_t layer) const {
@@ -212,83 +175,16 @@ int64_t ModelConfigAttr::getLayerWindow(int64_t layer) const {
 }
 
 bool ModelConfigAttr::isMoeLayer(int64_t layer) const {
-  ArrayRef<bool> moe = getLayerMoe();
+  if (!getMoe())
+    return false;
+  ArrayRef<bool> moe = getMoe().getLayerMoe();
   return layer >= 0 && layer < static_cast<int64_t>(moe.size()) && moe[layer];
-}
-
-double ModelConfigAttr::getRoutedScalingFactorOrDefault() const {
-  double s = getRoutedScalingFactor().convertToDouble();
-  return s > 0 ? s : 1.0;
 }
 
 double ModelConfigAttr::getAttentionScaleOrDefault() const {
   if (double s = getAttentionScale().convertToDouble(); s > 0)
     return s;
   return getHeadDim() > 0 ? 1.0 / std::sqrt(double(getHeadDim())) : 0.0;
-}
-
-std::string ModelConfigAttr::toJson() const {
-  // The keys are the parameter names; llvm::json prints them sorted.
-  llvm::json::Object obj;
-  obj["architecture"] = getArchitecture().str();
-  obj["model_type"] = getModelType().str();
-  obj["dtype"] = getDtype().str();
-  obj["hidden_size"] = getHiddenSize();
-  obj["intermediate_size"] = getIntermediateSize();
-  obj["num_hidden_layers"] = getNumHiddenLayers();
-  obj["num_attention_heads"] = getNumAttentionHeads();
-  obj["num_key_value_heads"] = getNumKeyValueHeads();
-  obj["head_dim"] = getHeadDim();
-  obj["vocab_size"] = getVocabSize();
-  obj["max_seq_len"] = getMaxSeqLen();
-  obj["rotary_dim"] = getRotaryDim();
-  obj["rms_norm_eps"] = getRmsNormEps().convertToDouble();
-  obj["rope_theta"] = getRopeTheta().convertToDouble();
-  obj["attention_scale"] = getAttentionScale().convertToDouble();
-  obj["sliding_window"] = getSlidingWindow();
-  obj["attn_logit_softcapping"] = getAttnLogitSoftcapping().convertToDouble();
-  obj["final_logit_softcapping"] = getFinalLogitSoftcapping().convertToDouble();
-  obj["tie_word_embeddings"] = getTieWordEmbeddings();
-  obj["bos_token_id"] = getBosTokenId();
-  llvm::json::Array eos;
-  for (int64_t e : getEosTokenIds())
-    eos.push_back(e);
-  obj["eos_token_ids"] = std::move(eos);
-  llvm::json::Array sliding;
-  for (bool b : getLayerSlidingWindow())
-    sliding.push_back(b);
-  obj["layer_sliding_window"] = std::move(sliding);
-  if (getKvLoraRank() > 0) {
-    // Only MLA programs carry these (the others' metadata is unchanged).
-    obj["q_lora_rank"] = getQLoraRank();
-    obj["kv_lora_rank"] = getKvLoraRank();
-    obj["qk_nope_head_dim"] = getQkNopeHeadDim();
-    obj["v_head_dim"] = getVHeadDim();
-  }
-  // Mixture-of-experts keys only for models that have experts (dense
-  // programs keep their metadata).
-  if (getNumExperts() > 0) {
-    obj["num_experts"] = getNumExperts();
-    obj["num_experts_per_tok"] = getNumExpertsPerTok();
-    obj["moe_intermediate_size"] = getMoeIntermediateSize();
-    obj["shared_expert_intermediate_size"] = getSharedExpertIntermediateSize();
-    obj["norm_topk_prob"] = getNormTopkProb();
-    obj["moe_scoring"] =
-        getMoeScoring().empty() ? "softmax" : getMoeScoring().str();
-    obj["moe_topk_method"] =
-        getMoeTopkMethod().empty() ? "greedy" : getMoeTopkMethod().str();
-    obj["n_group"] = getNGroup();
-    obj["topk_group"] = getTopkGroup();
-    obj["routed_scaling_factor"] = getRoutedScalingFactorOrDefault();
-    llvm::json::Array moe;
-    for (bool b : getLayerMoe())
-      moe.push_back(b);
-    obj["layer_moe"] = std::move(moe);
-  }
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << llvm::json::Value(std::move(obj));
-  return s;
 }
 
 //===----------------------------------------------------------------------===//
@@ -342,12 +238,13 @@ LogicalResult EtllmDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == kMoeActivationsAttrName) {
     auto v = dyn_cast<StringAttr>(attr.getValue());
-    if (op->getName().getStringRef() != "etllm.moe" || !v ||
+    if (!isa<MoeOp>(op) || !v ||
         (v.getValue() != kMoeActivationsInt8Block &&
          v.getValue() != kMoeActivationsInt8Token))
       return op->emitError() << "'" << kMoeActivationsAttrName
                              << "' must be \"int8-block\" or \"int8-token\" "
-                                "on an etllm.moe";
+                                "on an "
+                             << MoeOp::getOperationName();
     return success();
   }
   if (attr.getName() != kModelConfigAttrName)

@@ -21,9 +21,10 @@ import subprocess
 import sys
 import tempfile
 
-# Model shapes small enough for fast runs; one per architecture family.
-ARCHS = ["llama", "qwen2", "qwen3", "mistral", "phi3", "gemma", "gemma2"]
-SMALL = ["--hidden", "16", "--layers", "1", "--heads", "2", "--kv-heads", "1",
+# Model shapes small enough for fast runs, one checkpoint per family of the
+# registry (etllm-gen-checkpoint --list-families). As many key/value heads
+# as query heads: multi-head latent attention (DeepSeek) needs that.
+SMALL = ["--hidden", "16", "--layers", "1", "--heads", "2", "--kv-heads", "2",
          "--head-dim", "8", "--ffn", "32", "--vocab", "261", "--max-seq", "16"]
 RECIPES = ["portable", "xnnpack-fp32", "xnnpack-int4", "xnnpack-8da4w",
            "xnnpack-int8"]
@@ -55,6 +56,15 @@ class Seeds:
                 esc = "".join(c if 32 <= ord(c) < 127 and c not in '"\\'
                               else "\\x%02x" % ord(c) for c in w)
                 f.write('"%s"\n' % esc)
+
+
+def families(gen):
+    """The family ids of the registry, as etllm-gen-checkpoint lists them."""
+    out = subprocess.run([gen, "--list-families"], check=True,
+                         capture_output=True, text=True).stdout.split()
+    if not out:
+        sys.exit("make_seeds.py: %s --list-families listed no family" % gen)
+    return out
 
 
 def run(cmd):
@@ -394,7 +404,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="etllm-seeds-")
     try:
         # Checkpoints, generated: every architecture, GGUF and HF.
-        for arch in ARCHS:
+        for arch in families(T("etllm-gen-checkpoint")):
             g = os.path.join(tmp, arch + ".gguf")
             run([T("etllm-gen-checkpoint"), "--arch", arch, "--format", "gguf",
                  *SMALL, "-o", g])
@@ -463,10 +473,14 @@ def main():
                         seeds.add("ir", "%s-%d.mlir" % (f[:-5], i), case)
         td = read(os.path.join(a.repo, "include/etllm/Dialect/Etllm/EtllmOps.td")).decode()
         ops = ["etllm." + m for m in re.findall(r'Etllm_Op<"([^"]+)"', td)]
-        seeds.dict("ir", ops + ["func.func", "func.return", "module",
-                                "tensor<", "!etllm.", "#etllm.", "dense<",
-                                "->", "attributes", "loc(", "f32", "f16",
-                                "i64", "i32", "bf16", "{-#", "#-}"])
+        # The model config's keys, from their one declaration.
+        cfg_td = read(os.path.join(a.repo, "include/etllm/Models/ModelConfig.td")).decode()
+        config_keys = re.findall(r'def : \w*Field<"([a-z0-9_]+)"', cfg_td)
+        seeds.dict("ir", ops + config_keys + [
+                               "func.func", "func.return", "module",
+                               "tensor<", "!etllm.", "#etllm.", "dense<",
+                               "->", "attributes", "loc(", "f32", "f16",
+                               "i64", "i32", "bf16", "{-#", "#-}"])
 
         # Tokenizer files.
         seeds.add_file("tokenizer-llama2c", S("models/stories260K/tok512.bin"))

@@ -1,7 +1,6 @@
 //===- InitAll.cpp --------------------------------------------------------===//
 #include "etllm/InitAll.h"
 
-#include "etllm/Backends/Backends.h"
 #include "etllm/Dialect/Etllm/EtllmDialect.h"
 #include "etllm/Pipeline/Pipelines.h"
 #include "etllm/Transforms/Passes.h"
@@ -12,6 +11,9 @@
 #include "mlir/Transforms/Passes.h"
 
 #include <mutex>
+
+// registerListedBackends(): the backends of cmake/Backends.cmake.
+#include "BackendCompilers.inc"
 
 void etllm::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<mlir::etllm::EtllmDialect, mlir::func::FuncDialect>();
@@ -29,7 +31,6 @@ void etllm::registerAllPasses() {
     registerEtllmPasses();
     registerRecipePipelines();
     registerBuiltinSourceSwaps();
-    registerBuiltinBackendCompilers();
-    registerVulkanBackendCompiler();
+    registerListedBackends();
   });
 }

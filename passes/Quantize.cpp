@@ -47,48 +47,63 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
     return *dt;
   }
 
-  LogicalResult parseScheme(StringRef name, Scheme &s, StringRef option) {
-    if (name == "none") {
+  /// The bits and activation handling of a linear scheme.
+  static void applyScheme(::etllm::LinearScheme scheme, Scheme &s) {
+    using ::etllm::LinearScheme;
+    switch (scheme) {
+    case LinearScheme::None:
       s.bits = 0;
-    } else if (name == "int4" || name == "8da4w") {
+      break;
+    case LinearScheme::Int4:
+    case LinearScheme::Dyn8Int4:
       s.bits = 4;
-      s.dynamicActivations = name == "8da4w";
-    } else if (name == "int8" || name == "8da8w") {
+      s.dynamicActivations = scheme == LinearScheme::Dyn8Int4;
+      break;
+    case LinearScheme::Int8:
+    case LinearScheme::Dyn8Int8:
       s.bits = 8;
-      s.dynamicActivations = name == "8da8w";
-    } else {
-      return getOperation().emitError("etllm-quantize: ")
-             << option << "='" << name
-             << "' is not one of none, int4, int8, 8da4w, 8da8w";
+      s.dynamicActivations = scheme == LinearScheme::Dyn8Int8;
+      break;
     }
-    return success();
+  }
+
+  /// The output-layer override as a linear scheme (nullopt: `same`).
+  static std::optional<::etllm::LinearScheme>
+  outputScheme(::etllm::OutputLayerScheme o) {
+    using ::etllm::LinearScheme;
+    using ::etllm::OutputLayerScheme;
+    switch (o) {
+    case OutputLayerScheme::Same:
+      return std::nullopt;
+    case OutputLayerScheme::None:
+      return LinearScheme::None;
+    case OutputLayerScheme::Int4:
+      return LinearScheme::Int4;
+    case OutputLayerScheme::Int8:
+      return LinearScheme::Int8;
+    case OutputLayerScheme::Dyn8Int4:
+      return LinearScheme::Dyn8Int4;
+    case OutputLayerScheme::Dyn8Int8:
+      return LinearScheme::Dyn8Int8;
+    }
+    return std::nullopt;
   }
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (activations != "f32" && activations != "int8-block") {
-      module.emitError("etllm-quantize: activations must be f32 or "
-                       "int8-block, got '")
-          << activations << "'";
-      return signalPassFailure();
-    }
-    const bool blockActs = activations == "int8-block";
+    // The options' values are checked by their parser (OptionEnums.def).
+    const bool blockActs = activations == ::etllm::ActivationScheme::Int8Block;
     Scheme base;
     base.groupSize = groupSize;
     base.symmetric = symmetric;
-    if (scaleType != "f32" && scaleType != "f16") {
-      module.emitError("etllm-quantize: scale-type must be f32 or f16, got '")
-          << scaleType << "'";
-      return signalPassFailure();
-    }
-    base.f16Scales = scaleType == "f16";
-    if (failed(parseScheme(linear, base, "linear")))
-      return signalPassFailure();
+    base.f16Scales = scaleType == ::etllm::ScaleType::F16;
+    applyScheme(linear, base);
     base.blockActivations = blockActs && !base.dynamicActivations;
     Scheme output = base;
-    if (outputLayer != "same") {
-      if (failed(parseScheme(outputLayer, output, "output-layer")))
-        return signalPassFailure();
+    const std::optional<::etllm::LinearScheme> outputOverride =
+        outputScheme(outputLayer);
+    if (outputOverride) {
+      applyScheme(*outputOverride, output);
       output.blockActivations = blockActs && !output.dynamicActivations;
       // An 8-bit output layer is per channel, as in ExecuTorch's recipes:
       // the vocabulary projection is the most error-sensitive linear and
@@ -100,16 +115,16 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
     emb.dynamicActivations = false;
     emb.blockActivations = false;
     emb.groupSize = embeddingGroupSize;
-    if (embedding == "none")
+    switch (embedding) {
+    case ::etllm::EmbeddingScheme::None:
       emb.bits = 0;
-    else if (embedding == "int8")
+      break;
+    case ::etllm::EmbeddingScheme::Int8:
       emb.bits = 8;
-    else if (embedding == "int4")
+      break;
+    case ::etllm::EmbeddingScheme::Int4:
       emb.bits = 4;
-    else {
-      module.emitError("etllm-quantize: embedding='")
-          << embedding << "' is not one of none, int8, int4";
-      return signalPassFailure();
+      break;
     }
 
     SymbolTable symbols(module);
@@ -260,7 +275,7 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
           }))
         continue;
       bool isOutput = path == "lm_head" || path.ends_with(".lm_head");
-      const Scheme &s = isOutput && outputLayer != "same" ? output : base;
+      const Scheme &s = isOutput && outputOverride ? output : base;
       if (s.bits == 0)
         continue;
       Scheme used;

@@ -90,18 +90,6 @@ struct SwapSourcePass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (mlaCache != "expanded" && mlaCache != "latent") {
-      module.emitError() << "etllm-swap-source: mla-cache must be expanded "
-                            "or latent, got '"
-                         << mlaCache << "'";
-      return signalPassFailure();
-    }
-    if (moe != "experts" && moe != "masked") {
-      module.emitError() << "etllm-swap-source: moe must be experts or "
-                            "masked, got '"
-                         << moe << "'";
-      return signalPassFailure();
-    }
     auto classTable = module->getAttrOfType<DictionaryAttr>(
         EtllmDialect::kModuleClassesAttrName);
     if (!classTable)

@@ -16,7 +16,11 @@ config.test_exec_root = os.path.join(config.etllm_obj_root, "test")
 config.substitutions.append(("%shared", config.etllm_shared_dir))
 config.substitutions.append(("%etllm_src", config.etllm_src_root))
 config.substitutions.append(("%etllm_bin", config.etllm_tools_dir))
+config.substitutions.append(("%etllm_lib", config.etllm_obj_root + "/lib"))
 config.substitutions.append(("%mlir_include", config.mlir_include_dir))
+# The build's C++ compiler, for tests that compile generated code (the model
+# config's scratch field, Tools/etllm-tblgen/model-config-field.td).
+config.substitutions.append(("%cxx", config.cxx_compiler))
 # The interpreter running lit: the project's (scripts/venv.sh, CMake's
 # Python3_EXECUTABLE), which has jinja2 for the chat-template conformance
 # test; the other checker scripts use the standard library only.

@@ -1,6 +1,8 @@
 //===- ExportConfig.cpp - export_config.yaml ------------------------------===//
 #include "etllm/Config/ExportConfig.h"
 
+#include "etllm/Transforms/OptionEnums.h"
+
 #include "etllm/runtime/flags.h"
 #include "etllm/runtime/lora.h"
 
@@ -17,6 +19,26 @@ using etllm::rt::Result;
 using etllm::rt::Status;
 
 namespace etllm {
+
+namespace {
+/// An enum key's values: those of the option enum (OptionEnums.def), after
+/// `pipeline` (the recipe's choice) for the keys that override a recipe.
+template <typename E> std::vector<const char *> allowedOf(bool withPipeline) {
+  std::vector<const char *> values;
+  if (withPipeline)
+    values.push_back("pipeline");
+  for (const OptionEnumValue &v : optionEnumValues<E>())
+    values.push_back(v.spelling);
+  return values;
+}
+template <typename E>
+void printOptionEnum(std::ostream &os, const char *type) {
+  os << "## " << type << "\n\n" << optionEnumWhat<E>() << ":\n\n";
+  for (const OptionEnumValue &v : optionEnumValues<E>())
+    os << "- `" << v.spelling << "`: " << v.help << "\n";
+  os << "\n";
+}
+} // namespace
 
 const std::vector<ConfigKey> &exportConfigSchema() {
   static const std::vector<ConfigKey> schema = {
@@ -47,7 +69,7 @@ const std::vector<ConfigKey> &exportConfigSchema() {
       {"model.mla_cache",
        ConfigType::Enum,
        "expanded",
-       {"expanded", "latent"},
+       allowedOf<MlaCacheForm>(false),
        "Multi-head latent attention (DeepSeek): `expanded` caches every "
        "head's keys and values as the modeling code does; `latent` caches "
        "the compressed latent and the rotated shared key "
@@ -62,7 +84,7 @@ const std::vector<ConfigKey> &exportConfigSchema() {
       {"model.moe",
        ConfigType::Enum,
        "experts",
-       {"experts", "masked"},
+       allowedOf<MoeMode>(false),
        "Sparse mixture-of-experts blocks (Mixtral, Qwen-MoE): `experts` "
        "replaces each by one etllm.moe that computes only the experts each "
        "token selects (a decode step reads only their weights); `masked` "
@@ -86,7 +108,7 @@ const std::vector<ConfigKey> &exportConfigSchema() {
       {"quantization.linear",
        ConfigType::Enum,
        "pipeline",
-       {"pipeline", "none", "int4", "int8", "8da4w", "8da8w"},
+       allowedOf<LinearScheme>(true),
        "Linear-layer quantization: weight-only int4/int8 with float "
        "activations, or 8-bit dynamic per-token activations with int4/int8 "
        "weights. `pipeline` keeps the recipe's choice.",
@@ -131,7 +153,7 @@ const std::vector<ConfigKey> &exportConfigSchema() {
       {"quantization.embedding",
        ConfigType::Enum,
        "pipeline",
-       {"pipeline", "none", "int8", "int4"},
+       allowedOf<EmbeddingScheme>(true),
        "Token-embedding table quantization. `pipeline` keeps the recipe's "
        "(int4 group 32 for xnnpack-int4, int8 per row for xnnpack-8da4w and "
        "xnnpack-int8, none otherwise).",
@@ -151,7 +173,7 @@ const std::vector<ConfigKey> &exportConfigSchema() {
       {"quantization.output_layer",
        ConfigType::Enum,
        "pipeline",
-       {"pipeline", "same", "none", "int8", "int4", "8da8w", "8da4w"},
+       allowedOf<OutputLayerScheme>(true),
        "Exception for the output layer (lm_head): `same` quantizes it like "
        "the other linears, e.g. `int8` keeps it at 8 bits. `pipeline` keeps "
        "the recipe's (8da8w per channel for xnnpack-8da4w, same otherwise).",
@@ -556,6 +578,15 @@ std::string exportConfigReferenceMarkdown() {
     os << "\n- default: `" << (*k.defaultText ? k.defaultText : "\"\"")
        << "`\n- example: `--set " << k.name << "=" << k.example << "`\n\n";
   }
+  // The enumerated values the passes' and recipes' options take, with what
+  // each means (include/etllm/Transforms/OptionEnums.def).
+  os << "# Option values\n\n"
+     << "The values of the enumerated options of the passes "
+        "(docs/generated/EtllmPasses.md) and the recipes, declared once in "
+        "`include/etllm/Transforms/OptionEnums.def`; the keys above that "
+        "take them list them too.\n\n";
+#define ETLLM_OPTION_ENUM(Type, What) printOptionEnum<Type>(os, #Type);
+#include "etllm/Transforms/OptionEnums.def"
   return os.str();
 }
 

@@ -17,6 +17,7 @@
 #include "mlir/IR/Verifier.h"
 
 #include <filesystem>
+#include <iterator>
 
 using namespace mlir;
 using namespace mlir::etllm;
@@ -105,43 +106,12 @@ LogicalResult buildModel(GraphEmitter &e, const ::etllm::ImportOptions &options,
   return success(e.error.empty());
 }
 
-/// The routing names #etllm.model_config records ("" for a dense model).
-StringRef moeScoringName(const ModelConfig &c) {
-  return c.numExperts == 0 ? "" : ::etllm::models::moeScoringName(c.moeScoring);
-}
-StringRef moeTopkMethodName(const ModelConfig &c) {
-  return c.numExperts == 0
-             ? ""
-             : ::etllm::models::moeTopkMethodName(c.moeTopkMethod);
-}
-
-/// The configuration as the typed `#etllm.model_config`, read back by passes
-/// (source swap) and copied into the program file.
-ModelConfigAttr configAttr(MLIRContext *ctx, const ModelConfig &c,
-                           int64_t maxSeq, const std::string &dtype) {
-  const bool moe = c.hasMoeLayers();
-  return ModelConfigAttr::get(
-      ctx, c.architecture, c.modelType, dtype, c.hiddenSize, c.intermediateSize,
-      c.numLayers, c.numHeads, c.numKvHeads, c.headDim, c.vocabSize, maxSeq,
-      c.rotaryDim(), llvm::APFloat(c.rmsNormEps), llvm::APFloat(c.ropeTheta),
-      llvm::APFloat(c.attentionScale()), c.slidingWindow,
-      llvm::APFloat(c.attnLogitSoftcapping),
-      llvm::APFloat(c.finalLogitSoftcapping), c.tieWordEmbeddings, c.bosTokenId,
-      c.eosTokenIds,
-      SmallVector<bool>(c.layerUsesSlidingWindow.begin(),
-                        c.layerUsesSlidingWindow.end()),
-      c.qLoraRank, c.kvLoraRank, c.qkNopeHeadDim, c.vHeadDim,
-      // The MoE fields only for a model with sparse layers (DeepSeek's
-      // dense-only configs carry expert counts that build nothing).
-      moe ? c.numExperts : 0, moe ? c.numExpertsPerTok : 0,
-      moe ? c.expertIntermediateSize() : 0,
-      moe ? c.sharedExpertIntermediateSize : 0, moe && c.normTopkProb,
-      moe ? moeScoringName(c) : "", moe ? moeTopkMethodName(c) : "",
-      moe ? c.numExpertGroups : 0, moe ? c.topkGroup : 0,
-      llvm::APFloat(moe ? c.routedScalingFactor : 0.0),
-      moe ? SmallVector<bool>(c.layerIsMoe.begin(), c.layerIsMoe.end())
-          : SmallVector<bool>());
-}
+// The typed `#etllm.model_config` of a ModelConfig, read back by passes
+// (source swap) and copied into the program file: buildModelConfigAttr(ctx,
+// c, maxSeqLen, dtype), generated from etllm/Models/ModelConfig.td (each
+// field's value, the mla and moe groups when the model has them).
+#define GET_MODEL_CONFIG_ATTR_BUILDER
+#include "etllm/Dialect/Etllm/EtllmModelConfig.inc"
 
 } // namespace
 
@@ -218,7 +188,8 @@ buildExportedGraph(MLIRContext *context, const Checkpoint &checkpoint,
     (*module)->setAttr(EtllmDialect::kLoraAttrName,
                        builder.getArrayAttr(adapters));
   }
-  setModelConfig(*module, configAttr(context, c, maxSeq, options.dtype));
+  setModelConfig(*module,
+                 buildModelConfigAttr(context, c, maxSeq, options.dtype));
   (*module)->setAttr(EtllmDialect::kModuleClassesAttrName,
                      builder.getDictionaryAttr(classes));
   if (failed(verify(*module)))

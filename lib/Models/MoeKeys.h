@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <iterator>
 
 namespace etllm::models::moe_keys {
 
@@ -101,8 +102,7 @@ inline ConfigKey scoringFunc(MoeScoring hfDefault) {
   k.gguf = GgufKey::ExpertGatingFunc;
   k.field = ConfigField::MoeScoring;
   k.type = KeyType::Choice;
-  k.choices = {moeScoringName(MoeScoring::Softmax),
-               moeScoringName(MoeScoring::Sigmoid)};
+  k.choices.assign(std::begin(kMoeScoringNames), std::end(kMoeScoringNames));
   k.ggufCodes = {1, 2};
   k.hfDefault = static_cast<double>(hfDefault);
   k.ggufDefault = k.hfDefault;
@@ -115,9 +115,8 @@ inline ConfigKey topkMethod(MoeTopkMethod hfDefault, MoeTopkMethod gguf) {
   k.hf = "topk_method";
   k.field = ConfigField::MoeTopkMethod;
   k.type = KeyType::Choice;
-  k.choices = {moeTopkMethodName(MoeTopkMethod::Greedy),
-               moeTopkMethodName(MoeTopkMethod::GroupLimitedGreedy),
-               moeTopkMethodName(MoeTopkMethod::NoauxTc)};
+  k.choices.assign(std::begin(kMoeTopkMethodNames),
+                   std::end(kMoeTopkMethodNames));
   k.hfDefault = static_cast<double>(hfDefault);
   k.ggufDefault = static_cast<double>(gguf);
   k.ggufImplied = true;

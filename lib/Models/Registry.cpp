@@ -8,6 +8,8 @@
 #include "etllm/Models/Registry.h"
 #include "FamilyList.h"
 
+#include <iterator>
+
 namespace etllm::models {
 
 const std::vector<const FamilySpec *> &families() {
@@ -113,25 +115,13 @@ std::string supportedIds() {
 }
 
 const char *moeScoringName(MoeScoring scoring) {
-  switch (scoring) {
-  case MoeScoring::Softmax:
-    return "softmax";
-  case MoeScoring::Sigmoid:
-    return "sigmoid";
-  }
-  return "";
+  size_t i = static_cast<size_t>(scoring);
+  return i < std::size(kMoeScoringNames) ? kMoeScoringNames[i] : "";
 }
 
 const char *moeTopkMethodName(MoeTopkMethod method) {
-  switch (method) {
-  case MoeTopkMethod::Greedy:
-    return "greedy";
-  case MoeTopkMethod::GroupLimitedGreedy:
-    return "group_limited_greedy";
-  case MoeTopkMethod::NoauxTc:
-    return "noaux_tc";
-  }
-  return "";
+  size_t i = static_cast<size_t>(method);
+  return i < std::size(kMoeTopkMethodNames) ? kMoeTopkMethodNames[i] : "";
 }
 
 bool isLayerModule(HfModule module) {

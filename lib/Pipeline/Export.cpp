@@ -3,7 +3,6 @@
 
 #include "etllm/Config/ExportConfig.h"
 #include "etllm/Formats/Lora.h"
-#include "etllm/InitAll.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/FileUtilities.h"
@@ -59,8 +58,11 @@ void applyConfigToRecipeOptions(const ExportConfig &c, RecipeOptions &o) {
   o.embedding = c.getString("quantization.embedding");
   o.embeddingGroupSize = c.getInt("quantization.embedding_group_size");
   o.outputLayer = c.getString("quantization.output_layer");
-  o.mlaCache = c.getString("model.mla_cache");
-  o.moe = c.getString("model.moe");
+  // The schema allows only these enums' spellings (ExportConfig.cpp).
+  if (auto form = parseOptionEnum<MlaCacheForm>(c.getString("model.mla_cache")))
+    o.mlaCache = *form;
+  if (auto mode = parseOptionEnum<MoeMode>(c.getString("model.moe")))
+    o.moe = *mode;
   for (const std::string &e : c.getList("quantization.exclude"))
     o.exclude.push_back(e);
   for (const std::string &b : c.getList("backends"))
@@ -75,7 +77,6 @@ void applyConfigToRecipeOptions(const ExportConfig &c, RecipeOptions &o) {
 llvm::Error runExport(Artifact input, const ExportConfig &requestedConfig,
                       const ExportRequest &request,
                       mlir::MLIRContext &context) {
-  registerAllPasses();
   // `--lora` adds to the config's `lora` list, so that the program's
   // provenance (the config it was made with) names every adapter and scale.
   ExportConfig config = requestedConfig;

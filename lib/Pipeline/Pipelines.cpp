@@ -11,121 +11,173 @@
 namespace etllm {
 
 namespace {
+/// A recipe's choices; each recipe below sets the ones it changes, by name.
 struct Recipe {
-  const char *name;
-  const char *description;
-  const char *linear;
-  int64_t groupSize;
+  std::string name;
+  std::string description;
+  LinearScheme linear = LinearScheme::None;
+  int64_t groupSize = 32;
   std::vector<std::string> backends;
-  const char *embedding = "none";
-  const char *outputLayer = "same";
-  const char *scaleType = "f32";
-  const char *activations = "f32";
+  EmbeddingScheme embedding = EmbeddingScheme::None;
+  OutputLayerScheme outputLayer = OutputLayerScheme::Same;
+  ScaleType scaleType = ScaleType::F32;
+  ActivationScheme activations = ActivationScheme::F32;
   int64_t embeddingGroupSize = -1;
   /// Options of the backends' compiler halves (etllm-partition's
   /// backend-options).
-  std::vector<std::string> backendOptions = {};
+  std::vector<std::string> backendOptions;
 };
 
+Recipe portable() {
+  Recipe r;
+  r.name = "portable";
+  r.description = "fp32, level-B fused ops, no delegate: every op on "
+                  "portable kernels";
+  return r;
+}
+
+Recipe xnnpackFp32() {
+  Recipe r;
+  r.name = "xnnpack-fp32";
+  r.description = "fp32 weights and activations, delegated to the optimized "
+                  "CPU backend";
+  r.backends = {"xnnpack"};
+  return r;
+}
+
+Recipe xnnpackInt4() {
+  Recipe r;
+  r.name = "xnnpack-int4";
+  r.description = "int4 group-wise weights (group 32, f16 scales: Q4_0's "
+                  "bytes), int8 activations per block of 32 (Q8_0), int4 "
+                  "embedding (one table with a tied lm_head), on the CPU "
+                  "backend";
+  r.linear = LinearScheme::Int4;
+  r.backends = {"xnnpack"};
+  r.embedding = EmbeddingScheme::Int4;
+  r.scaleType = ScaleType::F16;
+  r.activations = ActivationScheme::Int8Block;
+  r.embeddingGroupSize = 32;
+  return r;
+}
+
+Recipe xnnpack8da4w() {
+  Recipe r;
+  r.name = "xnnpack-8da4w";
+  r.description = "int8 dynamic per-token activations x int4 group-wise "
+                  "weights (group 32), int8 per-row embedding, 8da8w lm_head: "
+                  "ExecuTorch's default CPU recipe";
+  r.linear = LinearScheme::Dyn8Int4;
+  r.backends = {"xnnpack"};
+  r.embedding = EmbeddingScheme::Int8;
+  r.outputLayer = OutputLayerScheme::Dyn8Int8;
+  return r;
+}
+
+Recipe xnnpackInt8() {
+  Recipe r;
+  r.name = "xnnpack-int8";
+  r.description = "int8 per-channel weights, fp32 activations, int8 per-row "
+                  "embedding (one table with a tied lm_head), on the CPU "
+                  "backend";
+  r.linear = LinearScheme::Int8;
+  r.groupSize = -1;
+  r.backends = {"xnnpack"};
+  r.embedding = EmbeddingScheme::Int8;
+  return r;
+}
+
+Recipe vulkanFp32() {
+  Recipe r;
+  r.name = "vulkan-fp32";
+  r.description = "fp32 weights and activations, delegated to the Vulkan GPU "
+                  "backend (what it cannot run stays on portable kernels)";
+  r.backends = {"vulkan"};
+  return r;
+}
+
+Recipe vulkanFp16() {
+  Recipe r = vulkanFp32();
+  r.name = "vulkan-fp16";
+  r.description = "the fp32 graph on the Vulkan GPU backend with f16 weights "
+                  "and activations (sums, norms, softmax and RoPE in f32; f16 "
+                  "KV cache)";
+  r.backendOptions = {"vulkan.precision=f16"};
+  return r;
+}
+
+Recipe vulkanInt4() {
+  Recipe r;
+  r.name = "vulkan-int4";
+  r.description = "int4 group-wise weights (group 32, f16 scales), int4 "
+                  "embedding (one table with a tied lm_head), f16 activations "
+                  "on the Vulkan GPU backend";
+  r.linear = LinearScheme::Int4;
+  r.backends = {"vulkan"};
+  r.embedding = EmbeddingScheme::Int4;
+  r.scaleType = ScaleType::F16;
+  r.embeddingGroupSize = 32;
+  r.backendOptions = {"vulkan.precision=f16"};
+  return r;
+}
+
+Recipe vulkanInt4Mixed() {
+  Recipe r = vulkanInt4();
+  r.name = "vulkan-int4-mixed";
+  r.description = "vulkan-int4 in a program mixed with the CPU: the RMSNorms "
+                  "on the CPU backend (xnnpack), the attention (RoPE, KV "
+                  "cache, SDPA) on portable kernels, the rest on the GPU";
+  r.backends = {"vulkan", "xnnpack"};
+  r.backendOptions.push_back("vulkan.exclude=etllm.rms_norm:etllm.rope:"
+                             "etllm.kv_cache.update:etllm.sdpa");
+  return r;
+}
+
+/// Every recipe, in documentation order.
 const std::vector<Recipe> &recipes() {
   static const std::vector<Recipe> r = {
-      {"portable",
-       "fp32, level-B fused ops, no delegate: every op on portable "
-       "kernels",
-       "none",
-       32,
-       {}},
-      {"xnnpack-fp32",
-       "fp32 weights and activations, delegated to the "
-       "optimized CPU backend",
-       "none",
-       32,
-       {"xnnpack"}},
-      {"xnnpack-int4",
-       "int4 group-wise weights (group 32, f16 scales: Q4_0's bytes), int8 "
-       "activations per block of 32 (Q8_0), int4 embedding (one table with "
-       "a tied lm_head), on the CPU backend",
-       "int4",
-       32,
-       {"xnnpack"},
-       "int4",
-       "same",
-       "f16",
-       "int8-block",
-       32},
-      {"xnnpack-8da4w",
-       "int8 dynamic per-token activations x int4 group-wise "
-       "weights (group 32), int8 per-row embedding, 8da8w lm_head: "
-       "ExecuTorch's default CPU recipe",
-       "8da4w",
-       32,
-       {"xnnpack"},
-       "int8",
-       "8da8w"},
-      {"xnnpack-int8",
-       "int8 per-channel weights, fp32 activations, int8 per-row embedding "
-       "(one table with a tied lm_head), on the CPU backend",
-       "int8",
-       -1,
-       {"xnnpack"},
-       "int8",
-       "same",
-       "f32",
-       "f32",
-       -1},
-      {"vulkan-fp32",
-       "fp32 weights and activations, delegated to the Vulkan GPU backend "
-       "(what it cannot run stays on portable kernels)",
-       "none",
-       32,
-       {"vulkan"}},
-      {"vulkan-fp16",
-       "the fp32 graph on the Vulkan GPU backend with f16 weights and "
-       "activations (sums, norms, softmax and RoPE in f32; f16 KV cache)",
-       "none",
-       32,
-       {"vulkan"},
-       "none",
-       "same",
-       "f32",
-       "f32",
-       -1,
-       {"vulkan.precision=f16"}},
-      {"vulkan-int4",
-       "int4 group-wise weights (group 32, f16 scales), int4 embedding (one "
-       "table with a tied lm_head), f16 activations on the Vulkan GPU "
-       "backend",
-       "int4",
-       32,
-       {"vulkan"},
-       "int4",
-       "same",
-       "f16",
-       "f32",
-       32,
-       {"vulkan.precision=f16"}},
-      {"vulkan-int4-mixed",
-       "vulkan-int4 in a program mixed with the CPU: the RMSNorms on the "
-       "CPU backend (xnnpack), the attention (RoPE, KV cache, SDPA) on "
-       "portable kernels, the rest on the GPU",
-       "int4",
-       32,
-       {"vulkan", "xnnpack"},
-       "int4",
-       "same",
-       "f16",
-       "f32",
-       32,
-       {"vulkan.precision=f16",
-        "vulkan.exclude=etllm.rms_norm:etllm.rope:etllm.kv_cache.update:"
-        "etllm.sdpa"}},
-  };
+      portable(),     xnnpackFp32(), xnnpackInt4(),
+      xnnpack8da4w(), xnnpackInt8(), vulkanFp32(),
+      vulkanFp16(),   vulkanInt4(),  vulkanInt4Mixed()};
   return r;
+}
+
+/// Reports a recipe option whose value is not one of its enum's (a pass, so
+/// that a registered pipeline, which cannot return an error, fails with
+/// the message when it runs).
+struct OptionErrorPass
+    : public mlir::PassWrapper<OptionErrorPass,
+                               mlir::OperationPass<mlir::ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(OptionErrorPass)
+  explicit OptionErrorPass(std::string message) : message(std::move(message)) {}
+  llvm::StringRef getArgument() const override {
+    return "etllm-recipe-option-error";
+  }
+  void runOnOperation() override {
+    getOperation().emitError(message);
+    signalPassFailure();
+  }
+  std::string message;
+};
+
+/// The option's value: the recipe's for "" or "pipeline"; else its
+/// spelling, or an error naming the option and the accepted values.
+template <typename E>
+E chooseOption(const std::string &recipe, const char *flag,
+               const std::string &value, E recipeValue, std::string &error) {
+  if (value.empty() || value == "pipeline")
+    return recipeValue;
+  if (std::optional<E> v = parseOptionEnum<E>(value))
+    return *v;
+  if (error.empty())
+    error = recipe + ": " + flag + "='" + value + "' is not one of " +
+            optionEnumSpellings<E>() + " (or pipeline: the recipe's)";
+  return recipeValue;
 }
 
 const Recipe *findRecipe(const std::string &name) {
   for (const Recipe &r : recipes())
-    if (name == r.name)
+    if (r.name == name)
       return &r;
   return nullptr;
 }
@@ -151,15 +203,21 @@ std::vector<StageSpec> recipeStages(const std::string &recipe,
   const Recipe *r = findRecipe(recipe);
   if (!r)
     return {};
-  // "" or "pipeline" (export_config.yaml's word for it): the recipe's.
-  auto orRecipe = [](const std::string &v, const char *recipeValue) {
-    return v.empty() || v == "pipeline" ? std::string(recipeValue) : v;
-  };
-  std::string linear = orRecipe(o.linear, r->linear);
-  std::string embedding = orRecipe(o.embedding, r->embedding);
-  std::string outputLayer = orRecipe(o.outputLayer, r->outputLayer);
-  std::string scaleType = orRecipe(o.scaleType, r->scaleType);
-  std::string activations = orRecipe(o.activations, r->activations);
+  std::string optionError;
+  LinearScheme linear =
+      chooseOption(recipe, "linear", o.linear, r->linear, optionError);
+  EmbeddingScheme embedding =
+      chooseOption(recipe, "embedding", o.embedding, r->embedding, optionError);
+  OutputLayerScheme outputLayer = chooseOption(
+      recipe, "output-layer", o.outputLayer, r->outputLayer, optionError);
+  ScaleType scaleType = chooseOption(recipe, "scale-type", o.scaleType,
+                                     r->scaleType, optionError);
+  ActivationScheme activations = chooseOption(
+      recipe, "activations", o.activations, r->activations, optionError);
+  if (!optionError.empty())
+    return {{"options", [optionError](mlir::OpPassManager &pm) {
+               pm.addPass(std::make_unique<OptionErrorPass>(optionError));
+             }}};
   int64_t groupSize = o.groupSize == 0 ? r->groupSize : o.groupSize.getValue();
   int64_t embeddingGroupSize = o.embeddingGroupSize == 0
                                    ? r->embeddingGroupSize
@@ -170,11 +228,14 @@ std::vector<StageSpec> recipeStages(const std::string &recipe,
   std::vector<std::string> backendOptions = r->backendOptions;
   backendOptions.insert(backendOptions.end(), o.backendOptions.begin(),
                         o.backendOptions.end());
-  bool quantize = linear != "none" || embedding != "none" ||
-                  (outputLayer != "same" && outputLayer != "none");
+  bool quantize = linear != LinearScheme::None ||
+                  embedding != EmbeddingScheme::None ||
+                  (outputLayer != OutputLayerScheme::Same &&
+                   outputLayer != OutputLayerScheme::None);
 
   std::vector<StageSpec> stages;
-  std::string mlaCache = o.mlaCache, moe = o.moe;
+  MlaCacheForm mlaCache = o.mlaCache;
+  MoeMode moe = o.moe;
   stages.push_back({"swap-source", [mlaCache, moe](mlir::OpPassManager &pm) {
                       SwapSourcePassOptions swap;
                       swap.mlaCache = mlaCache;

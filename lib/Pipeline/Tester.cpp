@@ -22,7 +22,6 @@ runProgram(const std::string &bytes, const std::vector<int64_t> &tokens,
     return llvm::make_error<llvm::StringError>(m,
                                                llvm::inconvertibleErrorCode());
   };
-  rt::registerBuiltinBackends();
   auto program = rt::Program::loadFromBuffer(
       reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size(),
       "<in-memory program>");
@@ -70,7 +69,6 @@ runProgram(const std::string &bytes, const std::vector<int64_t> &tokens,
 Tester::Tester() {
   mlir::DialectRegistry registry;
   registerAllDialects(registry);
-  registerAllPasses();
   context = std::make_unique<mlir::MLIRContext>(registry);
   context->loadAllAvailableDialects();
 }

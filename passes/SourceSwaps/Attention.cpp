@@ -20,8 +20,8 @@ LogicalResult swapAttention(ModuleInstance &inst, RewriterBase &rewriter,
     reason = "the module has no etllm.model_config";
     return failure();
   }
-  if (cfg.getKvLoraRank() > 0) {
-    if (inst.mlaCache == "latent")
+  if (cfg.getMla()) {
+    if (inst.mlaCache == ::etllm::MlaCacheForm::Latent)
       return swapMlaAttention(inst, rewriter, reason);
     return fuseExpandedMlaRope(inst, rewriter, reason);
   }

@@ -179,9 +179,14 @@ FailureOr<DeepseekRope> matchDeepseekRope(Value v, Value positions,
 LogicalResult swapMlaAttention(ModuleInstance &inst, RewriterBase &rewriter,
                                std::string &reason) {
   ModelConfigAttr cfg = inst.config;
+  MlaConfigAttr mla = cfg.getMla();
+  if (!mla) {
+    reason = "the model config has no latent attention (mla) group";
+    return failure();
+  }
   const int64_t H = cfg.getNumAttentionHeads(), rope = cfg.getHeadDim(),
-                kvl = cfg.getKvLoraRank(), nope = cfg.getQkNopeHeadDim(),
-                vd = cfg.getVHeadDim();
+                kvl = mla.getKvLoraRank(), nope = mla.getQkNopeHeadDim(),
+                vd = mla.getVHeadDim();
   if (H <= 0 || rope <= 0 || kvl <= 0 || nope <= 0 || vd <= 0) {
     reason = "the model config lacks the latent attention sizes";
     return failure();

@@ -229,7 +229,7 @@ LogicalResult matchNoauxTc(Value masked, int64_t E, Value &scores, Value &bias,
 /// its gate, the reshapes) stays as it is.
 LogicalResult swapSparseMoe(ModuleInstance &inst, RewriterBase &rewriter,
                             std::string &reason) {
-  if (inst.moe == "masked") {
+  if (inst.moe == ::etllm::MoeMode::Masked) {
     reason = "moe=masked keeps the level-A loop over every expert";
     return failure();
   }

@@ -9,7 +9,10 @@ model.safetensors) that etllm-export's importer reads like any other:
   rotate-half order, by the C++ permutation the GGUF and llama2.c readers
   use (etllm._etllm.permute_qk_rows_to_rotate_half),
 * the feed-forward size from dim, multiple_of and ffn_dim_multiplier as
-  Meta's model.py computes it.
+  Meta's model.py computes it,
+* config.json written by the C++ writer of every checkpoint format
+  (formats::toHfConfigJson, etllm._etllm.hf_config_json) from the model
+  config's fields.
 """
 
 import glob
@@ -149,41 +152,47 @@ def _checkpoint_file(path):
     return files[0]
 
 
-def hf_config(p, vocab_size, tied):
-    """The config.json of the Llama-family model a params.json describes."""
-    head_dim = p["dim"] // p["n_heads"]
+def model_config(p, vocab_size, tied):
+    """The model config of the Llama-family model a params.json describes,
+    as etllm's ModelConfig fields (the keys of
+    include/etllm/Models/ModelConfig.td). The config.json is written from
+    it by the C++ writer every checkpoint format uses (hf_config_json)."""
     eos = [2]
     bos = 1
     if vocab_size >= 128000:  # Llama 3's tiktoken vocabulary
         bos, eos = 128000, [128001, 128008, 128009]
     config = {
-        "architectures": ["LlamaForCausalLM"],
-        "model_type": "llama",
+        "architecture": "LlamaForCausalLM",
         "hidden_size": p["dim"],
         "intermediate_size": ffn_dim(p["dim"], p["multiple_of"],
                                      p["ffn_dim_multiplier"]),
         "num_hidden_layers": p["n_layers"],
         "num_attention_heads": p["n_heads"],
         "num_key_value_heads": p["n_kv_heads"],
-        "head_dim": head_dim,
+        "head_dim": p["dim"] // p["n_heads"],
         "vocab_size": vocab_size,
         "max_position_embeddings": p["max_seq_len"],
         "rms_norm_eps": p["norm_eps"],
         "rope_theta": p["rope_theta"],
-        "hidden_act": "silu",
         "tie_word_embeddings": tied,
-        "attention_bias": False,
-        "mlp_bias": False,
         "bos_token_id": bos,
-        "eos_token_id": eos,
+        "eos_token_ids": eos,
     }
     if p["use_scaled_rope"]:
         # Meta's apply_scaling (llama3/model.py): low 1, high 4, 8192.
         config["rope_scaling"] = {
-            "rope_type": "llama3", "factor": p["rope_scaling_factor"],
+            "type": "llama3", "factor": p["rope_scaling_factor"],
             "low_freq_factor": 1.0, "high_freq_factor": 4.0,
             "original_max_position_embeddings": 8192}
     return config
+
+
+def hf_config_json(config, params_path):
+    """The config.json of a model_config() (the C++ writer's)."""
+    try:
+        return _etllm.hf_config_json(json.dumps(config))
+    except _etllm.Error as e:
+        raise MetaCheckpointError(f"{params_path}: {e}") from e
 
 
 def convert(checkpoint, params_path, out_dir):
@@ -211,7 +220,8 @@ def convert(checkpoint, params_path, out_dir):
             f"{params_path}: vocab_size {p['vocab_size']} but {path} has "
             f"{vocab} embedding rows")
     tied = "output.weight" not in sd
-    config = hf_config(p, vocab, tied)
+    config = model_config(p, vocab, tied)
+    config_json = hf_config_json(config, params_path)
     D, F = p["dim"], config["intermediate_size"]
     H, Hkv, Dh = p["n_heads"], p["n_kv_heads"], config["head_dim"]
     expected = {
@@ -275,5 +285,5 @@ def convert(checkpoint, params_path, out_dir):
         writer.write(raw)
     writer.finish()
     with open(os.path.join(out_dir, "config.json"), "w", encoding="utf-8") as f:
-        json.dump(config, f, indent=2)
+        f.write(config_json)
     return out_dir

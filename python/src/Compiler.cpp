@@ -11,6 +11,7 @@
 #include "etllm/Config/ExportConfig.h"
 #include "etllm/Formats/Checkpoint.h"
 #include "etllm/Formats/HubCache.h"
+#include "etllm/Formats/ModelConfig.h"
 #include "etllm/Formats/Safetensors.h"
 #include "etllm/Import/AtenImporter.h"
 #include "etllm/InitAll.h"
@@ -53,7 +54,6 @@ void check(llvm::Error e) {
 }
 
 std::unique_ptr<mlir::MLIRContext> makeContext() {
-  registerAllPasses();
   mlir::DialectRegistry registry;
   registerAllDialects(registry);
   auto context = std::make_unique<mlir::MLIRContext>(registry);
@@ -439,6 +439,23 @@ import().run_recipe("xnnpack-int4").check_count("etllm.sdpa", 5)
       py::arg("hf_id"), py::arg("cache_dir") = "",
       "The snapshot directory of a model in the local hub cache (never "
       "downloads).");
+  m.def(
+      "hf_config_json",
+      [](const std::string &fields) {
+        auto config = formats::modelConfigFromFieldsJson(fields, "config");
+        if (!config.ok())
+          raise(config.message());
+        auto text = formats::toHfConfigJson(*config);
+        if (!text.ok())
+          raise(text.message());
+        return *text;
+      },
+      py::arg("fields"),
+      "The config.json transformers would write for a model config given as "
+      "JSON, one key per field of etllm's ModelConfig (the keys of "
+      "include/etllm/Models/ModelConfig.td; rope_scaling an object). The "
+      "traits, per-layer flags and sparse layers are derived as the "
+      "checkpoint readers derive them; the config is validated.");
   py::class_<PySafetensorsWriter>(m, "SafetensorsWriter",
                                   "Streams a .safetensors file: "
                                   "add_tensor() each, open(), write() each "

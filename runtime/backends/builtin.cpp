@@ -1,9 +1,13 @@
 //===- builtin.cpp - The backends built into this runtime -----------------===//
+//
+// Which backends: the one list in cmake/Backends.cmake, of which the build
+// generates `registerListedBackends` (each backend whose runtime half this
+// build has).
+//
+//===----------------------------------------------------------------------===//
 #include "etllm/runtime/backend.h"
-#include "etllm/runtime/xnnpack/backend.h"
-#ifdef ETLLM_HAVE_VULKAN
-#include "etllm/runtime/vulkan/backend.h"
-#endif
+
+#include "builtin_backends.inc"
 
 #include <mutex>
 
@@ -13,12 +17,7 @@ void registerBuiltinBackends() {
   // Idempotent: the first call registers, later calls do nothing (so they
   // never replace a backend the application registered in between).
   static std::once_flag once;
-  std::call_once(once, [] {
-    xnnpack::registerXnnpackBackend();
-#ifdef ETLLM_HAVE_VULKAN
-    vulkan::registerVulkanBackend();
-#endif
-  });
+  std::call_once(once, [] { registerListedBackends(); });
 }
 
 } // namespace etllm::rt

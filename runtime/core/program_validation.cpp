@@ -17,6 +17,26 @@
 namespace etllm::rt::detail {
 namespace {
 
+// One code per dtype: program.fbs's DType, the runtime's DType and the
+// backends' blobs (which store rt::DType codes as ubyte) must agree.
+#define ETLLM_PIN_DTYPE(Fbs, Rt)                                               \
+  static_assert(static_cast<int>(fbs::DType::Fbs) ==                           \
+                    static_cast<int>(DType::Rt),                               \
+                "program.fbs DType::" #Fbs " != rt::DType::" #Rt)
+ETLLM_PIN_DTYPE(F32, F32);
+ETLLM_PIN_DTYPE(F16, F16);
+ETLLM_PIN_DTYPE(BF16, BF16);
+ETLLM_PIN_DTYPE(I64, I64);
+ETLLM_PIN_DTYPE(I32, I32);
+ETLLM_PIN_DTYPE(I8, I8);
+ETLLM_PIN_DTYPE(U8, U8);
+ETLLM_PIN_DTYPE(BOOL, Bool);
+ETLLM_PIN_DTYPE(QWEIGHT, QWeight);
+ETLLM_PIN_DTYPE(QACT, QAct);
+#undef ETLLM_PIN_DTYPE
+static_assert(static_cast<int>(fbs::DType::MAX) + 1 == kNumDTypes,
+              "program.fbs and rt::DType have different dtype counts");
+
 bool validDType(fbs::DType t) {
   return static_cast<unsigned>(t) < static_cast<unsigned>(kNumDTypes);
 }

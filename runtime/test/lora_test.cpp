@@ -53,9 +53,9 @@ std::vector<uint8_t> buildProgram(const ProgramSpec &s = {}) {
       tensor({kRows, kOut}, fbs::StorageKind::PLANNED, 64, 24)};
   std::vector<uint32_t> ins = {0, 1}, outs = {2};
   std::vector<int64_t> ints = {s.hookIndex};
-  auto kc =
-      fbs::CreateKernelCall(fb, fb.CreateString("lora"), fb.CreateVector(ins),
-                            fb.CreateVector(outs), fb.CreateVector(ints));
+  auto kc = fbs::CreateKernelCall(fb, fb.CreateString(opName(OpId::Lora)),
+                                  fb.CreateVector(ins), fb.CreateVector(outs),
+                                  fb.CreateVector(ints));
   std::vector<flatbuffers::Offset<fbs::InstructionEntry>> instrs = {
       fbs::CreateInstructionEntry(fb, fbs::Instruction::KernelCall,
                                   kc.Union())};

@@ -34,7 +34,7 @@ struct Spec {
   uint64_t arenaSize = 256;
   uint32_t constantIndex = 0;
   uint64_t constantSize = 16;
-  std::string op = "add";
+  std::string op = opName(OpId::Add);
   bool outputIntoConstant = false;
   int numInputs = 2;
   fbs::DType dtype = fbs::DType::F32;
@@ -205,7 +205,7 @@ TEST(Program, ProfileRecordsEachInstructionWhileAttached) {
   std::vector<OpProfile::Row> rows = profile.rows();
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].where, OpProfile::Where::Portable);
-  EXPECT_EQ(std::string(opInfo(rows[0].op).name), "add");
+  EXPECT_EQ(std::string(opInfo(rows[0].op).name), opName(OpId::Add));
   EXPECT_EQ(rows[0].calls, 3u);
   EXPECT_EQ(rows[0].nodes, 3u);
   EXPECT_GE(rows[0].ns, 0);
@@ -220,7 +220,8 @@ TEST(Program, ProfileRecordsEachInstructionWhileAttached) {
 
 TEST(OpProfile, SortsByTimeAndCountsFusedNodes) {
   OpProfile p;
-  const OpInfo *qlinear = findOp("qlinear", 7), *add = findOp("add", 3);
+  const OpInfo *qlinear = findOp(opName(OpId::QLinear), 7),
+               *add = findOp(opName(OpId::Add), 3);
   ASSERT_TRUE(qlinear && add);
   p.add(OpProfile::Where::Delegate, add->id, 100);
   p.add(OpProfile::Where::Delegate, qlinear->id, 700, 3);
@@ -337,7 +338,7 @@ TEST(Program, ReadsEveryFormatVersion) {
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.message().find("format version"), std::string::npos)
       << p.message();
-  EXPECT_NE(p.message().find("input 1 is f32 but input 0 is qact"),
+  EXPECT_NE(p.message().find("lhs (input 0) has element type qact"),
             std::string::npos)
       << p.message();
 }
@@ -389,7 +390,7 @@ TEST(Program, RejectsSemanticErrors) {
 // and flags in range, optional inputs as the has_* flags say.
 TEST(Program, RejectsAttributesOutsideTheContract) {
   Spec s;
-  s.op = "gelu";
+  s.op = opName(OpId::Gelu);
   s.numInputs = 1;
   s.ints = {1};
   ASSERT_TRUE(load(buildProgram(s)).ok());
@@ -400,7 +401,7 @@ TEST(Program, RejectsAttributesOutsideTheContract) {
   s.ints = {-1};
   expectRejected(buildProgram(s), "is -1, outside [0, 1]");
   s = {};
-  s.op = "layer_norm";
+  s.op = opName(OpId::LayerNorm);
   s.ints = {1, 0}; // x and c: the weight is present, the bias is not
   s.floats = {1e-5};
   ASSERT_TRUE(load(buildProgram(s)).ok());
@@ -412,8 +413,8 @@ TEST(Program, RejectsAttributesOutsideTheContract) {
 }
 
 // Every attribute is checked when the program loads (the table's enums and
-// flags, then verify_ops.cpp), not when the instruction runs. The values are
-// f32 of rank 1.
+// flags, then the generated rules verify_ops.cpp interprets), not when the
+// instruction runs. The values are f32 of rank 1.
 TEST(Program, RejectsBadAttributesAtLoad) {
   auto call = [](const std::string &op, int inputs, std::vector<int64_t> ints,
                  std::vector<double> floats = {}, int outputs = 1) {
@@ -425,54 +426,61 @@ TEST(Program, RejectsBadAttributesAtLoad) {
     s.numOutputs = outputs;
     return buildProgram(s);
   };
-  expectRejected(call("softmax", 1, {5}),
+  expectRejected(call(opName(OpId::Softmax), 1, {5}),
                  "instruction 0 (softmax): dim (integer attribute 0) 5 is "
                  "out of range for rank 1");
-  expectRejected(call("softmax", 1, {-2}), "-2 is out of range for rank 1");
-  expectRejected(call("gelu", 1, {2}),
+  expectRejected(call(opName(OpId::Softmax), 1, {-2}),
+                 "-2 is out of range for rank 1");
+  expectRejected(call(opName(OpId::Gelu), 1, {2}),
                  "integer attribute 0 (approximate) is 2, outside [0, 1]");
-  expectRejected(call("transpose", 1, {0, 1}),
+  expectRejected(call(opName(OpId::Transpose), 1, {0, 1}),
                  "dim1 (integer attribute 1) 1 is out of range for rank 1");
-  expectRejected(call("sum", 1, {0, 0, -1}), "dimension -1 is reduced twice");
-  expectRejected(call("sum", 1, {3, 0}),
+  expectRejected(call(opName(OpId::Sum), 1, {0, 0, -1}),
+                 "dims[1] (integer attribute 2): dimension -1 appears twice");
+  expectRejected(call(opName(OpId::Sum), 1, {3, 0}),
                  "integer attribute 0 (keepdim) is 3, outside [0, 1]");
-  expectRejected(call("sum", 1, {}), "no keepdim attribute");
-  expectRejected(call("arange", 0, {0, 4, 0}), "step (integer attribute 2)");
-  expectRejected(call("split", 1, {0, 2, 2}), "1 outputs for 2 sizes");
-  expectRejected(call("split", 1, {0, -1}, {}, 1),
+  expectRejected(call(opName(OpId::Sum), 1, {}),
+                 "0 integer attributes, expected at least 1");
+  expectRejected(call(opName(OpId::Arange), 0, {0, 4, 0}),
+                 "step (integer attribute 2)");
+  expectRejected(call(opName(OpId::Split), 1, {0, 2, 2}),
+                 "sizes has 2 entries, expected 1 (one per value of results)");
+  expectRejected(call(opName(OpId::Split), 1, {0, -1}, {}, 1),
                  "sizes[0] (integer attribute 1) must be at least 0");
-  expectRejected(call("slice", 1, {0, 0, 4, 0}),
+  expectRejected(call(opName(OpId::Slice), 1, {0, 0, 4, 0}),
                  "step (integer attribute 3) must be at least 1, got 0");
-  expectRejected(call("permute", 1, {0, 0}),
-                 "2 integer attributes, expected 1");
-  expectRejected(call("rms_norm", 1, {}, {std::nan(""), 0}),
+  expectRejected(
+      call(opName(OpId::Permute), 1, {0, 0}),
+      "dims has 2 entries, expected 1 (the rank of input (input 0))");
+  expectRejected(call(opName(OpId::RmsNorm), 1, {}, {std::nan(""), 0}),
                  "eps (float attribute 0) nan is not finite");
-  expectRejected(call("full_like", 1, {}, {std::nan("")}),
+  expectRejected(call(opName(OpId::FullLike), 1, {}, {std::nan("")}),
                  "value (float attribute 0) nan is not finite");
-  expectRejected(call("eq", 2, {}), "the output (bool) has element type f32");
-  expectRejected(call("embedding", 2, {}),
-                 "input 1 (indices, i64 or i32) has element type f32");
-  expectRejected(call("qlinear", 2, {}),
-                 "the weight (qweight) has element type f32");
-  expectRejected(call("layer_norm", 1, {1, 0}, {1e-5}),
+  expectRejected(call(opName(OpId::Eq), 2, {}),
+                 "result (output 0) has element type f32, expected bool");
+  expectRejected(call(opName(OpId::Embedding), 2, {}),
+                 "indices (input 1) has element type f32, expected i64 or i32");
+  expectRejected(call(opName(OpId::QLinear), 2, {}),
+                 "weight (input 1) has element type f32, expected qweight");
+  expectRejected(call(opName(OpId::LayerNorm), 1, {1, 0}, {1e-5}),
                  "layer_norm: 1 inputs, but its has_* attributes say 2");
-  expectRejected(call("sdpa", 3, {0, 0, 0, 0}, {1, 0}),
-                 "q, k and v has rank 1, expected 4");
+  expectRejected(call(opName(OpId::Sdpa), 3, {0, 0, 0, 0}, {1, 0}),
+                 "query (input 0) has rank 1, expected 4");
 }
 
 TEST(Program, AcceptsGoodAttributes) {
   for (auto [op, inputs, ints, floats] :
        std::vector<std::tuple<std::string, int, std::vector<int64_t>,
                               std::vector<double>>>{
-           {"softmax", 1, {0}, {}},
-           {"softmax", 1, {-1}, {}},
-           {"neg", 1, {}, {}},
-           {"gelu", 1, {1}, {}},
-           {"sum", 1, {1, 0}, {}},
-           {"full_like", 1, {}, {-INFINITY}},
-           {"rms_norm", 1, {}, {1e-6, 1}},
-           {"reshape", 1, {-1}, {}},
-           {"transpose", 1, {0, -1}, {}}}) {
+           {opName(OpId::Softmax), 1, {0}, {}},
+           {opName(OpId::Softmax), 1, {-1}, {}},
+           {opName(OpId::Neg), 1, {}, {}},
+           {opName(OpId::Gelu), 1, {1}, {}},
+           {opName(OpId::Sum), 1, {1, 0}, {}},
+           {opName(OpId::FullLike), 1, {}, {-INFINITY}},
+           {opName(OpId::RmsNorm), 1, {}, {1e-6, 1}},
+           {opName(OpId::Reshape), 1, {-1}, {}},
+           {opName(OpId::Transpose), 1, {0, -1}, {}}}) {
     Spec s;
     s.op = op;
     s.numInputs = inputs;

@@ -3,7 +3,7 @@
 // RUN: etllm-opt %s --split-input-file --etllm-quantize="linear=int8 group-size=-1 symmetric=false embedding=int8 output-layer=none exclude=model.layers.1.*" | FileCheck %s --check-prefix=INT8
 // RUN: etllm-opt %s --split-input-file --etllm-quantize="linear=int4 scale-type=f16 activations=int8-block" | FileCheck %s --check-prefix=BLK
 // RUN: not etllm-opt %s --split-input-file --etllm-quantize="linear=int4 activations=int4" 2>&1 | FileCheck %s --check-prefix=BADACT
-// BADACT: activations must be f32 or int8-block, got 'int4'
+// BADACT: for the --activations option: Cannot find option named 'int4'
 
 // A linear with a parameter weight becomes qlinear on a qweight parameter
 // (same name: every use was quantized).

@@ -16,6 +16,7 @@
 #include "etllm/Config/ExportConfig.h"
 #include "etllm/Formats/HubCache.h"
 #include "etllm/InitAll.h"
+#include "etllm/Target/Plugin.h"
 #include "etllm/Pipeline/Export.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -108,6 +109,12 @@ static cl::opt<bool>
           cl::desc("No progress on stderr (default: progress: a bar on a "
                    "terminal, plain lines otherwise)"),
           cl::cat(category));
+static cl::list<std::string>
+    plugins("plugin",
+            cl::desc("Load an out-of-tree backend's compiler half from this "
+                     "shared library (repeatable; include/etllm/Target/"
+                     "Plugin.h; default: none)"),
+            cl::value_desc("file"), cl::cat(category));
 // ("threads" is taken by an option inside libLLVM.)
 static cl::opt<unsigned> jobs(
     "jobs",
@@ -240,6 +247,9 @@ int main(int argc, char **argv) {
       return fail(st.message());
 
   etllm::registerAllPasses();
+  for (const std::string &plugin : plugins)
+    if (llvm::Error e = etllm::loadBackendPlugin(plugin))
+      return fail(llvm::toString(std::move(e)));
   mlir::DialectRegistry registry;
   etllm::registerAllDialects(registry);
   mlir::MLIRContext context(registry);

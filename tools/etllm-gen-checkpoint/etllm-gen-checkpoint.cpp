@@ -50,7 +50,11 @@ const char *kOptions =
     "Writes a random LoRA adapter for the checkpoint BASE: a PEFT directory\n"
     "(adapter_config.json + adapter_model.safetensors) or llama.cpp's LoRA\n"
     "GGUF. One seed gives the same adapter in both forms. Default targets:\n"
-    "every linear weight of the decoder layers but routed experts.\n";
+    "every linear weight of the decoder layers but routed experts.\n"
+    "\n"
+    "       etllm-gen-checkpoint --list-families\n"
+    "\n"
+    "Prints the --arch values, one per line (the family registry).\n";
 
 std::string usage() {
   std::string archs, presets = "tiny";
@@ -97,6 +101,10 @@ int main(int argc, char **argv) {
     };
     if (a == "-h" || a == "--help") {
       std::fputs(usage().c_str(), stdout);
+      return 0;
+    } else if (a == "--list-families") {
+      for (const etllm::models::FamilySpec *f : etllm::models::families())
+        std::printf("%s\n", f->id);
       return 0;
     } else if (a == "--arch") {
       if (!value(v))

@@ -21,6 +21,7 @@
 #include "etllm/runtime/llm/chat.h"
 #include "etllm/runtime/llm/runner.h"
 #include "etllm/runtime/lora.h"
+#include "etllm/runtime/plugin.h"
 #include "etllm/runtime/profile.h"
 
 #include <atomic>
@@ -91,6 +92,11 @@ void usage() {
       "                          program (prefill and decode) on stderr at "
       "exit\n"
       "                          (default: off)\n"
+      "  --plugin FILE           load an out-of-tree backend's runtime half "
+      "from this\n"
+      "                          shared library (repeatable; "
+      "etllm/runtime/plugin.h;\n"
+      "                          default: none)\n"
       "  -h, --help              this help\n");
 }
 
@@ -226,6 +232,7 @@ int main(int argc, char **argv) {
   llm::ChatOptions chatOptions;
   config.sampling.seed =
       uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  std::vector<std::string> plugins;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     // Every number goes through the runtime's one flag parser (flags.h),
@@ -299,6 +306,11 @@ int main(int argc, char **argv) {
       if (!seed.ok())
         return fail(seed.message());
       config.sampling.seed = *seed;
+    } else if (a == "--plugin") {
+      const char *file = text();
+      if (!file)
+        return fail("--plugin: needs a file");
+      plugins.push_back(file);
     } else if (a == "--threads") {
       Result<size_t> threads = parseThreads(a, text());
       if (!threads.ok())
@@ -343,6 +355,9 @@ int main(int argc, char **argv) {
     config.maxNewTokens = 1024;
 
   registerBuiltinBackends();
+  for (const std::string &plugin : plugins)
+    if (Status st = loadBackendPlugin(plugin); !st.ok())
+      return fail(st.message());
   auto runner = llm::Runner::load(model, options);
   if (!runner.ok())
     return fail(runner.message());

@@ -11,7 +11,9 @@
 //   -gen-etllm-runtime-op-table   runtime/include/etllm/runtime/ops.def, the
 //                                 runtime's operator table (committed, since
 //                                 the runtime builds without LLVM; the build
-//                                 fails when the committed copy differs)
+//                                 fails when the committed copy differs),
+//                                 with each operator's load-time rules
+//                                 (RuntimeRules.cpp)
 //
 // The runtime table is append-only (program files store operator names):
 // given the committed table (--previous-op-table), the generator keeps its
@@ -22,7 +24,9 @@
 // backends of mlir-tblgen and IREE's VM opcode tables.
 //
 //===----------------------------------------------------------------------===//
-#include "mlir/TableGen/Attribute.h"
+#include "KernelContract.h"
+#include "RuntimeRules.h"
+
 #include "mlir/TableGen/GenInfo.h"
 #include "mlir/TableGen/Operator.h"
 #include "mlir/Tools/mlir-tblgen/MlirTblgenMain.h"
@@ -46,6 +50,7 @@ using llvm::Record;
 using llvm::RecordKeeper;
 using llvm::StringRef;
 using mlir::tblgen::Operator;
+using namespace etllm_tblgen;
 
 static llvm::cl::opt<std::string> previousOpTable(
     "previous-op-table",
@@ -54,257 +59,6 @@ static llvm::cl::opt<std::string> previousOpTable(
     llvm::cl::value_desc("path"));
 
 namespace {
-
-/// How one kernel attribute is derived from the op.
-enum class ArgKind { Value, Enum, Flag, Input, List, Float };
-
-struct KernelArg {
-  ArgKind kind;
-  std::string name;    // the ODS attribute or operand
-  std::string getter;  // its C++ accessor
-  std::string runtime; // the name in the runtime table
-  // Enums: the cases in value order (0..N-1).
-  std::vector<std::string> cases;
-};
-
-/// One op's kernel contract, resolved against its ODS definition.
-struct Kernel {
-  const Record *def;
-  Operator op;
-  std::string name;      // runtime operator name ("rms_norm")
-  std::string runtimeId; // runtime C++ identifier (OpId::RmsNorm)
-  std::vector<KernelArg> ints, floats;
-  std::string outputBuffer; // symbol attr naming the output buffer, if any
-  int minInputs = 0, maxInputs = 0, outputs = 0, numInts = 0, numFloats = 0;
-  std::vector<std::string> inputNames, outputNames;
-};
-
-std::string camelCase(StringRef snake) {
-  std::string out;
-  bool up = true;
-  for (char c : snake) {
-    if (c == '_') {
-      up = true;
-      continue;
-    }
-    out += up ? llvm::toUpper(c) : c;
-    up = false;
-  }
-  return out;
-}
-
-/// The EnumAttrInfo behind an ODS attribute (an I32EnumAttr used directly or
-/// wrapped in a dialect EnumAttr), or null.
-const Record *enumInfoOf(const mlir::tblgen::Attribute &attr) {
-  const Record &def = attr.getDef();
-  if (def.isSubClassOf("EnumAttrInfo"))
-    return &def;
-  if (const llvm::RecordVal *v = def.getValue("enum"))
-    if (auto *di = llvm::dyn_cast<llvm::DefInit>(v->getValue()))
-      if (di->getDef()->isSubClassOf("EnumAttrInfo"))
-        return di->getDef();
-  return nullptr;
-}
-
-const mlir::tblgen::NamedAttribute *findAttr(const Operator &op,
-                                             StringRef name) {
-  for (const mlir::tblgen::NamedAttribute &a : op.getAttributes())
-    if (a.name == name)
-      return &a;
-  return nullptr;
-}
-
-const mlir::tblgen::NamedTypeConstraint *findOperand(const Operator &op,
-                                                     StringRef name) {
-  for (int i = 0, e = op.getNumOperands(); i < e; ++i)
-    if (op.getOperand(i).name == name)
-      return &op.getOperand(i);
-  return nullptr;
-}
-
-[[noreturn]] void fail(const Kernel &k, const llvm::Twine &msg) {
-  llvm::PrintFatalError(k.def->getLoc(), "kernel contract of '" +
-                                             k.op.getOperationName() +
-                                             "': " + msg);
-}
-
-KernelArg resolveArg(const Kernel &k, const Record *argDef, bool isFloat) {
-  KernelArg arg;
-  arg.name = argDef->getValueAsString("name").str();
-  StringRef kind = argDef->getValueAsString("kind");
-  if (kind == "Value")
-    arg.kind = ArgKind::Value;
-  else if (kind == "Enum")
-    arg.kind = ArgKind::Enum;
-  else if (kind == "Flag")
-    arg.kind = ArgKind::Flag;
-  else if (kind == "Input")
-    arg.kind = ArgKind::Input;
-  else if (kind == "List")
-    arg.kind = ArgKind::List;
-  else if (kind == "Float")
-    arg.kind = ArgKind::Float;
-  else
-    fail(k, "unknown argument kind '" + kind + "'");
-  if (isFloat != (arg.kind == ArgKind::Float))
-    fail(k, "'" + arg.name + "' is listed with the " +
-                (isFloat ? "float" : "integer") +
-                " attributes but is not of that kind");
-  arg.getter = k.op.getGetterName(arg.name);
-  arg.runtime = arg.name;
-
-  if (arg.kind == ArgKind::Input) {
-    const mlir::tblgen::NamedTypeConstraint *operand =
-        findOperand(k.op, arg.name);
-    if (!operand || !operand->isOptional())
-      fail(k, "Etllm_Has<\"" + arg.name + "\"> needs an Optional<> operand '" +
-                  arg.name + "'");
-    arg.runtime = "has_" + arg.name;
-    return arg;
-  }
-  const mlir::tblgen::NamedAttribute *named = findAttr(k.op, arg.name);
-  if (!named)
-    fail(k, "no attribute '" + arg.name + "'");
-  mlir::tblgen::Attribute attr = named->attr;
-  mlir::tblgen::Attribute base = attr.getBaseAttr();
-  StringRef ret = attr.getReturnType().trim();
-  auto need = [&](bool ok, const char *what) {
-    if (!ok)
-      fail(k, "attribute '" + arg.name + "' (" + attr.getDefName() +
-                  ") is not " + what);
-  };
-  switch (arg.kind) {
-  case ArgKind::Flag:
-    need(ret == "bool", "a unit or bool attribute");
-    break;
-  case ArgKind::Value:
-    need(!attr.isOptional() && (ret == "int64_t" || ret == "uint64_t" ||
-                                ret == "int32_t" || ret == "uint32_t"),
-         "a non-optional integer attribute");
-    break;
-  case ArgKind::List:
-    need(!attr.isOptional() && ret == "::llvm::ArrayRef<int64_t>",
-         "a non-optional i64 array attribute");
-    break;
-  case ArgKind::Float:
-    need(!attr.isOptional() && ret == "::llvm::APFloat",
-         "a non-optional float attribute");
-    break;
-  case ArgKind::Enum: {
-    const Record *info = enumInfoOf(base);
-    need(info && !attr.isOptional(), "a non-optional enum attribute");
-    mlir::tblgen::EnumAttr e(info);
-    std::vector<mlir::tblgen::EnumAttrCase> cases = e.getAllCases();
-    arg.cases.resize(cases.size());
-    for (const mlir::tblgen::EnumAttrCase &c : cases) {
-      int64_t v = c.getValue();
-      if (v < 0 || v >= int64_t(cases.size()) || !arg.cases[v].empty())
-        fail(k, "enum '" + e.getEnumClassName() +
-                    "' must number its cases 0..N-1 (the runtime checks "
-                    "the range)");
-      arg.cases[v] = c.getSymbol().str();
-    }
-    break;
-  }
-  case ArgKind::Input:
-    break;
-  }
-  return arg;
-}
-
-/// The ops with a kernel contract, in declaration order.
-std::vector<Kernel> collectKernels(const RecordKeeper &records) {
-  std::vector<Record *> defs = records.getAllDerivedDefinitions("Op");
-  llvm::sort(defs, [](const Record *a, const Record *b) {
-    return a->getID() < b->getID();
-  });
-  std::vector<Kernel> kernels;
-  llvm::StringSet<> names;
-  for (const Record *def : defs) {
-    const Record *contract = nullptr;
-    for (const Record *t : def->getValueAsListOfDefs("traits"))
-      if (t->isSubClassOf("Etllm_Kernel"))
-        contract = t;
-    if (!contract)
-      continue;
-    Kernel k{def, Operator(*def)};
-    k.name = contract->getValueAsString("etllmKernelName").str();
-    k.runtimeId = contract->getValueAsString("etllmKernelRuntimeId").str();
-    if (k.runtimeId.empty())
-      k.runtimeId = camelCase(k.name);
-    k.outputBuffer =
-        contract->getValueAsString("etllmKernelOutputBuffer").str();
-    if (!names.insert(k.name).second)
-      fail(k, "kernel name '" + k.name + "' is declared by another op too");
-    for (const Record *a : contract->getValueAsListOfDefs("etllmKernelInts"))
-      k.ints.push_back(resolveArg(k, a, /*isFloat=*/false));
-    for (const Record *a : contract->getValueAsListOfDefs("etllmKernelFloats"))
-      k.floats.push_back(resolveArg(k, a, /*isFloat=*/true));
-
-    // Inputs and outputs follow the operands and results; a variadic one
-    // counts as one or more.
-    bool variadicIn = false, anyInputFlag = false;
-    int optionalWithoutFlag = 0;
-    for (int i = 0, e = k.op.getNumOperands(); i < e; ++i) {
-      const mlir::tblgen::NamedTypeConstraint &o = k.op.getOperand(i);
-      if (o.isVariadicOfVariadic())
-        fail(k, "variadic-of-variadic operands have no kernel convention");
-      k.inputNames.push_back(o.name.str() + (o.isOptional()   ? "?"
-                                             : o.isVariadic() ? "..."
-                                                              : ""));
-      if (o.isOptional()) {
-        ++k.maxInputs;
-        bool flagged = llvm::any_of(k.ints, [&](const KernelArg &a) {
-          return a.kind == ArgKind::Input && a.name == o.name;
-        });
-        anyInputFlag |= flagged;
-        optionalWithoutFlag += !flagged;
-      } else if (o.isVariadic()) {
-        variadicIn = true;
-        ++k.minInputs;
-      } else {
-        ++k.minInputs;
-        ++k.maxInputs;
-      }
-    }
-    if (variadicIn)
-      k.maxInputs = -1;
-    if (anyInputFlag && optionalWithoutFlag)
-      fail(k, "either every optional operand has an Etllm_Has<> flag or "
-              "none does (the runtime counts inputs from the flags)");
-    bool variadicOut = false;
-    for (int i = 0, e = k.op.getNumResults(); i < e; ++i) {
-      const mlir::tblgen::NamedTypeConstraint &r = k.op.getResult(i);
-      if (r.isOptional())
-        fail(k, "optional results have no kernel convention");
-      variadicOut |= r.isVariadic();
-      k.outputNames.push_back(r.name.str() + (r.isVariadic() ? "..." : ""));
-      ++k.outputs;
-    }
-    if (!k.outputBuffer.empty()) {
-      const mlir::tblgen::NamedAttribute *a = findAttr(k.op, k.outputBuffer);
-      if (!a || !a->attr.isSymbolRefAttr() || k.op.getNumResults() != 0)
-        fail(k, "a write-back kernel has no results and names its buffer "
-                "with a symbol attribute, not '" +
-                    k.outputBuffer + "'");
-      k.outputs = 1;
-      k.outputNames.push_back("@" + k.outputBuffer);
-    }
-    if (variadicOut)
-      k.outputs = -1;
-    if (k.outputs == 0)
-      fail(k, "a kernel has at least one output");
-    for (size_t i = 0; i < k.ints.size(); ++i)
-      if (k.ints[i].kind == ArgKind::List && i + 1 != k.ints.size())
-        fail(k, "only the last integer attribute can be a list");
-    k.numInts = !k.ints.empty() && k.ints.back().kind == ArgKind::List
-                    ? -1
-                    : int(k.ints.size());
-    k.numFloats = int(k.floats.size());
-    kernels.push_back(std::move(k));
-  }
-  return kernels;
-}
 
 //===----------------------------------------------------------------------===//
 // -gen-etllm-kernel-defs
@@ -544,6 +298,13 @@ bool emitRuntimeOpTable(const RecordKeeper &records, llvm::raw_ostream &os) {
 // ETLLM_OP_FLOAT(Name, Index, "attr")
 //   Float attribute Index of the operator.
 //
+// What Program::load checks of a call beyond its counts, from the op's ODS
+// (type constraints, same-type traits, Etllm_Rule annotations); these lines
+// are not part of the argument convention:
+)";
+  os << kRuntimeRulesDoc;
+  os << R"(
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef ETLLM_OP
@@ -554,6 +315,15 @@ bool emitRuntimeOpTable(const RecordKeeper &records, llvm::raw_ostream &os) {
 #endif
 #ifndef ETLLM_OP_FLOAT
 #define ETLLM_OP_FLOAT(Name, Index, Str)
+#endif
+#ifndef ETLLM_OP_VALUE
+#define ETLLM_OP_VALUE(Name, Slot, Str, Role, Arity, Flag)
+#endif
+#ifndef ETLLM_OP_RULE
+#define ETLLM_OP_RULE(Name, Kind, A, B, N)
+#endif
+#ifndef ETLLM_OP_CHECK
+#define ETLLM_OP_CHECK(Name, Check)
 #endif
 )";
   for (const Kernel *k : order) {
@@ -577,8 +347,11 @@ bool emitRuntimeOpTable(const RecordKeeper &records, llvm::raw_ostream &os) {
     for (size_t i = 0; i < e.floats.size(); ++i)
       os << formatv("ETLLM_OP_FLOAT({0}, {1}, {2})\n", k->runtimeId, i,
                     joined(e.floats[i]));
+    for (const std::string &line : runtimeRuleLines(*k))
+      os << line << "\n";
   }
-  os << "\n#undef ETLLM_OP\n#undef ETLLM_OP_INT\n#undef ETLLM_OP_FLOAT\n";
+  os << "\n#undef ETLLM_OP\n#undef ETLLM_OP_INT\n#undef ETLLM_OP_FLOAT\n"
+        "#undef ETLLM_OP_VALUE\n#undef ETLLM_OP_RULE\n#undef ETLLM_OP_CHECK\n";
   return false;
 }
 

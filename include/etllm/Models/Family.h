@@ -324,40 +324,10 @@ struct GgufTensorName {
 // Config keys
 //===----------------------------------------------------------------------===//
 
-/// A ModelConfig field a family key reads and writes.
-enum class ConfigField : uint8_t {
-  AttnLogitSoftcapping,
-  FinalLogitSoftcapping,
-  QueryPreAttnScalar,
-  OriginalMaxPositionEmbeddings,
-  EmbeddingMultiplier,
-  ResidualMultiplier,
-  AttentionMultiplier,
-  LogitsScaling,
-  // Mixture of experts (ModelConfig's MoE fields; DeepSeek's dense-only
-  // configs carry them too).
-  NumExperts,
-  NumExpertsPerTok,
-  MoeIntermediateSize,
-  SharedExpertIntermediateSize,
-  NumSharedExperts,
-  NormTopkProb,
-  RoutedScalingFactor,
-  MoeScoring,
-  MoeTopkMethod,
-  NumExpertGroups,
-  TopkGroup,
-  DecoderSparseStep,
-  FirstKDenseReplace,
-  MoeLayerFreq,
-  /// A list: ModelConfig::mlpOnlyLayers (KeyType::IntList).
-  MlpOnlyLayers,
-  // Multi-head Latent Attention.
-  QLoraRank,
-  KvLoraRank,
-  QkNopeHeadDim,
-  VHeadDim,
-};
+// models::ConfigField: the ModelConfig fields a family key reads and writes
+// (generated from etllm/Models/ModelConfig.td: the fields marked familyKey).
+#define GET_CONFIG_FIELD_ENUM
+#include "etllm/Models/ModelConfig.h.inc"
 
 /// What JSON value a key holds (the ModelConfig field stores it as a number,
 /// except for lists).
@@ -507,15 +477,10 @@ enum class SharedExpertKind : uint8_t {
   Plain,
 };
 
-/// How the router scores experts (ModelConfig::moeScoring).
-enum class MoeScoring : uint8_t { Softmax, Sigmoid };
-/// How the router selects experts (ModelConfig::moeTopkMethod): top-k over
-/// all scores (greedy); within the topk_group best of n_group groups by
-/// their highest score (DeepSeek-V2's group_limited_greedy); or by
-/// scores + e_score_correction_bias within the groups ranked by the sum of
-/// their two highest, weights from the unbiased scores (DeepSeek-V3's
-/// noaux_tc).
-enum class MoeTopkMethod : uint8_t { Greedy, GroupLimitedGreedy, NoauxTc };
+// MoeScoring and MoeTopkMethod with their spellings (kMoeScoringNames,
+// kMoeTopkMethodNames), generated from etllm/Models/ModelConfig.td.
+#define GET_CONFIG_ENUMS
+#include "etllm/Models/ModelConfig.h.inc"
 
 /// How the router's logits are computed, i.e. which module scope
 /// torch.export records for the routing.

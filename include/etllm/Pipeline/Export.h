@@ -69,7 +69,9 @@ struct ExportRequest {
 
 /// Runs the export of `input` (a checkpoint, or IR that already is the
 /// exported graph) as `config` says and writes `request.outputPath` (never a
-/// partial file). Errors name the stage, flag or key at fault.
+/// partial file). Errors name the stage, flag or key at fault. The caller
+/// registers passes, recipes and backends first (registerAllPasses, and any
+/// plugin): libraries never register.
 llvm::Error runExport(Artifact input, const ExportConfig &config,
                       const ExportRequest &request, mlir::MLIRContext &context);
 

@@ -7,12 +7,15 @@
 // stages etllm-export runs one by one (dumping the IR after each).
 //
 //   stage               level in -> out   passes
-//   swap-source         A -> B           etllm-swap-source, canonicalize, cse
-//   fuse-sdpa           A/B -> B         etllm-fuse-sdpa, canonicalize
-//   kv-cache-in-place   B -> B           etllm-kv-cache-in-place, canonicalize,
-//   cse quantize            B -> C           etllm-quantize{...}, canonicalize,
-//   cse partition           C -> D           etllm-partition{backends=...},
-//   symbol-dce lower-backends      D -> D           etllm-lower-backends
+//   swap-source         A -> B            etllm-swap-source, canonicalize, cse
+//   fuse-sdpa           A/B -> B          etllm-fuse-sdpa, canonicalize
+//   kv-cache-in-place   B -> B            etllm-kv-cache-in-place,
+//                                         canonicalize, cse
+//   quantize            B -> C            etllm-quantize{...}, canonicalize,
+//                                         cse
+//   partition           C -> D            etllm-partition{backends=...},
+//                                         symbol-dce
+//   lower-backends      D -> D            etllm-lower-backends
 //
 // The last stage of every recipe ends with etllm-plan-memory: the memory
 // plan the serializer emits is recorded in the IR.
@@ -20,6 +23,8 @@
 //===----------------------------------------------------------------------===//
 #ifndef ETLLM_PIPELINE_PIPELINES_H
 #define ETLLM_PIPELINE_PIPELINES_H
+
+#include "etllm/Transforms/OptionEnums.h"
 
 #include "mlir/Pass/PassOptions.h"
 
@@ -34,10 +39,11 @@ class OpPassManager;
 namespace etllm {
 
 /// Options every recipe accepts; empty/zero values keep the recipe's own.
+/// The scheme options are spelled as in OptionEnums.def (or "pipeline",
+/// export_config.yaml's word for the recipe's); recipeStages checks them.
 struct RecipeOptions : public mlir::PassPipelineOptions<RecipeOptions> {
   Option<std::string> linear{*this, "linear",
-                             llvm::cl::desc("Linear scheme: none, int4, int8, "
-                                            "8da4w, 8da8w (default: recipe)"),
+                             llvm::cl::desc(recipeOptionHelp<LinearScheme>()),
                              llvm::cl::init("")};
   Option<int64_t> groupSize{
       *this, "group-size",
@@ -47,18 +53,14 @@ struct RecipeOptions : public mlir::PassPipelineOptions<RecipeOptions> {
   Option<bool> symmetric{*this, "symmetric",
                          llvm::cl::desc("Symmetric weight quantization"),
                          llvm::cl::init(true)};
-  Option<std::string> scaleType{
-      *this, "scale-type",
-      llvm::cl::desc("Scale storage: f32 or f16 (default: recipe)"),
-      llvm::cl::init("")};
+  Option<std::string> scaleType{*this, "scale-type",
+                                llvm::cl::desc(recipeOptionHelp<ScaleType>()),
+                                llvm::cl::init("")};
   Option<std::string> activations{
       *this, "activations",
-      llvm::cl::desc("Activations of int4/int8 layers: f32 or int8-block "
-                     "(default: recipe)"),
-      llvm::cl::init("")};
+      llvm::cl::desc(recipeOptionHelp<ActivationScheme>()), llvm::cl::init("")};
   Option<std::string> embedding{
-      *this, "embedding",
-      llvm::cl::desc("Embedding: none, int8, int4 (default: recipe)"),
+      *this, "embedding", llvm::cl::desc(recipeOptionHelp<EmbeddingScheme>()),
       llvm::cl::init("")};
   Option<int64_t> embeddingGroupSize{
       *this, "embedding-group-size",
@@ -66,20 +68,14 @@ struct RecipeOptions : public mlir::PassPipelineOptions<RecipeOptions> {
       llvm::cl::init(0)};
   Option<std::string> outputLayer{
       *this, "output-layer",
-      llvm::cl::desc("lm_head scheme: same, none, int8, int4, 8da8w, 8da4w "
-                     "(default: recipe)"),
+      llvm::cl::desc(recipeOptionHelp<OutputLayerScheme>()),
       llvm::cl::init("")};
-  Option<std::string> mlaCache{
-      *this, "mla-cache",
-      llvm::cl::desc("Multi-head latent attention cache: expanded or latent "
-                     "(the compressed latent, absorbed attention)"),
-      llvm::cl::init("expanded")};
-  Option<std::string> moe{
-      *this, "moe",
-      llvm::cl::desc("Sparse mixture-of-experts blocks: experts (etllm.moe, "
-                     "only the selected experts run) or masked (every "
-                     "expert, the level-A graph)"),
-      llvm::cl::init("experts")};
+  Option<MlaCacheForm> mlaCache{
+      *this, "mla-cache", llvm::cl::desc("Multi-head latent attention cache"),
+      llvm::cl::init(MlaCacheForm::Expanded), optionValues<MlaCacheForm>()};
+  Option<MoeMode> moe{
+      *this, "moe", llvm::cl::desc("Sparse mixture-of-experts blocks"),
+      llvm::cl::init(MoeMode::Experts), optionValues<MoeMode>()};
   ListOption<std::string> exclude{
       *this, "exclude",
       llvm::cl::desc("Linear layers (module path patterns) kept in float")};

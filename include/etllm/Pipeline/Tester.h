@@ -36,8 +36,10 @@ struct CallOutput {
 
 /// Runs a serialized program on `tokens` (one prefill call with the first
 /// `prefill` tokens, then one call per remaining token); returns every
-/// call's logits. `threads` > 1 uses a pool; the built-in backends are
-/// registered.
+/// call's logits. `threads` > 1 uses a pool. The caller registers the
+/// runtime's backends first (rt::registerBuiltinBackends), as it registers
+/// the compiler's passes and backends before using a Tester
+/// (registerAllPasses; test/unittests/TestMain.cpp does both for the tests).
 llvm::Expected<std::vector<CallOutput>>
 runProgram(const std::string &programBytes, const std::vector<int64_t> &tokens,
            size_t prefill, size_t threads = 1);

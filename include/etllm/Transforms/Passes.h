@@ -2,6 +2,8 @@
 #ifndef ETLLM_TRANSFORMS_PASSES_H
 #define ETLLM_TRANSFORMS_PASSES_H
 
+#include "etllm/Transforms/OptionEnums.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"

@@ -65,14 +65,12 @@ def SwapSourcePass : Pass<"etllm-swap-source", "mlir::ModuleOp"> {
     ListOption<"classes", "classes", "std::string",
                "Only swap these class suffixes (e.g. RMSNorm,Attention); "
                "default: every registered one">,
-    Option<"mlaCache", "mla-cache", "std::string", "\"expanded\"",
-           "Multi-head latent attention cache: expanded (per-head keys and "
-           "values, the modeling code's) or latent (the compressed latent, "
-           "absorbed attention)">,
-    Option<"moe", "moe", "std::string", "\"experts\"",
-           "Sparse mixture-of-experts blocks: experts (one etllm.moe that "
-           "computes only the selected experts) or masked (the level-A loop "
-           "over every expert)">,
+    Option<"mlaCache", "mla-cache", "::etllm::MlaCacheForm", "::etllm::MlaCacheForm::Expanded",
+           "Multi-head latent attention cache (values: MlaCacheForm in docs/generated/ExportConfig.md)",
+           "::etllm::optionValues<::etllm::MlaCacheForm>()">,
+    Option<"moe", "moe", "::etllm::MoeMode", "::etllm::MoeMode::Experts",
+           "Sparse mixture-of-experts blocks (values: MoeMode)",
+           "::etllm::optionValues<::etllm::MoeMode>()">,
   ];
   let dependentDialects = ["::mlir::etllm::EtllmDialect"];
 }
@@ -156,23 +154,27 @@ def QuantizePass : Pass<"etllm-quantize", "mlir::ModuleOp"> {
       (module path patterns, `*` wildcard) in float.
   }];
   let options = [
-    Option<"linear", "linear", "std::string", "\"int4\"",
-           "Linear scheme: none, int4, int8, 8da4w, 8da8w">,
+    Option<"linear", "linear", "::etllm::LinearScheme", "::etllm::LinearScheme::Int4",
+           "Linear scheme (values: LinearScheme in docs/generated/ExportConfig.md)",
+           "::etllm::optionValues<::etllm::LinearScheme>()">,
     Option<"groupSize", "group-size", "int64_t", "32",
            "Group size along the input features; -1 = per channel">,
     Option<"symmetric", "symmetric", "bool", "true",
            "Symmetric (scale only) or asymmetric (scale + offset) weights">,
-    Option<"scaleType", "scale-type", "std::string", "\"f32\"",
-           "Storage type of scales: f32 or f16">,
-    Option<"embedding", "embedding", "std::string", "\"none\"",
-           "Embedding scheme: none, int8, int4">,
+    Option<"scaleType", "scale-type", "::etllm::ScaleType", "::etllm::ScaleType::F32",
+           "Storage type of scales (values: ScaleType)",
+           "::etllm::optionValues<::etllm::ScaleType>()">,
+    Option<"embedding", "embedding", "::etllm::EmbeddingScheme", "::etllm::EmbeddingScheme::None",
+           "Embedding scheme (values: EmbeddingScheme)",
+           "::etllm::optionValues<::etllm::EmbeddingScheme>()">,
     Option<"embeddingGroupSize", "embedding-group-size", "int64_t", "-1",
            "Embedding group size; -1 = per row">,
-    Option<"outputLayer", "output-layer", "std::string", "\"same\"",
-           "Scheme of lm_head: same, none, int8, int4, 8da8w, 8da4w">,
-    Option<"activations", "activations", "std::string", "\"f32\"",
-           "Activations of int4/int8 layers: f32 (weight-only) or int8-block "
-           "(int8 per block of 32, symmetric, quantized at run time)">,
+    Option<"outputLayer", "output-layer", "::etllm::OutputLayerScheme", "::etllm::OutputLayerScheme::Same",
+           "Scheme of lm_head (values: OutputLayerScheme)",
+           "::etllm::optionValues<::etllm::OutputLayerScheme>()">,
+    Option<"activations", "activations", "::etllm::ActivationScheme", "::etllm::ActivationScheme::F32",
+           "Activations of int4/int8 layers (values: ActivationScheme)",
+           "::etllm::optionValues<::etllm::ActivationScheme>()">,
     ListOption<"exclude", "exclude", "std::string",
                "Linear layers (module path patterns) kept in float">,
   ];

@@ -10,6 +10,7 @@
 #define ETLLM_TRANSFORMS_SOURCESWAP_H
 
 #include "etllm/Dialect/Etllm/EtllmTypes.h"
+#include "etllm/Transforms/OptionEnums.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
@@ -29,12 +30,12 @@ struct ModuleInstance {
   /// The module's model configuration (etllm.model_config), may be null.
   mlir::etllm::ModelConfigAttr config;
   mlir::ModuleOp module;
-  /// Multi-head latent attention: "expanded" (left to fuse-sdpa) or
-  /// "latent" (etllm-swap-source's mla-cache option).
-  std::string mlaCache = "expanded";
-  /// Sparse MoE blocks: "experts" (etllm.moe) or "masked" (left alone;
+  /// Multi-head latent attention: expanded (left to fuse-sdpa) or latent
+  /// (etllm-swap-source's mla-cache option).
+  MlaCacheForm mlaCache = MlaCacheForm::Expanded;
+  /// Sparse MoE blocks: experts (etllm.moe) or masked (left alone;
   /// etllm-swap-source's moe option).
-  std::string moe = "experts";
+  MoeMode moe = MoeMode::Experts;
   /// True when `op` belongs to the instance (path equal or nested).
   bool contains(mlir::Operation *op) const;
 };

@@ -10,7 +10,6 @@
 //===----------------------------------------------------------------------===//
 #include "VulkanPlan.h"
 
-#include "etllm/Backends/Backends.h"
 #include "etllm/Dialect/Etllm/EtllmOps.h"
 #include "etllm/Serialize/KernelCalls.h"
 #include "etllm/Serialize/WeightStore.h"
@@ -259,6 +258,7 @@ LogicalResult VulkanCompiler::serialize(
 
 } // namespace
 
+/// Registers this backend (named in cmake/Backends.cmake).
 void registerVulkanBackendCompiler() {
   registerBackendCompiler(std::make_unique<VulkanCompiler>());
   vk::registerVulkanPasses();

@@ -9,7 +9,6 @@
 // program constants, linear weights packed into the kernels' layouts.
 //
 //===----------------------------------------------------------------------===//
-#include "etllm/Backends/Backends.h"
 #include "etllm/Dialect/Etllm/EtllmOps.h"
 #include "etllm/Dialect/Etllm/MoeActivations.h"
 #include "etllm/Serialize/KernelCalls.h"
@@ -591,7 +590,8 @@ LogicalResult XnnpackCompiler::serialize(
 
 } // namespace
 
-void registerBuiltinBackendCompilers() {
+/// Registers this backend (named in cmake/Backends.cmake).
+void registerXnnpackBackendCompiler() {
   registerBackendCompiler(std::make_unique<XnnpackCompiler>());
 }
 

@@ -704,7 +704,9 @@ void registerCreationHandlers(HandlerTable &t);
 void registerIndexingHandlers(HandlerTable &t);
 
 /// The typed `#etllm.model_config` of a captured module from the keys the
-/// caller gave (ModelConfig.cpp).
+/// caller gave: the attribute's parameter names, its groups' flat beside
+/// them (ModelConfig.cpp). An unknown key, a wrong JSON type or a config the
+/// verifier refuses sets `error`.
 FailureOr<ModelConfigAttr> modelConfigAttr(Builder &b, const json &cfg,
                                            std::string &error);
 

@@ -428,7 +428,7 @@ void scaleRow(Isa isa, const float *x, const float *w, float offset, float inv,
 } // namespace
 
 Status rmsNormKernel(const KernelArgs &a, Isa isa, bool &handled) {
-  const char *op = "rms_norm";
+  const char *op = opName(OpId::RmsNorm);
   handled = false;
   if (a.inputs.size < 1 || a.inputs.size > 2 || a.outputs.size != 1 ||
       a.floats.size != 2 || !a.floats.data || !storageOk(a.inputs[0]) ||
@@ -467,34 +467,34 @@ Status rmsNormKernel(const KernelArgs &a, Isa isa, bool &handled) {
 }
 
 Status addKernel(const KernelArgs &a, Isa isa, bool &handled) {
-  return binaryKernel<Bin::Add>("add", a, isa, handled);
+  return binaryKernel<Bin::Add>(opName(OpId::Add), a, isa, handled);
 }
 Status subKernel(const KernelArgs &a, Isa isa, bool &handled) {
-  return binaryKernel<Bin::Sub>("sub", a, isa, handled);
+  return binaryKernel<Bin::Sub>(opName(OpId::Sub), a, isa, handled);
 }
 Status mulKernel(const KernelArgs &a, Isa isa, bool &handled) {
-  return binaryKernel<Bin::Mul>("mul", a, isa, handled);
+  return binaryKernel<Bin::Mul>(opName(OpId::Mul), a, isa, handled);
 }
 Status siluKernel(const KernelArgs &a, Isa isa, bool &handled) {
-  return unaryKernel<Unary::Silu>("silu", a, isa, handled);
+  return unaryKernel<Unary::Silu>(opName(OpId::Silu), a, isa, handled);
 }
 Status sigmoidKernel(const KernelArgs &a, Isa isa, bool &handled) {
-  return unaryKernel<Unary::Sigmoid>("sigmoid", a, isa, handled);
+  return unaryKernel<Unary::Sigmoid>(opName(OpId::Sigmoid), a, isa, handled);
 }
 Status tanhKernel(const KernelArgs &a, Isa isa, bool &handled) {
-  return unaryKernel<Unary::Tanh>("tanh", a, isa, handled);
+  return unaryKernel<Unary::Tanh>(opName(OpId::Tanh), a, isa, handled);
 }
 Status reluKernel(const KernelArgs &a, Isa isa, bool &handled) {
-  return unaryKernel<Unary::Relu>("relu", a, isa, handled);
+  return unaryKernel<Unary::Relu>(opName(OpId::Relu), a, isa, handled);
 }
 Status geluKernel(const KernelArgs &a, Isa isa, bool &handled) {
   handled = false;
   if (a.ints.size != 1 || !a.ints.data)
     return Status();
   if (a.ints[0] == 0)
-    return unaryKernel<Unary::GeluErf>("gelu", a, isa, handled);
+    return unaryKernel<Unary::GeluErf>(opName(OpId::Gelu), a, isa, handled);
   if (a.ints[0] == 1)
-    return unaryKernel<Unary::GeluTanh>("gelu", a, isa, handled);
+    return unaryKernel<Unary::GeluTanh>(opName(OpId::Gelu), a, isa, handled);
   return Status(); // the portable kernel reports the bad attribute
 }
 

@@ -711,10 +711,10 @@ private:
               uint64_t(freq.sizes[0]) * 2 * sizeof(float), &tableBytes))
         tableBytes = UINT64_MAX;
       ETLLM_RETURN_IF_ERROR(budget_.reserve(
-          tableBytes,
-          blobError("the RoPE table of " +
-                    nodeName(uint32_t(&node - inst_->nodes.data()), "rope"))
-              .message()));
+          tableBytes, blobError("the RoPE table of " +
+                                nodeName(uint32_t(&node - inst_->nodes.data()),
+                                         opName(OpId::Rope)))
+                          .message()));
       auto table = std::make_unique<RopeTable>();
       if (!table->build(freq, float(node.floats[0]), pi.proto.sizes[0]).ok())
         return Status(); // not an f32 vector: the portable kernel reports it

@@ -39,7 +39,7 @@ Status checkLinearOperands(const char *op, const Tensor &x, int64_t N,
 }
 
 Status linearPacked(const KernelArgs &a, Isa isa) {
-  const char *op = "linear";
+  const char *op = opName(OpId::Linear);
   ETLLM_RETURN_IF_ERROR(checkLinearArgs(op, a));
   const Tensor &x = *a.inputs[0], &w = *a.inputs[1];
   const Tensor *bias = a.inputs.size > 2 ? a.inputs[2] : nullptr;

@@ -335,7 +335,7 @@ Status loraKernel(const KernelArgs &a, Isa isa, bool &handled) {
   for (const LoraTerm &t : h.terms)
     maxRank = std::max(maxRank, t.rank);
   handled = true;
-  ETLLM_RETURN_IF_ERROR(resizeLike("lora", *out, *base, N));
+  ETLLM_RETURN_IF_ERROR(resizeLike(opName(OpId::Lora), *out, *base, N));
   float *po = out->ptr<float>();
   if (out->data != base->data)
     std::memcpy(po, base->data, size_t(M * N) * sizeof(float));

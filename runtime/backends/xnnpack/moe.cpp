@@ -77,7 +77,7 @@ Status checkMoeExperts(const MoeExperts &w) {
 
 namespace {
 
-const char *kOp = "moe";
+const char *kOp = opName(OpId::Moe);
 
 /// The QAct parameters of `acts` (int8 per block of 32, symmetric; or per
 /// token, asymmetric: the recipes' quantize_dynamic).

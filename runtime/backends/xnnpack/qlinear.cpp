@@ -440,7 +440,8 @@ uint64_t groupWork(const QLinearPart *parts, size_t n, int64_t M) {
 Status qlinearFloat(ExecContext *ctx, Isa isa, const float *x, int64_t M,
                     const QLinearPart *parts, size_t n) {
   if (!ctx)
-    return kernelError("qlinear", "needs an execution context (scratch)");
+    return kernelError(opName(OpId::QLinear),
+                       "needs an execution context (scratch)");
   const PackedQBlockLayout &l0 = parts[0].w->l;
   const int64_t K = l0.k;
   bool fewRows = M <= kQDotF32MaxRows;
@@ -586,7 +587,8 @@ Status qlinearQAct(ExecContext *ctx, Isa isa, const Tensor &x, int64_t M,
     act.xsum = reinterpret_cast<const int32_t *>(xb + xl.sumsOff);
   } else {
     if (!ctx)
-      return kernelError("qlinear", "needs an execution context (scratch)");
+      return kernelError(opName(OpId::QLinear),
+                         "needs an execution context (scratch)");
     int32_t *sums = reinterpret_cast<int32_t *>(scratch);
     int8_t *rows = reinterpret_cast<int8_t *>(scratch + sl.token.sums);
     const int8_t *qx = reinterpret_cast<const int8_t *>(xb);
@@ -682,7 +684,7 @@ size_t qlinearPackedScratch(Isa isa, const ExecContext *ctx, int64_t M,
 
 Status qlinearGroupRun(const KernelArgs *args, const QDotWeight *const *w,
                        size_t n, Isa isa, LoraFused *const *lora) {
-  const char *op = "qlinear";
+  const char *op = opName(OpId::QLinear);
   if (n == 0 || n > size_t(kMaxQLinearGroup))
     return kernelError(op, "a group of " + std::to_string(n) + " qlinears");
   const Tensor &x = *args[0].inputs[0];
@@ -730,7 +732,7 @@ Status qlinearRun(const KernelArgs &a, Isa isa, const QDotWeight &w) {
 }
 
 Status qembeddingRun(const KernelArgs &a, const QDotWeight &w) {
-  const char *op = "qembedding";
+  const char *op = opName(OpId::QEmbedding);
   if (a.inputs.size != 2 || a.outputs.size != 1 || !a.inputs[1] ||
       !a.outputs[0])
     return kernelError(op, "expects a table, indices and 1 output");
@@ -789,10 +791,10 @@ Status qembeddingRun(const KernelArgs &a, const QDotWeight &w) {
 }
 
 Status qlinearPacked(const KernelArgs &a, Isa isa) {
-  ETLLM_RETURN_IF_ERROR(checkLinearArgs("qlinear", a));
+  ETLLM_RETURN_IF_ERROR(checkLinearArgs(opName(OpId::QLinear), a));
   Result<QDotWeight> w = qdotWeight(*a.inputs[1]);
   if (!w.ok())
-    return kernelError("qlinear", w.message());
+    return kernelError(opName(OpId::QLinear), w.message());
   return qlinearRun(a, isa, *w);
 }
 

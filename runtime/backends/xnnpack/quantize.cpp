@@ -350,7 +350,7 @@ void quantizeBlock(Isa isa, const float *x, int64_t n, int8_t *q, float &scale,
 } // namespace
 
 Status quantizeDynamicKernel(const KernelArgs &a, Isa isa, bool &handled) {
-  const char *op = "quantize_dynamic";
+  const char *op = opName(OpId::QuantizeDynamic);
   handled = false;
   if (a.inputs.size != 1 || a.outputs.size != 1 || !storageOk(a.inputs[0]) ||
       !a.outputs[0])

@@ -46,19 +46,19 @@ enum class Bin { Add, Sub, Mul, Div, Pow, Max, Min };
 constexpr const char *binName(Bin op) {
   switch (op) {
   case Bin::Add:
-    return "add";
+    return opName(OpId::Add);
   case Bin::Sub:
-    return "sub";
+    return opName(OpId::Sub);
   case Bin::Mul:
-    return "mul";
+    return opName(OpId::Mul);
   case Bin::Div:
-    return "div";
+    return opName(OpId::Div);
   case Bin::Pow:
-    return "pow";
+    return opName(OpId::Pow);
   case Bin::Max:
-    return "maximum";
+    return opName(OpId::Maximum);
   case Bin::Min:
-    return "minimum";
+    return opName(OpId::Minimum);
   }
   return "?";
 }
@@ -135,21 +135,21 @@ enum class Cmp { Eq, Ne, Lt, Le, Gt, Ge, And, Or };
 constexpr const char *cmpName(Cmp op) {
   switch (op) {
   case Cmp::Eq:
-    return "eq";
+    return opName(OpId::Eq);
   case Cmp::Ne:
-    return "ne";
+    return opName(OpId::Ne);
   case Cmp::Lt:
-    return "lt";
+    return opName(OpId::Lt);
   case Cmp::Le:
-    return "le";
+    return opName(OpId::Le);
   case Cmp::Gt:
-    return "gt";
+    return opName(OpId::Gt);
   case Cmp::Ge:
-    return "ge";
+    return opName(OpId::Ge);
   case Cmp::And:
-    return "logical_and";
+    return opName(OpId::LogicalAnd);
   case Cmp::Or:
-    return "logical_or";
+    return opName(OpId::LogicalOr);
   }
   return "?";
 }
@@ -263,7 +263,7 @@ Status copyInto(const char *op, const Tensor &in, Tensor &out) {
 
 /// triu (Upper = true) / tril on the last two dimensions.
 Status triangle(const KernelArgs &a, bool upper) {
-  const char *op = upper ? "triu" : "tril";
+  const char *op = upper ? opName(OpId::Triu) : opName(OpId::Tril);
   const Tensor &in = *a.inputs[0];
   Tensor &out = *a.outputs[0];
   ETLLM_RETURN_IF_ERROR(checkPlain(op, in));
@@ -311,55 +311,61 @@ Status triangle(const KernelArgs &a, bool upper) {
 //===----------------------------------------------------------------------===//
 
 Status kernelRsqrt(const KernelArgs &a) {
-  return unaryFloat(a, "rsqrt", [](float x) { return 1.0f / std::sqrt(x); });
+  return unaryFloat(a, opName(OpId::Rsqrt),
+                    [](float x) { return 1.0f / std::sqrt(x); });
 }
 Status kernelSqrt(const KernelArgs &a) {
-  return unaryFloat(a, "sqrt", [](float x) { return std::sqrt(x); });
+  return unaryFloat(a, opName(OpId::Sqrt),
+                    [](float x) { return std::sqrt(x); });
 }
 Status kernelExp(const KernelArgs &a) {
-  return unaryFloat(a, "exp", [](float x) { return std::exp(x); });
+  return unaryFloat(a, opName(OpId::Exp), [](float x) { return std::exp(x); });
 }
 Status kernelLog(const KernelArgs &a) {
-  return unaryFloat(a, "log", [](float x) { return std::log(x); });
+  return unaryFloat(a, opName(OpId::Log), [](float x) { return std::log(x); });
 }
 Status kernelCos(const KernelArgs &a) {
-  return unaryFloat(a, "cos", [](float x) { return std::cos(x); });
+  return unaryFloat(a, opName(OpId::Cos), [](float x) { return std::cos(x); });
 }
 Status kernelSin(const KernelArgs &a) {
-  return unaryFloat(a, "sin", [](float x) { return std::sin(x); });
+  return unaryFloat(a, opName(OpId::Sin), [](float x) { return std::sin(x); });
 }
 Status kernelTanh(const KernelArgs &a) {
-  return unaryFloat(a, "tanh", [](float x) { return std::tanh(x); });
+  return unaryFloat(a, opName(OpId::Tanh),
+                    [](float x) { return std::tanh(x); });
 }
 Status kernelSigmoid(const KernelArgs &a) {
-  return unaryFloat(a, "sigmoid", sigmoidF);
+  return unaryFloat(a, opName(OpId::Sigmoid), sigmoidF);
 }
 Status kernelSilu(const KernelArgs &a) {
-  return unaryFloat(a, "silu", [](float x) { return x * sigmoidF(x); });
+  return unaryFloat(a, opName(OpId::Silu),
+                    [](float x) { return x * sigmoidF(x); });
 }
 Status kernelRelu(const KernelArgs &a) {
   // NaN stays NaN.
-  return unaryFloat(a, "relu", [](float x) { return x < 0.0f ? 0.0f : x; });
+  return unaryFloat(a, opName(OpId::Relu),
+                    [](float x) { return x < 0.0f ? 0.0f : x; });
 }
 
 Status kernelGelu(const KernelArgs &a) {
   int64_t approx = a.ints[0];
   if (approx == 0)
-    return unaryFloat(a, "gelu", [](float x) {
+    return unaryFloat(a, opName(OpId::Gelu), [](float x) {
       const float kSqrtHalf = 0.70710678118654752440f;
       return 0.5f * x * (1.0f + std::erf(x * kSqrtHalf));
     });
   if (approx == 1)
-    return unaryFloat(a, "gelu", [](float x) {
+    return unaryFloat(a, opName(OpId::Gelu), [](float x) {
       const float k = 0.79788456080286535588f; // sqrt(2 / pi)
       return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x)));
     });
-  return opError("gelu", "approximate must be 0 (erf) or 1 (tanh), got " +
-                             std::to_string(approx));
+  return opError(opName(OpId::Gelu),
+                 "approximate must be 0 (erf) or 1 (tanh), got " +
+                     std::to_string(approx));
 }
 
 static Status negAbs(const KernelArgs &a, bool isNeg) {
-  const char *op = isNeg ? "neg" : "abs";
+  const char *op = isNeg ? opName(OpId::Neg) : opName(OpId::Abs);
   const Tensor &in = *a.inputs[0];
   Tensor &out = *a.outputs[0];
   if (out.dtype != in.dtype)
@@ -389,7 +395,7 @@ Status kernelNeg(const KernelArgs &a) { return negAbs(a, true); }
 Status kernelAbs(const KernelArgs &a) { return negAbs(a, false); }
 
 Status kernelLogicalNot(const KernelArgs &a) {
-  const char *op = "logical_not";
+  const char *op = opName(OpId::LogicalNot);
   const Tensor &in = *a.inputs[0];
   Tensor &out = *a.outputs[0];
   if (out.dtype != DType::Bool && out.dtype != in.dtype)
@@ -414,11 +420,11 @@ Status kernelLogicalNot(const KernelArgs &a) {
 }
 
 Status kernelCopy(const KernelArgs &a) {
-  return copyInto("copy", *a.inputs[0], *a.outputs[0]);
+  return copyInto(opName(OpId::Copy), *a.inputs[0], *a.outputs[0]);
 }
 
 Status kernelConvert(const KernelArgs &a) {
-  const char *op = "convert";
+  const char *op = opName(OpId::Convert);
   const Tensor &in = *a.inputs[0];
   Tensor &out = *a.outputs[0];
   if (in.dtype == out.dtype)
@@ -463,7 +469,7 @@ Status kernelGt(const KernelArgs &a) { return compareKernel<Cmp::Gt>(a); }
 Status kernelGe(const KernelArgs &a) { return compareKernel<Cmp::Ge>(a); }
 
 Status kernelWhere(const KernelArgs &a) {
-  const char *op = "where";
+  const char *op = opName(OpId::Where);
   const Tensor &c = *a.inputs[0], &x = *a.inputs[1], &y = *a.inputs[2];
   Tensor &out = *a.outputs[0];
   if (c.dtype != DType::Bool)
@@ -491,7 +497,7 @@ Status kernelWhere(const KernelArgs &a) {
 }
 
 Status kernelMaskedFill(const KernelArgs &a) {
-  const char *op = "masked_fill";
+  const char *op = opName(OpId::MaskedFill);
   const Tensor &x = *a.inputs[0], &m = *a.inputs[1];
   Tensor &out = *a.outputs[0];
   if (m.dtype != DType::Bool)
@@ -527,27 +533,29 @@ Status kernelMaskedFill(const KernelArgs &a) {
 Status kernelFull(const KernelArgs &a) {
   Tensor &out = *a.outputs[0];
   // The shape is static: the output's own. Re-check it against the capacity.
-  ETLLM_RETURN_IF_ERROR(checkPlain("full", out));
-  ETLLM_RETURN_IF_ERROR(resizeTo("full", out, Shape::of(out)));
-  return fill("full", out, a.floats[0]);
+  ETLLM_RETURN_IF_ERROR(checkPlain(opName(OpId::Full), out));
+  ETLLM_RETURN_IF_ERROR(resizeTo(opName(OpId::Full), out, Shape::of(out)));
+  return fill(opName(OpId::Full), out, a.floats[0]);
 }
 
 Status kernelFullLike(const KernelArgs &a) {
   Tensor &out = *a.outputs[0];
-  ETLLM_RETURN_IF_ERROR(checkPlain("full_like", out));
-  ETLLM_RETURN_IF_ERROR(checkPlain("full_like", *a.inputs[0]));
+  ETLLM_RETURN_IF_ERROR(checkPlain(opName(OpId::FullLike), out));
+  ETLLM_RETURN_IF_ERROR(checkPlain(opName(OpId::FullLike), *a.inputs[0]));
   // Validate the value before touching the output.
-  Status valid = dispatchAll(out.dtype, "full_like", [&](auto tag) -> Status {
-    typename decltype(tag)::type v;
-    return fillValue("full_like", a.floats[0], v);
-  });
+  Status valid =
+      dispatchAll(out.dtype, opName(OpId::FullLike), [&](auto tag) -> Status {
+        typename decltype(tag)::type v;
+        return fillValue(opName(OpId::FullLike), a.floats[0], v);
+      });
   ETLLM_RETURN_IF_ERROR(valid);
-  ETLLM_RETURN_IF_ERROR(resizeTo("full_like", out, Shape::of(*a.inputs[0])));
-  return fill("full_like", out, a.floats[0]);
+  ETLLM_RETURN_IF_ERROR(
+      resizeTo(opName(OpId::FullLike), out, Shape::of(*a.inputs[0])));
+  return fill(opName(OpId::FullLike), out, a.floats[0]);
 }
 
 Status kernelArange(const KernelArgs &a) {
-  const char *op = "arange";
+  const char *op = opName(OpId::Arange);
   Tensor &out = *a.outputs[0];
   const int64_t start = a.ints[0], end = a.ints[1], step = a.ints[2];
   if (step == 0)

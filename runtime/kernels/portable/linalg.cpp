@@ -12,7 +12,7 @@
 namespace etllm::rt::portable {
 
 Status kernelMatmul(const KernelArgs &a) {
-  const char *op = "matmul";
+  const char *op = opName(OpId::Matmul);
   const Tensor &A = *a.inputs[0], &B = *a.inputs[1];
   Tensor &out = *a.outputs[0];
   if (A.dtype != B.dtype || out.dtype != A.dtype || !isFloat(A.dtype))
@@ -81,7 +81,7 @@ Status kernelMatmul(const KernelArgs &a) {
 }
 
 Status kernelLinear(const KernelArgs &a) {
-  const char *op = "linear";
+  const char *op = opName(OpId::Linear);
   const Tensor &x = *a.inputs[0], &w = *a.inputs[1];
   const Tensor *bias = a.inputs.size > 2 ? a.inputs[2] : nullptr;
   Tensor &out = *a.outputs[0];
@@ -135,7 +135,7 @@ Status kernelLinear(const KernelArgs &a) {
 }
 
 Status kernelEmbedding(const KernelArgs &a) {
-  const char *op = "embedding";
+  const char *op = opName(OpId::Embedding);
   const Tensor &table = *a.inputs[0], &idx = *a.inputs[1];
   Tensor &out = *a.outputs[0];
   if (!isFloat(table.dtype) || out.dtype != table.dtype)

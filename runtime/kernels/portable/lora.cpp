@@ -131,7 +131,7 @@ void addTerm(const KernelArgs &a, const LoraTerm &t, const float *px, int64_t M,
 } // namespace
 
 Status kernelLora(const KernelArgs &a) {
-  const char *op = "lora";
+  const char *op = opName(OpId::Lora);
   const Tensor &x = *a.inputs[0], &base = *a.inputs[1];
   Tensor &out = *a.outputs[0];
   if (x.dtype != DType::F32 || base.dtype != DType::F32 ||

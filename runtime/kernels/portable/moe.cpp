@@ -25,7 +25,7 @@
 namespace etllm::rt {
 
 Result<MoeRouting> MoeRouting::parse(const KernelArgs &a, int64_t experts) {
-  const char *op = "moe";
+  const char *op = opName(OpId::Moe);
   MoeRouting r;
   r.experts = experts;
   r.topK = a.ints[0];
@@ -228,7 +228,7 @@ struct ExpertWeight {
 } // namespace
 
 Status kernelMoe(const KernelArgs &a) {
-  const char *op = "moe";
+  const char *op = opName(OpId::Moe);
   const bool hasBias = a.ints[6] != 0;
   if (a.inputs.size != size_t(5 + hasBias))
     return opError(op, "has_score_bias does not match the " +

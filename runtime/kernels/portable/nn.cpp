@@ -30,7 +30,7 @@ Status checkVector(const char *op, const char *what, const Tensor &t,
 /// y = round_to_x_dtype(x * rsqrt(mean(x^2) + eps)) * (w + weight_offset).
 /// Without a weight, y = x * rsqrt(mean(x^2) + eps) (weight_offset unused).
 Status kernelRmsNorm(const KernelArgs &a) {
-  const char *op = "rms_norm";
+  const char *op = opName(OpId::RmsNorm);
   const Tensor &x = *a.inputs[0];
   const Tensor *w = a.inputs.size > 1 ? a.inputs[1] : nullptr;
   Tensor &out = *a.outputs[0];
@@ -79,7 +79,7 @@ Status kernelRmsNorm(const KernelArgs &a) {
 
 /// y = (x - mean) * rsqrt(var + eps) [* w] [+ b], biased variance, in f32.
 Status kernelLayerNorm(const KernelArgs &a) {
-  const char *op = "layer_norm";
+  const char *op = opName(OpId::LayerNorm);
   const Tensor &x = *a.inputs[0];
   Tensor &out = *a.outputs[0];
   const bool hasW = a.ints[0] != 0, hasB = a.ints[1] != 0;
@@ -140,7 +140,7 @@ Status kernelLayerNorm(const KernelArgs &a) {
 /// Rotary embedding of x [B, H, S, D] by angles positions[s] * inv_freq[i]
 /// (f32), cos/sin multiplied by attention_scaling. Positions must be >= 0.
 Status kernelRope(const KernelArgs &a) {
-  const char *op = "rope";
+  const char *op = opName(OpId::Rope);
   const Tensor &x = *a.inputs[0], &pos = *a.inputs[1], &freq = *a.inputs[2];
   Tensor &out = *a.outputs[0];
   if (!isFloat(x.dtype) || out.dtype != x.dtype)
@@ -230,7 +230,7 @@ Status kernelRope(const KernelArgs &a) {
 /// sees no key (all excluded or masked with -inf) gives zeros.
 /// sliding_window is only used together with causal.
 Status kernelSdpa(const KernelArgs &a) {
-  const char *op = "sdpa";
+  const char *op = opName(OpId::Sdpa);
   const Tensor &q = *a.inputs[0], &k = *a.inputs[1], &v = *a.inputs[2];
   Tensor &out = *a.outputs[0];
   const bool hasMask = a.ints[0] != 0, hasPos = a.ints[1] != 0;
@@ -370,7 +370,7 @@ Status kernelSdpa(const KernelArgs &a) {
 }
 
 Status kernelKvCacheUpdate(const KernelArgs &a) {
-  return scatterSlices("kv_cache_update", *a.inputs[0], *a.inputs[1],
+  return scatterSlices(opName(OpId::KvCacheUpdate), *a.inputs[0], *a.inputs[1],
                        *a.inputs[2], *a.outputs[0], a.ints[0]);
 }
 

@@ -55,7 +55,7 @@ void chooseQParams(const T *x, int64_t n, bool symmetric, float &scale,
 } // namespace
 
 Status kernelQuantizeDynamic(const KernelArgs &a) {
-  const char *op = "quantize_dynamic";
+  const char *op = opName(OpId::QuantizeDynamic);
   const Tensor &x = *a.inputs[0];
   Tensor &out = *a.outputs[0];
   if (!isFloat(x.dtype) || out.dtype != DType::QAct)
@@ -130,7 +130,7 @@ Status kernelQuantizeDynamic(const KernelArgs &a) {
 }
 
 Status kernelQLinear(const KernelArgs &a) {
-  const char *op = "qlinear";
+  const char *op = opName(OpId::QLinear);
   const Tensor &x = *a.inputs[0], &w = *a.inputs[1];
   const Tensor *bias = a.inputs.size > 2 ? a.inputs[2] : nullptr;
   Tensor &out = *a.outputs[0];
@@ -203,7 +203,7 @@ Status kernelQLinear(const KernelArgs &a) {
 }
 
 Status kernelQEmbedding(const KernelArgs &a) {
-  const char *op = "qembedding";
+  const char *op = opName(OpId::QEmbedding);
   const Tensor &w = *a.inputs[0], &idx = *a.inputs[1];
   Tensor &out = *a.outputs[0];
   if (!isFloat(out.dtype))
@@ -241,7 +241,7 @@ Status kernelQEmbedding(const KernelArgs &a) {
 }
 
 Status kernelDequantize(const KernelArgs &a) {
-  const char *op = "dequantize";
+  const char *op = opName(OpId::Dequantize);
   const Tensor &w = *a.inputs[0];
   Tensor &out = *a.outputs[0];
   if (!isFloat(out.dtype))

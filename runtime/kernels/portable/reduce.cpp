@@ -70,7 +70,9 @@ Status planReduce(const char *op, const Tensor &in, Span<const int64_t> ints,
 enum class Red { Sum, Mean, Amax };
 
 template <Red R> Status reduceKernel(const KernelArgs &a) {
-  const char *op = R == Red::Sum ? "sum" : R == Red::Mean ? "mean" : "amax";
+  const char *op = R == Red::Sum    ? opName(OpId::Sum)
+                   : R == Red::Mean ? opName(OpId::Mean)
+                                    : opName(OpId::Amax);
   const Tensor &in = *a.inputs[0];
   Tensor &out = *a.outputs[0];
   ReducePlan p;
@@ -157,7 +159,7 @@ Status kernelMean(const KernelArgs &a) { return reduceKernel<Red::Mean>(a); }
 Status kernelAmax(const KernelArgs &a) { return reduceKernel<Red::Amax>(a); }
 
 Status kernelSoftmax(const KernelArgs &a) {
-  const char *op = "softmax";
+  const char *op = opName(OpId::Softmax);
   const Tensor &in = *a.inputs[0];
   Tensor &out = *a.outputs[0];
   if (!isFloat(in.dtype) || !isFloat(out.dtype))
@@ -205,7 +207,7 @@ Status kernelSoftmax(const KernelArgs &a) {
 // ints = [k, dim]. Outputs: the k largest entries along dim (largest first;
 // equal entries in index order, NaN the largest) and their i64 indices.
 Status kernelTopK(const KernelArgs &a) {
-  const char *op = "topk";
+  const char *op = opName(OpId::TopK);
   const Tensor &in = *a.inputs[0];
   Tensor &values = *a.outputs[0];
   Tensor &indices = *a.outputs[1];

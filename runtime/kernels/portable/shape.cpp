@@ -147,7 +147,7 @@ Status scatterSlices(const char *op, const Tensor &in, const Tensor &idx,
 }
 
 Status kernelTranspose(const KernelArgs &a) {
-  const char *op = "transpose";
+  const char *op = opName(OpId::Transpose);
   const Tensor &in = *a.inputs[0];
   int d0, d1;
   int rank = in.rank == 0 ? 1 : in.rank;
@@ -162,12 +162,13 @@ Status kernelTranspose(const KernelArgs &a) {
 }
 
 Status kernelPermute(const KernelArgs &a) {
-  return permuteImpl("permute", *a.inputs[0], *a.outputs[0], a.ints.data,
+  return permuteImpl(opName(OpId::Permute), *a.inputs[0], *a.outputs[0],
+                     a.ints.data,
                      int(std::min<size_t>(a.ints.size, kMaxRank + 1)));
 }
 
 Status kernelReshape(const KernelArgs &a) {
-  const char *op = "reshape";
+  const char *op = opName(OpId::Reshape);
   const Tensor &in = *a.inputs[0];
   Tensor &out = *a.outputs[0];
   ETLLM_RETURN_IF_ERROR(checkSameDType(op, in, out));
@@ -203,7 +204,7 @@ Status kernelReshape(const KernelArgs &a) {
 }
 
 Status kernelUnsqueeze(const KernelArgs &a) {
-  const char *op = "unsqueeze";
+  const char *op = opName(OpId::Unsqueeze);
   const Tensor &in = *a.inputs[0];
   Tensor &out = *a.outputs[0];
   ETLLM_RETURN_IF_ERROR(checkSameDType(op, in, out));
@@ -219,7 +220,7 @@ Status kernelUnsqueeze(const KernelArgs &a) {
 }
 
 Status kernelSqueeze(const KernelArgs &a) {
-  const char *op = "squeeze";
+  const char *op = opName(OpId::Squeeze);
   const Tensor &in = *a.inputs[0];
   Tensor &out = *a.outputs[0];
   ETLLM_RETURN_IF_ERROR(checkSameDType(op, in, out));
@@ -241,7 +242,7 @@ Status kernelSqueeze(const KernelArgs &a) {
 }
 
 Status kernelExpand(const KernelArgs &a) {
-  const char *op = "expand";
+  const char *op = opName(OpId::Expand);
   const Tensor &in = *a.inputs[0];
   Tensor &out = *a.outputs[0];
   ETLLM_RETURN_IF_ERROR(checkSameDType(op, in, out));
@@ -277,7 +278,7 @@ Status kernelExpand(const KernelArgs &a) {
 }
 
 Status kernelSlice(const KernelArgs &a) {
-  const char *op = "slice";
+  const char *op = opName(OpId::Slice);
   const Tensor &in = *a.inputs[0];
   Tensor &out = *a.outputs[0];
   ETLLM_RETURN_IF_ERROR(checkSameDType(op, in, out));
@@ -307,7 +308,7 @@ Status kernelSlice(const KernelArgs &a) {
 }
 
 Status kernelCat(const KernelArgs &a) {
-  const char *op = "cat";
+  const char *op = opName(OpId::Cat);
   const Tensor &first = *a.inputs[0];
   Tensor &out = *a.outputs[0];
   ETLLM_RETURN_IF_ERROR(checkSameDType(op, first, out));
@@ -347,7 +348,7 @@ Status kernelCat(const KernelArgs &a) {
 }
 
 Status kernelSplit(const KernelArgs &a) {
-  const char *op = "split";
+  const char *op = opName(OpId::Split);
   const Tensor &in = *a.inputs[0];
   ETLLM_RETURN_IF_ERROR(checkPlain(op, in));
   if (a.ints.size < 2)
@@ -397,7 +398,7 @@ Status kernelSplit(const KernelArgs &a) {
 }
 
 Status kernelIndexSelect(const KernelArgs &a) {
-  const char *op = "index_select";
+  const char *op = opName(OpId::IndexSelect);
   const Tensor &in = *a.inputs[0], &idx = *a.inputs[1];
   Tensor &out = *a.outputs[0];
   ETLLM_RETURN_IF_ERROR(checkSameDType(op, in, out));
@@ -424,7 +425,7 @@ Status kernelIndexSelect(const KernelArgs &a) {
 }
 
 Status kernelGather(const KernelArgs &a) {
-  const char *op = "gather";
+  const char *op = opName(OpId::Gather);
   const Tensor &in = *a.inputs[0], &idx = *a.inputs[1];
   Tensor &out = *a.outputs[0];
   ETLLM_RETURN_IF_ERROR(checkSameDType(op, in, out));
@@ -462,15 +463,15 @@ Status kernelGather(const KernelArgs &a) {
 }
 
 Status kernelIndexCopy(const KernelArgs &a) {
-  return scatterAlongDim("index_copy", *a.inputs[0], *a.inputs[1], *a.inputs[2],
-                         *a.outputs[0], a.ints[0],
+  return scatterAlongDim(opName(OpId::IndexCopy), *a.inputs[0], *a.inputs[1],
+                         *a.inputs[2], *a.outputs[0], a.ints[0],
                          /*accumulate=*/false, /*allowNegative=*/false);
 }
 
 Status kernelIndexPut(const KernelArgs &a) {
   // Like tensor[..., idx, ...] = values, negative indices count from the end.
-  return scatterAlongDim("index_put", *a.inputs[0], *a.inputs[1], *a.inputs[2],
-                         *a.outputs[0], a.ints[0],
+  return scatterAlongDim(opName(OpId::IndexPut), *a.inputs[0], *a.inputs[1],
+                         *a.inputs[2], *a.outputs[0], a.ints[0],
                          /*accumulate=*/a.ints[1] != 0,
                          /*allowNegative=*/true);
 }

@@ -83,8 +83,8 @@ func.func @f(%x: tensor<4xf32>) {
 // -----
 
 func.func @f(%a: tensor<4xf32>, %b: tensor<4xf16>) {
-  // expected-error @+2 {{operand element types differ: 'f32' vs 'f16'}}
-  // expected-error @+1 {{failed to infer returned types}}
+  // The ODS trait AllElementTypesMatch (also a runtime load-time rule).
+  // expected-error @+1 {{failed to verify that all of {lhs, rhs, result} have same element type}}
   %0 = etllm.add %a, %b : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
   return
 }
@@ -110,8 +110,7 @@ func.func @f(%a: tensor<4xf32>, %b: tensor<4xf32>) {
 // -----
 
 func.func @f(%a: tensor<4xi64>, %b: tensor<4xi32>) {
-  // expected-error @+2 {{operand element types differ: 'i64' vs 'i32'}}
-  // expected-error @+1 {{failed to infer returned types}}
+  // expected-error @+1 {{failed to verify that all of {lhs, rhs} have same element type}}
   %0 = etllm.lt %a, %b : (tensor<4xi64>, tensor<4xi32>) -> tensor<4xi1>
   return
 }
@@ -119,8 +118,7 @@ func.func @f(%a: tensor<4xi64>, %b: tensor<4xi32>) {
 // -----
 
 func.func @f(%c: tensor<4xi1>, %a: tensor<4xf32>, %b: tensor<4xf16>) {
-  // expected-error @+2 {{on_true and on_false element types differ: 'f32' vs 'f16'}}
-  // expected-error @+1 {{failed to infer returned types}}
+  // expected-error @+1 {{failed to verify that all of {on_true, on_false, result} have same element type}}
   %0 = etllm.where %c, %a, %b : (tensor<4xi1>, tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
   return
 }
@@ -572,8 +570,7 @@ func.func @f(%c: tensor<1x4x16x8xf32>, %i: tensor<2x2xi64>, %s: tensor<1x4x2x8xf
 // -----
 
 func.func @f(%c: tensor<1x4x16x8xf32>, %i: tensor<2xi64>, %s: tensor<1x4x2x8xf16>) {
-  // expected-error @+2 {{source must have the input's rank and element type}}
-  // expected-error @+1 {{failed to infer returned types}}
+  // expected-error @+1 {{failed to verify that all of {input, values, result} have same element type}}
   %0 = etllm.index_put %c dim 2, %i, %s : (tensor<1x4x16x8xf32>, tensor<2xi64>, tensor<1x4x2x8xf16>) -> tensor<1x4x16x8xf32>
   return
 }

@@ -97,3 +97,85 @@ module attributes {etllm.model_config = #etllm.model_config<num_hidden_layers = 
 // expected-error @+1 {{layer_sliding_window marks a layer but sliding_window is 0}}
 module attributes {etllm.model_config = #etllm.model_config<num_hidden_layers = 2, layer_sliding_window = [true, false]>} {
 }
+
+// -----
+
+// expected-error @+1 {{rms_norm_eps must be a finite, non-negative double}}
+module attributes {etllm.model_config = #etllm.model_config<rms_norm_eps = -1.0>} {
+}
+
+// -----
+
+// The groups' fields belong in their group.
+// expected-error @+1 {{duplicate or unknown struct parameter name: kv_lora_rank}}
+module attributes {etllm.model_config = #etllm.model_config<kv_lora_rank = 32>} {
+}
+
+// -----
+
+// expected-error @+2 {{duplicate or unknown struct parameter name: hidden_size}}
+// expected-error @+1 {{failed to parse Etllm_ModelConfigAttr parameter 'moe'}}
+module attributes {etllm.model_config = #etllm.model_config<moe = <hidden_size = 4>>} {
+}
+
+// -----
+
+// expected-error @+2 {{multi-head latent attention needs qk_nope_head_dim and v_head_dim}}
+// expected-error @+1 {{failed to parse Etllm_ModelConfigAttr parameter 'mla'}}
+module attributes {etllm.model_config = #etllm.model_config<mla = <kv_lora_rank = 32, qk_nope_head_dim = 16>>} {
+}
+
+// -----
+
+// expected-error @+2 {{q_lora_rank, qk_nope_head_dim and v_head_dim need kv_lora_rank (multi-head latent attention)}}
+// expected-error @+1 {{failed to parse Etllm_ModelConfigAttr parameter 'mla'}}
+module attributes {etllm.model_config = #etllm.model_config<mla = <q_lora_rank = 8>>} {
+}
+
+// -----
+
+// expected-error @+2 {{kv_lora_rank must not be negative, got -1}}
+// expected-error @+1 {{failed to parse Etllm_ModelConfigAttr parameter 'mla'}}
+module attributes {etllm.model_config = #etllm.model_config<mla = <kv_lora_rank = -1>>} {
+}
+
+// -----
+
+// expected-error @+2 {{moe_scoring 'relu' is not softmax or sigmoid}}
+// expected-error @+1 {{failed to parse Etllm_ModelConfigAttr parameter 'moe'}}
+module attributes {etllm.model_config = #etllm.model_config<moe = <num_experts = 4, moe_scoring = "relu">>} {
+}
+
+// -----
+
+// expected-error @+2 {{moe_topk_method '' is not greedy, group_limited_greedy or noaux_tc}}
+// expected-error @+1 {{failed to parse Etllm_ModelConfigAttr parameter 'moe'}}
+module attributes {etllm.model_config = #etllm.model_config<moe = <num_experts = 4, moe_topk_method = "">>} {
+}
+
+// -----
+
+// expected-error @+2 {{num_experts_per_tok 3 is more than num_experts 2}}
+// expected-error @+1 {{failed to parse Etllm_ModelConfigAttr parameter 'moe'}}
+module attributes {etllm.model_config = #etllm.model_config<moe = <num_experts = 2, num_experts_per_tok = 3>>} {
+}
+
+// -----
+
+// expected-error @+2 {{routed_scaling_factor must be a finite, non-negative double}}
+// expected-error @+1 {{failed to parse Etllm_ModelConfigAttr parameter 'moe'}}
+module attributes {etllm.model_config = #etllm.model_config<moe = <num_experts = 2, routed_scaling_factor = -2.0>>} {
+}
+
+// -----
+
+// expected-error @+2 {{layer_moe marks a layer but num_experts is 0}}
+// expected-error @+1 {{failed to parse Etllm_ModelConfigAttr parameter 'moe'}}
+module attributes {etllm.model_config = #etllm.model_config<moe = <layer_moe = [true]>>} {
+}
+
+// -----
+
+// expected-error @+1 {{layer_moe has 1 entries for 2 layers}}
+module attributes {etllm.model_config = #etllm.model_config<num_hidden_layers = 2, moe = <num_experts = 2, layer_moe = [true]>>} {
+}

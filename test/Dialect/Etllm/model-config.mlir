@@ -41,3 +41,27 @@ module @defaults attributes {etllm.model_config = #etllm.model_config<bos_token_
 // CHECK-SAME: #etllm.model_config<num_hidden_layers = 1, rms_norm_eps = 1.000000e-05, rope_theta = 5.000000e+05, bos_token_id = 0, layer_sliding_window = [false]>
 module @exact attributes {etllm.model_config = #etllm.model_config<num_hidden_layers = 1, rms_norm_eps = 1.0e-05, rope_theta = 500000.0, bos_token_id = 0, layer_sliding_window = [false]>} {
 }
+
+// -----
+
+// The multi-head latent attention and mixture-of-experts fields are nested
+// groups, present only for such models; their defaults are elided too
+// (moe_scoring softmax, moe_topk_method greedy, routed_scaling_factor 1).
+// CHECK-LABEL: module @groups
+// CHECK-SAME: #etllm.model_config<num_hidden_layers = 2, mla = <kv_lora_rank = 32, qk_nope_head_dim = 16, v_head_dim = 20>, moe = <num_experts = 8, num_experts_per_tok = 2, moe_scoring = "sigmoid", n_group = 4, topk_group = 2, routed_scaling_factor = 2.500000e+00, layer_moe = [false, true]>>
+module @groups attributes {etllm.model_config = #etllm.model_config<
+    moe = <layer_moe = [false, true], num_experts = 8, num_experts_per_tok = 2,
+           moe_scoring = "sigmoid", moe_topk_method = "greedy", n_group = 4,
+           topk_group = 2, routed_scaling_factor = 2.5>,
+    num_hidden_layers = 2,
+    mla = <v_head_dim = 20, kv_lora_rank = 32, qk_nope_head_dim = 16>>} {
+}
+
+// -----
+
+// A group may also be written in its full form.
+// CHECK-LABEL: module @full_group
+// CHECK-SAME: #etllm.model_config<mla = <kv_lora_rank = 8, qk_nope_head_dim = 4, v_head_dim = 4>>
+module @full_group attributes {etllm.model_config = #etllm.model_config<
+    mla = #etllm.mla_config<kv_lora_rank = 8, qk_nope_head_dim = 4, v_head_dim = 4>>} {
+}

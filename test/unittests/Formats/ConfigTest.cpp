@@ -2,6 +2,7 @@
 
 #include "etllm/Formats/Generator.h"
 #include "etllm/Formats/ModelConfig.h"
+#include "etllm/Models/Registry.h"
 #include "TestUtil.h"
 
 #include <cmath>
@@ -279,6 +280,66 @@ TEST(HfConfig, ValidateRejectsInconsistentConfigs) {
   Status s = validate(bad);
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("Qwen3ForCausalLM"), std::string::npos);
+}
+
+} // namespace
+
+namespace {
+
+// The config as one JSON key per field (the keys of ModelConfig.td) reads
+// back as the same config for every family's generated config, and writes
+// the config.json the families' writer writes.
+TEST(FieldsJson, EveryFamilyRoundTrips) {
+  for (const etllm::models::FamilySpec *f : etllm::models::families()) {
+    SCOPED_TRACE(f->id);
+    GeneratorOptions o;
+    o.arch = f->id;
+    auto c = generatorConfig(o);
+    ASSERT_TRUE(c.ok()) << c.message();
+    std::string json = modelConfigFieldsJson(*c);
+    auto back = modelConfigFromFieldsJson(json, "fields");
+    ASSERT_TRUE(back.ok()) << back.message() << "\n" << json;
+    EXPECT_EQ(modelConfigFieldsJson(*back), json);
+    auto want = toHfConfigJson(*c);
+    auto got = toHfConfigJson(*back);
+    ASSERT_TRUE(want.ok() && got.ok());
+    EXPECT_EQ(*got, *want);
+  }
+}
+
+// What the readers derive is derived when the object leaves it out: the
+// traits, the per-layer flags, the family's sparse layers.
+TEST(FieldsJson, DerivesWhatTheReadersDerive) {
+  auto c = modelConfigFromFieldsJson(
+      R"({"architecture": "Qwen3ForCausalLM", "hidden_size": 64,
+          "intermediate_size": 128, "num_hidden_layers": 3,
+          "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+          "vocab_size": 512, "max_position_embeddings": 128,
+          "rope_scaling": {"type": "linear", "factor": 2.0}})",
+      "fields");
+  ASSERT_TRUE(c.ok()) << c.message();
+  EXPECT_EQ(c->modelType, "qwen3");
+  EXPECT_TRUE(c->qkNorm);
+  EXPECT_EQ(c->layerUsesSlidingWindow, std::vector<bool>(3, false));
+  EXPECT_EQ(c->ropeScaling.type, "linear");
+  EXPECT_EQ(c->ropeScaling.factor, 2.0);
+  EXPECT_EQ(c->rmsNormEps, 1e-6); // the field's default
+}
+
+TEST(FieldsJson, ErrorsNameTheKey) {
+  expectError(modelConfigFromFieldsJson("{", "f"), {"f", "not valid JSON"});
+  expectError(modelConfigFromFieldsJson(R"({"hidden": 4})", "f"),
+              {"f", "no field 'hidden'"});
+  expectError(modelConfigFromFieldsJson(R"({"hidden_size": 4.5})", "f"),
+              {"f", "'hidden_size' must be an integer"});
+  expectError(
+      modelConfigFromFieldsJson(R"({"rope_scaling": {"factor": "x"}})", "f"),
+      {"f.rope_scaling", "'factor' must be a number"});
+  expectError(modelConfigFromFieldsJson(R"({"moe_scoring": "relu"})", "f"),
+              {"f", "'moe_scoring' must be one of softmax or sigmoid"});
+  expectError(modelConfigFromFieldsJson(
+                  R"({"architecture": "GPT2LMHeadModel"})", "f"),
+              {"unsupported architecture 'GPT2LMHeadModel'"});
 }
 
 } // namespace

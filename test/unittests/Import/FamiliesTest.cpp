@@ -5,7 +5,8 @@
 // catalogue the checkpoint readers validate against), with the same shapes,
 // and names module classes with the family's prefix. The two are written in
 // different places (the catalogue in lib/Formats, the block builders in
-// lib/Import), so this is the check that they are one fact.
+// lib/Import), so this is the check that they are one fact. The model
+// config the graph records reads back from its metadata JSON.
 //
 //===----------------------------------------------------------------------===//
 #include "etllm/Dialect/Etllm/EtllmModelConfig.h"
@@ -18,6 +19,7 @@
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/JSON.h"
 
 #include <gtest/gtest.h>
 
@@ -89,6 +91,20 @@ void checkFamily(MLIRContext &ctx, const models::FamilySpec &f,
   EXPECT_EQ(cfg.getArchitecture(), read->hfArchitecture);
   EXPECT_EQ(cfg.getNumHiddenLayers(), 2);
   EXPECT_EQ(cfg.getMaxSeqLen(), 16);
+  // The groups are there exactly for the models that have them.
+  const formats::ModelConfig &c = (*ckpt)->config();
+  EXPECT_EQ(bool(cfg.getMla()), c.isMla());
+  EXPECT_EQ(bool(cfg.getMoe()), c.hasMoeLayers());
+  // The metadata JSON reads back as the same attribute (the ATen
+  // importer's model_config reader is its inverse, groups included).
+  llvm::Expected<llvm::json::Value> json = llvm::json::parse(cfg.toJson());
+  ASSERT_TRUE(bool(json)) << llvm::toString(json.takeError());
+  std::string error;
+  FailureOr<mlir::etllm::ModelConfigAttr> back =
+      mlir::etllm::ModelConfigAttr::fromJson(&ctx, *json->getAsObject(),
+                                             error);
+  ASSERT_TRUE(succeeded(back)) << error;
+  EXPECT_EQ(*back, cfg);
 }
 
 TEST(Families, GraphParametersAreTheExpectedTensors) {

@@ -1,9 +1,14 @@
 //===- ConfigTest.cpp - export_config.yaml parsing ------------------------===//
 #include "etllm/Config/ExportConfig.h"
+#include "etllm/Pipeline/Export.h"
 #include "etllm/Pipeline/Pipelines.h"
+#include "etllm/Transforms/OptionEnums.h"
 
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
+
+#include <functional>
+#include <set>
 
 using etllm::ExportConfig;
 
@@ -16,6 +21,50 @@ TEST(ExportConfig, PipelineNamesAreTheRecipes) {
     if (std::string(k.name) == "pipeline.name")
       allowed.assign(k.allowed.begin(), k.allowed.end());
   EXPECT_EQ(allowed, etllm::recipeNames());
+}
+
+// Two scheme keys keep export_config.yaml's dtype words (float32, float16)
+// where the passes say f32/f16: every value of the key must map onto the
+// recipe's choice or a value of the option enum, and every enum value must
+// be reachable from the config. (The other scheme keys take their values
+// from OptionEnums.def directly.)
+template <typename E>
+void expectKeyCoversEnum(
+    const char *key,
+    const std::function<std::string(const etllm::RecipeOptions &)> &get) {
+  std::vector<const char *> allowed;
+  for (const etllm::ConfigKey &k : etllm::exportConfigSchema())
+    if (std::string(k.name) == key)
+      allowed = k.allowed;
+  ASSERT_FALSE(allowed.empty()) << key;
+  std::set<std::string> reached;
+  for (const char *value : allowed) {
+    ExportConfig c;
+    ASSERT_TRUE(c.set(std::string(key) + "=" + value).ok()) << key << value;
+    etllm::RecipeOptions o;
+    etllm::applyConfigToRecipeOptions(c, o);
+    std::string mapped = get(o);
+    if (mapped.empty() || mapped == "pipeline")
+      continue; // the recipe's choice
+    EXPECT_TRUE(etllm::parseOptionEnum<E>(mapped).has_value())
+        << key << "=" << value << " maps to '" << mapped << "'";
+    reached.insert(mapped);
+  }
+  for (const etllm::OptionEnumValue &v : etllm::optionEnumValues<E>())
+    EXPECT_TRUE(reached.count(v.spelling))
+        << key << " has no value for " << v.spelling;
+}
+
+TEST(ExportConfig, SchemeKeysMapOntoOptionEnums) {
+  expectKeyCoversEnum<etllm::ScaleType>(
+      "quantization.scale_dtype",
+      [](const etllm::RecipeOptions &o) { return std::string(o.scaleType); });
+  expectKeyCoversEnum<etllm::ActivationScheme>(
+      "quantization.activations",
+      [](const etllm::RecipeOptions &o) { return std::string(o.activations); });
+  expectKeyCoversEnum<etllm::LinearScheme>(
+      "quantization.linear",
+      [](const etllm::RecipeOptions &o) { return std::string(o.linear); });
 }
 
 TEST(ExportConfig, DefaultsForEveryKey) {

@@ -61,7 +61,7 @@ TEST_P(LatentCache, EveryStageAgreesWithTheExportedGraph) {
     etllm::Tester t(out, io);
     t.import();
     etllm::RecipeOptions ro;
-    ro.mlaCache = "latent";
+    ro.mlaCache = etllm::MlaCacheForm::Latent;
     for (etllm::StageSpec &s : etllm::recipeStages(recipe, ro)) {
       t.runStage(s);
       t.runAndCompare(1e-4, 1e-4, "import");

@@ -5,13 +5,17 @@
 // differs. These tests check the compiled result on both sides: every
 // contract names a runtime operator with the same argument counts, and the
 // kernel call of every kernel op in the lit tests' IR fits the runtime's
-// table (counts and attribute ranges), as Program::load checks it.
+// table (counts and attribute ranges) and passes its load-time rules
+// (element types, ranks, axes, ranges: verify_ops.cpp), as Program::load
+// checks it. The runtime's own tests show that the rules refuse what they
+// must; these show that they accept what the compiler emits.
 //
 //===----------------------------------------------------------------------===//
 #include "etllm/Dialect/Etllm/EtllmOps.h"
 #include "etllm/InitAll.h"
 #include "etllm/Serialize/KernelCalls.h"
 #include "etllm/runtime/kernel.h"
+#include "etllm/runtime/verify_ops.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -147,6 +151,24 @@ TEST_F(KernelContracts, EveryKernelCallInTheLitTestsFitsTheRuntime) {
       EXPECT_EQ(int(call->floats.size()), info->numFloats);
       rt::Status st = rt::checkIntAttrs(info->id, nin,
                                         {call->ints.data(), call->ints.size()});
+      EXPECT_TRUE(st.ok()) << st.message();
+      // The load-time rules, on the values as the serializer writes them.
+      auto describe = [&](Type t) {
+        FailureOr<rt::DType> d = ::etllm::runtimeDType(op, t);
+        EXPECT_TRUE(succeeded(d));
+        return rt::ValueDesc{succeeded(d) ? *d : rt::DType::F32,
+                             int(::etllm::shapeOf(t).size())};
+      };
+      std::vector<rt::ValueDesc> ins, outs;
+      for (Type t : op->getOperandTypes())
+        ins.push_back(describe(t));
+      for (Type t : op->getResultTypes())
+        outs.push_back(describe(t));
+      if (c.outputIsBuffer) // the write-back's buffer has the value's type
+        outs.push_back(describe(op->getOperand(0).getType()));
+      st = rt::verifyKernelCall(*info, ins, outs, call->ints.data(),
+                                call->ints.size(), call->floats.data(),
+                                call->floats.size());
       EXPECT_TRUE(st.ok()) << st.message();
     });
   }

@@ -80,12 +80,21 @@ class Etllm_Op<string mnemonic, list<Trait> traits = []>
 // Type constraints
 //===----------------------------------------------------------------------===//
 
+// A ranked tensor of one of `types`. etllm-tblgen reads `types` into the
+// runtime's rules (ops.def: the element types a kernel call's value may
+// have), so the operands and results of ops with a kernel contract use this
+// class (or Etllm_QWeight, Etllm_QAct, AnyTypeOf them) instead of
+// RankedTensorOf, whose element types TableGen does not keep.
+class Etllm_TensorOf<list<Type> types> : RankedTensorOf<types> {
+  list<Type> etllmElementTypes = types;
+}
+
 def Etllm_FloatElement : AnyTypeOf<[F16, BF16, F32]>;
-def Etllm_FloatTensor : RankedTensorOf<[F16, BF16, F32]>;
-def Etllm_IndexTensor : RankedTensorOf<[I32, I64]>;
-def Etllm_BoolTensor : RankedTensorOf<[I1]>;
-def Etllm_NumTensor : RankedTensorOf<[F16, BF16, F32, I32, I64]>;
-def Etllm_AnyTensor : RankedTensorOf<[F16, BF16, F32, I1, I8, I32, I64]>;
+def Etllm_FloatTensor : Etllm_TensorOf<[F16, BF16, F32]>;
+def Etllm_IndexTensor : Etllm_TensorOf<[I32, I64]>;
+def Etllm_BoolTensor : Etllm_TensorOf<[I1]>;
+def Etllm_NumTensor : Etllm_TensorOf<[F16, BF16, F32, I32, I64]>;
+def Etllm_AnyTensor : Etllm_TensorOf<[F16, BF16, F32, I1, I8, I32, I64]>;
 
 // A 64-bit signless integer attribute read back as int64_t (upstream I64Attr
 // returns uint64_t, which silently breaks negative dimensions).

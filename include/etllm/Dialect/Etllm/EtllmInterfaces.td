@@ -90,6 +90,124 @@ class Etllm_WriteBackKernel<string kernelName, string bufferAttr>
 }
 
 //===----------------------------------------------------------------------===//
+// The kernel call's load-time rules
+//===----------------------------------------------------------------------===//
+//
+// What Program::load checks of each kernel call beyond the contract's counts.
+// etllm-tblgen writes the rules into ops.def and runtime/core/verify_ops.cpp
+// interprets them; no op has code of its own there. Most rules are read from
+// the op's ODS as it stands:
+//
+// * the element types each operand and result may have: its type constraint
+//   (Etllm_TensorOf and the Etllm_*Tensor defs, Etllm_QWeight, Etllm_QAct,
+//   AnyTypeOf them, Optional or Variadic of them; etllm-tblgen refuses a
+//   constraint whose element types it cannot read);
+// * equal element types and ranks: SameOperandsAndResultType,
+//   SameOperandsAndResultElementType, SameOperandsAndResultShape,
+//   SameOperandsElementType, SameOperandsShape, SameTypeOperands,
+//   AllTypesMatch, AllElementTypesMatch, AllRanksMatch, AllShapesMatch.
+//
+// What ODS does not say in a form the runtime can read (ranks and attribute
+// ranges the op's verifier or type inference checks, and facts about
+// variadic values that the upstream traits cannot name) is declared with the
+// classes below, in the op's traits next to its Etllm_Kernel. `value` names
+// an operand or result (for a write-back kernel, its buffer attribute);
+// `attr` an attribute of the kernel contract. etllm-tblgen checks every name
+// and kind and fails the build otherwise; an op without Etllm_Kernel may not
+// declare rules. The op reference lists them as "runtime: ..." traits.
+class Etllm_Rule<string ruleKind, string doc>
+    : GenInternalOpTrait<"EtllmRule"> {
+  let trait = "runtime: " # doc;
+  string etllmRule = ruleKind;
+  list<string> etllmValues = [];
+  string etllmAttr = "";
+  int etllmInt = 0;
+}
+// rank(value) = rank.
+class Etllm_Rank<string value, int rank>
+    : Etllm_Rule<"Rank", "rank(" # value # ") = " # rank> {
+  let etllmValues = [value];
+  let etllmInt = rank;
+}
+// rank(value) >= rank.
+class Etllm_MinRank<string value, int rank>
+    : Etllm_Rule<"MinRank", "rank(" # value # ") >= " # rank> {
+  let etllmValues = [value];
+  let etllmInt = rank;
+}
+// rank(value) = rank(of) + plus (a variadic value: each of its values).
+class Etllm_RankOf<string value, string of, int plus = 0>
+    : Etllm_Rule<"RankOf", "rank(" # value # ") = rank(" # of # ")"
+                           # !if(plus, " + " # plus, "")> {
+  let etllmValues = [value, of];
+  let etllmInt = plus;
+}
+// rank(value) >= rank(of).
+class Etllm_MinRankOf<string value, string of>
+    : Etllm_Rule<"MinRankOf", "rank(" # value # ") >= rank(" # of # ")"> {
+  let etllmValues = [value, of];
+}
+// The values have one element type (a variadic value: each of its values).
+class Etllm_SameElementType<list<string> values>
+    : Etllm_Rule<"SameElementType",
+                 "one element type for " # !interleave(values, ", ")> {
+  let etllmValues = values;
+}
+// Integer attribute `attr` (every element of an Etllm_Each one) >= min.
+class Etllm_Min<string attr, int min>
+    : Etllm_Rule<"IntMin", attr # " >= " # min> {
+  let etllmAttr = attr;
+  let etllmInt = min;
+}
+// Integer attribute `attr` is not 0.
+class Etllm_NonZero<string attr> : Etllm_Rule<"IntNonZero", attr # " != 0"> {
+  let etllmAttr = attr;
+}
+// Integer attribute `attr` is a dimension of `value` (negative counts from
+// the end): in [-rank, rank); with `scalarIsVector`, a rank-0 value counts as
+// rank 1 (dimension 0 or -1, as torch allows). An Etllm_Each attribute: each
+// element, and no dimension twice.
+class Etllm_Axis<string attr, string value, bit scalarIsVector = 0>
+    : Etllm_Rule<"Axis", attr # " is a dimension of " # value> {
+  let etllmAttr = attr;
+  let etllmValues = [value];
+  let etllmInt = scalarIsVector;
+}
+// The Etllm_Each attribute `attr` has one element per dimension of `value`.
+class Etllm_LengthIsRank<string attr, string value>
+    : Etllm_Rule<"LengthIsRank", "len(" # attr # ") = rank(" # value # ")"> {
+  let etllmAttr = attr;
+  let etllmValues = [value];
+}
+// The Etllm_Each attribute `attr` has one element per value of the variadic
+// `value`.
+class Etllm_LengthIsCount<string attr, string value>
+    : Etllm_Rule<"LengthIsCount", "len(" # attr # ") = count(" # value # ")"> {
+  let etllmAttr = attr;
+  let etllmValues = [value];
+}
+// Float attribute `attr` is not NaN (infinities are allowed).
+class Etllm_NotNaN<string attr> : Etllm_Rule<"FloatNotNaN", attr # " not NaN"> {
+  let etllmAttr = attr;
+}
+// Float attribute `attr` is finite.
+class Etllm_Finite<string attr> : Etllm_Rule<"FloatFinite", attr # " finite"> {
+  let etllmAttr = attr;
+}
+// Float attribute `attr` is finite and >= 0.
+class Etllm_NonNegative<string attr>
+    : Etllm_Rule<"FloatNonNegative", attr # " finite, >= 0"> {
+  let etllmAttr = attr;
+}
+// A check none of the rules above can say, by name: the function
+// check<Name> (`name` in CamelCase) of runtime/core/verify_ops.cpp. The
+// runtime does not compile while an op names a check it lacks.
+class Etllm_RuntimeCheck<string name>
+    : Etllm_Rule<"Check", "check " # name> {
+  let etllmAttr = name;
+}
+
+//===----------------------------------------------------------------------===//
 // Tied results and bounded shapes
 //===----------------------------------------------------------------------===//
 

@@ -11,36 +11,121 @@
 #define ETLLM_DIALECT_ETLLM_MODEL_CONFIG_TD
 
 include "etllm/Dialect/Etllm/EtllmBase.td"
+include "etllm/Models/ModelConfig.td"
 
-// Parameters of the config attribute. Each prints only when it differs from
-// its default (the `struct` directive), and parses in any order.
-class Etllm_ConfigString<string desc>
-    : StringRefParameter<desc, "\"\"">;
-class Etllm_ConfigInt<string desc, string default = "0">
-    : DefaultValuedParameter<"int64_t", default, desc>;
-// A double (IEEE binary64), stored as an APFloat (doubles are not hashable
-// storage keys); the printer's form parses back bit-exactly.
-class Etllm_ConfigF64<string desc> : APFloatParameter<desc> {
-  let defaultValue = "::llvm::APFloat(0.0)";
-  let parser = "::mlir::etllm::ModelConfigAttr::parseF64($_parser)";
-}
-class Etllm_ConfigBool<string desc>
-    : DefaultValuedParameter<"bool", "false", desc> {
-  let parser = "::mlir::etllm::ModelConfigAttr::parseBool($_parser)";
-  let printer = "$_printer << ($_self ? \"true\" : \"false\")";
-}
-class Etllm_ConfigArray<string element, string desc>
-    : ArrayRefParameter<element, desc> {
-  let defaultValue = "::llvm::SmallVector<" # element # ">()";
-  let comparator = "::llvm::ArrayRef<" # element # ">($_lhs) == "
-                   "::llvm::ArrayRef<" # element # ">($_rhs)";
-  let parser = "::mlir::etllm::ModelConfigAttr::parseArray<" # element #
-               ">($_parser)";
-  let printer = "::mlir::etllm::ModelConfigAttr::printArray($_printer, $_self)";
+// The parameters of the config attributes are built from the fields of
+// etllm/Models/ModelConfig.td (one record per field): each prints only when
+// it differs from its default (the `struct` directive), and parses in any
+// order. Their generic verification (ranges, choices), their JSON and the
+// builder from formats::ModelConfig are generated from the same records
+// (etllm-tblgen -gen-etllm-model-config-attr-*); dialects/EtllmModelConfig.cpp
+// keeps the rules between fields.
+
+/// The IR parameter of a ConfigField.
+class Etllm_ConfigParameter<ConfigField f>
+    : AttrOrTypeParameter<
+          !cond(!eq(f.type.kind, "int"): "int64_t",
+                !eq(f.type.kind, "real"): "::llvm::APFloat",
+                !eq(f.type.kind, "bool"): "bool",
+                !eq(f.type.kind, "int_list"): "::llvm::ArrayRef<int64_t>",
+                !eq(f.type.kind, "bool_list"): "::llvm::ArrayRef<bool>",
+                !eq(f.type.kind, "nested"): f.type.cppType,
+                // string, choice, enum: the spelling
+                true: "::llvm::StringRef"),
+          f.summary> {
+  /// The field this parameter is (read by etllm-tblgen).
+  ConfigField configField = f;
+  defvar kind = f.type.kind;
+  defvar isList = !or(!eq(kind, "int_list"), !eq(kind, "bool_list"));
+  defvar element = !if(!eq(kind, "int_list"), "int64_t", "bool");
+  defvar isString = !or(!eq(kind, "string"), !eq(kind, "choice"),
+                        !eq(kind, "enum"));
+  // An enum's default is its first case when none is given.
+  defvar stringDefault = !if(!empty(f.attrDefault), f.type.defaultSpelling,
+                             f.attrDefault);
+  let cppStorageType = !cond(
+      isString: "std::string",
+      isList: "::llvm::SmallVector<" # element # ">",
+      true: cppType);
+  let allocator = !if(!or(isString, isList),
+                      "$_dst = $_allocator.copyInto($_self);", "");
+  let comparator = !cond(
+      !eq(kind, "real"): "$_lhs.bitwiseIsEqual($_rhs)",
+      isList: "::llvm::ArrayRef<" # element # ">($_lhs) == "
+              "::llvm::ArrayRef<" # element # ">($_rhs)",
+      true: "$_lhs == $_rhs");
+  let defaultValue = !cond(
+      !eq(kind, "int"): !if(!empty(f.attrDefault), "0", f.attrDefault),
+      // A double (IEEE binary64), stored as an APFloat (doubles are not
+      // hashable storage keys); the printer's form parses back bit-exactly.
+      !eq(kind, "real"): "::llvm::APFloat("
+                         # !if(!empty(f.attrDefault), "0.0", f.attrDefault)
+                         # ")",
+      !eq(kind, "bool"): !if(!empty(f.attrDefault), "false", f.attrDefault),
+      isList: "::llvm::SmallVector<" # element # ">()",
+      !eq(kind, "nested"): cppType # "()",
+      true: "\"" # stringDefault # "\"");
+  let parser = !cond(
+      !eq(kind, "real"): "::mlir::etllm::ModelConfigAttr::parseF64($_parser)",
+      !eq(kind, "bool"): "::mlir::etllm::ModelConfigAttr::parseBool($_parser)",
+      isList: "::mlir::etllm::ModelConfigAttr::parseArray<" # element #
+              ">($_parser)",
+      true: "::mlir::FieldParser<" # cppStorageType # ">::parse($_parser)");
+  let printer = !cond(
+      !eq(kind, "bool"): "$_printer << ($_self ? \"true\" : \"false\")",
+      isList: "::mlir::etllm::ModelConfigAttr::printArray($_printer, $_self)",
+      isString: "$_printer.printString($_self)",
+      !eq(kind, "nested"): "$_printer.printStrippedAttrOrType($_self)",
+      true: "$_printer << $_self");
 }
 
-def Etllm_ModelConfigAttr : AttrDef<Etllm_Dialect, "ModelConfig"> {
-  let mnemonic = "model_config";
+/// The parameters of the fields of `group`, in the order of ModelConfig.td.
+class Etllm_ConfigParameters<ConfigAttrGroup group> {
+  defvar fields = !filter(f, ModelConfigFields, !eq(f.attr, group));
+  dag parameters = !dag(ins, !foreach(f, fields, Etllm_ConfigParameter<f>),
+                        !foreach(f, fields, f.key));
+}
+
+/// A config attribute: the core one or a nested group.
+class Etllm_ConfigAttr<ConfigAttrGroup group, string attrMnemonic>
+    : AttrDef<Etllm_Dialect, group.cppName> {
+  /// The group (read by etllm-tblgen).
+  ConfigAttrGroup configGroup = group;
+  let mnemonic = attrMnemonic;
+  let parameters = Etllm_ConfigParameters<group>.parameters;
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  code configClassDeclaration = [{
+    /// Adds the fields (and those of the groups present) to `json` under
+    /// their keys: the program metadata's flat object (generated).
+    void appendJson(::llvm::json::Object &json) const;
+  }];
+  let extraClassDeclaration = configClassDeclaration;
+}
+
+def Etllm_MlaConfigAttr : Etllm_ConfigAttr<MlaAttr, "mla_config"> {
+  let summary = "multi-head latent attention fields of the model config";
+  let description = [{
+    The `mla` group of `#etllm.model_config` (DeepSeek-V2/V3), present only
+    for a multi-head latent attention model: `kv_lora_rank` (the size of the
+    compressed latent a latent cache holds per token, with the `head_dim` =
+    qk_rope_head_dim rotated key), `q_lora_rank`, `qk_nope_head_dim` and
+    `v_head_dim`. The model's `attention_scale` is then
+    `(qk_nope_head_dim + head_dim)^-0.5` with YaRN's mscale applied.
+  }];
+}
+
+def Etllm_MoeConfigAttr : Etllm_ConfigAttr<MoeAttr, "moe_config"> {
+  let summary = "mixture-of-experts fields of the model config";
+  let description = [{
+    The `moe` group of `#etllm.model_config`, present only for a model with
+    sparse layers: the routed experts and how many each token uses, the
+    expert and shared-expert sizes, the routing (scores, selection, groups,
+    renormalization, scaling) and which layers are sparse (`layer_moe`).
+  }];
+}
+
+def Etllm_ModelConfigAttr : Etllm_ConfigAttr<CoreAttr, "model_config"> {
   let summary = "the normalized model configuration of an imported graph";
   let description = [{
     What the importer knew about the model, typed: the Hugging Face class and
@@ -48,22 +133,21 @@ def Etllm_ModelConfigAttr : AttrDef<Etllm_Dialect, "ModelConfig"> {
     (`max_seq_len`: the KV-cache length and the bound of every dynamic
     dimension), the attention scale, the sliding window (`sliding_window`
     tokens, used by the layers marked in `layer_sliding_window`),
-    soft-capping, and the special tokens. It rides on the module as
-    `etllm.model_config`; passes read it through `getModelConfig(module)`,
-    and the serializer copies it, as JSON with the same keys, into the
-    program's metadata.
+    soft-capping, the special tokens, and the nested groups of multi-head
+    latent attention (`mla = <...>`, `#etllm.mla_config`) and of the mixture
+    of experts (`moe = <...>`, `#etllm.moe_config`). It rides on the module
+    as `etllm.model_config`; passes read it through `getModelConfig(module)`,
+    and the serializer copies it, as one flat JSON object with the same keys
+    (the groups' keys beside the core's), into the program's metadata.
+
+    The fields are declared once, in `etllm/Models/ModelConfig.td`, with the
+    fields of `formats::ModelConfig`.
 
     Fields equal to their default are not printed and may be omitted:
     strings `""`, sizes `0` (unknown), `bos_token_id = -1`, empty arrays,
-    `tie_word_embeddings = false`, and `0.0` for the floating-point fields
+    `tie_word_embeddings = false`, `0.0` for the floating-point fields
     (`attention_scale = 0.0` means `head_dim^-0.5`, a zero soft-cap means
-    none).
-
-    Multi-head latent attention (DeepSeek) adds `kv_lora_rank` (the size of
-    the compressed latent a latent cache holds per token, with the
-    `head_dim` = qk_rope_head_dim rotated key), `q_lora_rank`,
-    `qk_nope_head_dim` and `v_head_dim`; `attention_scale` is then
-    `(qk_nope_head_dim + head_dim)^-0.5` with YaRN's mscale applied.
+    none), and absent groups.
 
     Example:
 
@@ -75,49 +159,16 @@ def Etllm_ModelConfigAttr : AttrDef<Etllm_Dialect, "ModelConfig"> {
         vocab_size = 512, max_seq_len = 128, rms_norm_eps = 1.0e-05,
         layer_sliding_window = [false, false], eos_token_ids = [2]>} {}
     ```
+
+    A DeepSeek-V2-Lite-like model adds its groups:
+
+    ```mlir
+    #etllm.model_config<..., mla = <kv_lora_rank = 32, qk_nope_head_dim = 16,
+        v_head_dim = 16>, moe = <num_experts = 4, num_experts_per_tok = 2,
+        moe_intermediate_size = 32, layer_moe = [false, true]>>
+    ```
   }];
-  let parameters = (ins
-    Etllm_ConfigString<"Hugging Face class, e.g. LlamaForCausalLM">:$architecture,
-    Etllm_ConfigString<"Hugging Face model_type, e.g. llama">:$model_type,
-    Etllm_ConfigString<"activation dtype: float32, float16 or bfloat16">:$dtype,
-    Etllm_ConfigInt<"hidden size">:$hidden_size,
-    Etllm_ConfigInt<"MLP intermediate size">:$intermediate_size,
-    Etllm_ConfigInt<"number of decoder layers">:$num_hidden_layers,
-    Etllm_ConfigInt<"query heads">:$num_attention_heads,
-    Etllm_ConfigInt<"key/value heads">:$num_key_value_heads,
-    Etllm_ConfigInt<"per-head dimension">:$head_dim,
-    Etllm_ConfigInt<"vocabulary size">:$vocab_size,
-    Etllm_ConfigInt<"KV-cache length, bound of dynamic dimensions">:$max_seq_len,
-    Etllm_ConfigInt<"rotated dimensions per head">:$rotary_dim,
-    Etllm_ConfigF64<"RMSNorm epsilon">:$rms_norm_eps,
-    Etllm_ConfigF64<"RoPE base">:$rope_theta,
-    Etllm_ConfigF64<"attention softmax scale (0: head_dim^-0.5)">:$attention_scale,
-    Etllm_ConfigInt<"sliding-window size in tokens (0: none)">:$sliding_window,
-    Etllm_ConfigF64<"tanh soft-cap of attention scores (0: none)">:$attn_logit_softcapping,
-    Etllm_ConfigF64<"tanh soft-cap of the logits (0: none)">:$final_logit_softcapping,
-    Etllm_ConfigBool<"lm_head shares the embedding">:$tie_word_embeddings,
-    Etllm_ConfigInt<"beginning-of-sequence token (-1: none)", "-1">:$bos_token_id,
-    Etllm_ConfigArray<"int64_t", "end-of-sequence tokens, primary first">:$eos_token_ids,
-    Etllm_ConfigArray<"bool", "per layer: attends within sliding_window">:$layer_sliding_window,
-    Etllm_ConfigInt<"MLA: query LoRA rank (0: q_proj)">:$q_lora_rank,
-    Etllm_ConfigInt<"MLA: rank of the cached latent (0: no MLA)">:$kv_lora_rank,
-    Etllm_ConfigInt<"MLA: non-rotated part of each query/key head">:$qk_nope_head_dim,
-    Etllm_ConfigInt<"MLA: value head size">:$v_head_dim,
-    Etllm_ConfigInt<"routed experts of a sparse layer (0: dense)">:$num_experts,
-    Etllm_ConfigInt<"experts each token is routed to">:$num_experts_per_tok,
-    Etllm_ConfigInt<"intermediate size of one routed expert">:$moe_intermediate_size,
-    Etllm_ConfigInt<"intermediate size of the shared expert (0: none)">:$shared_expert_intermediate_size,
-    Etllm_ConfigBool<"the top-k routing weights are renormalized">:$norm_topk_prob,
-    Etllm_ConfigString<"router scores: softmax (\"\") or sigmoid">:$moe_scoring,
-    Etllm_ConfigString<"expert selection: greedy (\"\"), group_limited_greedy or noaux_tc">:$moe_topk_method,
-    Etllm_ConfigInt<"expert groups of group-limited selection (0: none)">:$n_group,
-    Etllm_ConfigInt<"groups each token selects from">:$topk_group,
-    Etllm_ConfigF64<"multiplier of the routing weights (0: 1)">:$routed_scaling_factor,
-    Etllm_ConfigArray<"bool", "per layer: has the sparse mixture-of-experts block">:$layer_moe
-  );
-  let assemblyFormat = "`<` struct(params) `>`";
-  let genVerifyDecl = 1;
-  let extraClassDeclaration = [{
+  let extraClassDeclaration = configClassDeclaration # [{
     /// The sliding window of `layer` in tokens (0 when the layer attends to
     /// the whole cache or the config does not say).
     int64_t getLayerWindow(int64_t layer) const;
@@ -126,12 +177,17 @@ def Etllm_ModelConfigAttr : AttrDef<Etllm_Dialect, "ModelConfig"> {
     double getAttentionScaleOrDefault() const;
     /// Whether `layer` has the sparse mixture-of-experts block.
     bool isMoeLayer(int64_t layer) const;
-    /// routed_scaling_factor, 1 when none is recorded.
-    double getRoutedScalingFactorOrDefault() const;
 
     /// The configuration as the JSON object the serializer writes into the
-    /// program's metadata (every field, sorted keys).
+    /// program's metadata (every field, groups flattened, sorted keys).
     std::string toJson() const;
+    /// The configuration from such an object (the ATen importer's
+    /// `model_config`): absent keys keep their defaults, a group's key
+    /// makes the group. An unknown key, a value of the wrong JSON type or a
+    /// configuration the verifier refuses sets `error` (naming the key).
+    static ::mlir::FailureOr<ModelConfigAttr>
+    fromJson(::mlir::MLIRContext *context, const ::llvm::json::Object &json,
+             std::string &error);
 
     /// Parser helpers of the parameters.
     static ::mlir::FailureOr<::llvm::APFloat>

@@ -136,6 +136,7 @@ def Etllm_BufferReadOp : Etllm_Op<"buffer.read",
 def Etllm_BufferWriteOp : Etllm_Op<"buffer.write",
     [DeclareOpInterfaceMethods<SymbolUserOpInterface>,
      Etllm_WriteBackKernel<"copy", "name">,
+     Etllm_SameElementType<["value", "name"]>, Etllm_RankOf<"name", "value">,
      MemoryEffects<[MemWrite<Etllm_BufferResource>]>]> {
   let summary = "writes a whole value back into a mutable buffer";
   let description = [{
@@ -228,6 +229,7 @@ class Etllm_BinaryOp<string mnemonic, string opSummary,
                      Type T = Etllm_NumTensor, list<Trait> traits = []>
     : Etllm_Op<mnemonic, !listconcat(traits,
           [Pure, InferTypeOpAdaptorWithIsCompatible,
+           AllElementTypesMatch<["lhs", "rhs", "result"]>,
            Etllm_Kernel<mnemonic>])> {
   let summary = opSummary;
   let description = "Element-wise `" # mnemonic # "` with NumPy-style "
@@ -256,6 +258,7 @@ def Etllm_LogicalOrOp : Etllm_BinaryOp<"logical_or", "boolean or",
 
 class Etllm_CompareOp<string mnemonic, string opSummary>
     : Etllm_Op<mnemonic, [Pure, InferTypeOpAdaptorWithIsCompatible,
+                          AllElementTypesMatch<["lhs", "rhs"]>,
                           Etllm_Kernel<mnemonic>]> {
   let summary = opSummary;
   let description = "Element-wise comparison `" # mnemonic # "` with "
@@ -275,7 +278,9 @@ def Etllm_GtOp : Etllm_CompareOp<"gt", "greater than">;
 def Etllm_GeOp : Etllm_CompareOp<"ge", "greater than or equal">;
 
 def Etllm_WhereOp : Etllm_Op<"where",
-    [Pure, InferTypeOpAdaptorWithIsCompatible, Etllm_Kernel<"where">]> {
+    [Pure, InferTypeOpAdaptorWithIsCompatible,
+     AllElementTypesMatch<["on_true", "on_false", "result"]>,
+     Etllm_Kernel<"where">]> {
   let summary = "select by condition, with broadcasting";
   let description = [{
     `result[i] = condition[i] ? on_true[i] : on_false[i]`, broadcasting all
@@ -295,7 +300,9 @@ def Etllm_WhereOp : Etllm_Op<"where",
 
 def Etllm_MaskedFillOp : Etllm_Op<"masked_fill",
     [Pure, InferTypeOpAdaptorWithIsCompatible,
-     Etllm_Kernel<"masked_fill", [], [Etllm_Float<"value">]>]> {
+     AllElementTypesMatch<["input", "result"]>,
+     Etllm_Kernel<"masked_fill", [], [Etllm_Float<"value">]>,
+     Etllm_NotNaN<"value">]> {
   let summary = "replace elements where a mask is true";
   let description = [{
     `result = mask ? value : input`; the mask broadcasts to the input.
@@ -335,7 +342,9 @@ def Etllm_ConvertOp : Etllm_Op<"convert",
 
 class Etllm_ReduceOp<string mnemonic, string opSummary>
     : Etllm_Op<mnemonic, [Pure, InferTypeOpAdaptorWithIsCompatible,
-        Etllm_Kernel<mnemonic, [Etllm_Flag<"keepdim">, Etllm_Each<"dims">]>]> {
+        AllElementTypesMatch<["input", "result"]>,
+        Etllm_Kernel<mnemonic, [Etllm_Flag<"keepdim">, Etllm_Each<"dims">]>,
+        Etllm_Axis<"dims", "input", /*scalarIsVector=*/1>]> {
   let summary = opSummary;
   let description = "`" # mnemonic # "` over `dims` (negative dims count "
     # "from the end); `keepdim` keeps them as size 1.\n\n```mlir\n%m = etllm."
@@ -353,7 +362,9 @@ def Etllm_MeanOp : Etllm_ReduceOp<"mean", "arithmetic mean">;
 def Etllm_AmaxOp : Etllm_ReduceOp<"amax", "maximum">;
 
 def Etllm_TopKOp : Etllm_Op<"topk", [Pure, InferTypeOpAdaptorWithIsCompatible,
-    Etllm_Kernel<"topk", [Etllm_Int<"k">, Etllm_Int<"dim">], [], "TopK">]> {
+    AllElementTypesMatch<["input", "values"]>,
+    Etllm_Kernel<"topk", [Etllm_Int<"k">, Etllm_Int<"dim">], [], "TopK">,
+    Etllm_Min<"k", 1>, Etllm_MinRank<"input", 1>, Etllm_Axis<"dim", "input">]> {
   let summary = "the k largest entries along one dimension, with their indices";
   let description = [{
     `values` holds the `k` largest entries of `input` along `dim` (default
@@ -369,7 +380,7 @@ def Etllm_TopKOp : Etllm_Op<"topk", [Pure, InferTypeOpAdaptorWithIsCompatible,
   }];
   let arguments = (ins Etllm_NumTensor:$input, Etllm_I64Attr:$k,
                        DefaultValuedAttr<Etllm_I64Attr, "-1">:$dim);
-  let results = (outs Etllm_NumTensor:$values, RankedTensorOf<[I64]>:$indices);
+  let results = (outs Etllm_NumTensor:$values, Etllm_TensorOf<[I64]>:$indices);
   let assemblyFormat = "$input `k` $k (`dim` $dim^)? attr-dict `:` "
                        "type($input) `->` type(results)";
   // Shape inference with the helpers of dialects/EtllmOps.cpp, where the
@@ -405,7 +416,8 @@ def Etllm_TopKOp : Etllm_Op<"topk", [Pure, InferTypeOpAdaptorWithIsCompatible,
 }
 
 def Etllm_SoftmaxOp : Etllm_Op<"softmax", [Pure, SameOperandsAndResultType,
-    Etllm_Kernel<"softmax", [Etllm_Int<"dim">]>]> {
+    Etllm_Kernel<"softmax", [Etllm_Int<"dim">]>,
+    Etllm_Axis<"dim", "input", /*scalarIsVector=*/1>]> {
   let summary = "softmax along one dimension";
   let description = [{
     Computed in float32 whatever the element type (as
@@ -481,7 +493,8 @@ def Etllm_EmbeddingOp : Etllm_Op<"embedding",
 
 def Etllm_ArangeOp : Etllm_Op<"arange", [Pure,
     Etllm_Kernel<"arange",
-                 [Etllm_Int<"start">, Etllm_Int<"end">, Etllm_Int<"step">]>]> {
+                 [Etllm_Int<"start">, Etllm_Int<"end">, Etllm_Int<"step">]>,
+    Etllm_NonZero<"step">]> {
   let summary = "the sequence start, start + step, ... (< end)";
   let description = [{
     ```mlir
@@ -491,14 +504,15 @@ def Etllm_ArangeOp : Etllm_Op<"arange", [Pure,
   }];
   let arguments = (ins Etllm_I64Attr:$start, Etllm_I64Attr:$end,
                        DefaultValuedAttr<Etllm_I64Attr, "1">:$step);
-  let results = (outs RankedTensorOf<[F16, BF16, F32, I32, I64]>:$result);
+  let results = (outs Etllm_NumTensor:$result);
   let assemblyFormat =
       "$start `to` $end (`step` $step^)? attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
 
 def Etllm_FullOp : Etllm_Op<"full",
-    [Pure, Etllm_Kernel<"full", [], [Etllm_Float<"value">]>]> {
+    [Pure, Etllm_Kernel<"full", [], [Etllm_Float<"value">]>,
+     Etllm_NotNaN<"value">]> {
   let summary = "a statically shaped tensor filled with one value";
   let description = [{
     ```mlir
@@ -512,7 +526,8 @@ def Etllm_FullOp : Etllm_Op<"full",
 }
 
 def Etllm_FullLikeOp : Etllm_Op<"full_like", [Pure, SameOperandsAndResultShape,
-    Etllm_Kernel<"full_like", [], [Etllm_Float<"value">]>]> {
+    Etllm_Kernel<"full_like", [], [Etllm_Float<"value">]>,
+    Etllm_NotNaN<"value">]> {
   let summary = "a tensor shaped like the input, filled with one value";
   let description = [{
     ```mlir
@@ -567,7 +582,10 @@ def Etllm_TrilOp : Etllm_Op<"tril", [Pure, SameOperandsAndResultType,
 
 def Etllm_TransposeOp : Etllm_Op<"transpose",
     [Pure, InferTypeOpAdaptorWithIsCompatible,
-     Etllm_Kernel<"transpose", [Etllm_Int<"dim0">, Etllm_Int<"dim1">]>]> {
+     AllElementTypesMatch<["input", "result"]>,
+     AllRanksMatch<["input", "result"]>,
+     Etllm_Kernel<"transpose", [Etllm_Int<"dim0">, Etllm_Int<"dim1">]>,
+     Etllm_Axis<"dim0", "input">, Etllm_Axis<"dim1", "input">]> {
   let summary = "swap two dimensions";
   let description = [{
     ```mlir
@@ -583,7 +601,10 @@ def Etllm_TransposeOp : Etllm_Op<"transpose",
 
 def Etllm_PermuteOp : Etllm_Op<"permute",
     [Pure, InferTypeOpAdaptorWithIsCompatible,
-     Etllm_Kernel<"permute", [Etllm_Each<"dims">]>]> {
+     AllElementTypesMatch<["input", "result"]>,
+     AllRanksMatch<["input", "result"]>,
+     Etllm_Kernel<"permute", [Etllm_Each<"dims">]>,
+     Etllm_LengthIsRank<"dims", "input">, Etllm_Axis<"dims", "input">]> {
   let summary = "reorder dimensions: result dim i = input dim dims[i]";
   let description = [{
     ```mlir
@@ -599,7 +620,10 @@ def Etllm_PermuteOp : Etllm_Op<"permute",
 
 def Etllm_ReshapeOp : Etllm_Op<"reshape",
     [Pure, InferTypeOpAdaptorWithIsCompatible,
+     AllElementTypesMatch<["input", "result"]>,
      Etllm_Kernel<"reshape", [Etllm_Each<"shape">]>,
+     Etllm_LengthIsRank<"shape", "result">, Etllm_Min<"shape", -1>,
+     Etllm_RuntimeCheck<"one_inferred_size">,
      DeclareOpInterfaceMethods<ViewLikeOpInterface>,
      DeclareOpInterfaceMethods<Etllm_BoundedShapeOpInterface>]> {
   let summary = "same elements, new shape (view/reshape)";
@@ -620,7 +644,9 @@ def Etllm_ReshapeOp : Etllm_Op<"reshape",
 
 def Etllm_UnsqueezeOp : Etllm_Op<"unsqueeze",
     [Pure, InferTypeOpAdaptorWithIsCompatible,
+     AllElementTypesMatch<["input", "result"]>,
      Etllm_Kernel<"unsqueeze", [Etllm_Int<"dim">]>,
+     Etllm_RankOf<"result", "input", 1>, Etllm_Axis<"dim", "result">,
      DeclareOpInterfaceMethods<ViewLikeOpInterface>]> {
   let summary = "insert a size-1 dimension";
   let description = [{
@@ -636,7 +662,9 @@ def Etllm_UnsqueezeOp : Etllm_Op<"unsqueeze",
 
 def Etllm_SqueezeOp : Etllm_Op<"squeeze",
     [Pure, InferTypeOpAdaptorWithIsCompatible,
+     AllElementTypesMatch<["input", "result"]>,
      Etllm_Kernel<"squeeze", [Etllm_Int<"dim">]>,
+     Etllm_Axis<"dim", "input", /*scalarIsVector=*/1>,
      DeclareOpInterfaceMethods<ViewLikeOpInterface>]> {
   let summary = "remove a size-1 dimension";
   let description = [{
@@ -653,7 +681,10 @@ def Etllm_SqueezeOp : Etllm_Op<"squeeze",
 
 def Etllm_ExpandOp : Etllm_Op<"expand",
     [Pure, InferTypeOpAdaptorWithIsCompatible,
-     Etllm_Kernel<"expand", [Etllm_Each<"shape">]>]> {
+     AllElementTypesMatch<["input", "result"]>,
+     Etllm_Kernel<"expand", [Etllm_Each<"shape">]>,
+     Etllm_LengthIsRank<"shape", "result">, Etllm_MinRankOf<"result", "input">,
+     Etllm_Min<"shape", -1>]> {
   let summary = "broadcast size-1 dimensions to a larger size";
   let description = [{
     `shape` has at least the input's rank; -1 keeps the input's size, and
@@ -673,8 +704,11 @@ def Etllm_ExpandOp : Etllm_Op<"expand",
 
 def Etllm_SliceOp : Etllm_Op<"slice",
     [Pure, InferTypeOpAdaptorWithIsCompatible,
+     AllElementTypesMatch<["input", "result"]>,
+     AllRanksMatch<["input", "result"]>,
      Etllm_Kernel<"slice", [Etllm_Int<"dim">, Etllm_Int<"start">, Etllm_Int<"end">,
-                      Etllm_Int<"step">]>]> {
+                      Etllm_Int<"step">]>,
+     Etllm_Axis<"dim", "input">, Etllm_Min<"step", 1>]> {
   let summary = "elements start, start + step, ... (< end) of one dimension";
   let description = [{
     PyTorch semantics: negative `start`/`end` count from the end and both are
@@ -696,6 +730,8 @@ def Etllm_SliceOp : Etllm_Op<"slice",
 
 def Etllm_CatOp : Etllm_Op<"cat", [Pure, InferTypeOpAdaptorWithIsCompatible,
     Etllm_Kernel<"cat", [Etllm_Int<"dim">]>,
+    Etllm_Axis<"dim", "inputs">, Etllm_SameElementType<["inputs", "result"]>,
+    Etllm_RankOf<"inputs", "result">,
     DeclareOpInterfaceMethods<Etllm_BoundedShapeOpInterface>]> {
   let summary = "concatenate along one dimension";
   let description = [{
@@ -713,7 +749,10 @@ def Etllm_CatOp : Etllm_Op<"cat", [Pure, InferTypeOpAdaptorWithIsCompatible,
 
 def Etllm_SplitOp : Etllm_Op<"split",
     [Pure, InferTypeOpAdaptorWithIsCompatible,
-     Etllm_Kernel<"split", [Etllm_Int<"dim">, Etllm_Each<"sizes">]>]> {
+     Etllm_Kernel<"split", [Etllm_Int<"dim">, Etllm_Each<"sizes">]>,
+     Etllm_LengthIsCount<"sizes", "results">, Etllm_Axis<"dim", "input">,
+     Etllm_Min<"sizes", 0>, Etllm_SameElementType<["input", "results"]>,
+     Etllm_RankOf<"results", "input">]> {
   let summary = "split one dimension into pieces of the given sizes";
   let description = [{
     ```mlir
@@ -730,7 +769,9 @@ def Etllm_SplitOp : Etllm_Op<"split",
 
 def Etllm_IndexSelectOp : Etllm_Op<"index_select",
     [Pure, InferTypeOpAdaptorWithIsCompatible,
-     Etllm_Kernel<"index_select", [Etllm_Int<"dim">]>]> {
+     AllElementTypesMatch<["input", "result"]>,
+     Etllm_Kernel<"index_select", [Etllm_Int<"dim">]>,
+     Etllm_Axis<"dim", "input">]> {
   let summary = "select entries of one dimension by a 1-D index";
   let description = [{
     ```mlir
@@ -747,7 +788,9 @@ def Etllm_IndexSelectOp : Etllm_Op<"index_select",
 
 def Etllm_GatherOp : Etllm_Op<"gather",
     [Pure, InferTypeOpAdaptorWithIsCompatible,
-     Etllm_Kernel<"gather", [Etllm_Int<"dim">]>]> {
+     AllElementTypesMatch<["input", "result"]>,
+     Etllm_Kernel<"gather", [Etllm_Int<"dim">]>,
+     Etllm_Axis<"dim", "input">]> {
   let summary = "torch.gather: result[i][j] = input[i][index[i][j]] (dim 1)";
   let description = [{
     `index` has the input's rank; the result has the index's shape.
@@ -766,7 +809,10 @@ def Etllm_GatherOp : Etllm_Op<"gather",
 
 def Etllm_IndexCopyOp : Etllm_Op<"index_copy",
     [Pure, InferTypeOpAdaptorWithIsCompatible,
-     Etllm_Kernel<"index_copy", [Etllm_Int<"dim">]>]> {
+     AllElementTypesMatch<["input", "source", "result"]>,
+     AllRanksMatch<["input", "source", "result"]>,
+     Etllm_Kernel<"index_copy", [Etllm_Int<"dim">]>,
+     Etllm_Axis<"dim", "input">]> {
   let summary = "functional index_copy: a copy of input with slices replaced";
   let description = [{
     `result = input; result.select(dim, index[i]) = source.select(dim, i)`.
@@ -787,7 +833,10 @@ def Etllm_IndexCopyOp : Etllm_Op<"index_copy",
 
 def Etllm_IndexPutOp : Etllm_Op<"index_put",
     [Pure, InferTypeOpAdaptorWithIsCompatible,
-     Etllm_Kernel<"index_put", [Etllm_Int<"dim">, Etllm_Flag<"accumulate">]>]> {
+     AllElementTypesMatch<["input", "values", "result"]>,
+     AllRanksMatch<["input", "values", "result"]>,
+     Etllm_Kernel<"index_put", [Etllm_Int<"dim">, Etllm_Flag<"accumulate">]>,
+     Etllm_Axis<"dim", "input">]> {
   let summary = "functional index_put along one dimension";
   let description = [{
     `input[..., index, ...] = values` (or `+=` with `accumulate`) where the
@@ -808,374 +857,9 @@ def Etllm_IndexPutOp : Etllm_Op<"index_put",
                        "functional-type(operands, results)";
 }
 
-//===----------------------------------------------------------------------===//
-// Level B: fused, device-friendly ops
-//===----------------------------------------------------------------------===//
-
-def Etllm_RmsNormOp : Etllm_Op<"rms_norm",
-    [Pure, InferTypeOpAdaptorWithIsCompatible,
-     Etllm_Kernel<"rms_norm", [],
-                  [Etllm_Float<"eps">, Etllm_Float<"weight_offset">]>]> {
-  let summary = "RMSNorm over the last dimension";
-  let description = [{
-    `y = x * rsqrt(mean(x^2, -1) + eps) * (weight + weight_offset)`, with the
-    statistics in float32. `weight_offset = 1.0` is Gemma's `(1 + w)`.
-
-    ```mlir
-    %y = etllm.rms_norm %x, %w eps 1.0e-05 : (tensor<1x?x64xf32>, tensor<64xf32>)
-        -> tensor<1x?x64xf32>
-    ```
-  }];
-  let arguments = (ins Etllm_FloatTensor:$input,
-                       Optional<Etllm_FloatTensor>:$weight, F64Attr:$eps,
-                       DefaultValuedAttr<F64Attr, "0.0">:$weight_offset);
-  let results = (outs Etllm_FloatTensor:$result);
-  let assemblyFormat = "$input (`,` $weight^)? `eps` $eps "
-                       "(`offset` $weight_offset^)? attr-dict `:` "
-                       "functional-type(operands, results)";
-}
-
-def Etllm_LayerNormOp : Etllm_Op<"layer_norm",
-    [Pure, AttrSizedOperandSegments, InferTypeOpAdaptorWithIsCompatible,
-     Etllm_Kernel<"layer_norm", [Etllm_Has<"weight">, Etllm_Has<"bias">],
-                  [Etllm_Float<"eps">]>]> {
-  let summary = "LayerNorm over the last dimension";
-  let description = [{
-    `y = (x - mean) * rsqrt(var + eps) * weight + bias`, statistics in
-    float32; weight and bias optional.
-
-    ```mlir
-    %y = etllm.layer_norm %x weight %w bias %b eps 1.0e-05
-        : (tensor<1x?x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<1x?x64xf32>
-    ```
-  }];
-  let arguments = (ins Etllm_FloatTensor:$input,
-                       Optional<Etllm_FloatTensor>:$weight,
-                       Optional<Etllm_FloatTensor>:$bias, F64Attr:$eps);
-  let results = (outs Etllm_FloatTensor:$result);
-  let assemblyFormat = "$input (`weight` $weight^)? (`bias` $bias^)? `eps` $eps "
-                       "attr-dict `:` functional-type(operands, results)";
-}
-
-def Etllm_RopeOp : Etllm_Op<"rope", [Pure, InferTypeOpAdaptorWithIsCompatible,
-    Etllm_Kernel<"rope", [Etllm_Enum<"convention">],
-                 [Etllm_Float<"attention_scaling">]>]> {
-  let summary = "rotary position embedding";
-  let description = [{
-    Rotates the first `2 * len(inv_freq)` entries of the last dimension of
-    `input` ([batch, heads, seq, head_dim]) by the angles
-    `positions[s] * inv_freq[i]`, pairing dimensions as `convention` says
-    (rotate_half: i with i + r/2; interleaved: 2i with 2i + 1;
-    deinterleave_rotate_half: input 2i with 2i + 1, the rotated pair written
-    to i and i + r/2, as DeepSeek's `view(.., r/2, 2).transpose` followed by
-    rotate_half computes it); the rest of the head passes through (partial
-    rotary). Scaling schemes that change
-    frequencies (linear, llama3) are baked into `inv_freq`;
-    `attention_scaling` multiplies cos and sin (YaRN-style).
-
-    ```mlir
-    %q2 = etllm.rope %q, %pos, %inv_freq convention <rotate_half>
-        : (tensor<1x8x?x8xf32>, tensor<?xi64>, tensor<4xf32>) -> tensor<1x8x?x8xf32>
-    ```
-  }];
-  let arguments = (ins Etllm_FloatTensor:$input, Etllm_IndexTensor:$positions,
-                       RankedTensorOf<[F32]>:$inv_freq,
-                       Etllm_RopeConventionAttr:$convention,
-                       DefaultValuedAttr<F64Attr, "1.0">:$attention_scaling);
-  let results = (outs Etllm_FloatTensor:$result);
-  let assemblyFormat = "$input `,` $positions `,` $inv_freq `convention` "
-                       "$convention (`scaling` $attention_scaling^)? attr-dict "
-                       "`:` functional-type(operands, results)";
-}
-
-def Etllm_SdpaOp : Etllm_Op<"sdpa",
-    [Pure, AttrSizedOperandSegments, InferTypeOpAdaptorWithIsCompatible,
-     Etllm_Kernel<"sdpa", [Etllm_Has<"mask">, Etllm_Has<"positions">,
-                           Etllm_Flag<"causal">, Etllm_Int<"sliding_window">],
-                  [Etllm_Float<"scale">, Etllm_Float<"softcap">]>]> {
-  let summary = "scaled dot-product attention (with GQA)";
-  let description = [{
-    `softmax(softcap(q k^T * scale) + mask) v`, per head, in float32.
-    `query` is [B, H, S, D], `key`/`value` [B, Hkv, T, D] with H a multiple
-    of Hkv (grouped-query attention: query head h reads kv head
-    h / (H / Hkv)). The result is [B, H, S, Dv].
-
-    Masking: `mask` is an additive float mask broadcastable to
-    [B, H, S, T]. `causal` lets query i see keys j <= positions[i] (or
-    j <= i without `positions`); with `sliding_window` W > 0 also
-    j > positions[i] - W. `softcap` > 0 applies `tanh(s / c) * c` to the
-    scaled scores (Gemma 2).
-
-    ```mlir
-    %o = etllm.sdpa %q, %k, %v positions %pos causal scale 0.35355339059327373
-        : (tensor<1x8x?x8xf32>, tensor<1x4x512x8xf32>, tensor<1x4x512x8xf32>,
-           tensor<?xi64>) -> tensor<1x8x?x8xf32>
-    ```
-  }];
-  let arguments = (ins Etllm_FloatTensor:$query, Etllm_FloatTensor:$key,
-                       Etllm_FloatTensor:$value,
-                       Optional<Etllm_FloatTensor>:$mask,
-                       Optional<Etllm_IndexTensor>:$positions,
-                       F64Attr:$scale, UnitAttr:$causal,
-                       DefaultValuedAttr<Etllm_I64Attr, "0">:$sliding_window,
-                       DefaultValuedAttr<F64Attr, "0.0">:$softcap);
-  let results = (outs Etllm_FloatTensor:$result);
-  let assemblyFormat = "$query `,` $key `,` $value (`mask` $mask^)? "
-                       "(`positions` $positions^)? (`causal` $causal^)? "
-                       "(`window` $sliding_window^)? (`softcap` $softcap^)? "
-                       "`scale` $scale attr-dict `:` functional-type(operands, results)";
-  let hasVerifier = 1;
-}
-
-def Etllm_KvCacheUpdateOp : Etllm_Op<"kv_cache.update",
-    [InferTypeOpAdaptorWithIsCompatible,
-     Etllm_Kernel<"kv_cache_update", [Etllm_Int<"dim">]>,
-     DeclareOpInterfaceMethods<Etllm_TiedOpInterface>,
-     MemoryEffects<[MemRead<Etllm_BufferResource>,
-                    MemWrite<Etllm_BufferResource>]>]> {
-  let summary = "in-place update of a KV cache";
-  let description = [{
-    Writes `value` ([B, Hkv, S, D]) into `cache` ([B, Hkv, T, D]) at
-    sequence positions `positions` (along `dim`, default 2) and returns the
-    cache. The result is tied to the `cache` operand: it is the same storage,
-    updated in place (when the cache comes from `etllm.buffer.read`, the
-    buffer itself). The cache operand must have no other use, so no one can
-    observe the old value. A decode step writes only the new token's bytes.
-
-    ```mlir
-    %k2 = etllm.kv_cache.update %k[%pos], %new
-        : (tensor<1x4x512x8xf32>, tensor<?xi64>, tensor<1x4x?x8xf32>) -> tensor<1x4x512x8xf32>
-    ```
-  }];
-  let arguments = (ins Etllm_AnyTensor:$cache, Etllm_IndexTensor:$positions,
-                       Etllm_AnyTensor:$value,
-                       DefaultValuedAttr<Etllm_I64Attr, "2">:$dim);
-  let results = (outs Etllm_AnyTensor:$result);
-  let assemblyFormat = "$cache `[` $positions `]` `,` $value "
-                       "(`dim` $dim^)? attr-dict `:` functional-type(operands, results)";
-  let hasVerifier = 1;
-}
-
-
-def Etllm_MoeOp : Etllm_Op<"moe", [Pure, AllTypesMatch<["input", "result"]>,
-    Etllm_Kernel<"moe", [Etllm_Int<"top_k">, Etllm_Enum<"scoring">,
-                         Etllm_Enum<"topk_method">, Etllm_Int<"n_group">,
-                         Etllm_Int<"topk_group">, Etllm_Flag<"norm_topk_prob">,
-                         Etllm_Has<"score_bias">],
-                 [Etllm_Float<"routed_scaling_factor">,
-                  Etllm_Float<"norm_eps">]>]> {
-  let summary = "a mixture-of-experts MLP: router, routing, stacked experts";
-  let description = [{
-    The routed part of a sparse MoE block, for each token x (a row of
-    `input` [..., D]):
-
-    1. `logits = x router^T` (`router` [E, D]) in float32;
-    2. `scores = softmax(logits)` or `sigmoid(logits)` (`scoring`);
-    3. the `top_k` experts by `choice = scores + score_bias` (`score_bias`
-       [E] when present, else the scores): `greedy` over all E; with
-       `n_group` > 1 the E experts form `n_group` groups of consecutive
-       experts, the `topk_group` groups ranked best are kept and the others
-       count as 0 — ranked by their best choice (`group_limited_greedy`,
-       DeepSeek-V2) or by the sum of their two best (`noaux_tc`,
-       DeepSeek-V3). Order and ties as `etllm.topk` (largest first, the
-       lower index first among equals);
-    4. the weights: the selected experts' unbiased scores, divided by their
-       sum (+ `norm_eps`) with `norm_topk_prob`, times
-       `routed_scaling_factor`, rounded to the input's element type;
-    5. `y = sum_e w_e * down[e](silu(gate[e] x) * up[e] x)` over the
-       selected experts in ascending expert order, accumulated from 0 in
-       float32.
-
-    `gate` and `up` are [E, F, D], `down` [E, D, F]: every expert's
-    projection stacked, float or `!etllm.qweight` (grouped along the last
-    dimension). Only the selected experts are computed, so a decode step
-    reads only their weights. This is exactly the level-A masked loop over
-    every expert (`lib/Import/Blocks/Moe.cpp`), where an unselected expert
-    is multiplied by 0. The router is never quantized (it has no
-    `!etllm.qweight` form). A shared expert is not part of the op: it is
-    an ordinary MLP beside it.
-
-    ```mlir
-    %y = etllm.moe %x, %router, %gate, %up, %down top_k 2 scoring <softmax>
-        norm_topk_prob
-        : (tensor<?x64xf32>, tensor<8x64xf32>, tensor<8x32x64xf32>,
-           tensor<8x32x64xf32>, tensor<8x64x32xf32>) -> tensor<?x64xf32>
-    ```
-  }];
-  let arguments = (ins
-    Etllm_FloatTensor:$input,
-    Etllm_FloatTensor:$router,
-    AnyTypeOf<[Etllm_FloatTensor, Etllm_QWeight]>:$gate,
-    AnyTypeOf<[Etllm_FloatTensor, Etllm_QWeight]>:$up,
-    AnyTypeOf<[Etllm_FloatTensor, Etllm_QWeight]>:$down,
-    Optional<RankedTensorOf<[F32]>>:$score_bias,
-    Etllm_I64Attr:$top_k,
-    Etllm_RouterScoringAttr:$scoring,
-    DefaultValuedAttr<Etllm_RouterSelectionAttr,
-                      "::mlir::etllm::RouterSelection::greedy">:$topk_method,
-    DefaultValuedAttr<Etllm_I64Attr, "1">:$n_group,
-    DefaultValuedAttr<Etllm_I64Attr, "1">:$topk_group,
-    UnitAttr:$norm_topk_prob,
-    DefaultValuedAttr<F64Attr, "1.0">:$routed_scaling_factor,
-    DefaultValuedAttr<F64Attr, "0.0">:$norm_eps
-  );
-  let results = (outs Etllm_FloatTensor:$result);
-  let assemblyFormat = [{
-    $input `,` $router `,` $gate `,` $up `,` $down (`bias` $score_bias^)?
-    `top_k` $top_k `scoring` $scoring (`method` $topk_method^)?
-    (`groups` $n_group^)? (`topk_group` $topk_group^)?
-    (`norm_topk_prob` $norm_topk_prob^)? (`norm_eps` $norm_eps^)?
-    (`scale` $routed_scaling_factor^)?
-    attr-dict `:` functional-type(operands, results)
-  }];
-  let hasVerifier = 1;
-}
-
-//===----------------------------------------------------------------------===//
-// Level C: quantization
-//===----------------------------------------------------------------------===//
-
-def Etllm_QuantizeDynamicOp : Etllm_Op<"quantize_dynamic",
-    [Pure, Etllm_Kernel<"quantize_dynamic">]> {
-  let summary = "quantize an activation with scales computed at run time";
-  let description = [{
-    Per-token (one scale per row of the last dimension) or per-tensor, to
-    the integer width, granularity and symmetry of the result type.
-    Asymmetric: `q = clamp(round(x / s) + zp)` with s and zp from the row's
-    min and max (min and max include 0); symmetric: `s = absmax / 127`.
-
-    ```mlir
-    %qa = etllm.quantize_dynamic %x : tensor<1x?x64xf32>
-        -> !etllm.qact<1x?x64, i8, per_token, asym>
-    ```
-  }];
-  let arguments = (ins Etllm_FloatTensor:$input);
-  let results = (outs Etllm_QAct:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
-  let hasVerifier = 1;
-}
-
-def Etllm_QLinearOp : Etllm_Op<"qlinear",
-    [Pure, Etllm_Kernel<"qlinear", [], [], "QLinear">]> {
-  let summary = "linear with a block-quantized weight";
-  let description = [{
-    `y = x dequant(W)^T + b`. `input` is a float tensor (weight-only
-    quantization, e.g. int4 with fp32 activations) or an `!etllm.qact`
-    (dynamically quantized activations, e.g. 8da4w: the product is computed
-    on integers and rescaled). The result element type is printed.
-
-    ```mlir
-    %y = etllm.qlinear %x, %w : (tensor<1x?x64xf32>,
-        !etllm.qweight<128x64, i4, group 32, sym, f32>) -> tensor<1x?x128xf32>
-    ```
-  }];
-  let arguments = (ins AnyTypeOf<[Etllm_FloatTensor, Etllm_QAct]>:$input,
-                       Etllm_QWeight:$weight,
-                       Optional<Etllm_FloatTensor>:$bias);
-  let results = (outs Etllm_FloatTensor:$result);
-  let assemblyFormat = "$input `,` $weight (`,` $bias^)? attr-dict `:` "
-                       "functional-type(operands, results)";
-  let hasVerifier = 1;
-}
-
-def Etllm_LoraOp : Etllm_Op<"lora",
-    [Pure, Etllm_Kernel<"lora", [Etllm_Int<"hook">]>]> {
-  let summary = "a LoRA hook: base + sum of s * B (A input) over the "
-                "adapters applied at run time";
-  let description = [{
-    A point where adapters loaded at run time (docs/LoRA.md) add their
-    low-rank update to a linear layer's output: `result = base + sum_i s_i *
-    B_i (A_i input)` over the adapters applied to hook `hook` of the
-    program, where `input` is the linear's float input ([..., in]) and
-    `base` its output ([..., out]). With no adapter applied the result is
-    `base`, bit for bit. `target` is the linear's module path
-    (`model.layers.3.self_attn.q_proj`): adapters bind to hooks by it.
-    Inserted by `etllm-lora-hooks`; the serializer writes the program's hook
-    table (index, target, in and out features) from these ops.
-
-    ```mlir
-    %y2 = etllm.lora %x, %y {hook = 0 : i64,
-        target = "model.layers.0.self_attn.q_proj"}
-        : (tensor<1x?x64xf32>, tensor<1x?x128xf32>) -> tensor<1x?x128xf32>
-    ```
-  }];
-  let arguments = (ins Etllm_FloatTensor:$input, Etllm_FloatTensor:$base,
-                       Etllm_I64Attr:$hook, StrAttr:$target);
-  let results = (outs Etllm_FloatTensor:$result);
-  let assemblyFormat = "$input `,` $base attr-dict `:` "
-                       "functional-type(operands, results)";
-  let hasVerifier = 1;
-}
-
-def Etllm_QEmbeddingOp : Etllm_Op<"qembedding",
-    [Pure, Etllm_Kernel<"qembedding", [], [], "QEmbedding">]> {
-  let summary = "row lookup in a block-quantized table";
-  let description = [{
-    ```mlir
-    %h = etllm.qembedding %w, %tokens : (!etllm.qweight<512x64, i8, group 64, sym, f32>,
-        tensor<1x?xi64>) -> tensor<1x?x64xf32>
-    ```
-  }];
-  let arguments = (ins Etllm_QWeight:$weight, Etllm_IndexTensor:$indices);
-  let results = (outs Etllm_FloatTensor:$result);
-  let assemblyFormat =
-      "$weight `,` $indices attr-dict `:` functional-type(operands, results)";
-  let hasVerifier = 1;
-}
-
-def Etllm_DequantizeOp : Etllm_Op<"dequantize",
-    [Pure, Etllm_Kernel<"dequantize">]> {
-  let summary = "the float tensor a quantized weight stands for";
-  let description = [{
-    ```mlir
-    %f = etllm.dequantize %w : !etllm.qweight<128x64, i4, group 32, sym, f16>
-        -> tensor<128x64xf32>
-    ```
-  }];
-  let arguments = (ins Etllm_QWeight:$input);
-  let results = (outs Etllm_FloatTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
-  let hasVerifier = 1;
-}
-
-//===----------------------------------------------------------------------===//
-// Level D: delegation
-//===----------------------------------------------------------------------===//
-
-def Etllm_DelegateCallOp : Etllm_Op<"delegate.call",
-    [CallOpInterface, DeclareOpInterfaceMethods<SymbolUserOpInterface>,
-     MemoryEffects<[MemRead<Etllm_BufferResource>,
-                    MemWrite<Etllm_BufferResource>]>]> {
-  let summary = "run a subgraph on a backend";
-  let description = [{
-    Calls the outlined function `callee` (marked `etllm.backend`), which the
-    backend named `backend` compiles into its blob at serialization. Until
-    then the callee is ordinary IR, so the program still runs (and can be
-    compared) on portable kernels.
-
-    ```mlir
-    %y = etllm.delegate.call "xnnpack" @xnnpack_0(%x)
-        : (tensor<1x?x64xf32>) -> tensor<1x?x128xf32>
-    ```
-  }];
-  let arguments = (ins StrAttr:$backend, FlatSymbolRefAttr:$callee,
-                       Variadic<AnyType>:$args);
-  let results = (outs Variadic<AnyType>:$results);
-  let assemblyFormat = "$backend $callee `(` $args `)` attr-dict `:` "
-                       "functional-type($args, results)";
-  let extraClassDeclaration = [{
-    ::mlir::CallInterfaceCallable getCallableForCallee() {
-      return getCalleeAttr();
-    }
-    void setCalleeFromCallable(::mlir::CallInterfaceCallable callee) {
-      setCalleeAttr(::llvm::cast<::mlir::FlatSymbolRefAttr>(
-          callee.get<::mlir::SymbolRefAttr>()));
-    }
-    ::mlir::Operation::operand_range getArgOperands() { return getArgs(); }
-    ::mlir::MutableOperandRange getArgOperandsMutable() {
-      return getArgsMutable();
-    }
-  }];
-}
+// Level B (fused, device-friendly ops), then levels C (quantization) and
+// D (delegation), each in a file of its own.
+include "etllm/Dialect/Etllm/EtllmFusedOps.td"
+include "etllm/Dialect/Etllm/EtllmQuantOps.td"
 
 #endif // ETLLM_DIALECT_ETLLM_OPS_TD

@@ -8,6 +8,10 @@
 
 #include "etllm/Dialect/Etllm/EtllmEnums.h.inc"
 
+namespace llvm::json {
+class Object;
+} // namespace llvm::json
+
 #define GET_ATTRDEF_CLASSES
 #include "etllm/Dialect/Etllm/EtllmAttrs.h.inc"
 

@@ -83,10 +83,16 @@ def Etllm_QActType : Etllm_Type<"QAct", "qact"> {
 
 // The C++ type is plain mlir::Type so that assembly formats print the full
 // `!etllm.qweight<...>` rather than the stripped `<...>` form.
+// `etllmRuntimeDType` is the runtime's element type of such a value (the
+// DType enumerator etllm-tblgen writes into the runtime's rules).
 def Etllm_QWeight : Type<CPred<"::llvm::isa<::mlir::etllm::QWeightType>($_self)">,
-                         "block-quantized weight", "::mlir::Type">;
+                         "block-quantized weight", "::mlir::Type"> {
+  string etllmRuntimeDType = "QWeight";
+}
 def Etllm_QAct : Type<CPred<"::llvm::isa<::mlir::etllm::QActType>($_self)">,
-                      "dynamically quantized activation", "::mlir::Type">;
+                      "dynamically quantized activation", "::mlir::Type"> {
+  string etllmRuntimeDType = "QAct";
+}
 def Etllm_ParamType : AnyTypeOf<[Etllm_AnyTensor, Etllm_QWeight]>;
 
 #endif // ETLLM_DIALECT_ETLLM_TYPES_TD

@@ -286,20 +286,20 @@ TEST_P(AttentionTest, CacheUpdateAndViewsAreExact) {
   OwnedTensor tr = f32Output(120), tg = f32Output(120);
   ASSERT_OK(runPortable(OpId::Transpose, {x}, {tr}, {1, 2}));
   runOptimized(GetParam(), OpId::Transpose, {x}, {tg}, {2, 1}, {});
-  expectSameBits(*tg, *tr, "transpose");
+  expectSameBits(*tg, *tr, opName(OpId::Transpose));
 
   OwnedTensor sr = f32Output(120), sg = f32Output(120);
   for (auto [d, s0, s1] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
            {2, -1, INT64_MAX}, {1, 1, 3}, {-1, 0, 2}, {0, 5, 9}}) {
     ASSERT_OK(runPortable(OpId::Slice, {x}, {sr}, {d, s0, s1, 1}));
     runOptimized(GetParam(), OpId::Slice, {x}, {sg}, {d, s0, s1, 1}, {});
-    expectSameBits(*sg, *sr, "slice");
+    expectSameBits(*sg, *sr, opName(OpId::Slice));
   }
 
   OwnedTensor rr = f32Output(120), rg = f32Output(120);
   ASSERT_OK(runPortable(OpId::Reshape, {x}, {rr}, {2, -1, 4}));
   runOptimized(GetParam(), OpId::Reshape, {x}, {rg}, {2, -1, 4}, {});
-  expectSameBits(*rg, *rr, "reshape");
+  expectSameBits(*rg, *rr, opName(OpId::Reshape));
 }
 
 TEST(AttentionTest, DeclinesWhatItDoesNotCover) {

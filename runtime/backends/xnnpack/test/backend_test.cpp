@@ -247,16 +247,16 @@ std::unique_ptr<Mlp> makeMlp(unsigned seed, bool legacy = false) {
   const uint32_t o = b.f32({1, kMaxS, kD}, K::INTERNAL, 0, dyn);
   const uint32_t out0 = b.f32({1, kMaxS, kD}, K::OUTPUT, 0, dyn);
   const uint32_t out1 = b.f32({1, kMaxS, kD}, K::OUTPUT, 1, dyn);
-  b.node("rms_norm", {x, norm}, {h}, {}, {1e-5, 0.0});
-  b.node("quantize_dynamic", {h}, {vHq});
-  b.node("qlinear", {vHq, vW1}, {a0});
-  b.node("silu", {a0}, {a1});
-  b.node("qlinear", {h, vW3}, {bq});
-  b.node("mul", {a1, bq}, {m0});
-  b.node("sub", {m0, shift}, {m1});
-  b.node("linear", {m1, vW2, b2}, {o});
-  b.node("add", {o, x}, {out0});
-  b.node("gelu", {out0}, {out1}, {1});
+  b.node(opName(OpId::RmsNorm), {x, norm}, {h}, {}, {1e-5, 0.0});
+  b.node(opName(OpId::QuantizeDynamic), {h}, {vHq});
+  b.node(opName(OpId::QLinear), {vHq, vW1}, {a0});
+  b.node(opName(OpId::Silu), {a0}, {a1});
+  b.node(opName(OpId::QLinear), {h, vW3}, {bq});
+  b.node(opName(OpId::Mul), {a1, bq}, {m0});
+  b.node(opName(OpId::Sub), {m0, shift}, {m1});
+  b.node(opName(OpId::Linear), {m1, vW2, b2}, {o});
+  b.node(opName(OpId::Add), {o, x}, {out0});
+  b.node(opName(OpId::Gelu), {out0}, {out1}, {1});
   mlp->blob = b.finish();
   return mlp;
 }
@@ -396,11 +396,11 @@ TEST_P(BackendTest, QLinearsOfOneInputRunAsAGroup) {
     vw[i] = b.value(wd);
     vy[i] = b.f32({1, kMaxS, w[i].n}, K_::OUTPUT, uint32_t(i), dyn);
   }
-  b.node("quantize_dynamic", {x}, {vq});
+  b.node(opName(OpId::QuantizeDynamic), {x}, {vq});
   for (int i = 0; i < 3; ++i)
-    b.node("qlinear", {vq, vw[i]}, {vy[i]});
-  b.node("qlinear", {x, vw[3]}, {vy[3]});
-  b.node("qlinear", {x, vw[4]}, {vy[4]});
+    b.node(opName(OpId::QLinear), {vq, vw[i]}, {vy[i]});
+  b.node(opName(OpId::QLinear), {x, vw[3]}, {vy[3]});
+  b.node(opName(OpId::QLinear), {x, vw[4]}, {vy[4]});
   auto inst = initBlob(b.finish(), c, GetParam().isa);
   ASSERT_TRUE(inst.ok()) << inst.message();
   Context ctx(GetParam().threads);
@@ -492,7 +492,7 @@ TEST(BackendTest, PlansMemoryByLifetime) {
   uint32_t prev = b.f32({1000}, K::INPUT, 0);
   for (int i = 0; i < 6; ++i) {
     uint32_t next = b.f32({1000}, i == 5 ? K::OUTPUT : K::INTERNAL, 0);
-    b.node("silu", {prev}, {next});
+    b.node(opName(OpId::Silu), {prev}, {next});
     prev = next;
   }
   TestConstants c;
@@ -525,8 +525,8 @@ TEST(BackendTest, DenseLinearAndOtherOpsRunPortable) {
   const uint32_t vw = b.f32({5, 6}, K::CONSTANT, cw);
   const uint32_t t = b.f32({2, 5});
   const uint32_t y = b.f32({2, 5}, K::OUTPUT, 0);
-  b.node("linear", {x, vw}, {t});
-  b.node("softmax", {t}, {y}, {-1});
+  b.node(opName(OpId::Linear), {x, vw}, {t});
+  b.node(opName(OpId::Softmax), {t}, {y}, {-1});
   auto inst = initBlob(b.finish(), c);
   ASSERT_TRUE(inst.ok()) << inst.message();
   OwnedTensor xt = f32Tensor({2, 6}, randomFloats(12, gen));
@@ -567,8 +567,8 @@ std::unique_ptr<Small> makeSmall() {
   s->w = s->b.value(wd);
   s->t = s->b.f32({2, 9});
   s->y = s->b.f32({2, 9}, K::OUTPUT, 0);
-  s->b.node("linear", {s->x, s->w}, {s->t});
-  s->b.node("silu", {s->t}, {s->y});
+  s->b.node(opName(OpId::Linear), {s->x, s->w}, {s->t});
+  s->b.node(opName(OpId::Silu), {s->t}, {s->y});
   return s;
 }
 
@@ -606,8 +606,8 @@ TEST(HostileBlobTest, ArenaComesOutOfTheMemoryBudget) {
   const uint32_t x = b.f32({2, 16}, K::INPUT, 0);
   const uint32_t t = b.f32({int64_t(1) << 20, int64_t(1) << 17}); // 512 GiB
   const uint32_t y = b.f32({2, 16}, K::OUTPUT, 0);
-  b.node("silu", {x}, {t});
-  b.node("silu", {t}, {y});
+  b.node(opName(OpId::Silu), {x}, {t});
+  b.node(opName(OpId::Silu), {t}, {y});
   const uint64_t arena = (uint64_t(1) << 39) + 64;
   MemoryBudget budget(64 << 20, 1000);
   ExecContext ctx;
@@ -737,7 +737,7 @@ TEST(HostileBlobTest, AttributesOutsideTheContract) {
   auto s = makeSmall();
   const uint32_t g = s->b.f32({2, 9});
   s->b.nodes[1].outputs = {g};
-  s->b.node("gelu", {g}, {s->y}, {1});
+  s->b.node(opName(OpId::Gelu), {g}, {s->y}, {1});
   EXPECT_TRUE(initBlob(s->b.finish(), s->constants).ok());
   s->b.nodes[2].ints = {5};
   EXPECT_REJECTED(s, s->b.finish(),
@@ -757,16 +757,16 @@ TEST(HostileBlobTest, ValueUsedBeforeProduced) {
 
 TEST(HostileBlobTest, ValueProducedTwice) {
   auto s = makeSmall();
-  s->b.node("relu", {s->x}, {s->t});
+  s->b.node(opName(OpId::Relu), {s->x}, {s->t});
   EXPECT_REJECTED(s, s->b.finish(), "already produced by node 0");
 }
 
 TEST(HostileBlobTest, NodeWritesAnInputOrConstant) {
   auto s = makeSmall();
-  s->b.node("relu", {s->t}, {s->x});
+  s->b.node(opName(OpId::Relu), {s->t}, {s->x});
   EXPECT_REJECTED(s, s->b.finish(), "writes value 0, an input");
   auto s2 = makeSmall();
-  s2->b.node("relu", {s2->t}, {s2->w});
+  s2->b.node(opName(OpId::Relu), {s2->t}, {s2->w});
   EXPECT_REJECTED(s2, s2->b.finish(), "writes value 1, an constant");
 }
 
@@ -789,11 +789,11 @@ TEST(HostileBlobTest, DuplicateOrOutOfRangeIoIndices) {
 TEST(HostileBlobTest, PackedConstantWhereNoKernelReadsIt) {
   auto s = makeSmall();
   const uint32_t z = s->b.f32({9, 16});
-  s->b.node("add", {s->w, s->w}, {z});
+  s->b.node(opName(OpId::Add), {s->w, s->w}, {z});
   EXPECT_REJECTED(s, s->b.finish(),
                   "node 2 (add): input 0 (value 1) is a packed constant");
   auto s2 = makeSmall();
-  s2->b.nodes[0].op = "qlinear"; // F32_NR8 is linear's packing only
+  s2->b.nodes[0].op = opName(OpId::QLinear); // F32_NR8 is linear's packing only
   EXPECT_REJECTED(s2, s2->b.finish(), "packed constant");
   auto s3 = makeSmall();
   s3->b.values[s3->x].packing = xfb::Packing::F32_NR8;
@@ -867,8 +867,8 @@ TEST(HostileBlobTest, BadQuantizedValues) {
     const uint32_t vw = s->b.value(wd);
     const uint32_t vq = s->b.value(qa);
     const uint32_t y = s->b.f32({1, 8}, K::OUTPUT, 0);
-    s->b.node("quantize_dynamic", {x}, {vq});
-    s->b.node("qlinear", {vq, vw}, {y});
+    s->b.node(opName(OpId::QuantizeDynamic), {x}, {vq});
+    s->b.node(opName(OpId::QLinear), {vq, vw}, {y});
     return s;
   };
   using VD = BlobBuilder::ValueDesc;
@@ -1100,7 +1100,7 @@ std::unique_ptr<MoeBlob> makeMoe(uint8_t acts) {
   m->vu = stacked(F, D, m->up);
   m->vd = stacked(D, F, m->down);
   m->y = m->b.f32({4, D}, K::OUTPUT, 0, {1, 0});
-  m->b.node("moe", {m->x, m->vr, m->vg, m->vu, m->vd}, {m->y},
+  m->b.node(opName(OpId::Moe), {m->x, m->vr, m->vg, m->vu, m->vd}, {m->y},
             {2, 0, 0, 1, 1, 1, 0}, {1.0, 0.0});
   m->b.nodes.back().moeActivations = acts;
   return m;
@@ -1151,7 +1151,7 @@ TEST(HostileBlobTest, BadMoeNodes) {
   EXPECT_REJECTED(m4, m4->b.finish(), "packed constant");
   auto m5 = makeMoe(0);
   const uint32_t t = m5->b.f32({4, 32});
-  m5->b.node("qlinear", {m5->x, m5->vg}, {t});
+  m5->b.node(opName(OpId::QLinear), {m5->x, m5->vg}, {t});
   EXPECT_REJECTED(m5, m5->b.finish(), "packed constant");
   // A stack whose bytes do not match its layout.
   auto m6 = makeMoe(0);

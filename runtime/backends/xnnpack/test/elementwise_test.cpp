@@ -33,12 +33,12 @@ struct UnaryOp {
 };
 
 std::vector<UnaryOp> unaryOps() {
-  return {{"sigmoid", OpId::Sigmoid, {}, 1e-6, 0},
-          {"silu", OpId::Silu, {}, 1e-6, 0},
-          {"tanh", OpId::Tanh, {}, 1e-6, 0},
+  return {{opName(OpId::Sigmoid), OpId::Sigmoid, {}, 1e-6, 0},
+          {opName(OpId::Silu), OpId::Silu, {}, 1e-6, 0},
+          {opName(OpId::Tanh), OpId::Tanh, {}, 1e-6, 0},
           {"gelu_erf", OpId::Gelu, {0}, 1e-6, 3e-7},
           {"gelu_tanh", OpId::Gelu, {1}, 1e-6, 2e-7},
-          {"relu", OpId::Relu, {}, 0, 0}};
+          {opName(OpId::Relu), OpId::Relu, {}, 0, 0}};
 }
 
 std::vector<float> specialValues() {

@@ -29,6 +29,20 @@ enum class OpId : uint16_t {
   NumOps
 };
 
+namespace detail {
+inline constexpr const char *kOpNames[] = {
+#define ETLLM_OP(Name, Str, MinIn, MaxIn, Outs, Ints, Floats) Str,
+#include "etllm/runtime/ops.def"
+};
+} // namespace detail
+
+/// The program-file name of operator `id` (ops.def, generated from the op's
+/// ODS): kernels name their operator with it in messages, never with a
+/// string of their own.
+constexpr const char *opName(OpId id) {
+  return detail::kOpNames[static_cast<size_t>(id)];
+}
+
 /// A minimal span (C++17 has no std::span).
 template <typename T> struct Span {
   T *data = nullptr;

@@ -69,7 +69,7 @@ TEST(Unary, GeluBothForms) {
   EXPECT_VALUES(
       *y, (std::vector<double>{0.8411919906082768, -0.15880800939172324, 0.0}),
       1e-6);
-  EXPECT_ERROR(run(OpId::Gelu, {x}, {y}, {2}), "gelu");
+  EXPECT_ERROR(run(OpId::Gelu, {x}, {y}, {2}), opName(OpId::Gelu));
 }
 
 TEST(Unary, HalfAndBFloat16RoundTheF32Result) {
@@ -157,7 +157,7 @@ TEST(Copy, TakesShapeAndBytes) {
   EXPECT_SHAPE(*y, 2, 2);
   EXPECT_VALUES(*y, (std::vector<double>{1, 2, 3, 4}), 0);
   OwnedTensor wrong(DType::F32, {2, 2});
-  EXPECT_ERROR(run(OpId::Copy, {x}, {wrong}), "copy");
+  EXPECT_ERROR(run(OpId::Copy, {x}, {wrong}), opName(OpId::Copy));
   OwnedTensor small(DType::BF16, {3});
   EXPECT_ERROR(run(OpId::Copy, {x}, {small}), "more than the planned");
 }
@@ -265,7 +265,7 @@ TEST(Binary, Integers) {
   EXPECT_VALUES(*w, (std::vector<double>{-2147483648.0}), 0);
   // Float-only operators reject integers.
   EXPECT_ERROR(run(OpId::Div, {a, b}, {y}), "div: unsupported dtype i64");
-  EXPECT_ERROR(run(OpId::Pow, {a, b}, {y}), "pow");
+  EXPECT_ERROR(run(OpId::Pow, {a, b}, {y}), opName(OpId::Pow));
 }
 
 TEST(Binary, HalfAndBFloat16) {
@@ -393,7 +393,7 @@ TEST(Where, BroadcastsAllThree) {
 
   auto notBool = makeTensor(DType::U8, {2}, {0, 1});
   EXPECT_ERROR(run(OpId::Where, {notBool, xi, yi}, {oi}), "condition");
-  EXPECT_ERROR(run(OpId::Where, {ci, xi, x}, {oi}), "where");
+  EXPECT_ERROR(run(OpId::Where, {ci, xi, x}, {oi}), opName(OpId::Where));
 }
 
 TEST(MaskedFill, BroadcastMask) {

@@ -286,7 +286,7 @@ TEST(Moe, Errors) {
       "routed_scaling_factor");
   EXPECT_ERROR(
       run(OpId::Moe, {x, r, g, u, d}, {shortY}, {1, 0, 0, 1, 1, 0, 0}, fl),
-      "moe");
+      opName(OpId::Moe));
 }
 
 } // namespace
