@@ -35,6 +35,9 @@ PKGS=(
   # valgrind: host instructions per decoded token of a Vulkan program
   # (scripts/vulkan-host-instructions.sh)
   valgrind
+  # arm64: the runtime's cross-build (cmake/aarch64-linux-gnu.cmake), its
+  # tests under qemu-user, and scripts/mca-arm64.sh (llvm-mca, in llvm-19)
+  g++-aarch64-linux-gnu qemu-user llvm-19
   # zlib/zstd/libedit etc. are pulled in by llvm-19-dev
 )
 
@@ -55,6 +58,9 @@ else
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# The runtime's arm64 dependencies, unpacked (not installed) outside the
+# clone for the cross-build (docs/Runtime.md, "arm64").
+"$(dirname "$0")/lib/arm64-sysroot.sh"
 # The Python environment, outside the clone (once per machine).
 "$(dirname "$0")/venv.sh" ensure
 echo "setup: done"

@@ -19,7 +19,11 @@ uint64_t peakRssBytes() {
   struct rusage usage;
   if (getrusage(RUSAGE_SELF, &usage) != 0)
     return 0;
-  return uint64_t(usage.ru_maxrss) * 1024; // Linux reports KiB
+#if defined(__APPLE__)
+  return uint64_t(usage.ru_maxrss); // Darwin (macOS, iOS) reports bytes
+#else
+  return uint64_t(usage.ru_maxrss) * 1024; // Linux and Android report KiB
+#endif
 }
 
 double Stats::prefillTokensPerSecond() const {

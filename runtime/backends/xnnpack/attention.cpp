@@ -131,6 +131,22 @@ ETLLM_XNN_AVX2 void rotateHalfAvx2(const float *x, float *y, const float *c,
 }
 #endif
 
+#if ETLLM_XNN_ARM64
+/// rotateHalfAvx2 with 4 lanes (R % 4 == 0): the same bits.
+void rotateHalfNeon(const float *x, float *y, const float *c, const float *s,
+                    int64_t R, int64_t D) {
+  for (int64_t i = 0; i < R; i += 4) {
+    const float32x4_t x1 = vld1q_f32(x + i), x2 = vld1q_f32(x + R + i);
+    const float32x4_t cv = vld1q_f32(c + i), sv = vld1q_f32(s + i);
+    vst1q_f32(y + i, vsubq_f32(vmulq_f32(x1, cv), vmulq_f32(x2, sv)));
+    vst1q_f32(y + R + i, vaddq_f32(vmulq_f32(x2, cv), vmulq_f32(x1, sv)));
+  }
+  if (x != y)
+    for (int64_t i = 2 * R; i < D; ++i)
+      y[i] = x[i];
+}
+#endif
+
 } // namespace
 
 Status ropeKernel(const KernelArgs &a, Isa isa, const RopeTable *table,
@@ -156,6 +172,7 @@ Status ropeKernel(const KernelArgs &a, Isa isa, const RopeTable *table,
   ETLLM_RETURN_IF_ERROR(out.resize(x.sizes, 4));
   float extra[2 * 512], row[2 * 512];
   const bool avx = hasAvx2(isa) && !interleaved && !deinterleave && R % 8 == 0;
+  const bool neon = hasNeon(isa) && !interleaved && !deinterleave && R % 4 == 0;
   for (int64_t s = 0; s < S; ++s) {
     const int64_t p = loadPos(pos, s);
     const float *c, *sn;
@@ -179,6 +196,12 @@ Status ropeKernel(const KernelArgs &a, Isa isa, const RopeTable *table,
         continue;
       }
 #endif
+#if ETLLM_XNN_ARM64
+      if (neon) {
+        rotateHalfNeon(px, py, c, sn, R, D);
+        continue;
+      }
+#endif
       if (deinterleave)
         rotateRowDeinterleave(px, py, c, sn, R, D, row);
       else
@@ -186,6 +209,7 @@ Status ropeKernel(const KernelArgs &a, Isa isa, const RopeTable *table,
     }
   }
   (void)avx;
+  (void)neon;
   return Status();
 }
 
@@ -495,6 +519,135 @@ ETLLM_XNN_AVX2 void softcapAvx2(float *x, int n, float cap) {
 }
 #endif
 
+#if ETLLM_XNN_ARM64
+// The AVX2 helpers above on pairs of 4-lane vectors (lanes 0-3 and 4-7 of
+// AVX2's 8): per lane the same operations in the same order, and the key
+// sums in hsum8's order, so the bits are AVX2's.
+
+/// dotsAvx2N: acc[j] = (lo, hi) per key; sum = ((a0 + a1) + (a2 + a3)) +
+/// ((a4 + a5) + (a6 + a7)), as hsum8 adds.
+template <int N>
+void dotsNeonN(const float *q, const float *k, int64_t D, float *out) {
+  float32x4_t lo[8], hi[8];
+#pragma GCC unroll 8
+  for (int j = 0; j < 8; ++j)
+    lo[j] = hi[j] = vdupq_n_f32(0.0f);
+  for (int64_t d = 0; d < D; d += 8) {
+    const float32x4_t ql = vld1q_f32(q + d), qh = vld1q_f32(q + d + 4);
+#pragma GCC unroll 8
+    for (int j = 0; j < N; ++j) {
+      lo[j] = vfmaq_f32(lo[j], ql, vld1q_f32(k + j * D + d));
+      hi[j] = vfmaq_f32(hi[j], qh, vld1q_f32(k + j * D + d + 4));
+    }
+  }
+  float t[8];
+#pragma GCC unroll 2
+  for (int g = 0; g < 2; ++g) { // keys 4g .. 4g + 3
+    const float32x4_t l = vpaddq_f32(vpaddq_f32(lo[4 * g], lo[4 * g + 1]),
+                                     vpaddq_f32(lo[4 * g + 2], lo[4 * g + 3]));
+    const float32x4_t h = vpaddq_f32(vpaddq_f32(hi[4 * g], hi[4 * g + 1]),
+                                     vpaddq_f32(hi[4 * g + 2], hi[4 * g + 3]));
+    vst1q_f32(t + 4 * g, vaddq_f32(l, h));
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < N; ++j)
+    out[j] = t[j];
+}
+
+template <int N = 8>
+void dotsNeon(const float *q, const float *k, int64_t D, int n, float *out) {
+  if constexpr (N > 1)
+    if (n < N)
+      return dotsNeon<N - 1>(q, k, D, n, out);
+  dotsNeonN<N>(q, k, D, out);
+}
+
+/// accumulateAvx2: 64 values (16 vectors) per pass, then 8 at a time.
+void accumulateNeon(float *acc, float corr, const float *p, const float *v,
+                    int64_t Dv, int n) {
+  const float32x4_t c = vdupq_n_f32(corr);
+  int64_t d = 0;
+  for (; d + 64 <= Dv; d += 64) {
+    float32x4_t a[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i)
+      a[i] = vmulq_f32(vld1q_f32(acc + d + 4 * i), c);
+    for (int j = 0; j < n; ++j) {
+      const float *vj = v + j * Dv + d;
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; ++i)
+        a[i] = vfmaq_n_f32(a[i], vld1q_f32(vj + 4 * i), p[j]);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i)
+      vst1q_f32(acc + d + 4 * i, a[i]);
+  }
+  for (; d < Dv; d += 4) {
+    float32x4_t a = vmulq_f32(vld1q_f32(acc + d), c);
+    for (int j = 0; j < n; ++j)
+      a = vfmaq_n_f32(a, vld1q_f32(v + j * Dv + d), p[j]);
+    vst1q_f32(acc + d, a);
+  }
+}
+
+/// x[j] *= scale for j < n.
+void scaleNeon(float *x, int n, float scale) {
+  for (int o = 0; o < n; o += 4) {
+    const int r = std::min(4, n - o);
+    neon::storePart(x + o, vmulq_n_f32(neon::loadPart(x + o, r), scale), r);
+  }
+}
+
+/// maxAvx2: a NaN x[j] is passed over (FMAXNM), max is exact.
+float maxNeon(const float *x, int n, float m) {
+  float32x4_t mx = vdupq_n_f32(m);
+  int o = 0;
+  for (; o + 4 <= n; o += 4)
+    mx = vmaxnmq_f32(vld1q_f32(x + o), mx);
+  float r = vmaxnmvq_f32(mx);
+  for (; o < n; ++o)
+    r = std::fmax(x[o], r); // fmax: the number of a NaN pair
+  return r;
+}
+
+/// x[j] = exp(x[j] - m) for j < n (neon::exp4).
+void expShiftedNeon(float *x, int n, float m) {
+  const float32x4_t mv = vdupq_n_f32(m);
+  for (int o = 0; o < n; o += 4) {
+    const int r = std::min(4, n - o);
+    neon::storePart(x + o, neon::exp4(vsubq_f32(neon::loadPart(x + o, r), mv)),
+                    r);
+  }
+}
+
+/// x[j] = cap tanh(x[j] / cap) for j < n.
+void softcapNeon(float *x, int n, float cap) {
+  for (int o = 0; o < n; o += 4) {
+    const int r = std::min(4, n - o);
+    float t[4] = {};
+    for (int j = 0; j < r; ++j)
+      t[j] = x[o + j] / cap;
+    neon::storePart(x + o,
+                    vmulq_f32(vdupq_n_f32(cap), neon::tanh4(vld1q_f32(t))), r);
+  }
+}
+#endif
+
+/// Which helpers sdpaChunk runs: portable C++, AVX2 or NEON (the vector
+/// ones need D and Dv multiples of 8).
+enum class SdpaPath { Generic, Avx2, Neon };
+
+/// The state's max and sum after a block of n exponentials p (as every
+/// path adds them: in key order).
+inline void updateState(float *st, float mx, float corr, const float *p,
+                        int n) {
+  float sum = 0.0f;
+  for (int o = 0; o < n; ++o)
+    sum += p[o];
+  st[0] = mx;
+  st[1] = st[1] * corr + sum;
+}
+
 /// Keys [c0, c1) of one (b, hk) for its G * S query rows (row g * S + s),
 /// updating their states (states + row * (kStateHead + Dv)).
 void sdpaChunk(const SdpaProblem &P, Isa isa, int64_t b, int64_t hk, int64_t c0,
@@ -503,12 +656,11 @@ void sdpaChunk(const SdpaProblem &P, Isa isa, int64_t b, int64_t hk, int64_t c0,
   const int64_t stride = kStateHead + Dv;
   const float *kb = P.k + (b * P.Hkv + hk) * P.T * D;
   const float *vb = P.v + (b * P.Hkv + hk) * P.T * Dv;
-#if ETLLM_XNN_X86
-  const bool avx = hasAvx2(isa) && D % 8 == 0 && Dv % 8 == 0;
-#else
-  const bool avx = false;
-  (void)isa;
-#endif
+  const bool vec8 = D % 8 == 0 && Dv % 8 == 0;
+  const SdpaPath path = !vec8          ? SdpaPath::Generic
+                        : hasAvx2(isa) ? SdpaPath::Avx2
+                        : hasNeon(isa) ? SdpaPath::Neon
+                                       : SdpaPath::Generic;
   float sc[kKeyBlock];
   for (int64_t j = c0; j < c1; j += kKeyBlock) {
     const int64_t jEnd = std::min(c1, j + kKeyBlock);
@@ -522,62 +674,61 @@ void sdpaChunk(const SdpaProblem &P, Isa isa, int64_t b, int64_t hk, int64_t c0,
       for (int64_t g = 0; g < G; ++g) {
         const float *q = P.q + ((b * P.H + hk * G + g) * S + s) * D;
         float *st = states + (g * S + s) * stride;
-#if ETLLM_XNN_X86
-        if (avx) {
-          for (int o = 0; o < n; o += 8)
-            dotsAvx2(q, kb + (lo + o) * D, D, std::min(8, n - o), sc + o);
-        } else
-#endif
-          for (int o = 0; o < n; ++o)
-            sc[o] = dotGeneric(q, kb + (lo + o) * D, D);
-#if ETLLM_XNN_X86
-        if (avx)
-          scaleAvx2(sc, n, P.scale);
-        else
-#endif
-          for (int o = 0; o < n; ++o)
-            sc[o] *= P.scale;
-        if (P.softcap > 0.0f) {
-#if ETLLM_XNN_X86
-          if (avx) {
-            for (int o = 0; o < n; o += 8)
-              softcapAvx2(sc + o, std::min(8, n - o), P.softcap);
-          } else
-#endif
-            for (int o = 0; o < n; ++o)
-              sc[o] = P.softcap * std::tanh(sc[o] / P.softcap);
-        }
-        float mx = st[0];
-#if ETLLM_XNN_X86
-        if (avx)
-          mx = maxAvx2(sc, n, mx);
-        else
-#endif
-          for (int o = 0; o < n; ++o)
-            mx = std::max(mx, sc[o]);
-        if (!(mx > -INFINITY))
-          continue; // nothing finite yet (or NaN scores: left to the merge)
-        const float corr = st[0] == -INFINITY ? 0.0f : std::exp(st[0] - mx);
-#if ETLLM_XNN_X86
-        if (avx)
-          expShiftedAvx2(sc, n, mx);
-        else
-#endif
-          for (int o = 0; o < n; ++o)
-            sc[o] = std::exp(sc[o] - mx);
-        float sum = 0.0f;
-        for (int o = 0; o < n; ++o)
-          sum += sc[o];
-        st[0] = mx;
-        st[1] = st[1] * corr + sum;
         const float *v0 = vb + lo * Dv;
         float *acc = st + kStateHead;
+        switch (path) {
 #if ETLLM_XNN_X86
-        if (avx) {
+        case SdpaPath::Avx2: {
+          for (int o = 0; o < n; o += 8)
+            dotsAvx2(q, kb + (lo + o) * D, D, std::min(8, n - o), sc + o);
+          scaleAvx2(sc, n, P.scale);
+          if (P.softcap > 0.0f)
+            for (int o = 0; o < n; o += 8)
+              softcapAvx2(sc + o, std::min(8, n - o), P.softcap);
+          const float mx = maxAvx2(sc, n, st[0]);
+          if (!(mx > -INFINITY))
+            continue; // nothing finite yet (or NaN scores: left to the merge)
+          const float corr = st[0] == -INFINITY ? 0.0f : std::exp(st[0] - mx);
+          expShiftedAvx2(sc, n, mx);
+          updateState(st, mx, corr, sc, n);
           accumulateAvx2(acc, corr, sc, v0, Dv, n);
           continue;
         }
 #endif
+#if ETLLM_XNN_ARM64
+        case SdpaPath::Neon: {
+          for (int o = 0; o < n; o += 8)
+            dotsNeon(q, kb + (lo + o) * D, D, std::min(8, n - o), sc + o);
+          scaleNeon(sc, n, P.scale);
+          if (P.softcap > 0.0f)
+            softcapNeon(sc, n, P.softcap);
+          const float mx = maxNeon(sc, n, st[0]);
+          if (!(mx > -INFINITY))
+            continue;
+          const float corr = st[0] == -INFINITY ? 0.0f : std::exp(st[0] - mx);
+          expShiftedNeon(sc, n, mx);
+          updateState(st, mx, corr, sc, n);
+          accumulateNeon(acc, corr, sc, v0, Dv, n);
+          continue;
+        }
+#endif
+        default:
+          break;
+        }
+        for (int o = 0; o < n; ++o)
+          sc[o] = dotGeneric(q, kb + (lo + o) * D, D) * P.scale;
+        if (P.softcap > 0.0f)
+          for (int o = 0; o < n; ++o)
+            sc[o] = P.softcap * std::tanh(sc[o] / P.softcap);
+        float mx = st[0];
+        for (int o = 0; o < n; ++o)
+          mx = std::max(mx, sc[o]);
+        if (!(mx > -INFINITY))
+          continue;
+        const float corr = st[0] == -INFINITY ? 0.0f : std::exp(st[0] - mx);
+        for (int o = 0; o < n; ++o)
+          sc[o] = std::exp(sc[o] - mx);
+        updateState(st, mx, corr, sc, n);
         for (int64_t d = 0; d < Dv; ++d) {
           float av = acc[d] * corr;
           for (int o = 0; o < n; ++o)

@@ -86,6 +86,46 @@ ETLLM_XNN_AVX2 void unaryAvx2(const float *x, float *y, size_t n) {
 }
 #endif
 
+#if ETLLM_XNN_ARM64
+/// unary8's operations on 4 lanes.
+template <Unary U> inline float32x4_t unary4(float32x4_t x) {
+  if constexpr (U == Unary::Sigmoid) {
+    return neon::sigmoid4(x);
+  } else if constexpr (U == Unary::Silu) {
+    return vmulq_f32(x, neon::sigmoid4(x));
+  } else if constexpr (U == Unary::Tanh) {
+    return neon::tanh4(x);
+  } else if constexpr (U == Unary::Relu) {
+    // As unary8 (and portable): x < 0 ? 0 : x, so NaN and -0 stay.
+    return vbslq_f32(vcltq_f32(x, vdupq_n_f32(0.0f)), vdupq_n_f32(0.0f), x);
+  } else if constexpr (U == Unary::GeluErf) {
+    const float32x4_t half = vdupq_n_f32(0.5f), one = vdupq_n_f32(1.0f);
+    const float32x4_t e =
+        neon::erf4(vmulq_f32(x, vdupq_n_f32(math::kSqrtHalf)));
+    return vmulq_f32(vmulq_f32(half, x), vaddq_f32(one, e));
+  } else {
+    const float32x4_t half = vdupq_n_f32(0.5f), one = vdupq_n_f32(1.0f);
+    const float32x4_t x3 =
+        vmulq_f32(vmulq_f32(vdupq_n_f32(math::kGeluCubic), x), vmulq_f32(x, x));
+    const float32x4_t t = neon::tanh4(
+        vmulq_f32(vdupq_n_f32(math::kSqrt2OverPi), vaddq_f32(x, x3)));
+    return vmulq_f32(vmulq_f32(half, x), vaddq_f32(one, t));
+  }
+}
+
+template <Unary U> void unaryNeon(const float *x, float *y, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    vst1q_f32(y + i, unary4<U>(vld1q_f32(x + i)));
+    vst1q_f32(y + i + 4, unary4<U>(vld1q_f32(x + i + 4)));
+  }
+  for (; i < n; i += 4) {
+    const int r = int(std::min<size_t>(4, n - i));
+    neon::storePart(y + i, unary4<U>(neon::loadPart(x + i, r)), r);
+  }
+}
+#endif
+
 template <Unary U>
 Status unaryKernel(const char *op, const KernelArgs &a, Isa isa,
                    bool &handled) {
@@ -106,6 +146,10 @@ Status unaryKernel(const char *op, const KernelArgs &a, Isa isa,
 #if ETLLM_XNN_X86
     if (hasAvx2(isa))
       return unaryAvx2<U>(x + b, y + b, e - b);
+#endif
+#if ETLLM_XNN_ARM64
+    if (hasNeon(isa))
+      return unaryNeon<U>(x + b, y + b, e - b);
 #endif
     unaryGeneric<U>(x + b, y + b, e - b);
   });
@@ -316,6 +360,71 @@ ETLLM_XNN_AVX2 void scaleRowAvx2(const float *x, const float *w, float offset,
 }
 #endif
 
+#if ETLLM_XNN_ARM64
+/// sumSquaresAvx2's sums: per lane of its two 4-double accumulators (here
+/// eight 2-double halves), then its reduction order.
+double sumSquaresNeon(const float *x, int64_t n) {
+  float64x2_t s0a = vdupq_n_f64(0), s0b = s0a, s1a = s0a, s1b = s0a;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const float32x4_t lo = vld1q_f32(x + i), hi = vld1q_f32(x + i + 4);
+    const float64x2_t a0 = vcvt_f64_f32(vget_low_f32(lo));
+    const float64x2_t a1 = vcvt_high_f64_f32(lo);
+    const float64x2_t b0 = vcvt_f64_f32(vget_low_f32(hi));
+    const float64x2_t b1 = vcvt_high_f64_f32(hi);
+    s0a = vfmaq_f64(s0a, a0, a0);
+    s0b = vfmaq_f64(s0b, a1, a1);
+    s1a = vfmaq_f64(s1a, b0, b0);
+    s1b = vfmaq_f64(s1b, b1, b1);
+  }
+  // s = s0 + s1 (lanes 0-1, 2-3), h = s[0:2] + s[2:4], r = h0 + h1.
+  const float64x2_t h = vaddq_f64(vaddq_f64(s0a, s1a), vaddq_f64(s0b, s1b));
+  double r = vgetq_lane_f64(h, 0) + vgetq_lane_f64(h, 1);
+  for (; i < n; ++i)
+    r += double(x[i]) * double(x[i]);
+  return r;
+}
+
+void scaleRowNeon(const float *x, const float *w, float offset, float inv,
+                  float *y, int64_t n) {
+  const float32x4_t vi = vdupq_n_f32(inv), vo = vdupq_n_f32(offset);
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    float32x4_t h = vmulq_f32(vld1q_f32(x + i), vi);
+    if (w)
+      h = vmulq_f32(h, vaddq_f32(vld1q_f32(w + i), vo));
+    vst1q_f32(y + i, h);
+  }
+  for (; i < n; ++i)
+    y[i] = w ? (x[i] * inv) * (w[i] + offset) : x[i] * inv;
+}
+#endif
+
+double sumSquares(Isa isa, const float *x, int64_t n) {
+#if ETLLM_XNN_X86
+  if (hasAvx2(isa))
+    return sumSquaresAvx2(x, n);
+#endif
+#if ETLLM_XNN_ARM64
+  if (hasNeon(isa))
+    return sumSquaresNeon(x, n);
+#endif
+  return sumSquaresGeneric(x, n);
+}
+
+void scaleRow(Isa isa, const float *x, const float *w, float offset, float inv,
+              float *y, int64_t n) {
+#if ETLLM_XNN_X86
+  if (hasAvx2(isa))
+    return scaleRowAvx2(x, w, offset, inv, y, n);
+#endif
+#if ETLLM_XNN_ARM64
+  if (hasNeon(isa))
+    return scaleRowNeon(x, w, offset, inv, y, n);
+#endif
+  scaleRowGeneric(x, w, offset, inv, y, n);
+}
+
 } // namespace
 
 Status rmsNormKernel(const KernelArgs &a, Isa isa, bool &handled) {
@@ -349,22 +458,9 @@ Status rmsNormKernel(const KernelArgs &a, Isa isa, bool &handled) {
     for (size_t r = b; r < e; ++r) {
       const float *xr = px + int64_t(r) * D;
       float *yr = py + int64_t(r) * D;
-      double ss;
-#if ETLLM_XNN_X86
-      if (hasAvx2(isa))
-        ss = sumSquaresAvx2(xr, D);
-      else
-#endif
-        ss = sumSquaresGeneric(xr, D);
-      const float ms = float(ss / double(D));
+      const float ms = float(sumSquares(isa, xr, D) / double(D));
       const float inv = 1.0f / std::sqrt(ms + eps);
-#if ETLLM_XNN_X86
-      if (hasAvx2(isa)) {
-        scaleRowAvx2(xr, pw, offset, inv, yr, D);
-        continue;
-      }
-#endif
-      scaleRowGeneric(xr, pw, offset, inv, yr, D);
+      scaleRow(isa, xr, pw, offset, inv, yr, D);
     }
   });
   return Status();

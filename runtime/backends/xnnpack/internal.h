@@ -2,7 +2,7 @@
 //
 // Internal to runtime/backends/xnnpack: the AVX2 target attribute, small
 // SIMD helpers, the scalar/vector math (exp, tanh, erf) shared by the
-// generic and AVX2 paths, and the per-file kernel entry points.
+// generic, AVX2 and NEON paths, and the per-file kernel entry points.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ETLLM_BACKENDS_XNNPACK_INTERNAL_H
@@ -30,11 +30,26 @@
 #define ETLLM_XNN_X86 0
 #endif
 
+#if defined(__aarch64__)
+#define ETLLM_XNN_ARM64 1
+#include <arm_neon.h>
+#else
+#define ETLLM_XNN_ARM64 0
+#endif
+
 namespace etllm::rt::xnnpack {
 
 /// Whether `isa` runs the AVX2 code of the kernels without a wider variant
 /// (every x86 path includes AVX2, FMA and F16C).
-inline bool hasAvx2(Isa isa) { return ETLLM_XNN_X86 && isa != Isa::Generic; }
+inline bool hasAvx2(Isa isa) {
+  return ETLLM_XNN_X86 && isaArch(isa) == IsaArch::X86;
+}
+/// Whether `isa` runs the NEON code of the kernels without a dot-product
+/// variant (every arm64 path includes NEON; Armv8.0 has no target
+/// attribute to ask for).
+inline bool hasNeon(Isa isa) {
+  return ETLLM_XNN_ARM64 && isaArch(isa) == IsaArch::Arm64;
+}
 /// Whether the CPU has the VEX-encoded AVX-VNNI (else Isa::AvxVnni runs the
 /// EVEX encoding of the same kernels).
 bool hasVexVnni();
@@ -378,6 +393,145 @@ ETLLM_XNN_AVX2 inline __m256 erf8(__m256 x) {
 } // namespace avx2
 #endif // ETLLM_XNN_X86
 
+#if ETLLM_XNN_ARM64
+//===----------------------------------------------------------------------===//
+// NEON helpers: the AVX2 helpers' operations on 4 lanes (per lane the same
+// IEEE operations in the same order, fused where AVX2 fuses), so that the
+// NEON kernels give the AVX2 kernels' bits.
+//===----------------------------------------------------------------------===//
+
+namespace neon {
+
+/// The first n (0..4) floats at p, the rest 0.
+inline float32x4_t loadPart(const float *p, int n) {
+  if (n >= 4)
+    return vld1q_f32(p);
+  float t[4] = {};
+  if (n > 0)
+    std::memcpy(t, p, size_t(n) * sizeof(float));
+  return vld1q_f32(t);
+}
+
+/// Stores the first n (0..4) lanes of v at p.
+inline void storePart(float *p, float32x4_t v, int n) {
+  if (n >= 4) {
+    vst1q_f32(p, v);
+    return;
+  }
+  float t[4];
+  vst1q_f32(t, v);
+  if (n > 0)
+    std::memcpy(p, t, size_t(n) * sizeof(float));
+}
+
+/// An 8-row block's result: dst[0, valid) = base + acc, base dst
+/// (accumulate), else bias, else 0 (gemm.h's tiles).
+inline void storeBlock(float *dst, bool accumulate, const float *bias,
+                       const float32x4_t (&acc)[2], int valid) {
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+    const int n = valid - 4 * h;
+    if (n <= 0)
+      return;
+    const float32x4_t base = accumulate ? loadPart(dst + 4 * h, n)
+                             : bias     ? loadPart(bias + 4 * h, n)
+                                        : vdupq_n_f32(0.0f);
+    storePart(dst + 4 * h, vaddq_f32(base, acc[h]), n);
+  }
+}
+
+/// Sum of the 4 lanes in avx2::hsum's order: (v0 + v2) + (v1 + v3).
+inline float hsum(float32x4_t v) {
+  const float32x2_t h = vadd_f32(vget_low_f32(v), vget_high_f32(v));
+  return vget_lane_f32(h, 0) + vget_lane_f32(h, 1);
+}
+
+/// avx2::hsum of the 8 lanes (lo, hi): (lo + hi), then as hsum.
+inline float hsum8(float32x4_t lo, float32x4_t hi) {
+  return hsum(vaddq_f32(lo, hi));
+}
+
+/// math::expF on 4 lanes (avx2::exp8's operations).
+inline float32x4_t exp4(float32x4_t x) {
+  using namespace math;
+  x = vmaxq_f32(vdupq_n_f32(kExpLo), x); // NaN stays NaN
+  x = vminq_f32(vdupq_n_f32(kExpHi), x);
+  const float32x4_t magic = vdupq_n_f32(kRoundMagic);
+  const float32x4_t t = vfmaq_f32(magic, x, vdupq_n_f32(kLog2e));
+  const float32x4_t n = vsubq_f32(t, magic);
+  const int32x4_t ni =
+      vsubq_s32(vreinterpretq_s32_f32(t), vreinterpretq_s32_f32(magic));
+  float32x4_t r = vfmsq_f32(x, n, vdupq_n_f32(kLn2Hi));
+  r = vfmsq_f32(r, n, vdupq_n_f32(kLn2Lo));
+  float32x4_t p = vdupq_n_f32(kExpP0);
+  p = vfmaq_f32(vdupq_n_f32(kExpP1), p, r);
+  p = vfmaq_f32(vdupq_n_f32(kExpP2), p, r);
+  p = vfmaq_f32(vdupq_n_f32(kExpP3), p, r);
+  p = vfmaq_f32(vdupq_n_f32(kExpP4), p, r);
+  p = vfmaq_f32(vdupq_n_f32(kExpP5), p, r);
+  p = vfmaq_f32(vaddq_f32(r, vdupq_n_f32(1.0f)), p, vmulq_f32(r, r));
+  const int32x4_t n1 = vshrq_n_s32(ni, 1);
+  const int32x4_t n2 = vsubq_s32(ni, n1);
+  const int32x4_t bias = vdupq_n_s32(127);
+  const float32x4_t s1 =
+      vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(n1, bias), 23));
+  const float32x4_t s2 =
+      vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(n2, bias), 23));
+  return vmulq_f32(vmulq_f32(p, s1), s2);
+}
+
+inline float32x4_t sigmoid4(float32x4_t x) {
+  const float32x4_t one = vdupq_n_f32(1.0f);
+  const float32x4_t e = exp4(vsubq_f32(vdupq_n_f32(0.0f), x));
+  return vdivq_f32(one, vaddq_f32(one, e));
+}
+
+inline float32x4_t tanh4(float32x4_t x) {
+  using namespace math;
+  const uint32x4_t signMask = vdupq_n_u32(0x80000000u);
+  const uint32x4_t bits = vreinterpretq_u32_f32(x);
+  const uint32x4_t sign = vandq_u32(bits, signMask);
+  const float32x4_t z = vreinterpretq_f32_u32(vbicq_u32(bits, signMask));
+  const float32x4_t s = vmulq_f32(z, z);
+  float32x4_t p = vdupq_n_f32(kTanhP0);
+  p = vfmaq_f32(vdupq_n_f32(kTanhP1), p, s);
+  p = vfmaq_f32(vdupq_n_f32(kTanhP2), p, s);
+  p = vfmaq_f32(vdupq_n_f32(kTanhP3), p, s);
+  p = vfmaq_f32(vdupq_n_f32(kTanhP4), p, s);
+  const float32x4_t small = vfmaq_f32(z, z, vmulq_f32(s, p));
+  const float32x4_t one = vdupq_n_f32(1.0f);
+  const float32x4_t e = exp4(vaddq_f32(z, z));
+  const float32x4_t large =
+      vsubq_f32(one, vdivq_f32(vdupq_n_f32(2.0f), vaddq_f32(e, one)));
+  const uint32x4_t useLarge = vcgtq_f32(z, vdupq_n_f32(0.625f));
+  const float32x4_t r = vbslq_f32(useLarge, large, small);
+  return vreinterpretq_f32_u32(vorrq_u32(vreinterpretq_u32_f32(r), sign));
+}
+
+inline float32x4_t erf4(float32x4_t x) {
+  using namespace math;
+  x = vmaxq_f32(vdupq_n_f32(-4.0f), x);
+  x = vminq_f32(vdupq_n_f32(4.0f), x);
+  const float32x4_t x2 = vmulq_f32(x, x);
+  float32x4_t p = vdupq_n_f32(kErfA13);
+  p = vfmaq_f32(vdupq_n_f32(kErfA11), p, x2);
+  p = vfmaq_f32(vdupq_n_f32(kErfA9), p, x2);
+  p = vfmaq_f32(vdupq_n_f32(kErfA7), p, x2);
+  p = vfmaq_f32(vdupq_n_f32(kErfA5), p, x2);
+  p = vfmaq_f32(vdupq_n_f32(kErfA3), p, x2);
+  p = vfmaq_f32(vdupq_n_f32(kErfA1), p, x2);
+  p = vmulq_f32(p, x);
+  float32x4_t q = vdupq_n_f32(kErfB8);
+  q = vfmaq_f32(vdupq_n_f32(kErfB6), q, x2);
+  q = vfmaq_f32(vdupq_n_f32(kErfB4), q, x2);
+  q = vfmaq_f32(vdupq_n_f32(kErfB2), q, x2);
+  q = vfmaq_f32(vdupq_n_f32(kErfB0), q, x2);
+  return vdivq_f32(p, q);
+}
+
+} // namespace neon
+#endif // ETLLM_XNN_ARM64
+
 //===----------------------------------------------------------------------===//
 // Entry points of the kernel files (dispatched by kernels.cpp).
 //===----------------------------------------------------------------------===//
@@ -418,9 +572,9 @@ Status loraKernel(const KernelArgs &a, Isa isa, bool &handled);
 struct LoraFused {
   const LoraHookTerms *hook = nullptr; ///< null: nothing to add
   const float *x = nullptr;            ///< the hook's input row [in]
-  float *t = nullptr; ///< per term in order, rank coefficients
-  size_t floats = 0;  ///< of t: the sum of the terms' ranks
-  std::atomic<bool> ready{false}; ///< t is computed (release / acquire)
+  float *t = nullptr;                  ///< per term in order, rank coefficients
+  size_t floats = 0;                   ///< of t: the sum of the terms' ranks
+  std::atomic<bool> ready{false};      ///< t is computed (release / acquire)
 };
 
 /// Sets up the hook `hook` of ctx's table over a qlinear with N outputs

@@ -81,8 +81,7 @@ Status linearPacked(const KernelArgs &a, Isa isa) {
     return Status();
   }
 
-#if ETLLM_XNN_X86
-  if (hasAvx2(isa) && M == 1) {
+  if (gemm::hasGemv(isa) && M == 1) {
     // Decode: memory-bound; panels of 4 blocks, 8 accumulator chains.
     const int64_t panels = (NB + gemm::kGemvBlocks - 1) / gemm::kGemvBlocks;
     parallelForTiles(
@@ -101,25 +100,11 @@ Status linearPacked(const KernelArgs &a, Isa isa) {
                          py + rb * kNR,
                          N,
                          int(std::min<int64_t>(N - rb * kNR, nb * kNR))};
-            switch (nb) {
-            case 4:
-              gemm::gemvAvx2<4>(t);
-              break;
-            case 3:
-              gemm::gemvAvx2<3>(t);
-              break;
-            case 2:
-              gemm::gemvAvx2<2>(t);
-              break;
-            default:
-              gemm::gemvAvx2<1>(t);
-              break;
-            }
+            gemm::gemvN(isa, nb, t);
           }
         });
     return Status();
   }
-#endif
 
   // Panels of 2 blocks; k in chunks; all rows per chunk.
   const int64_t panels = (NB + gemm::kPanelBlocks - 1) / gemm::kPanelBlocks;

@@ -67,6 +67,37 @@ ETLLM_XNN_AVX2 void rowAvx2(const float *x, const float *w, float *y, int64_t K,
 }
 #endif
 
+#if ETLLM_XNN_ARM64
+/// rowAvx2 with 4-lane vectors: per output the same FMAs over k in order.
+void rowNeon(const float *x, const float *w, float *y, int64_t K, int64_t N) {
+  int64_t n = 0;
+  for (; n + 32 <= N; n += 32) {
+    float32x4_t a[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i)
+      a[i] = vdupq_n_f32(0.0f);
+    const float *wr = w + n;
+    for (int64_t k = 0; k < K; ++k, wr += N) {
+      const float xv = x[k];
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i)
+        a[i] = vfmaq_n_f32(a[i], vld1q_f32(wr + 4 * i), xv);
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i)
+      vst1q_f32(y + n + 4 * i, a[i]);
+  }
+  for (; n < N; n += 4) {
+    const int lanes = int(std::min<int64_t>(4, N - n));
+    float32x4_t a = vdupq_n_f32(0.0f);
+    const float *wr = w + n;
+    for (int64_t k = 0; k < K; ++k, wr += N)
+      a = vfmaq_n_f32(a, neon::loadPart(wr, lanes), x[k]);
+    neon::storePart(y + n, a, lanes);
+  }
+}
+#endif
+
 bool isF32(const Tensor *t) { return storageOk(t) && t->dtype == DType::F32; }
 
 } // namespace
@@ -92,8 +123,9 @@ Status matmulKernel(const KernelArgs &a, Isa isa, bool &handled) {
     return Status();
   const float *px = x.ptr<float>(), *pw = w.ptr<float>();
   float *py = out.ptr<float>();
-  const bool avx = hasAvx2(isa);
+  const bool avx = hasAvx2(isa), neon = hasNeon(isa);
   (void)avx;
+  (void)neon;
   const ExecContext *pctx =
       parallelContext(a.ctx, uint64_t(rows) * uint64_t(K) * uint64_t(N));
   parallelForTiles(pctx, rows, defaultTile(pctx, rows),
@@ -106,6 +138,12 @@ Status matmulKernel(const KernelArgs &a, Isa isa, bool &handled) {
 #if ETLLM_XNN_X86
                        if (avx) {
                          rowAvx2(xr, wh, yr, K, N);
+                         continue;
+                       }
+#endif
+#if ETLLM_XNN_ARM64
+                       if (neon) {
+                         rowNeon(xr, wh, yr, K, N);
                          continue;
                        }
 #endif

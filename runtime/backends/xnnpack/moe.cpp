@@ -235,6 +235,52 @@ ETLLM_XNN_AVX2 void routerLogitsAvx2(const float *x, const float *router,
 }
 #endif
 
+#if ETLLM_XNN_ARM64
+/// routerLogitsAvx2 with 4 experts per vector, 8 at a time: 4 x 4 tiles
+/// transposed in registers, then acc = acc + x[i] * r[., i] (no FMA), the
+/// same sums in the same order as dotF32.
+void routerLogitsNeon(const float *x, const float *router, int64_t E, int64_t D,
+                      float *logits) {
+  int64_t e = 0;
+  for (; e + 8 <= E; e += 8) {
+    float32x4_t acc[2] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};
+    int64_t i = 0;
+    for (; i + 4 <= D; i += 4) {
+      const float32x4_t xv = vld1q_f32(x + i);
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        const float *r = router + (e + 4 * h) * D + i;
+        const float32x4_t r0 = vld1q_f32(r), r1 = vld1q_f32(r + D),
+                          r2 = vld1q_f32(r + 2 * D), r3 = vld1q_f32(r + 3 * D);
+        // Columns: c[j] = (r0[j], r1[j], r2[j], r3[j]).
+        const float32x4_t t01l = vzip1q_f32(r0, r1), t01h = vzip2q_f32(r0, r1);
+        const float32x4_t t23l = vzip1q_f32(r2, r3), t23h = vzip2q_f32(r2, r3);
+        const float32x4_t c[4] = {
+            vreinterpretq_f32_f64(vzip1q_f64(vreinterpretq_f64_f32(t01l),
+                                             vreinterpretq_f64_f32(t23l))),
+            vreinterpretq_f32_f64(vzip2q_f64(vreinterpretq_f64_f32(t01l),
+                                             vreinterpretq_f64_f32(t23l))),
+            vreinterpretq_f32_f64(vzip1q_f64(vreinterpretq_f64_f32(t01h),
+                                             vreinterpretq_f64_f32(t23h))),
+            vreinterpretq_f32_f64(vzip2q_f64(vreinterpretq_f64_f32(t01h),
+                                             vreinterpretq_f64_f32(t23h)))};
+        acc[h] = vaddq_f32(acc[h], vmulq_laneq_f32(c[0], xv, 0));
+        acc[h] = vaddq_f32(acc[h], vmulq_laneq_f32(c[1], xv, 1));
+        acc[h] = vaddq_f32(acc[h], vmulq_laneq_f32(c[2], xv, 2));
+        acc[h] = vaddq_f32(acc[h], vmulq_laneq_f32(c[3], xv, 3));
+      }
+    }
+    vst1q_f32(logits + e, acc[0]);
+    vst1q_f32(logits + e + 4, acc[1]);
+    for (; i < D; ++i)
+      for (int j = 0; j < 8; ++j)
+        logits[e + j] += x[i] * router[(e + j) * D + i];
+  }
+  if (e < E)
+    routerLogitsGeneric(x, router + e * D, E - e, D, logits + e);
+}
+#endif
+
 /// f32 rows for the weight-only kernels: row i of `src` (cols values) at
 /// dst + i * KB * 32, zero-padded, and its block sums.
 void padRow(const float *src, int64_t cols, int64_t KB, float *dst,
@@ -366,6 +412,10 @@ void moeRouterLogits(Isa isa, const float *x, const float *router, int64_t E,
 #if ETLLM_XNN_X86
   if (hasAvx2(isa))
     return routerLogitsAvx2(x, router, E, D, logits);
+#endif
+#if ETLLM_XNN_ARM64
+  if (hasNeon(isa))
+    return routerLogitsNeon(x, router, E, D, logits);
 #endif
   (void)isa;
   routerLogitsGeneric(x, router, E, D, logits);

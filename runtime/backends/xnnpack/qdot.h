@@ -3,7 +3,8 @@
 //
 // Internal to runtime/backends/xnnpack: the kernels of qlinear on
 // PackedQBlockLayout weights (packing.h) and int8 activations, one
-// implementation per ISA (qdot_*.cpp), chosen by qdotKernel().
+// implementation per ISA (qdot_*.cpp: qdot_x86.inc compiled for the x86
+// paths, qdot_arm.inc for the arm64 ones), chosen by qdotKernel().
 //
 // The activations are int8 rows padded to whole blocks of 32 values, with,
 // per block, the sum of its values (xsum) and either its scale (per block,
@@ -91,22 +92,46 @@ inline constexpr size_t kQPanelBlockBytes =
 /// Row counts from which qlinear packs panels (fewer: decode's row tiles).
 inline constexpr int64_t kQPanelMinRows = 5;
 
+/// The i8mm kernels' panels (SMMLA multiplies 2 rows x 8 values by 8
+/// values x 2 weight rows): per panel block, at panel + (p * blocks + b) *
+/// kQPairsBlockBytes,
+///   int8  q[4][kQPanelRows][8]  values 8j..8j+7 of row i at (j * R + i) * 8
+///                               (rows 2r and 2r + 1: 16 bytes, an operand)
+///   int32 init[R / 2][4]        8 (-xsum) of rows 2r, 2r, 2r + 1, 2r + 1
+///   f32   dx[R / 2][4]          the scales in the same pattern (per block);
+///                               per token the zero points (int32)
+///   f32   xo[R / 2][4]          xo (above) in the same pattern
+/// (the pattern of a 2x2 SMMLA tile: row-major, activation rows x weight
+/// rows).
+inline constexpr size_t kQPairsQBytes = 4 * size_t(kQPanelRows) * 8;
+inline constexpr size_t kQPairsBlockBytes =
+    kQPairsQBytes + 3 * 4 * 2 * size_t(kQPanelRows);
+
+/// How an ISA's kernels read prefill rows: the panels above (Chunks: x86
+/// and dotprod; Pairs: i8mm), or the rows themselves (None).
+enum class QPanelFormat : uint8_t { None, Chunks, Pairs };
+QPanelFormat qdotPanelFormat(Isa isa);
+
 /// The panel blocks of M rows of `blocks` blocks: item p * blocks + b is
 /// block b of panel p.
 inline int64_t qdotPanelItems(int64_t M, int64_t blocks) {
   return (M + kQPanelRows - 1) / kQPanelRows * blocks;
 }
 
-/// Bytes of the panels of M rows of `blocks` blocks.
-inline size_t qdotPanelBytes(int64_t M, int64_t blocks) {
-  return size_t(qdotPanelItems(M, blocks)) * kQPanelBlockBytes;
+/// Bytes of the panels of M rows of `blocks` blocks in format `f`.
+inline size_t qdotPanelBytes(QPanelFormat f, int64_t M, int64_t blocks) {
+  const size_t block = f == QPanelFormat::Chunks  ? kQPanelBlockBytes
+                       : f == QPanelFormat::Pairs ? kQPairsBlockBytes
+                                                  : 0;
+  return size_t(qdotPanelItems(M, blocks)) * block;
 }
 
 /// Packs the panel blocks [begin, end) (qdotPanelItems) of rows [0, M) of
-/// `a` (whole blocks: padded rows) into `dst` (qdotPanelBytes(M, a.blocks)
-/// bytes in all); calls for disjoint ranges may run concurrently.
-void qdotPackPanels(const QDotAct &a, int64_t M, uint8_t *dst, int64_t begin,
-                    int64_t end);
+/// `a` (whole blocks: padded rows) into `dst` (qdotPanelBytes(f, M,
+/// a.blocks) bytes in all) in format `f` (not None); calls for disjoint
+/// ranges may run concurrently.
+void qdotPackPanels(QPanelFormat f, const QDotAct &a, int64_t M, uint8_t *dst,
+                    int64_t begin, int64_t end);
 
 /// Computes y[m * ldy + n] for m < M and the rows n of row groups
 /// [rg0, rg1) (the padding rows of the last group are not stored), adding
@@ -178,8 +203,7 @@ struct QLinearPart {
 /// qlinear, null where none) the LoRA hooks fused into them (prepared by
 /// loraFusedPrepare), which need a single row.
 Status qlinearGroupRun(const KernelArgs *args, const QDotWeight *const *w,
-                       size_t n, Isa isa,
-                       LoraFused *const *lora = nullptr);
+                       size_t n, Isa isa, LoraFused *const *lora = nullptr);
 
 /// qembedding (out[i] = dequantized row indices[i] of the table, f32) on a
 /// table checked by qdotWeight: the same values as portable's qembedding.
@@ -191,6 +215,14 @@ Status qembeddingRun(const KernelArgs &a, const QDotWeight &w);
 /// does not grow it.
 size_t qlinearPackedScratch(Isa isa, const ExecContext *ctx, int64_t M,
                             const PackedQBlockLayout &l, const Tensor &x);
+
+#if ETLLM_XNN_ARM64
+// The arm64 ISA files' tables (null entries: no kernel for that case).
+QDotF32Fn qdotF32Neon(const PackedQBlockLayout &l);
+QDotFn qdotNeon(const PackedQBlockLayout &l, bool perToken);
+QDotFn qdotDotprod(const PackedQBlockLayout &l, bool perToken);
+QDotFn qdotI8mm(const PackedQBlockLayout &l, bool perToken);
+#endif
 
 #if ETLLM_XNN_X86
 // The ISA files' tables (null entries: no kernel for that case).

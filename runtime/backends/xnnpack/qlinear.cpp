@@ -164,8 +164,12 @@ void qdotGeneric(const QDotWeight &w, const QDotAct &a, int64_t M, int64_t rg0,
     }
 }
 
-void qdotPackPanels(const QDotAct &a, int64_t M, uint8_t *dst, int64_t begin,
-                    int64_t end) {
+namespace {
+
+/// Chunks panels (qdot.h): per block, the 8 rows' values interleaved per 4
+/// bytes, then -xsum, dx and xo per row.
+void packChunks(const QDotAct &a, int64_t M, uint8_t *dst, int64_t begin,
+                int64_t end) {
   const int64_t KB = a.blocks, R = kQPanelRows;
   const bool perToken = a.perToken();
   for (int64_t item = begin; item < end; ++item) {
@@ -197,6 +201,74 @@ void qdotPackPanels(const QDotAct &a, int64_t M, uint8_t *dst, int64_t begin,
     std::memcpy(d + kQPanelQBytes + sizeof negXsum + sizeof dx + sizeof xo,
                 negXsumLo, sizeof negXsumLo);
   }
+}
+
+/// Pairs panels (qdot.h): per block, each row's values in runs of 8, then
+/// per row pair the 2x2 patterns of 8 (-xsum), dx (or zp) and xo.
+void packPairs(const QDotAct &a, int64_t M, uint8_t *dst, int64_t begin,
+               int64_t end) {
+  const int64_t KB = a.blocks, R = kQPanelRows;
+  const bool perToken = a.perToken();
+  for (int64_t item = begin; item < end; ++item) {
+    const int64_t p = item / KB, b = item % KB;
+    uint8_t *d = dst + size_t(item) * kQPairsBlockBytes;
+    int32_t init[kQPanelRows * 2] = {}, zp[kQPanelRows * 2] = {};
+    float dx[kQPanelRows * 2] = {}, xo[kQPanelRows * 2] = {};
+    std::memset(d, 0, kQPairsQBytes);
+    for (int64_t i = 0; i < R && p * R + i < M; ++i) {
+      const int64_t m = p * R + i;
+      const int8_t *row = a.q + m * a.stride + b * kQBlock;
+      for (int64_t j = 0; j < 4; ++j)
+        std::memcpy(d + (j * R + i) * 8, row + 8 * j, 8);
+      const int32_t xsum = a.xsum[m * KB + b];
+      // Lanes 2h and 2h + 1 of the pair's pattern (h: i's place in it).
+      const int64_t l0 = (i / 2) * 4 + (i % 2) * 2;
+      for (int64_t l = l0; l < l0 + 2; ++l) {
+        init[l] = 8 * -xsum;
+        if (perToken) {
+          zp[l] = a.zp[m];
+          xo[l] = float(xsum - int32_t(kQBlock) * a.zp[m]);
+        } else {
+          dx[l] = a.dx[m * KB + b];
+          xo[l] = dx[l] * float(xsum);
+        }
+      }
+    }
+    uint8_t *t = d + kQPairsQBytes;
+    std::memcpy(t, init, sizeof init);
+    if (perToken)
+      std::memcpy(t + sizeof init, zp, sizeof zp);
+    else
+      std::memcpy(t + sizeof init, dx, sizeof dx);
+    std::memcpy(t + sizeof init + sizeof dx, xo, sizeof xo);
+  }
+}
+
+} // namespace
+
+QPanelFormat qdotPanelFormat(Isa isa) {
+  switch (isa) {
+  case Isa::Avx2:
+  case Isa::AvxVnni:
+  case Isa::Avx512:
+  case Isa::Avx512Vnni:
+  case Isa::Dotprod:
+    return QPanelFormat::Chunks;
+  case Isa::I8mm:
+    return QPanelFormat::Pairs;
+  case Isa::Generic:
+  case Isa::Neon:
+    break;
+  }
+  return QPanelFormat::None;
+}
+
+void qdotPackPanels(QPanelFormat f, const QDotAct &a, int64_t M, uint8_t *dst,
+                    int64_t begin, int64_t end) {
+  if (f == QPanelFormat::Chunks)
+    packChunks(a, M, dst, begin, end);
+  else if (f == QPanelFormat::Pairs)
+    packPairs(a, M, dst, begin, end);
 }
 
 void qdotF32Generic(const QDotWeight &w, const QDotF32Act &a, int64_t M,
@@ -249,10 +321,10 @@ void qdotF32Generic(const QDotWeight &w, const QDotF32Act &a, int64_t M,
 
 QDotFn qdotKernel(Isa isa, const PackedQBlockLayout &l, bool perToken) {
   QDotFn fn = nullptr;
-#if ETLLM_XNN_X86
   switch (isa) {
   case Isa::Generic:
     break;
+#if ETLLM_XNN_X86
   case Isa::Avx2:
     fn = qdotAvx2(l, perToken);
     break;
@@ -265,12 +337,21 @@ QDotFn qdotKernel(Isa isa, const PackedQBlockLayout &l, bool perToken) {
   case Isa::Avx512Vnni:
     fn = qdotAvx512Vnni(l, perToken);
     break;
-  }
-#else
-  (void)isa;
-  (void)l;
-  (void)perToken;
 #endif
+#if ETLLM_XNN_ARM64
+  case Isa::Neon:
+    fn = qdotNeon(l, perToken);
+    break;
+  case Isa::Dotprod:
+    fn = qdotDotprod(l, perToken);
+    break;
+  case Isa::I8mm:
+    fn = qdotI8mm(l, perToken);
+    break;
+#endif
+  default: // another architecture's path
+    break;
+  }
   return fn ? fn : &qdotGeneric;
 }
 
@@ -280,6 +361,10 @@ QDotF32Fn qdotF32Kernel(Isa isa, const PackedQBlockLayout &l) {
     return qdotF32Avx512(l);
   if (hasAvx2(isa))
     return qdotF32Avx2(l);
+#endif
+#if ETLLM_XNN_ARM64
+  if (hasNeon(isa))
+    return qdotF32Neon(l);
 #endif
   (void)isa;
   (void)l;
@@ -658,11 +743,11 @@ Status qlinearQAct(ExecContext *ctx, Isa isa, const Tensor &x, int64_t M,
     const size_t items = size_t(qdotPanelItems(M, KB));
     const ExecContext *packCtx =
         parallelContext(ctx, uint64_t(M) * uint64_t(KB) * kQBlock);
-    parallelForTiles(packCtx, items, defaultTile(packCtx, items),
-                     [&](size_t i0, size_t i1) {
-                       qdotPackPanels(act, M, panel, int64_t(i0),
-                                      int64_t(i1));
-                     });
+    const QPanelFormat format = qdotPanelFormat(isa);
+    parallelForTiles(
+        packCtx, items, defaultTile(packCtx, items), [&](size_t i0, size_t i1) {
+          qdotPackPanels(format, act, M, panel, int64_t(i0), int64_t(i1));
+        });
     act.panel = panel;
   }
   PartRanges pr;

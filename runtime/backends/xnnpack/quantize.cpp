@@ -7,7 +7,7 @@
 //  * clamping x / scale to [-1024, 1024] before rounding changes nothing:
 //    |zp| <= 128 and the result is clamped to [-128, 127] anyway;
 //  * on that range, (v + 1.5 * 2^23) - 1.5 * 2^23 is nearbyint(v) (the
-//    generic path's rounding; AVX2 uses vroundps).
+//    generic path's rounding; AVX2 uses vroundps, NEON frintn).
 // NaN quantizes to 0 + zp, as in roundClamp (qact_params.h).
 //
 // Per block (symmetric, 32 values, llama.cpp's Q8_0): scale = amax / 127 of
@@ -228,6 +228,125 @@ ETLLM_XNN_AVX2 void quantizeBlockAvx2(const float *x, int64_t n, int8_t *q,
 }
 #endif
 
+#if ETLLM_XNN_ARM64
+/// 4 values divided by the scale, rounded to nearest even (FRINTN), NaN ->
+/// 0, clamped to [-1024, 1024], plus zp and clamped to [qlo, 127]: quant8's
+/// steps.
+inline int32x4_t quant4(float32x4_t v, float32x4_t scale, int32x4_t zp,
+                        int32x4_t qlo) {
+  v = vrndnq_f32(vdivq_f32(v, scale));
+  v = vbslq_f32(vceqq_f32(v, v), v, vdupq_n_f32(0.0f)); // NaN -> 0
+  v = vminq_f32(vmaxq_f32(v, vdupq_n_f32(-1024.0f)), vdupq_n_f32(1024.0f));
+  const int32x4_t r = vaddq_s32(vcvtq_s32_f32(v), zp);
+  return vminq_s32(vmaxq_s32(r, qlo), vdupq_n_s32(127));
+}
+
+/// 16 int32 lanes in [-128, 127] as bytes.
+inline int8x16_t narrow16(int32x4_t a, int32x4_t b, int32x4_t c, int32x4_t d) {
+  return vcombine_s8(vqmovn_s16(vcombine_s16(vqmovn_s32(a), vqmovn_s32(b))),
+                     vqmovn_s16(vcombine_s16(vqmovn_s32(c), vqmovn_s32(d))));
+}
+
+void quantizeRowNeon(const float *x, int64_t K, bool sym, int8_t *q,
+                     float &scaleOut, int32_t &zpOut) {
+  // FMINNM/FMAXNM pass over a NaN element, as std::min(running, v) does.
+  float32x4_t vmn = vdupq_n_f32(0.0f), vmx = vmn, vam = vmn;
+  int64_t k = 0;
+  for (; k + 4 <= K; k += 4) {
+    const float32x4_t v = vld1q_f32(x + k);
+    vmn = vminnmq_f32(v, vmn);
+    vmx = vmaxnmq_f32(v, vmx);
+    vam = vmaxnmq_f32(vabsq_f32(v), vam);
+  }
+  float mn = vminnmvq_f32(vmn), mx = vmaxnmvq_f32(vmx),
+        amax = vmaxnmvq_f32(vam);
+  // The generic loop keeps its +0 start unless a value is below (above) it:
+  // a -0 element must not make mn -0.
+  mn = mn < 0.0f ? mn : 0.0f;
+  mx = mx > 0.0f ? mx : 0.0f;
+  for (int64_t j = k; j < K; ++j) {
+    const float v = x[j];
+    mn = v < mn ? v : mn;
+    mx = mx < v ? v : mx;
+    const float av = std::fabs(v);
+    amax = amax < av ? av : amax;
+  }
+  float scale;
+  int32_t zp;
+  qactParamsFromRange(sym, mn, mx, amax, scale, zp);
+  scaleOut = scale;
+  zpOut = zp;
+  const float32x4_t vs = vdupq_n_f32(scale);
+  const int32x4_t vz = vdupq_n_s32(zp), qlo = vdupq_n_s32(sym ? -127 : -128);
+  k = 0;
+  for (; k + 16 <= K; k += 16)
+    vst1q_s8(q + k, narrow16(quant4(vld1q_f32(x + k), vs, vz, qlo),
+                             quant4(vld1q_f32(x + k + 4), vs, vz, qlo),
+                             quant4(vld1q_f32(x + k + 8), vs, vz, qlo),
+                             quant4(vld1q_f32(x + k + 12), vs, vz, qlo)));
+  for (; k < K; k += 4) {
+    const int n = int(std::min<int64_t>(4, K - k));
+    int32_t t[4];
+    vst1q_s32(t, quant4(neon::loadPart(x + k, n), vs, vz, qlo));
+    for (int i = 0; i < n; ++i)
+      q[k + i] = int8_t(t[i]);
+  }
+}
+
+/// One block of n <= 32 values: q (32, the tail 0), its scale and sum.
+void quantizeBlockNeon(const float *x, int64_t n, int8_t *q, float &scaleOut,
+                       int32_t &sumOut) {
+  float32x4_t v[8];
+  float32x4_t vam = vdupq_n_f32(0.0f);
+  for (int j = 0; j < 8; ++j) {
+    v[j] = neon::loadPart(x + 4 * j, int(std::max<int64_t>(0, n - 4 * j)));
+    vam = vmaxnmq_f32(vabsq_f32(v[j]), vam); // NaN ignored
+  }
+  const float amax = vmaxnmvq_f32(vam);
+  float scale;
+  int32_t zp;
+  qactParamsFromRange(true, 0.0f, 0.0f, amax, scale, zp);
+  scaleOut = scale;
+  const float32x4_t vs = vdupq_n_f32(scale);
+  const int32x4_t z = vdupq_n_s32(0), qlo = vdupq_n_s32(-127);
+  int32x4_t r[8];
+  int32x4_t sum = z;
+  for (int j = 0; j < 8; ++j) {
+    r[j] = quant4(v[j], vs, z, qlo);
+    sum = vaddq_s32(sum, r[j]);
+  }
+  sumOut = vaddvq_s32(sum);
+  vst1q_s8(q, narrow16(r[0], r[1], r[2], r[3]));
+  vst1q_s8(q + 16, narrow16(r[4], r[5], r[6], r[7]));
+}
+#endif
+
+void quantizeRow(Isa isa, const float *x, int64_t K, bool sym, int8_t *q,
+                 float &scale, int32_t &zp) {
+#if ETLLM_XNN_X86
+  if (hasAvx2(isa))
+    return quantizeRowAvx2(x, K, sym, q, scale, zp);
+#endif
+#if ETLLM_XNN_ARM64
+  if (hasNeon(isa))
+    return quantizeRowNeon(x, K, sym, q, scale, zp);
+#endif
+  quantizeRowGeneric(x, K, sym, q, scale, zp);
+}
+
+void quantizeBlock(Isa isa, const float *x, int64_t n, int8_t *q, float &scale,
+                   int32_t &sum) {
+#if ETLLM_XNN_X86
+  if (hasAvx2(isa))
+    return quantizeBlockAvx2(x, n, q, scale, sum);
+#endif
+#if ETLLM_XNN_ARM64
+  if (hasNeon(isa))
+    return quantizeBlockNeon(x, n, q, scale, sum);
+#endif
+  quantizeBlockGeneric(x, n, q, scale, sum);
+}
+
 } // namespace
 
 Status quantizeDynamicKernel(const KernelArgs &a, Isa isa, bool &handled) {
@@ -265,12 +384,7 @@ Status quantizeDynamicKernel(const KernelArgs &a, Isa isa, bool &handled) {
           const int64_t n = std::min<int64_t>(kQActBlock, K - blk * kQActBlock);
           int8_t *dst = qs + int64_t(r) * l.rowStride + blk * kQActBlock;
           const size_t slot = r * size_t(l.blocks) + size_t(blk);
-#if ETLLM_XNN_X86
-          if (hasAvx2(isa))
-            quantizeBlockAvx2(src, n, dst, scales[slot], sums[slot]);
-          else
-#endif
-            quantizeBlockGeneric(src, n, dst, scales[slot], sums[slot]);
+          quantizeBlock(isa, src, n, dst, scales[slot], sums[slot]);
         }
     });
     return Status();
@@ -280,14 +394,8 @@ Status quantizeDynamicKernel(const KernelArgs &a, Isa isa, bool &handled) {
     for (size_t r = b; r < e; ++r) {
       float scale;
       int32_t zp;
-#if ETLLM_XNN_X86
-      if (hasAvx2(isa))
-        quantizeRowAvx2(px + int64_t(r) * K, K, sym, qs + int64_t(r) * K, scale,
-                        zp);
-      else
-#endif
-        quantizeRowGeneric(px + int64_t(r) * K, K, sym, qs + int64_t(r) * K,
-                           scale, zp);
+      quantizeRow(isa, px + int64_t(r) * K, K, sym, qs + int64_t(r) * K, scale,
+                  zp);
       scales[r] = scale;
       zps[r] = zp;
     }

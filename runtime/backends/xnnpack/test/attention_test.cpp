@@ -23,7 +23,7 @@
 namespace etllm::rt::xnnpack::test {
 namespace {
 
-class AttentionTest : public ::testing::TestWithParam<Config> {};
+class AttentionTest : public ConfigTest {};
 
 OwnedTensor positions(const std::vector<int64_t> &p) {
   OwnedTensor t(DType::I64, {int64_t(p.size())});

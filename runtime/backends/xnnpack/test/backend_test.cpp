@@ -306,7 +306,7 @@ void expectOutputsClose(const Tensor &got, const Tensor &ref) {
     ASSERT_NEAR(g[i], r[i], 2e-3 * scale) << "at " << i;
 }
 
-class BackendTest : public ::testing::TestWithParam<Config> {};
+class BackendTest : public ConfigTest {};
 
 TEST_P(BackendTest, MlpBlockMatchesPortable) {
   std::unique_ptr<Mlp> mlp = makeMlp(42);

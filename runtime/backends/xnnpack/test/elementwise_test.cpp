@@ -96,7 +96,7 @@ double checkUnary(const Config &cfg, const UnaryOp &op,
   return worst;
 }
 
-class ElementwiseTest : public ::testing::TestWithParam<Config> {};
+class ElementwiseTest : public ConfigTest {};
 
 TEST_P(ElementwiseTest, UnaryMatchesPortable) {
   std::mt19937 gen(1);

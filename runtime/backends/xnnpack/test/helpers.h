@@ -20,6 +20,12 @@
 #include <string>
 #include <vector>
 
+#if defined(__aarch64__)
+#define ETLLM_TEST_ARM64 1
+#else
+#define ETLLM_TEST_ARM64 0
+#endif
+
 namespace etllm::rt::xnnpack::test {
 
 using rt::testing::OwnedTensor;
@@ -40,8 +46,7 @@ inline std::string configName(const ::testing::TestParamInfo<Config> &info) {
          std::to_string(info.param.threads) + "t";
 }
 
-/// Every ISA this CPU runs. (An ISA the CPU lacks is not listed: its code
-/// cannot run here; the test log names the ones that ran.)
+/// Every ISA this CPU runs (loops inside a test run these).
 inline std::vector<Isa> allIsas() {
   std::vector<Isa> v;
   for (int i = 0; i < kNumIsas; ++i)
@@ -50,14 +55,38 @@ inline std::vector<Isa> allIsas() {
   return v;
 }
 
-/// Every ISA this CPU runs, without and with a 2-thread pool.
+/// The paths of the architecture the tests were built for (generic, and
+/// the x86 or arm64 ones), whether or not this CPU runs them.
+inline std::vector<Isa> archIsas() {
+  const IsaArch arch = ETLLM_TEST_ARM64 ? IsaArch::Arm64 : IsaArch::X86;
+  std::vector<Isa> v;
+  for (int i = 0; i < kNumIsas; ++i)
+    if (isaArch(Isa(i)) == IsaArch::Any || isaArch(Isa(i)) == arch)
+      v.push_back(Isa(i));
+  return v;
+}
+
+/// Every path of the architecture, without and with a 2-thread pool; the
+/// cases of a path this CPU lacks are skipped with the reason (ConfigTest).
 inline std::vector<Config> allConfigs() {
   std::vector<Config> c;
-  for (Isa isa : allIsas())
+  for (Isa isa : archIsas())
     for (int t : {1, 2})
       c.push_back({isa, t});
   return c;
 }
+
+/// The fixture of the tests parameterized by a Config: a case whose ISA
+/// this CPU cannot run is skipped, saying what it needs.
+class ConfigTest : public ::testing::TestWithParam<Config> {
+protected:
+  void SetUp() override {
+    const Isa isa = GetParam().isa;
+    if (!isaSupported(isa))
+      GTEST_SKIP() << "this CPU cannot run the " << isaName(isa)
+                   << " kernels (they need " << isaRequirement(isa) << ")";
+  }
+};
 
 /// An execution context with an optional thread pool. The pools are
 /// created once per thread count and shared by every context of the test

@@ -71,7 +71,7 @@ std::vector<float> checkLinear(const Config &cfg, const LinearCase &c,
   return floatsOf(*got);
 }
 
-class LinearTest : public ::testing::TestWithParam<Config> {};
+class LinearTest : public ConfigTest {};
 
 TEST_P(LinearTest, MatchesPortable) {
   unsigned seed = 1;
@@ -115,7 +115,7 @@ TEST(LinearTest, ThreadCountDoesNotChangeResults) {
   // Every output element is computed by one thread in a fixed order. The
   // shapes exceed the kernels' parallel threshold (2^18 multiply-adds), so
   // the 2-thread runs really split the work (decode and prefill paths).
-  for (Isa isa : {Isa::Generic, Isa::Avx2}) {
+  for (Isa isa : {Isa::Generic, Isa::Avx2, Isa::Neon}) {
     if (!isaSupported(isa))
       continue;
     for (auto [M, K, N] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{

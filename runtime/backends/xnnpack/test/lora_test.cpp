@@ -149,7 +149,7 @@ const Shape kShapes[] = {{7, 5, 1},        {300, 13, 3},   {257, 33, 8},
                          {4103, 37, 17},   {33, 4099, 16}, {1025, 2051, 40},
                          {2053, 1031, 64}, {65, 8209, 64}};
 
-class LoraTest : public ::testing::TestWithParam<Config> {};
+class LoraTest : public ConfigTest {};
 
 TEST_P(LoraTest, MatchesPortableOnOddShapes) {
   const Config cfg = GetParam();

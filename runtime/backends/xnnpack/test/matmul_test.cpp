@@ -16,7 +16,7 @@
 namespace etllm::rt::xnnpack::test {
 namespace {
 
-class MatmulTest : public ::testing::TestWithParam<Config> {};
+class MatmulTest : public ConfigTest {};
 
 struct MatmulCase {
   int64_t B, H, S, K, N;

@@ -199,7 +199,7 @@ std::vector<Case> cases() {
   return v;
 }
 
-class MoeTest : public ::testing::TestWithParam<Config> {};
+class MoeTest : public ConfigTest {};
 
 TEST_P(MoeTest, F32ActivationsMatchPortable) {
   unsigned seed = 10;

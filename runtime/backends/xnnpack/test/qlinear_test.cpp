@@ -18,9 +18,10 @@
 //    would be off by ~|zp|, ~32 |o| |sx| or ~8 |sum q| per block: far above
 //    it (the asymmetric cases below use zero points up to +-128).
 //
-// Every case runs on every ISA path this CPU has (generic, AVX2, 256-bit
-// VNNI, AVX-512, AVX-512 VNNI: the parameter names say which ran), without
-// and with a 2-thread pool.
+// Every case runs on every ISA path of the architecture (generic, AVX2,
+// 256-bit VNNI, AVX-512, AVX-512 VNNI on x86-64; generic, NEON, dotprod,
+// i8mm on arm64: the parameter names say which ran; a path this CPU lacks
+// is skipped with the reason), without and with a 2-thread pool.
 //
 //===----------------------------------------------------------------------===//
 #include "helpers.h"
@@ -140,7 +141,7 @@ std::string caseName(const WeightCase &w, int64_t M, int64_t N, DType st,
          (bias ? " bias" : "");
 }
 
-class QLinearTest : public ::testing::TestWithParam<Config> {};
+class QLinearTest : public ConfigTest {};
 
 TEST_P(QLinearTest, FloatActivationsMatchPortable) {
   unsigned seed = 100;
@@ -464,6 +465,40 @@ TEST_P(QLinearTest, ExtremeIntegersDoNotOverflow) {
                            " G=" + std::to_string(G) + " per block");
       }
   reportWorst("ExtremeIntegersDoNotOverflow");
+}
+
+/// Per-token zero points outside a byte (a QAct made by a program rather
+/// than by quantize_dynamic, which keeps them in [-128, 127]): single rows
+/// take the arm64 dot-product kernels' unfolded path (-zp not a byte), the
+/// others the same formula as always; all match portable.
+TEST_P(QLinearTest, ZeroPointsBeyondAByte) {
+  const int64_t K = 96, N = 37;
+  std::mt19937 gen(1400);
+  for (unsigned bits : {4u, 8u})
+    for (int32_t zp : {-129, -128, 128, 129, 300, -1000}) {
+      RandomQWeight w =
+          makeRandomQWeight(N, K, bits, true, 32, DType::F32, gen);
+      for (int64_t M : {1, 3}) {
+        QuantInfo aq;
+        aq.bits = 8;
+        aq.symmetric = false;
+        OwnedTensor qa(DType::QAct, {M, K}, 0, aq);
+        const QActLayout l = QActLayout::compute(M, K);
+        uint8_t *base = qa->ptr<uint8_t>();
+        std::uniform_int_distribution<int> q(-128, 127);
+        for (int64_t i = 0; i < M * K; ++i)
+          base[i] = uint8_t(int8_t(q(gen)));
+        for (int64_t m = 0; m < M; ++m) {
+          const float s = 0.01f;
+          std::memcpy(base + l.scalesOff + m * 4, &s, 4);
+          std::memcpy(base + l.zpOff + m * 4, &zp, 4);
+        }
+        compareQLinear(GetParam(), *qa, dequantAct(*qa), w, true, gen,
+                       "int" + std::to_string(bits) + " zp " +
+                           std::to_string(zp) + " M " + std::to_string(M));
+      }
+    }
+  reportWorst("ZeroPointsBeyondAByte");
 }
 
 TEST(QLinearTest, ThreadCountDoesNotChangeResults) {

@@ -58,7 +58,7 @@ void checkQuantize(const Config &cfg, std::vector<int64_t> shape,
         << what << ": zero points";
 }
 
-class QuantizeTest : public ::testing::TestWithParam<Config> {};
+class QuantizeTest : public ConfigTest {};
 
 TEST_P(QuantizeTest, RandomRowsBitIdentical) {
   unsigned seed = 1;

@@ -1,9 +1,10 @@
 //===- kernels.h - Optimized CPU kernels of the xnnpack backend -*- C++ -*-===//
 //
 // The kernels the "xnnpack" delegate runs. Each has a portable C++ path
-// (written for auto-vectorization; the ARM path for now) and, on x86-64, an
-// AVX2+FMA path compiled with a target attribute and chosen at run time, so
-// the library itself keeps the baseline x86-64 flags.
+// (written for auto-vectorization) and, on x86-64, an AVX2+FMA path, on
+// arm64 a NEON path (the integer dot products also SDOT and SMMLA ones),
+// compiled with target attributes and chosen at run time, so the library
+// itself keeps the architecture's baseline flags.
 //
 // They follow the KernelArgs convention of kernel.h (inputs, outputs,
 // attributes, ExecContext for the thread pool and scratch) and are tested
@@ -34,9 +35,11 @@
 
 namespace etllm::rt::xnnpack {
 
-/// The instruction-set paths of the kernels, in increasing order: each x86
-/// path includes AVX2 + FMA + F16C, so the kernels without a wider variant
-/// run their AVX2 code on every x86 path.
+/// The instruction-set paths of the kernels. Each architecture's paths are
+/// in increasing order: on x86-64 each path includes AVX2 + FMA + F16C (the
+/// kernels without a wider variant run their AVX2 code on every x86 path);
+/// on arm64 each includes NEON (the kernels without a dot-product variant
+/// run their NEON code on every arm64 path).
 enum class Isa : uint8_t {
   Generic = 0,    ///< portable C++ (auto-vectorized for the build's baseline)
   Avx2 = 1,       ///< AVX2 + FMA + F16C intrinsics (maddubs dot products)
@@ -44,17 +47,30 @@ enum class Isa : uint8_t {
                   ///< AVX-VNNI, or its EVEX twin on AVX512-VNNI + VL CPUs
   Avx512 = 3,     ///< AVX-512 F/BW/DQ/VL (512-bit maddubs dot products)
   Avx512Vnni = 4, ///< Avx512 with 512-bit VNNI dot products
+  Neon = 5,       ///< arm64 NEON (Armv8.0 Advanced SIMD) intrinsics
+  Dotprod = 6,    ///< Neon with SDOT dot products (FEAT_DotProd, Armv8.2)
+  I8mm = 7,       ///< Dotprod with SMMLA 8-bit matrix products (FEAT_I8MM)
 };
-inline constexpr int kNumIsas = 5;
+inline constexpr int kNumIsas = 8;
 
-/// The best path this CPU supports (checked once, with cpuid), capped by
-/// the environment variable ETLLM_XNNPACK_ISA (generic, avx2, avxvnni,
-/// avx512, avx512vnni): the best supported path at or below it. Tests and
-/// benchmarks use the cap to run each path.
+/// The architecture an ISA path belongs to.
+enum class IsaArch : uint8_t { Any, X86, Arm64 };
+/// Generic is Any; Avx2..Avx512Vnni are X86; Neon..I8mm are Arm64.
+IsaArch isaArch(Isa isa);
+
+/// The best path this CPU supports (checked once: cpuid on x86,
+/// getauxval(AT_HWCAP/AT_HWCAP2) on arm64 Linux and Android, sysctl on
+/// Darwin), capped by the environment variable ETLLM_XNNPACK_ISA (an
+/// isaName): the best supported path of the cap's architecture at or below
+/// it (so generic, or a path of another architecture, selects the portable
+/// kernels). Tests and benchmarks use the cap to run each path.
 Isa detectIsa();
 /// Whether this CPU can run `isa`'s code.
 bool isaSupported(Isa isa);
-/// "generic", "avx2", "avxvnni", "avx512" or "avx512vnni".
+/// What `isa` needs of the CPU, for messages ("AVX-512 VNNI", "FEAT_I8MM").
+const char *isaRequirement(Isa isa);
+/// "generic", "avx2", "avxvnni", "avx512", "avx512vnni", "neon", "dotprod"
+/// or "i8mm".
 const char *isaName(Isa isa);
 /// The ISA named `name` (isaName's spelling); false when unknown.
 bool parseIsa(const char *name, Isa &isa);

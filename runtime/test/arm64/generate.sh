@@ -1,0 +1,48 @@
+#!/bin/sh
+# One program file for every CPU: stories260K exported once on x86 with every
+# recipe, generated greedily by the x86 etllm-run and by the cross-built
+# arm64 etllm-run under qemu-user for each CPU model (Armv8.0 NEON, a
+# dotprod CPU, an i8mm CPU), the arm64 output byte for byte the x86 one; the
+# fp32 recipes' output is llama2.c's. On the i8mm CPU, ETLLM_XNNPACK_ISA
+# also forces the lower arm64 paths.
+#
+# usage: generate.sh ETLLM_EXPORT X86_ETLLM_RUN ARM64_ETLLM_RUN QEMU
+#                    GUEST_ROOT SHARED_DIR WORK_DIR
+set -eu
+export_tool=$1 run_x86=$2 run_arm=$3 qemu=$4 root=$5 shared=$6 work=$7
+model=$shared/models/stories260K
+rm -rf "$work"
+mkdir -p "$work"
+gen() { "$@" --prompt "Once upon a time" -n 60 --temperature 0 2>/dev/null; }
+fail=0
+for recipe in portable xnnpack-fp32 xnnpack-int4 xnnpack-8da4w xnnpack-int8; do
+  pte=$work/$recipe.pte
+  "$export_tool" --quiet --model "$model/stories260K.bin" \
+    --tokenizer "$model/tok512.bin" --pipeline "$recipe" -o "$pte"
+  gen "$run_x86" "$pte" >"$work/x86-$recipe.txt"
+  case $recipe in
+  portable | xnnpack-fp32)
+    if ! cmp -s "$work/x86-$recipe.txt" "$model/greedy_once_upon_a_time_n64.txt"; then
+      echo "generate: FAIL: x86 $recipe differs from llama2.c" >&2
+      fail=1
+    fi ;;
+  esac
+  for run in cortex-a53: cortex-a76: max: max:neon max:dotprod; do
+    cpu=${run%%:*} isa=${run#*:}
+    case $recipe:$isa in portable:?*) continue ;; esac
+    out=$work/arm64-$cpu-${isa:-auto}-$recipe.txt
+    if [ -n "$isa" ]; then
+      ETLLM_XNNPACK_ISA=$isa gen "$qemu" -L "$root" -cpu "$cpu" "$run_arm" "$pte" >"$out"
+    else
+      gen "$qemu" -L "$root" -cpu "$cpu" "$run_arm" "$pte" >"$out"
+    fi
+    if cmp -s "$work/x86-$recipe.txt" "$out"; then
+      echo "generate: same bytes: $recipe on -cpu $cpu${isa:+ (ETLLM_XNNPACK_ISA=$isa)}"
+    else
+      echo "generate: FAIL: $recipe on -cpu $cpu${isa:+ (ETLLM_XNNPACK_ISA=$isa)} differs from x86" >&2
+      fail=1
+    fi
+  done
+done
+[ "$fail" -eq 0 ] && echo "generate: PASS"
+exit "$fail"
