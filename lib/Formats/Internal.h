@@ -275,11 +275,28 @@ Status checkKeyRange(const models::ConfigKey &key, double v,
 /// Marks the sliding layers of `rule` (every layer, or the even ones) for a
 /// window already set in c.slidingWindow.
 inline void applySlidingPattern(ModelConfig &c,
-                                models::SlidingWindowRule rule) {
+                                models::SlidingWindowRule rule,
+                                int64_t pattern = 0) {
   for (int64_t i = 0; i < c.numLayers; ++i)
     c.layerUsesSlidingWindow[static_cast<size_t>(i)] =
         rule == models::SlidingWindowRule::AllLayers ||
-        (rule == models::SlidingWindowRule::EvenLayers && i % 2 == 0);
+        (rule == models::SlidingWindowRule::EvenLayers && i % 2 == 0) ||
+        (rule == models::SlidingWindowRule::Pattern && pattern > 0 &&
+         (i + 1) % pattern != 0);
+}
+
+/// The sliding layers of a GGUF file with a sliding window: the family's
+/// rule where llama.cpp's architecture hard-codes one (EvenLayers,
+/// Pattern), else every layer.
+inline void applyGgufSlidingPattern(ModelConfig &c,
+                                    const models::FamilySpec &f) {
+  const models::SlidingWindowRule r = f.hf.slidingWindow;
+  applySlidingPattern(c,
+                      r == models::SlidingWindowRule::EvenLayers ||
+                              r == models::SlidingWindowRule::Pattern
+                          ? r
+                          : models::SlidingWindowRule::AllLayers,
+                      f.hf.slidingWindowPattern);
 }
 
 /// The HF name of a llama.cpp tensor name, or "" (GgufNames.cpp). A
@@ -297,6 +314,14 @@ std::string hfNameToGguf(const models::FamilySpec &family,
 /// "self_attn.q_proj.weight"; false if not a layer tensor.
 bool splitLayerName(const std::string &name, const std::string &prefix,
                     int64_t &layer, std::string &suffix);
+
+/// Quantizes n floats (whole blocks) into ggml blocks of `dtype` (Q5_0,
+/// Q5_1, Q4_K, Q5_K, Q6_K; GgmlQuantize.cpp); false for another dtype.
+bool quantizeGgmlRows(DType dtype, const float *src, int64_t n, uint8_t *dst);
+
+/// The GGUF general.file_type the generator writes for 2-D tensors of `d`
+/// (GgmlQuantize.cpp).
+uint32_t ggufFileType(DType d);
 
 } // namespace etllm::formats::detail
 

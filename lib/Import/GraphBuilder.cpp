@@ -78,6 +78,11 @@ LogicalResult buildModel(GraphEmitter &e, const ::etllm::ImportOptions &options,
   e.moduleClasses[model] = e.cls("Model");
   Value h = buildEmbedding(e, tokens);
   RotaryTables rotary = buildRotary(e, inputPos);
+  // The sliding-window layers' own table, when they have their own base.
+  const bool anySliding = llvm::is_contained(c.layerUsesSlidingWindow, true);
+  RotaryTables rotaryLocal = c.ropeLocalTheta > 0 && anySliding
+                                 ? buildRotary(e, inputPos, /*local=*/true)
+                                 : rotary;
   Masks masks = buildMasks(e, inputPos, T);
 
   bool addOne = c.normAddsOne && !e.ckpt.normWeightsIncludeOne();
@@ -86,9 +91,9 @@ LogicalResult buildModel(GraphEmitter &e, const ::etllm::ImportOptions &options,
     layer.index = i;
     layer.path = e.path(HfModule::Layers) + "." + std::to_string(i);
     layer.positions = inputPos;
-    layer.rotary = rotary;
     bool sliding =
         !c.layerUsesSlidingWindow.empty() && c.layerUsesSlidingWindow[i];
+    layer.rotary = sliding ? rotaryLocal : rotary;
     layer.mask = sliding ? masks.sliding : masks.full;
     layer.cacheType = cacheType;
     layer.valueCacheType = valueCacheType;

@@ -20,6 +20,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstddef>
 #include <vector>
 
 namespace etllm::formats {
@@ -104,6 +105,9 @@ enum class HfModule : uint8_t {
   Model,
   Embed,
   Rotary,
+  /// The rotary embedding of the sliding-window layers when they have
+  /// their own RoPE base (Gemma 3's "rotary_emb_local").
+  RotaryLocal,
   Layers,
   FinalNorm,
   LmHead,
@@ -171,6 +175,7 @@ inline constexpr HfNames kTransformersNames = {
     "model",
     "model.embed_tokens",
     "model.rotary_emb",
+    "model.rotary_emb_local",
     "model.layers",
     "model.norm",
     "lm_head",
@@ -214,6 +219,24 @@ inline constexpr HfNames kTransformersNames = {
     "self_attn.kv_a_layernorm",
     "self_attn.kv_b_proj",
 };
+
+namespace detail {
+constexpr bool sameName(const char *a, const char *b) {
+  return *a == *b && (*a == '\0' || sameName(a + 1, b + 1));
+}
+} // namespace detail
+// The table follows the enum: a module added to one and not at the same
+// place in the other shifts every name after it.
+static_assert(detail::sameName(
+                  kTransformersNames[static_cast<std::size_t>(HfModule::Layers)],
+                  "model.layers") &&
+                  detail::sameName(kTransformersNames[static_cast<std::size_t>(
+                                       HfModule::InputNorm)],
+                                   "input_layernorm") &&
+                  detail::sameName(kTransformersNames[static_cast<std::size_t>(
+                                       HfModule::KvBProj)],
+                                   "self_attn.kv_b_proj"),
+              "kTransformersNames is out of step with HfModule");
 
 //===----------------------------------------------------------------------===//
 // GGUF (llama.cpp) keys and tensors
@@ -434,6 +457,9 @@ enum class SlidingWindowRule : uint8_t {
   FromMaxWindowLayers,
   /// Even layers (Gemma2).
   EvenLayers,
+  /// Every layer but each `slidingWindowPattern`-th (Gemma 3: five local
+  /// layers to one global, layers 5, 11, ... global).
+  Pattern,
 };
 
 /// Where the config.json writer puts head_dim.
@@ -552,6 +578,10 @@ struct HfConfigSpec {
   SlidingWindowRule slidingWindow = SlidingWindowRule::None;
   /// sliding_window when config.json lacks the key (Gemma2: 4096).
   int64_t defaultSlidingWindow = 0;
+  /// SlidingWindowRule::Pattern: every this-many-th layer is global
+  /// (config.json `sliding_window_pattern`; llama.cpp hard-codes it per
+  /// architecture).
+  int64_t slidingWindowPattern = 0;
   /// rope_theta when config.json lacks the key (Mixtral: 1e6).
   double ropeTheta = 10000.0;
   /// Keys only this family has.

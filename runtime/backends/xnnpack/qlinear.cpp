@@ -658,8 +658,8 @@ struct QActScratch {
       token = tokenScratch(M, l);
     else if (isa != Isa::Generic)
       lo = alignUp(size_t(M) * size_t(l.kBlocks) * 4, 64);
-    if (isa != Isa::Generic && M >= kQPanelMinRows)
-      panels = qdotPanelBytes(M, l.kBlocks);
+    if (M >= kQPanelMinRows)
+      panels = qdotPanelBytes(qdotPanelFormat(isa), M, l.kBlocks);
   }
   size_t total() const { return token.total() + lo + panels; }
 };
@@ -721,7 +721,8 @@ Status qlinearQAct(ExecContext *ctx, Isa isa, const Tensor &x, int64_t M,
   }
   if (halves) {
     if (!scratch || sl.lo == 0)
-      return kernelError("qlinear", "needs an execution context (scratch)");
+      return kernelError(opName(OpId::QLinear),
+                         "needs an execution context (scratch)");
     // Once per call: the sums of each block's values 0..15 (Q6_K's halves).
     int32_t *lo = reinterpret_cast<int32_t *>(scratch + sl.token.total());
     for (int64_t m = 0; m < M; ++m)

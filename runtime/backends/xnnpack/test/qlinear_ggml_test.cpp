@@ -254,7 +254,7 @@ TEST(GgmlPacking, LosslessAndGgufSized) {
     }
 }
 
-class GgmlQLinearTest : public ::testing::TestWithParam<Config> {};
+class GgmlQLinearTest : public ConfigTest {};
 
 TEST_P(GgmlQLinearTest, BlockActivationsMatchPortable) {
   unsigned seed = 2000;
