@@ -339,14 +339,20 @@ QDotFn qdotKernel(Isa isa, const PackedQBlockLayout &l, bool perToken) {
     break;
 #endif
 #if ETLLM_XNN_ARM64
+  // The arm64 kernels read the affine int4/int8 tiles only: weights kept in
+  // ggml's other block formats (Q5_0 ... Q6_K) take the generic kernel
+  // there until they have arm64 kernels of their own.
   case Isa::Neon:
-    fn = qdotNeon(l, perToken);
-    break;
   case Isa::Dotprod:
-    fn = qdotDotprod(l, perToken);
-    break;
   case Isa::I8mm:
-    fn = qdotI8mm(l, perToken);
+    if (l.scheme != QScheme::Affine)
+      break;
+    if (isa == Isa::Dotprod)
+      fn = qdotDotprod(l, perToken);
+    else if (isa == Isa::I8mm)
+      fn = qdotI8mm(l, perToken);
+    else
+      fn = qdotNeon(l, perToken);
     break;
 #endif
   default: // another architecture's path
@@ -363,7 +369,7 @@ QDotF32Fn qdotF32Kernel(Isa isa, const PackedQBlockLayout &l) {
     return qdotF32Avx2(l);
 #endif
 #if ETLLM_XNN_ARM64
-  if (hasNeon(isa))
+  if (hasNeon(isa) && l.scheme == QScheme::Affine)
     return qdotF32Neon(l);
 #endif
   (void)isa;
