@@ -183,6 +183,7 @@ ChatSession::send(const std::string &userMessage,
   turn.stats = std::move(*stats);
   turn.turn = ++turns_;
   turn.reply = std::move(reply);
+  turn.prompt = *rendered;
   return turn;
 }
 

@@ -87,6 +87,10 @@ void usage() {
       "  --stats-json            print statistics as one JSON line on stderr "
       "(per\n"
       "                          reply with --chat) (default: off)\n"
+      "  --verbose-prompt        with --chat, print on stderr the conversation\n"
+      "                          as the template rendered it for each reply\n"
+      "                          (\"etllm-run: prompt of turn N (B bytes):\",\n"
+      "                          the B bytes, a newline) (default: off)\n"
       "  --profile               print the time per operator of every call "
       "of the\n"
       "                          program (prefill and decode) on stderr at "
@@ -136,7 +140,7 @@ void writeOut(const std::string &s) {
 }
 
 int chat(llm::Runner &runner, const llm::ChatOptions &options,
-         llm::GenerationConfig config, bool statsJson) {
+         llm::GenerationConfig config, bool statsJson, bool verbosePrompt) {
   auto session = llm::ChatSession::create(runner, options);
   if (!session.ok())
     return fail(session.message());
@@ -204,6 +208,12 @@ int chat(llm::Runner &runner, const llm::ChatOptions &options,
                    "etllm-run: note: the template rendered earlier turns "
                    "differently; %lld tokens were prefilled again\n",
                    (long long)turn->stats.promptTokens);
+    if (verbosePrompt) {
+      std::fprintf(stderr, "etllm-run: prompt of turn %lld (%zu bytes):\n",
+                   (long long)turn->turn, turn->prompt.size());
+      std::fwrite(turn->prompt.data(), 1, turn->prompt.size(), stderr);
+      std::fputc('\n', stderr);
+    }
     if (statsJson)
       std::fprintf(stderr, "%s\n", turn->toJson().c_str());
   }
@@ -225,6 +235,7 @@ int main(int argc, char **argv) {
   std::string model, prompt, templatePath;
   std::vector<std::pair<std::string, double>> loras; // --lora FILE[:SCALE]
   bool havePrompt = false, statsJson = false, chatMode = false,
+       verbosePrompt = false,
        haveMaxNew = false, profiled = false;
   llm::RunnerOptions options;
   options.numThreads = hardwareThreads();
@@ -327,6 +338,8 @@ int main(int argc, char **argv) {
       config.addBos = false;
     } else if (a == "--stats-json") {
       statsJson = true;
+    } else if (a == "--verbose-prompt") {
+      verbosePrompt = true;
     } else if (a == "--profile") {
       profiled = true;
     } else if (!a.empty() && a[0] == '-') {
@@ -379,7 +392,7 @@ int main(int argc, char **argv) {
                    profile.table().c_str());
   };
   if (chatMode) {
-    const int rc = chat(**runner, chatOptions, config, statsJson);
+    const int rc = chat(**runner, chatOptions, config, statsJson, verbosePrompt);
     printProfile();
     return rc;
   }

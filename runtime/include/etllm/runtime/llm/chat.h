@@ -44,6 +44,9 @@ struct ChatTurn {
   /// The rendering did not extend the cached text: tokens after the first
   /// difference were prefilled again.
   bool reprefilled = false;
+  /// The whole conversation as the template rendered it for this turn,
+  /// ending with the generation prompt: the text the model continues.
+  std::string prompt;
   /// The reply text (what was streamed).
   std::string reply;
   /// stats.toJson() with "turn" and "reprefilled" added.
