@@ -209,6 +209,12 @@ LogicalResult ParameterGetOp::verifySymbolUses(SymbolTableCollection &symbols) {
 }
 
 LogicalResult BufferOp::verify() {
+  if (auto q = dyn_cast<QActType>(getType())) {
+    std::string why;
+    if (!q.isKvCacheLayout(&why))
+      return emitOpError(why) << ", got " << q;
+    return success();
+  }
   auto tensor = cast<RankedTensorType>(getType());
   if (!tensor.hasStaticShape())
     return emitOpError("buffer type must have a static shape, got ") << tensor;
@@ -942,8 +948,14 @@ LogicalResult SdpaOp::inferReturnTypes(MLIRContext *,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &inferred) {
   auto q = tensorOf(adaptor.getQuery());
-  auto k = tensorOf(adaptor.getKey());
-  auto v = tensorOf(adaptor.getValue());
+  // A quantized KV cache reads as float values of its shape.
+  auto kv = [&](Value x) {
+    if (auto qa = dyn_cast<QActType>(x.getType()))
+      return qa.getDequantizedType(q.getElementType());
+    return tensorOf(x);
+  };
+  auto k = kv(adaptor.getKey());
+  auto v = kv(adaptor.getValue());
   if (q.getRank() != 4 || k.getRank() != 4 || v.getRank() != 4)
     return fail(loc, "query, key and value must be [batch, heads, seq, dim]");
   if (q.getElementType() != k.getElementType() ||
@@ -957,8 +969,21 @@ LogicalResult SdpaOp::inferReturnTypes(MLIRContext *,
 ETLLM_COMPATIBLE_RETURN_TYPES(SdpaOp)
 
 LogicalResult SdpaOp::verify() {
-  auto q = getQuery().getType(), k = getKey().getType(),
-       v = getValue().getType();
+  auto q = getQuery().getType();
+  auto qk = dyn_cast<QActType>(getKey().getType()),
+       qv = dyn_cast<QActType>(getValue().getType());
+  if (bool(qk) != bool(qv))
+    return emitOpError("key and value must both be float or both quantized "
+                       "KV caches");
+  for (QActType c : {qk, qv}) {
+    std::string why;
+    if (c && !c.isKvCacheLayout(&why))
+      return emitOpError(why) << ", got " << c;
+  }
+  auto k = qk ? qk.getDequantizedType(q.getElementType())
+              : cast<RankedTensorType>(getKey().getType());
+  auto v = qv ? qv.getDequantizedType(q.getElementType())
+              : cast<RankedTensorType>(getValue().getType());
   if (q.getRank() != 4 || k.getRank() != 4 || v.getRank() != 4)
     return emitOpError("query, key and value must be [batch, heads, seq, dim]");
   if (failed(mergeDim(q.getDimSize(3), k.getDimSize(3))))
@@ -1016,9 +1041,23 @@ LogicalResult
 KvCacheUpdateOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                   Adaptor adaptor,
                                   SmallVectorImpl<Type> &inferred) {
-  return inferIndexWrite(
-      loc, tensorOf(adaptor.getCache()), tensorOf(adaptor.getPositions()),
-      tensorOf(adaptor.getValue()), adaptor.getDim(), inferred);
+  auto value = tensorOf(adaptor.getValue());
+  if (auto q = dyn_cast<QActType>(adaptor.getCache().getType())) {
+    // Float rows into a quantized cache: the shapes of a float update.
+    if (!value || !isa<FloatType>(value.getElementType()))
+      return fail(loc, "a quantized cache takes float values");
+    SmallVector<Type> asFloat;
+    if (failed(inferIndexWrite(loc,
+                               q.getDequantizedType(value.getElementType()),
+                               tensorOf(adaptor.getPositions()), value,
+                               adaptor.getDim(), asFloat)))
+      return failure();
+    inferred.push_back(q);
+    return success();
+  }
+  return inferIndexWrite(loc, tensorOf(adaptor.getCache()),
+                         tensorOf(adaptor.getPositions()), value,
+                         adaptor.getDim(), inferred);
 }
 ETLLM_COMPATIBLE_RETURN_TYPES(KvCacheUpdateOp)
 
@@ -1028,8 +1067,24 @@ std::optional<unsigned> KvCacheUpdateOp::getTiedResultOperandIndex(unsigned) {
 }
 
 LogicalResult KvCacheUpdateOp::verify() {
-  if (!cast<RankedTensorType>(getCache().getType()).hasStaticShape())
-    return emitOpError("cache must have a static shape");
+  if (auto q = dyn_cast<QActType>(getCache().getType())) {
+    std::string why;
+    if (!q.isKvCacheLayout(&why))
+      return emitOpError(why) << ", got " << q;
+    // Rows are quantized along the head dimension: tokens are dimension 2.
+    if (getDim() != 2 && getDim() != -2)
+      return emitOpError("a quantized cache is updated along dimension 2 "
+                         "(tokens), not ")
+             << getDim();
+  } else {
+    auto cache = cast<RankedTensorType>(getCache().getType());
+    if (!cache.hasStaticShape())
+      return emitOpError("cache must have a static shape");
+    if (cache.getElementType() != getValue().getType().getElementType())
+      return emitOpError("value element type ")
+             << getValue().getType().getElementType()
+             << " differs from the cache's " << cache.getElementType();
+  }
   // The tied-operand contract: the result is the cache's storage updated in
   // place, so nothing else may observe the cache value.
   if (!getCache().hasOneUse())

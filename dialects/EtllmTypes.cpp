@@ -239,6 +239,26 @@ LogicalResult QActType::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+RankedTensorType QActType::getDequantizedType(Type elementType) const {
+  return RankedTensorType::get(getShape(), elementType);
+}
+
+bool QActType::isKvCacheLayout(std::string *why) const {
+  auto no = [&](const char *reason) {
+    if (why)
+      *why = reason;
+    return false;
+  };
+  if (getRank() != 4)
+    return no("a quantized KV cache is [batch, kv_heads, length, head_dim]");
+  if (llvm::any_of(getShape(), ShapedType::isDynamic))
+    return no("a quantized KV cache has a static shape");
+  if (getGranularity() != ActQuantGranularity::per_token || !getSymmetric())
+    return no("a quantized KV cache is per_token and sym (one scale per "
+              "token and head)");
+  return true;
+}
+
 void EtllmDialect::registerTypes() {
   addTypes<
 #define GET_TYPEDEF_LIST

@@ -235,7 +235,10 @@ struct CausalMaskToPositions : public OpRewritePattern<SdpaOp> {
     Value mask = op.getMask();
     if (!mask || op.getCausal())
       return failure();
-    int64_t keys = op.getKey().getType().getDimSize(2);
+    auto keyType = dyn_cast<RankedTensorType>(op.getKey().getType());
+    if (!keyType) // a quantized cache: attention fused already
+      return failure();
+    int64_t keys = keyType.getDimSize(2);
     Value m = mask;
     if (auto r = m.getDefiningOp<ReshapeOp>()) {
       ArrayRef<int64_t> s = r.getShape();
@@ -355,7 +358,10 @@ struct AttendMaskToPositions : public OpRewritePattern<SdpaOp> {
     Value mask = op.getMask();
     if (!mask || op.getCausal() || op.getPositions())
       return failure();
-    int64_t keys = op.getKey().getType().getDimSize(2);
+    auto keyType = dyn_cast<RankedTensorType>(op.getKey().getType());
+    if (!keyType) // a quantized cache: attention fused already
+      return failure();
+    int64_t keys = keyType.getDimSize(2);
     auto where = throughUnitDims(mask).getDefiningOp<WhereOp>();
     if (!where)
       return rewriter.notifyMatchFailure(op, "mask is not a where");

@@ -81,6 +81,21 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        {},
        false,
        /*writtenWhenDefault=*/false},
+      {"model.kv_cache_dtype",
+       ConfigType::Enum,
+       "model",
+       allowedOf<KvCacheDtype>(false),
+       "Element type of the KV caches: `model` keeps the model's dtype; "
+       "`int8` stores each token's key and value of each head as int8 with "
+       "one f32 scale (head_dim + 8 bytes instead of 4 x head_dim in "
+       "float32), quantized when written and read by the attention "
+       "(etllm-quantize-kv-cache). Backends without int8 caches refuse it.",
+       "int8",
+       INT64_MIN,
+       INT64_MAX,
+       {},
+       false,
+       /*writtenWhenDefault=*/false},
       {"model.moe",
        ConfigType::Enum,
        "experts",

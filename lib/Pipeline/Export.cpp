@@ -63,6 +63,8 @@ void applyConfigToRecipeOptions(const ExportConfig &c, RecipeOptions &o) {
     o.mlaCache = *form;
   if (auto mode = parseOptionEnum<MoeMode>(c.getString("model.moe")))
     o.moe = *mode;
+  if (auto dt = parseOptionEnum<KvCacheDtype>(c.getString("model.kv_cache_dtype")))
+    o.kvCacheDtype = *dt;
   for (const std::string &e : c.getList("quantization.exclude"))
     o.exclude.push_back(e);
   for (const std::string &b : c.getList("backends"))

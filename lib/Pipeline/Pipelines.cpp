@@ -269,6 +269,16 @@ std::vector<StageSpec> recipeStages(const std::string &recipe,
                           createKvCacheInPlacePass());
                       cleanup(pm);
                     }});
+  // The KV caches stored as int8 (a stage only when asked for: programs
+  // with float caches are unchanged).
+  if (o.kvCacheDtype != KvCacheDtype::Model) {
+    KvCacheDtype dtype = o.kvCacheDtype;
+    stages.push_back({"quantize-kv-cache", [dtype](mlir::OpPassManager &pm) {
+                        QuantizeKvCachePassOptions k;
+                        k.dtype = dtype;
+                        pm.addPass(createQuantizeKvCachePass(k));
+                      }});
+  }
   if (quantize) {
     QuantizePassOptions q;
     q.linear = linear;

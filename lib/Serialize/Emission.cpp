@@ -245,15 +245,24 @@ LogicalResult emitProgram(LoweredProgram &p, const SerializeOptions &options,
 
   std::vector<flatbuffers::Offset<fbs::Buffer>> fbBuffers;
   for (BufferOp b : p.buffers) {
-    auto t = cast<RankedTensorType>(b.getType());
+    Type t = b.getType();
     FailureOr<rt::DType> dt = runtimeDType(b, t);
     if (failed(dt))
       return failure();
-    std::vector<int64_t> sizes(t.getShape().begin(), t.getShape().end());
-    auto bytes = rt::storageBytes(*dt, sizes.data(), sizes.size(), {});
+    ArrayRef<int64_t> shape = shapeOf(t);
+    std::vector<int64_t> sizes(shape.begin(), shape.end());
+    const rt::QuantInfo quant = quantInfoOf(t);
+    auto bytes = rt::storageBytes(*dt, sizes.data(), sizes.size(), quant);
+    // Quantized buffers (int8 KV caches) say how; others have no params.
+    flatbuffers::Offset<fbs::QuantParams> qp = 0;
+    if (*dt == rt::DType::QAct)
+      qp = fbs::CreateQuantParams(
+          fb, quant.bits, quant.symmetric,
+          static_cast<fbs::DType>(quant.scaleType), quant.groupSize,
+          quant.perToken);
     fbBuffers.push_back(fbs::CreateBuffer(
         fb, fb.CreateString(b.getSymName().str()), static_cast<fbs::DType>(*dt),
-        fb.CreateVector(sizes), bytes.ok() ? *bytes : 0));
+        fb.CreateVector(sizes), bytes.ok() ? *bytes : 0, qp));
   }
   std::vector<flatbuffers::Offset<fbs::Constant>> fbConsts;
   for (const ConstRec &c : constants)

@@ -1,6 +1,7 @@
 //===- MemoryPlan.cpp - Where the values of `forward` live ----------------===//
 #include "etllm/Serialize/MemoryPlan.h"
 
+#include "etllm/Serialize/KernelCalls.h"
 #include "etllm/Serialize/Lowering.h"
 #include "etllm/runtime/memory_planner.h"
 
@@ -375,9 +376,13 @@ MemoryReport memoryReport(const LoweredProgram &p) {
   MemoryReport r;
   r.arenaBytes = p.arenaSize;
   for (BufferOp b : p.buffers) {
-    auto t = cast<RankedTensorType>(b.getType());
-    r.bufferBytes += uint64_t(t.getNumElements()) *
-                     ((t.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+    FailureOr<rt::DType> dt = runtimeDType(b, b.getType());
+    ArrayRef<int64_t> shape = shapeOf(b.getType());
+    rt::Result<size_t> bytes =
+        failed(dt) ? rt::Result<size_t>(rt::Error("no dtype"))
+                   : rt::storageBytes(*dt, shape.data(), int(shape.size()),
+                                      quantInfoOf(b.getType()));
+    r.bufferBytes += bytes.ok() ? uint64_t(*bytes) : 0;
   }
   for (const ConstRec &c : p.constants)
     r.constantBytes += c.size;

@@ -197,6 +197,10 @@ Result<std::unique_ptr<Module>> Module::create(std::shared_ptr<Program> program,
       }
       case fbs::StorageKind::BUFFER:
         x.data = bufferPtrs[t->buffer()];
+        // An int8 KV cache is read with its buffer's parameters (validation
+        // checked that the value states the same ones).
+        if (x.dtype == DType::QAct)
+          x.quant = quantOf(fb.buffers()->Get(t->buffer()));
         break;
       case fbs::StorageKind::ALIAS:
         x.data = method->values_[t->alias_of()].data;

@@ -32,10 +32,10 @@ inline std::string str(const flatbuffers::String *s) {
   return s ? s->str() : std::string();
 }
 
-/// The QuantInfo of a value from the schema.
-inline QuantInfo quantOf(const fbs::Tensor *t) {
+/// The QuantInfo of schema quantization parameters (defaults when absent).
+inline QuantInfo quantOf(const fbs::QuantParams *p) {
   QuantInfo q;
-  if (const fbs::QuantParams *p = t->quant()) {
+  if (p) {
     q.bits = p->bits();
     q.symmetric = p->symmetric();
     q.scaleType = static_cast<DType>(p->scale_dtype());
@@ -46,6 +46,12 @@ inline QuantInfo quantOf(const fbs::Tensor *t) {
   return q;
 }
 
+/// The QuantInfo of a value from the schema.
+inline QuantInfo quantOf(const fbs::Tensor *t) { return quantOf(t->quant()); }
+
+/// The QuantInfo of a mutable buffer (a QACT buffer: an int8 KV cache).
+inline QuantInfo quantOf(const fbs::Buffer *b) { return quantOf(b->quant()); }
+
 /// The error for an invalid program file `name`: "NAME: invalid program
 /// file: WHAT".
 inline Error invalidProgram(const std::string &name, const std::string &what) {
@@ -53,14 +59,15 @@ inline Error invalidProgram(const std::string &name, const std::string &what) {
 }
 
 /// The semantic checks of a program the flatbuffers Verifier accepted
-/// (program_validation.cpp): segments, constants, buffers and delegates in
-/// range; every method's values (dtype, rank, quantization, storage bytes,
-/// planned range inside its arena, constant or buffer large enough, aliases
-/// of earlier values), inputs and outputs (in range; nothing writes a
-/// read-only value), instructions (a known operator with its contract, a
-/// delegate in range); the tokenizer's segment; the LoRA hook table and
-/// every lora call's hook. `header` is the file's header (segment
-/// alignment, format version); errors come from invalidProgram(name, ...).
+/// (program_validation.cpp): segments, constants and delegates in range;
+/// buffers (dtype, shape, bytes; a QACT buffer is an int8 KV cache with
+/// exactly its quantization); every method's values (dtype, rank, quantization,
+/// storage bytes, planned range inside its arena, constant or buffer large
+/// enough, aliases of earlier values), inputs and outputs (in range; nothing
+/// writes a read-only value), instructions (a known operator with its contract,
+/// a delegate in range); the tokenizer's segment; the LoRA hook table and every
+/// lora call's hook. `header` is the file's header (segment alignment, format
+/// version); errors come from invalidProgram(name, ...).
 Status validateProgram(const fbs::Program &prog, const FileHeader &header,
                        const std::string &name);
 

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "program_internal.h"
 
+#include "etllm/runtime/kv_cache_quant.h"
 #include "etllm/runtime/verify_ops.h"
 
 #include <set>
@@ -39,6 +40,12 @@ static_assert(static_cast<int>(fbs::DType::MAX) + 1 == kNumDTypes,
 
 bool validDType(fbs::DType t) {
   return static_cast<unsigned>(t) < static_cast<unsigned>(kNumDTypes);
+}
+
+bool sameQuant(const QuantInfo &a, const QuantInfo &b) {
+  return a.bits == b.bits && a.symmetric == b.symmetric &&
+         a.scaleType == b.scaleType && a.groupSize == b.groupSize &&
+         a.perToken == b.perToken && a.scheme == b.scheme;
 }
 
 using Indices = flatbuffers::Vector<uint32_t>;
@@ -103,20 +110,52 @@ private:
     return Status();
   }
 
+  /// A QACT buffer is an int8 KV cache [B, Hkv, T, D] (kv_cache_quant.h):
+  /// exactly that quantization, every size positive.
+  Status int8KvCacheBuffer(const fbs::Buffer &b, const std::string &what,
+                           const std::vector<int64_t> &sizes) const {
+    if (!b.quant())
+      return bad(what + ": a QACT buffer needs quantization parameters");
+    if (!isInt8KvCacheQuant(quantOf(&b)))
+      return bad(what + ": a QACT buffer must be an int8 KV cache (8 bits, "
+                        "symmetric, f32 scales, group size 0, per token)");
+    if (sizes.size() != 4)
+      return bad(what + ": a QACT buffer must have rank 4 [B, Hkv, T, D], " +
+                 "not " + std::to_string(sizes.size()));
+    for (int64_t s : sizes)
+      if (s <= 0)
+        return bad(what + ": a QACT buffer has a size " + std::to_string(s) +
+                   " <= 0");
+    return Status();
+  }
+
   Status buffers() const {
     for (uint32_t i = 0; i < numBuffers_; ++i) {
       const fbs::Buffer *b = prog_.buffers()->Get(i);
       std::string what = "buffer '" + b->name()->str() + "'";
-      if (!validDType(b->dtype()) || b->dtype() == fbs::DType::QWEIGHT ||
-          b->dtype() == fbs::DType::QACT)
+      if (!validDType(b->dtype()) || b->dtype() == fbs::DType::QWEIGHT)
         return bad(what + " has an invalid dtype");
       if (!b->sizes() || b->sizes()->size() > kMaxRank)
         return bad(what + " has an invalid rank");
       std::vector<int64_t> sizes(b->sizes()->begin(), b->sizes()->end());
-      Result<size_t> bytes = storageBytes(static_cast<DType>(b->dtype()),
-                                          sizes.data(), sizes.size(), {});
-      if (!bytes.ok() || *bytes != b->nbytes() || *bytes > (size_t(1) << 40))
-        return bad(what + " has an inconsistent size");
+      const DType dt = static_cast<DType>(b->dtype());
+      if (dt == DType::QAct)
+        ETLLM_RETURN_IF_ERROR(int8KvCacheBuffer(*b, what, sizes));
+      else if (b->quant())
+        return bad(what + ": quantization parameters on a " + dtypeName(dt) +
+                   " buffer (only a QACT buffer has them)");
+      // storageBytes checks the element count for overflow (and QActLayout's
+      // sections of a QACT buffer).
+      Result<size_t> bytes =
+          storageBytes(dt, sizes.data(), int(sizes.size()), quantOf(b));
+      if (!bytes.ok())
+        return bad(what + " has an inconsistent size: " + bytes.message());
+      if (*bytes != b->nbytes())
+        return bad(what +
+                   " has an inconsistent size: " + std::to_string(b->nbytes()) +
+                   " bytes, its shape needs " + std::to_string(*bytes));
+      if (*bytes > (size_t(1) << 40))
+        return bad(what + " is larger than 1 TiB");
     }
     return Status();
   }
@@ -205,6 +244,11 @@ private:
       if (b->nbytes() < t->capacity() ||
           static_cast<uint8_t>(b->dtype()) != static_cast<uint8_t>(dt))
         return bad(what + ": does not fit buffer '" + b->name()->str() + "'");
+      // A quantized cache is read with the value's parameters: they must be
+      // the buffer's (the module takes the buffer's).
+      if (dt == DType::QAct && !sameQuant(q, quantOf(b)))
+        return bad(what + ": its quantization differs from buffer '" +
+                   b->name()->str() + "'");
       writable[v] = 1;
       return Status();
     }

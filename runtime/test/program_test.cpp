@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <thread>
 #include <tuple>
 
@@ -46,7 +47,26 @@ struct Spec {
   /// Non-empty: the instruction is a call of delegate 0 of this backend
   /// (its blob: segment 0), not the kernel call.
   std::string delegateBackend;
+  /// The mutable buffer 'cache' and its quantization parameters (none: no
+  /// QuantParams table).
+  fbs::DType bufferDType = fbs::DType::F32;
+  std::vector<int64_t> bufferSizes = {2, 2};
+  uint64_t bufferBytes = 16;
+  std::optional<QuantInfo> bufferQuant;
+  /// Set: a fourth value, unused, stored in the buffer (its dtype, sizes and
+  /// bytes) with these quantization parameters.
+  std::optional<QuantInfo> bufferValueQuant;
 };
+
+flatbuffers::Offset<fbs::QuantParams>
+quantParams(flatbuffers::FlatBufferBuilder &fb,
+            const std::optional<QuantInfo> &q) {
+  if (!q)
+    return 0;
+  return fbs::CreateQuantParams(
+      fb, q->bits, q->symmetric, static_cast<fbs::DType>(q->scaleType),
+      q->groupSize, q->perToken, static_cast<fbs::QScheme>(q->scheme));
+}
 
 /// forward(x: f32[?<=4]) -> x + c, c a constant [4]; plus a zeroed buffer.
 std::vector<uint8_t> buildProgram(const Spec &s = {}) {
@@ -74,6 +94,13 @@ std::vector<uint8_t> buildProgram(const Spec &s = {}) {
       tensor(s.outputIntoConstant ? fbs::StorageKind::CONSTANT
                                   : fbs::StorageKind::PLANNED,
              s.plannedOffset, 0, true)}; // y
+  if (s.bufferValueQuant) {
+    std::vector<uint8_t> dyn(s.bufferSizes.size(), 0);
+    values.push_back(fbs::CreateTensor(
+        fb, s.bufferDType, fb.CreateVector(s.bufferSizes), fb.CreateVector(dyn),
+        fbs::StorageKind::BUFFER, 0, 0, s.bufferBytes, 0, 0, 0,
+        quantParams(fb, s.bufferValueQuant), fb.CreateString("cache")));
+  }
   std::vector<uint32_t> ins = {s.inputIndex, 1}, outs = {2};
   ins.resize(s.numInputs, 1);
   outs.resize(s.numOutputs, 2);
@@ -100,10 +127,10 @@ std::vector<uint8_t> buildProgram(const Spec &s = {}) {
       fbs::CreateConstant(fb, fb.CreateString("c"), 0, 0, s.constantSize)};
   std::vector<flatbuffers::Offset<fbs::Segment>> segs = {
       fbs::CreateSegment(fb, 0, 64)};
-  std::vector<int64_t> bsizes = {2, 2};
   std::vector<flatbuffers::Offset<fbs::Buffer>> buffers = {
-      fbs::CreateBuffer(fb, fb.CreateString("cache"), fbs::DType::F32,
-                        fb.CreateVector(bsizes), 16)};
+      fbs::CreateBuffer(fb, fb.CreateString("cache"), s.bufferDType,
+                        fb.CreateVector(s.bufferSizes), s.bufferBytes,
+                        quantParams(fb, s.bufferQuant))};
   std::vector<flatbuffers::Offset<fbs::Method>> methods = {method};
   std::vector<flatbuffers::Offset<fbs::Delegate>> delegates;
   if (!s.delegateBackend.empty())
@@ -384,6 +411,84 @@ TEST(Program, RejectsSemanticErrors) {
   s = {};
   s.dtype = static_cast<fbs::DType>(77);
   expectRejected(buildProgram(s), "invalid dtype 77");
+}
+
+// A QACT buffer is an int8 KV cache: exactly its quantization, rank 4,
+// positive sizes and the bytes of its QActLayout; any other is one error
+// naming the buffer and the problem.
+TEST(Program, Int8KvCacheBuffers) {
+  QuantInfo kv;
+  kv.bits = 8;
+  kv.symmetric = true;
+  kv.scaleType = DType::F32;
+  kv.groupSize = 0;
+  kv.perToken = true;
+  Spec good;
+  good.bufferDType = fbs::DType::QACT;
+  good.bufferSizes = {1, 2, 3, 5};
+  good.bufferBytes = QActLayout::compute(6, 5).totalBytes;
+  good.bufferQuant = kv;
+  good.bufferValueQuant = kv;
+  {
+    auto p = load(buildProgram(good));
+    ASSERT_TRUE(p.ok()) << p.message();
+    auto mod = Module::create(*p);
+    ASSERT_TRUE(mod.ok()) << mod.message();
+    EXPECT_EQ((*mod)->bufferBytes(), good.bufferBytes);
+    auto f = (*mod)->method("forward");
+    ASSERT_TRUE(f.ok());
+    int64_t n = 4;
+    ASSERT_TRUE((*f)->setInput(0, DType::F32, &n, 1, kAddInput).ok());
+    EXPECT_TRUE((*f)->execute().ok());
+  }
+
+  Spec s = good;
+  s.bufferQuant.reset();
+  expectRejected(buildProgram(s), "buffer 'cache': a QACT buffer needs "
+                                  "quantization parameters");
+  auto withQuant = [&](auto change) {
+    Spec t = good;
+    change(*t.bufferQuant);
+    return buildProgram(t);
+  };
+  const std::string notKv = "buffer 'cache': a QACT buffer must be an int8 KV "
+                            "cache";
+  expectRejected(withQuant([](QuantInfo &q) { q.bits = 4; }), notKv);
+  expectRejected(withQuant([](QuantInfo &q) { q.symmetric = false; }), notKv);
+  expectRejected(withQuant([](QuantInfo &q) { q.scaleType = DType::F16; }),
+                 notKv);
+  expectRejected(withQuant([](QuantInfo &q) { q.groupSize = kQActBlock; }),
+                 notKv);
+  expectRejected(withQuant([](QuantInfo &q) { q.perToken = false; }), notKv);
+  expectRejected(withQuant([](QuantInfo &q) { q.scheme = QScheme::Q5_0; }),
+                 notKv);
+  s = good;
+  s.bufferSizes = {2, 3, 5};
+  s.bufferValueQuant.reset();
+  expectRejected(buildProgram(s), "buffer 'cache': a QACT buffer must have "
+                                  "rank 4 [B, Hkv, T, D], not 3");
+  s = good;
+  s.bufferSizes = {1, 2, 0, 5};
+  s.bufferValueQuant.reset();
+  expectRejected(buildProgram(s), "buffer 'cache': a QACT buffer has a size 0");
+  s.bufferSizes = {1, -2, 3, 5};
+  expectRejected(buildProgram(s), "has a size -2 <= 0");
+  s = good;
+  s.bufferBytes += 1;
+  s.bufferValueQuant.reset();
+  expectRejected(buildProgram(s), "buffer 'cache' has an inconsistent size");
+  s.bufferSizes = {int64_t(1) << 20, int64_t(1) << 20, int64_t(1) << 20, 8};
+  expectRejected(buildProgram(s), "buffer 'cache' has an inconsistent size");
+  // Parameters on another buffer; a value in the buffer that states other
+  // ones.
+  s = {};
+  s.bufferQuant = kv;
+  expectRejected(buildProgram(s), "buffer 'cache': quantization parameters "
+                                  "on a f32 buffer");
+  s = good;
+  s.bufferValueQuant->symmetric = false;
+  expectRejected(buildProgram(s),
+                 "its quantization differs from buffer 'cache'");
 }
 
 // The attribute contract of ops.def (generated from the ops' ODS): enums

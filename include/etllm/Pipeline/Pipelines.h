@@ -73,6 +73,9 @@ struct RecipeOptions : public mlir::PassPipelineOptions<RecipeOptions> {
   Option<MlaCacheForm> mlaCache{
       *this, "mla-cache", llvm::cl::desc("Multi-head latent attention cache"),
       llvm::cl::init(MlaCacheForm::Expanded), optionValues<MlaCacheForm>()};
+  Option<KvCacheDtype> kvCacheDtype{
+      *this, "kv-cache-dtype", llvm::cl::desc("Element type of the KV caches"),
+      llvm::cl::init(KvCacheDtype::Model), optionValues<KvCacheDtype>()};
   Option<MoeMode> moe{
       *this, "moe", llvm::cl::desc("Sparse mixture-of-experts blocks"),
       llvm::cl::init(MoeMode::Experts), optionValues<MoeMode>()};

@@ -131,6 +131,47 @@ def KvCacheInPlacePass : Pass<"etllm-kv-cache-in-place", "mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::etllm::EtllmDialect"];
 }
 
+def QuantizeKvCachePass : Pass<"etllm-quantize-kv-cache", "mlir::ModuleOp"> {
+  let summary = "Store the KV caches as int8 with one scale per token and head";
+  let description = [{
+    Turns every KV cache — a buffer updated in place by
+    `etllm.kv_cache.update` and read by `etllm.sdpa` — into a quantized
+    cache: int8 entries with an f32 scale per token and head
+    (`!etllm.qact<[B, Hkv, T, D], i8, per_token, sym>`). The update
+    quantizes the rows it writes; SDPA reads `scale * q`.
+
+    ```mlir
+    etllm.buffer @k_cache : tensor<1x4x512x8xf32>
+    %k = etllm.buffer.read @k_cache : tensor<1x4x512x8xf32>
+    %k2 = etllm.kv_cache.update %k[%pos], %new : (tensor<1x4x512x8xf32>, ...)
+    %o = etllm.sdpa %q, %k2, %v2 ...
+    ```
+
+    becomes
+
+    ```mlir
+    etllm.buffer @k_cache : !etllm.qact<1x4x512x8, i8, per_token, sym>
+    %k = etllm.buffer.read @k_cache : !etllm.qact<1x4x512x8, i8, per_token, sym>
+    %k2 = etllm.kv_cache.update %k[%pos], %new : (!etllm.qact<...>, ...)
+    %o = etllm.sdpa %q, %k2, %v2 ...
+    ```
+
+    A cache buffer is one that some `etllm.kv_cache.update` updates. Each of
+    its reads must feed only that update along dimension 2, and the update
+    only `etllm.sdpa`'s key and value (the caches of one attention both
+    quantized); a float cache anything else reads cannot be quantized and
+    is an error naming the reader. Per token and head, 8 bits: D values
+    take D + 8 bytes (the scale and the layout's zero point) instead of
+    4 D in f32. Run after `etllm-kv-cache-in-place`.
+  }];
+  let options = [
+    Option<"dtype", "dtype", "::etllm::KvCacheDtype", "::etllm::KvCacheDtype::Int8",
+           "Element type of the caches (values: KvCacheDtype; `model` leaves them)",
+           "::etllm::optionValues<::etllm::KvCacheDtype>()">
+  ];
+  let dependentDialects = ["::mlir::etllm::EtllmDialect"];
+}
+
 def QuantizePass : Pass<"etllm-quantize", "mlir::ModuleOp"> {
   let summary = "Block-wise weight quantization and dynamic activation quantization";
   let description = [{

@@ -255,10 +255,13 @@ bool isLegal(Operation *op) {
                });
       })
       .Case([&](SdpaOp a) {
+        // Float caches only: an int8 cache (model.kv_cache_dtype: int8)
+        // has no shader here, so its attention stays on the CPU.
         auto q = cast<RankedTensorType>(a.getQuery().getType());
-        auto k = cast<RankedTensorType>(a.getKey().getType());
-        auto v = cast<RankedTensorType>(a.getValue().getType());
-        return !a.getMask() && isHeads(q, o) && isHeads(a.getType(), o) &&
+        auto k = dyn_cast<RankedTensorType>(a.getKey().getType());
+        auto v = dyn_cast<RankedTensorType>(a.getValue().getType());
+        return k && v && !a.getMask() && isHeads(q, o) &&
+               isHeads(a.getType(), o) &&
                isHeads(k, o, false) && isHeads(v, o, false) &&
                k.getDimSize(1) == v.getDimSize(1) &&
                k.getDimSize(2) == v.getDimSize(2) &&

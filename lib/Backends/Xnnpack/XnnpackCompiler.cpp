@@ -71,6 +71,13 @@ bool isF32Rank4(Type t) {
   return tt && tt.getRank() == 4 && isF32Tensor(t);
 }
 
+/// A KV cache attention.cpp reads: f32, or int8 with one scale per token
+/// and head (model.kv_cache_dtype: int8).
+bool isKvCache(Type t) {
+  auto q = dyn_cast<QActType>(t);
+  return isF32Rank4(t) || (q && q.isKvCacheLayout());
+}
+
 /// A constant view of an f32 parameter: the parameter read through
 /// reshapes, slices and transposes (the MLA swap's per-head halves of
 /// kv_b_proj). A matmul's right-hand side of this
@@ -277,7 +284,7 @@ public:
                  isIndexVector(r.getPositions().getType());
         })
         .Case([](KvCacheUpdateOp u) {
-          return isF32Rank4(u.getCache().getType()) &&
+          return isKvCache(u.getCache().getType()) &&
                  isF32Rank4(u.getValue().getType()) &&
                  isIndexVector(u.getPositions().getType()) &&
                  // A mutable buffer (an argument, once outlined): the call
@@ -288,8 +295,8 @@ public:
         .Case([](SdpaOp a) {
           return !a.getMask() && isF32Rank4(a.getType()) &&
                  isF32Rank4(a.getQuery().getType()) &&
-                 isF32Rank4(a.getKey().getType()) &&
-                 isF32Rank4(a.getValue().getType()) &&
+                 isKvCache(a.getKey().getType()) &&
+                 isKvCache(a.getValue().getType()) &&
                  (!a.getPositions() ||
                   isIndexVector(a.getPositions().getType()));
         })

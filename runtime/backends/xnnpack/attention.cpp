@@ -15,7 +15,12 @@
 //    accumulator per row). Long contexts are split into chunks of
 //    kKeyChunk keys, processed in parallel and merged in chunk order (the
 //    split depends on the context only, never on the thread count).
-//  * kv_cache_update: row copies into the cache, in place.
+//    An int8 KV cache (kv_cache_quant.h) is dequantized a block of keys and
+//    values at a time (AVX2, NEON or scalar: scale * q, exactly portable's
+//    values) into the tile's scratch, which the G * S rows then read as
+//    they read a float cache's block from L1; the rest is the float code.
+//  * kv_cache_update: row copies into the cache, in place; into an int8
+//    cache, each row quantized by portable's function (the same bytes).
 //  * transpose of dims 1 and 2 of rank-4 tensors (the head layout changes),
 //    reshape and slice (step 1; the last position before lm_head): copies
 //    (the delegate's values have their own storage).
@@ -24,6 +29,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "internal.h"
+
+#include "etllm/runtime/kv_cache_quant.h"
 
 #include <algorithm>
 #include <cmath>
@@ -46,6 +53,12 @@ bool isPositions(const Tensor *t) {
 
 bool isF32Rank4(const Tensor *t) {
   return storageOk(t) && t->dtype == DType::F32 && t->rank == 4;
+}
+
+/// An int8 KV cache [B, Hkv, T, D] (kv_cache_quant.h) with its bytes.
+bool isInt8KvCache(const Tensor *t) {
+  return storageOk(t) && t->dtype == DType::QAct && t->rank == 4 &&
+         isInt8KvCacheQuant(t->quant);
 }
 
 /// cos/sin of one position, as portable computes them.
@@ -217,8 +230,54 @@ Status ropeKernel(const KernelArgs &a, Isa isa, const RopeTable *table,
 // kv_cache_update, transpose, reshape
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+/// kv_cache_update of an int8 cache by f32 rows along dim 2 (-2), each row
+/// quantized with portable's quantizeInt8KvRow; declines what portable
+/// must report (shapes, positions out of range).
+Status int8KvCacheUpdate(const KernelArgs &a, bool &handled) {
+  if (!isInt8KvCache(a.inputs[0]) || !isPositions(a.inputs[1]) ||
+      !isF32Rank4(a.inputs[2]) || !a.outputs[0] ||
+      a.outputs[0]->dtype != DType::QAct ||
+      !isInt8KvCacheQuant(a.outputs[0]->quant) ||
+      (a.ints[0] != 2 && a.ints[0] != -2))
+    return Status();
+  const Tensor &cache = *a.inputs[0], &pos = *a.inputs[1], &v = *a.inputs[2];
+  Tensor &out = *a.outputs[0];
+  const int64_t B = cache.sizes[0], H = cache.sizes[1], T = cache.sizes[2],
+                D = cache.sizes[3], S = v.sizes[2];
+  if (v.sizes[0] != B || v.sizes[1] != H || v.sizes[3] != D ||
+      pos.sizes[0] != S)
+    return Status();
+  for (int64_t s = 0; s < S; ++s) {
+    const int64_t p = loadPos(pos, s);
+    if (p < 0 || p >= T)
+      return Status(); // portable reports the index
+  }
+  handled = true;
+  const size_t bytes = cache.nbytes();
+  ETLLM_RETURN_IF_ERROR(out.resize(cache.sizes, 4));
+  if (out.data != cache.data) // not in place: out = cache first
+    std::memmove(out.data, cache.data, bytes);
+  const Int8KvCacheRows c = Int8KvCacheRows::of(out);
+  for (int64_t bh = 0; bh < B * H; ++bh)
+    for (int64_t s = 0; s < S; ++s) {
+      const float *src = v.ptr<float>() + (bh * S + s) * D;
+      const int64_t r = bh * T + loadPos(pos, s);
+      c.scales[r] = quantizeInt8KvRow([src](int64_t i) { return src[i]; }, D,
+                                      c.q + r * D);
+      c.zps[r] = 0;
+    }
+  return Status();
+}
+
+} // namespace
+
 Status kvCacheUpdateKernel(const KernelArgs &a, Isa, bool &handled) {
   handled = false;
+  if (a.inputs.size == 3 && a.outputs.size == 1 && a.ints.size == 1 &&
+      a.inputs[0] && a.inputs[0]->dtype == DType::QAct)
+    return int8KvCacheUpdate(a, handled);
   if (a.inputs.size != 3 || a.outputs.size != 1 || a.ints.size != 1 ||
       !isF32Rank4(a.inputs[0]) || !isPositions(a.inputs[1]) ||
       !isF32Rank4(a.inputs[2]) || !a.outputs[0] ||
@@ -367,7 +426,9 @@ constexpr int64_t kKeyBlock = 16, kKeyChunk = 512;
 constexpr int64_t kStateHead = 2;
 
 struct SdpaProblem {
-  const float *q, *k, *v;
+  const float *q, *k, *v; // k, v: null with an int8 cache
+  Int8KvCacheRows kc, vc; // with an int8 cache
+  bool int8Kv;
   int64_t B, H, S, D, Hkv, T, Dv, group;
   float scale, softcap;
   bool causal;
@@ -633,6 +694,84 @@ void softcapNeon(float *x, int n, float cap) {
 }
 #endif
 
+/// Rows [r0, r0 + n) of an int8 cache dequantized into dst (n rows of
+/// c.cols floats) as scale * q: one product, so every path below gives
+/// portable's values.
+void dequantRowsGeneric(const Int8KvCacheRows &c, int64_t r0, int64_t n,
+                        float *dst) {
+  const int64_t D = c.cols;
+  for (int64_t r = r0; r < r0 + n; ++r, dst += D)
+    for (int64_t d = 0; d < D; ++d)
+      dst[d] = c.scales[r] * float(c.q[r * D + d]);
+}
+
+#if ETLLM_XNN_X86
+/// dequantRowsGeneric, 8 values at a time (int8 -> int32 -> f32, times the
+/// scale); the last D % 8 as the scalar loop.
+ETLLM_XNN_AVX2 void dequantRowsAvx2(const Int8KvCacheRows &c, int64_t r0,
+                                    int64_t n, float *dst) {
+  const int64_t D = c.cols;
+  for (int64_t r = r0; r < r0 + n; ++r, dst += D) {
+    const int8_t *q = c.q + r * D;
+    const float scale = c.scales[r];
+    const __m256 sv = _mm256_set1_ps(scale);
+    int64_t d = 0;
+    for (; d + 8 <= D; d += 8) {
+      const __m128i b =
+          _mm_loadl_epi64(reinterpret_cast<const __m128i *>(q + d));
+      _mm256_storeu_ps(
+          dst + d,
+          _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b)), sv));
+    }
+    for (; d < D; ++d)
+      dst[d] = scale * float(q[d]);
+  }
+}
+#endif
+
+#if ETLLM_XNN_ARM64
+/// dequantRowsAvx2 with NEON: int8 -> int16 -> int32 -> f32, times the
+/// scale.
+void dequantRowsNeon(const Int8KvCacheRows &c, int64_t r0, int64_t n,
+                     float *dst) {
+  const int64_t D = c.cols;
+  for (int64_t r = r0; r < r0 + n; ++r, dst += D) {
+    const int8_t *q = c.q + r * D;
+    const float scale = c.scales[r];
+    int64_t d = 0;
+    for (; d + 8 <= D; d += 8) {
+      const int16x8_t w = vmovl_s8(vld1_s8(q + d));
+      vst1q_f32(dst + d,
+                vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(w))), scale));
+      vst1q_f32(dst + d + 4,
+                vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_high_s16(w))), scale));
+    }
+    for (; d < D; ++d)
+      dst[d] = scale * float(q[d]);
+  }
+}
+#endif
+
+void dequantRows(Isa isa, const Int8KvCacheRows &c, int64_t r0, int64_t n,
+                 float *dst) {
+#if ETLLM_XNN_X86
+  if (hasAvx2(isa))
+    return dequantRowsAvx2(c, r0, n, dst);
+#endif
+#if ETLLM_XNN_ARM64
+  if (hasNeon(isa))
+    return dequantRowsNeon(c, r0, n, dst);
+#endif
+  (void)isa;
+  dequantRowsGeneric(c, r0, n, dst);
+}
+
+/// Floats of one tile's block of dequantized keys and values (an int8
+/// cache), whole cache lines so that the blocks stay 64-byte aligned.
+int64_t int8KvBlockFloats(int64_t D, int64_t Dv) {
+  return int64_t(alignUp(size_t(kKeyBlock * (D + Dv)), 16));
+}
+
 /// Which helpers sdpaChunk runs: portable C++, AVX2 or NEON (the vector
 /// ones need D and Dv multiples of 8).
 enum class SdpaPath { Generic, Avx2, Neon };
@@ -649,13 +788,14 @@ inline void updateState(float *st, float mx, float corr, const float *p,
 }
 
 /// Keys [c0, c1) of one (b, hk) for its G * S query rows (row g * S + s),
-/// updating their states (states + row * (kStateHead + Dv)).
+/// updating their states (states + row * (kStateHead + Dv)). With an int8
+/// cache, `block` holds int8KvBlockFloats(D, Dv) floats for the current
+/// block's dequantized keys (kKeyBlock rows of D) and values (of Dv).
 void sdpaChunk(const SdpaProblem &P, Isa isa, int64_t b, int64_t hk, int64_t c0,
-               int64_t c1, float *states) {
+               int64_t c1, float *states, float *block) {
   const int64_t G = P.group, S = P.S, D = P.D, Dv = P.Dv;
   const int64_t stride = kStateHead + Dv;
-  const float *kb = P.k + (b * P.Hkv + hk) * P.T * D;
-  const float *vb = P.v + (b * P.Hkv + hk) * P.T * Dv;
+  const int64_t row0 = (b * P.Hkv + hk) * P.T; // key/value row of key 0
   const bool vec8 = D % 8 == 0 && Dv % 8 == 0;
   const SdpaPath path = !vec8          ? SdpaPath::Generic
                         : hasAvx2(isa) ? SdpaPath::Avx2
@@ -664,6 +804,30 @@ void sdpaChunk(const SdpaProblem &P, Isa isa, int64_t b, int64_t hk, int64_t c0,
   float sc[kKeyBlock];
   for (int64_t j = c0; j < c1; j += kKeyBlock) {
     const int64_t jEnd = std::min(c1, j + kKeyBlock);
+    // Key and value rows of key j: the cache's, or the dequantized block's
+    // (of the keys some query row sees: none before a sliding window).
+    const float *kj, *vj;
+    if (P.int8Kv) {
+      int64_t u0 = jEnd, u1 = j;
+      for (int64_t s = 0; s < S; ++s) {
+        int64_t r0, r1;
+        P.range(s, r0, r1);
+        if (std::max(j, r0) < std::min(jEnd, r1)) {
+          u0 = std::min(u0, std::max(j, r0));
+          u1 = std::max(u1, std::min(jEnd, r1));
+        }
+      }
+      if (u0 >= u1)
+        continue;
+      float *kBlock = block, *vBlock = block + kKeyBlock * D;
+      dequantRows(isa, P.kc, row0 + u0, u1 - u0, kBlock + (u0 - j) * D);
+      dequantRows(isa, P.vc, row0 + u0, u1 - u0, vBlock + (u0 - j) * Dv);
+      kj = kBlock;
+      vj = vBlock;
+    } else {
+      kj = P.k + (row0 + j) * D;
+      vj = P.v + (row0 + j) * Dv;
+    }
     for (int64_t s = 0; s < S; ++s) {
       int64_t r0, r1;
       P.range(s, r0, r1);
@@ -674,13 +838,13 @@ void sdpaChunk(const SdpaProblem &P, Isa isa, int64_t b, int64_t hk, int64_t c0,
       for (int64_t g = 0; g < G; ++g) {
         const float *q = P.q + ((b * P.H + hk * G + g) * S + s) * D;
         float *st = states + (g * S + s) * stride;
-        const float *v0 = vb + lo * Dv;
+        const float *k0 = kj + (lo - j) * D, *v0 = vj + (lo - j) * Dv;
         float *acc = st + kStateHead;
         switch (path) {
 #if ETLLM_XNN_X86
         case SdpaPath::Avx2: {
           for (int o = 0; o < n; o += 8)
-            dotsAvx2(q, kb + (lo + o) * D, D, std::min(8, n - o), sc + o);
+            dotsAvx2(q, k0 + o * D, D, std::min(8, n - o), sc + o);
           scaleAvx2(sc, n, P.scale);
           if (P.softcap > 0.0f)
             for (int o = 0; o < n; o += 8)
@@ -698,7 +862,7 @@ void sdpaChunk(const SdpaProblem &P, Isa isa, int64_t b, int64_t hk, int64_t c0,
 #if ETLLM_XNN_ARM64
         case SdpaPath::Neon: {
           for (int o = 0; o < n; o += 8)
-            dotsNeon(q, kb + (lo + o) * D, D, std::min(8, n - o), sc + o);
+            dotsNeon(q, k0 + o * D, D, std::min(8, n - o), sc + o);
           scaleNeon(sc, n, P.scale);
           if (P.softcap > 0.0f)
             softcapNeon(sc, n, P.softcap);
@@ -716,7 +880,7 @@ void sdpaChunk(const SdpaProblem &P, Isa isa, int64_t b, int64_t hk, int64_t c0,
           break;
         }
         for (int o = 0; o < n; ++o)
-          sc[o] = dotGeneric(q, kb + (lo + o) * D, D) * P.scale;
+          sc[o] = dotGeneric(q, k0 + o * D, D) * P.scale;
         if (P.softcap > 0.0f)
           for (int o = 0; o < n; ++o)
             sc[o] = P.softcap * std::tanh(sc[o] / P.softcap);
@@ -742,26 +906,69 @@ void sdpaChunk(const SdpaProblem &P, Isa isa, int64_t b, int64_t hk, int64_t c0,
 
 } // namespace
 
-size_t sdpaScratchBytes(int64_t B, int64_t H, int64_t S, int64_t Hkv, int64_t T,
-                        int64_t Dv) {
+namespace {
+
+/// sdpaKernel's scratch: the states of `items` (b, hk, chunk) items of
+/// `itemFloats` each, then (an int8 cache) one block of dequantized keys
+/// and values for each of `tiles` tiles. In floats; saturates (the sizes
+/// come from a program) instead of wrapping.
+struct SdpaScratch {
+  uint64_t blocksAt = 0, floats = 0;
+  SdpaScratch(uint64_t items, uint64_t itemFloats, uint64_t tiles,
+              uint64_t blockFloats) {
+    uint64_t states, blocks;
+    if (__builtin_mul_overflow(items, itemFloats, &states) ||
+        __builtin_mul_overflow(tiles, blockFloats, &blocks) ||
+        states > (UINT64_MAX >> 1)) {
+      floats = UINT64_MAX;
+      return;
+    }
+    blocksAt = (states + 15) / 16 * 16; // a cache line
+    if (__builtin_add_overflow(blocksAt, blocks, &floats))
+      floats = UINT64_MAX;
+  }
+  size_t bytes() const {
+    return floats > SIZE_MAX / sizeof(float) ? SIZE_MAX
+                                             : size_t(floats) * sizeof(float);
+  }
+};
+
+} // namespace
+
+size_t sdpaScratchBytes(const ExecContext *ctx, int64_t B, int64_t H, int64_t S,
+                        int64_t Hkv, int64_t T, int64_t D, int64_t Dv,
+                        bool int8Kv) {
   if (Hkv <= 0 || H % Hkv)
     return 0;
   const int64_t chunks = std::max<int64_t>(1, (T + kKeyChunk - 1) / kKeyChunk);
-  // The sizes come from a program: saturate instead of wrapping.
-  uint64_t n = 1;
-  for (int64_t f : {B, Hkv, chunks, H / Hkv, S, int64_t(kStateHead) + Dv,
-                    int64_t(sizeof(float))})
-    if (f < 0 || __builtin_mul_overflow(n, uint64_t(f), &n))
+  uint64_t items = 1, itemFloats = 1;
+  for (int64_t f : {B, Hkv, chunks})
+    if (f < 0 || __builtin_mul_overflow(items, uint64_t(f), &items))
       return SIZE_MAX;
-  return size_t(n);
+  for (int64_t f : {H / Hkv, S, int64_t(kStateHead) + Dv})
+    if (f < 0 || __builtin_mul_overflow(itemFloats, uint64_t(f), &itemFloats))
+      return SIZE_MAX;
+  if (!int8Kv)
+    return SdpaScratch(items, itemFloats, 0, 0).bytes();
+  if (D < 0 || Dv < 0 || D + Dv > (int64_t(1) << 40))
+    return SIZE_MAX;
+  // defaultTile makes at most 4 tiles per thread, and one per item.
+  const uint64_t threads = std::max<uint64_t>(ctx ? ctx->numThreads() : 1, 1);
+  const uint64_t tiles = std::min<uint64_t>(items, 4 * threads);
+  return SdpaScratch(items, itemFloats, tiles,
+                     uint64_t(int8KvBlockFloats(D, Dv)))
+      .bytes();
 }
 
 Status sdpaKernel(const KernelArgs &a, Isa isa, bool &handled) {
   handled = false;
   if (a.inputs.size < 3 || a.outputs.size != 1 || a.ints.size != 4 ||
       a.floats.size != 2 || a.ints[0] != 0 || !isF32Rank4(a.inputs[0]) ||
-      !isF32Rank4(a.inputs[1]) || !isF32Rank4(a.inputs[2]) || !a.outputs[0] ||
-      a.outputs[0]->dtype != DType::F32 || !a.ctx)
+      !a.outputs[0] || a.outputs[0]->dtype != DType::F32 || !a.ctx)
+    return Status();
+  // Key and value: both f32 or both int8 caches (a mix is portable's error).
+  const bool int8Kv = isInt8KvCache(a.inputs[1]) && isInt8KvCache(a.inputs[2]);
+  if (!int8Kv && (!isF32Rank4(a.inputs[1]) || !isF32Rank4(a.inputs[2])))
     return Status();
   const bool hasPos = a.ints[1] != 0;
   if (a.inputs.size != size_t(3 + hasPos) ||
@@ -783,8 +990,13 @@ Status sdpaKernel(const KernelArgs &a, Isa isa, bool &handled) {
   handled = true;
   P.group = P.H / P.Hkv;
   P.q = q.ptr<float>();
-  P.k = k.ptr<float>();
-  P.v = v.ptr<float>();
+  P.int8Kv = int8Kv;
+  P.k = int8Kv ? nullptr : k.ptr<float>();
+  P.v = int8Kv ? nullptr : v.ptr<float>();
+  if (int8Kv) {
+    P.kc = Int8KvCacheRows::of(k);
+    P.vc = Int8KvCacheRows::of(v);
+  }
   P.scale = float(a.floats[0]);
   P.softcap = float(a.floats[1]);
   P.causal = a.ints[2] != 0;
@@ -809,24 +1021,34 @@ Status sdpaKernel(const KernelArgs &a, Isa isa, bool &handled) {
   const int64_t stride = kStateHead + P.Dv;
   const size_t itemFloats = size_t(rowsPerHead * stride);
   const size_t items = size_t(P.B * P.Hkv * chunks);
-  float *states =
-      static_cast<float *>(a.ctx->scratch(items * itemFloats * sizeof(float)));
   const uint64_t work =
       uint64_t(P.B * P.H * P.S) * uint64_t(kMax) * uint64_t(P.D + P.Dv);
   const ExecContext *pctx = parallelContext(a.ctx, work);
-  parallelForTiles(
-      pctx, items, defaultTile(pctx, items), [&](size_t b0, size_t e0) {
-        for (size_t it = b0; it < e0; ++it) {
-          const int64_t c = int64_t(it) % chunks, bh = int64_t(it) / chunks;
-          float *st = states + it * itemFloats;
-          for (int64_t r = 0; r < rowsPerHead; ++r) {
-            st[r * stride] = -INFINITY;
-            std::fill(st + r * stride + 1, st + (r + 1) * stride, 0.0f);
-          }
-          sdpaChunk(P, isa, bh / P.Hkv, bh % P.Hkv, c * kKeyChunk,
-                    std::min(kMax, (c + 1) * kKeyChunk), st);
-        }
-      });
+  const size_t tile = defaultTile(pctx, items);
+  // With an int8 cache every tile has its block of dequantized rows (after
+  // the states: one scratch, reserved at init by sdpaScratchBytes).
+  const int64_t blockFloats = int8Kv ? int8KvBlockFloats(P.D, P.Dv) : 0;
+  const SdpaScratch layout(items, itemFloats, numTiles(items, tile),
+                           uint64_t(blockFloats));
+  if (layout.bytes() == SIZE_MAX)
+    return Error("sdpa: the scratch of " + q.shapeString() + " over " +
+                 k.shapeString() + " is too large");
+  float *states = static_cast<float *>(a.ctx->scratch(layout.bytes()));
+  parallelForTiles(pctx, items, tile, [&](size_t b0, size_t e0) {
+    float *block =
+        int8Kv ? states + layout.blocksAt + (b0 / tile) * size_t(blockFloats)
+               : nullptr;
+    for (size_t it = b0; it < e0; ++it) {
+      const int64_t c = int64_t(it) % chunks, bh = int64_t(it) / chunks;
+      float *st = states + it * itemFloats;
+      for (int64_t r = 0; r < rowsPerHead; ++r) {
+        st[r * stride] = -INFINITY;
+        std::fill(st + r * stride + 1, st + (r + 1) * stride, 0.0f);
+      }
+      sdpaChunk(P, isa, bh / P.Hkv, bh % P.Hkv, c * kKeyChunk,
+                std::min(kMax, (c + 1) * kKeyChunk), st, block);
+    }
+  });
   // Merge the chunks of every row, in chunk order.
   float *py = out.ptr<float>();
   for (int64_t b = 0; b < P.B; ++b)

@@ -752,11 +752,13 @@ private:
       if (node.op != OpId::Sdpa || node.values.size() < 4)
         return 0;
       const Tensor &q = info_[node.values[0]].proto;
+      const Tensor &k = info_[node.values[1]].proto;
       const Tensor &v = info_[node.values[2]].proto;
       if (q.rank != 4 || v.rank != 4)
         return 0;
-      return sdpaScratchBytes(q.sizes[0], q.sizes[1], q.sizes[2], v.sizes[1],
-                              v.sizes[2], v.sizes[3]);
+      return sdpaScratchBytes(&ctx_, q.sizes[0], q.sizes[1], q.sizes[2],
+                              v.sizes[1], v.sizes[2], q.sizes[3], v.sizes[3],
+                              k.dtype == DType::QAct);
     }
     default:
       return 0;

@@ -590,9 +590,12 @@ bool loraFusedPrepare(Isa isa, const ExecContext &ctx, const Tensor &x,
 void loraFusedCoefficients(LoraFused &f);
 /// y[n0..n1) += the prepared hook's (x At) Bt, term by term (f.t computed).
 void loraFusedAddColumns(const LoraFused &f, int64_t n0, int64_t n1, float *y);
-/// The scratch sdpaKernel needs for q [B, H, S, *], values [*, *, T, Dv].
-size_t sdpaScratchBytes(int64_t B, int64_t H, int64_t S, int64_t Hkv, int64_t T,
-                        int64_t Dv);
+/// The scratch sdpaKernel needs (at most) on `ctx` for q [B, H, S, D],
+/// values [*, Hkv, T, Dv]; `int8Kv`: key and value are int8 KV caches
+/// (dequantized a block at a time into the scratch).
+size_t sdpaScratchBytes(const ExecContext *ctx, int64_t B, int64_t H, int64_t S,
+                        int64_t Hkv, int64_t T, int64_t D, int64_t Dv,
+                        bool int8Kv);
 
 Status quantizeDynamicKernel(const KernelArgs &a, Isa isa, bool &handled);
 Status rmsNormKernel(const KernelArgs &a, Isa isa, bool &handled);

@@ -7,6 +7,8 @@
 #include "common.h"
 #include "kernels.h"
 
+#include "etllm/runtime/kv_cache_quant.h"
+
 #include <algorithm>
 
 namespace etllm::rt::portable {
@@ -24,6 +26,37 @@ Status checkVector(const char *op, const char *what, const Tensor &t,
                            std::to_string(n));
   return Status();
 }
+
+/// Checks that a QAct operand `what` is an int8 KV cache of rank 4
+/// (kv_cache_quant.h).
+Status checkInt8KvCache(const char *op, const char *what, const Tensor &t) {
+  if (!isInt8KvCacheQuant(t.quant))
+    return opError(op, std::string(what) +
+                           " is a quantized activation but not an int8 KV "
+                           "cache (8 bits, symmetric, per token)");
+  if (t.rank != 4)
+    return opError(op, std::string(what) + " must be [B, Hkv, T, D], got " +
+                           t.shapeString());
+  return Status();
+}
+
+/// The rows of a key or value operand [B, Hkv, T, D] of sdpa as f32: row r
+/// is (b * Hkv + hk) * T + j.
+template <typename T> struct FloatKvRows {
+  const T *p;
+  int64_t D;
+  float at(int64_t r, int64_t d) const { return toF32(p[r * D + d]); }
+};
+
+/// An int8 KV cache's rows dequantized as scale * q (never a division: a
+/// zeroed cache, scale 0, reads as zeros). The same f32 values as a float
+/// cache holding the dequantized rows, so sdpa gives the same bits.
+struct Int8KvRows {
+  Int8KvCacheRows c;
+  float at(int64_t r, int64_t d) const {
+    return c.scales[r] * float(c.q[r * c.cols + d]);
+  }
+};
 
 } // namespace
 
@@ -228,7 +261,8 @@ Status kernelRope(const KernelArgs &a) {
 /// query i (position p) only visits keys max(0, p - window + 1) <= j <=
 /// min(p, T - 1), so decoding costs O(position), not O(T). A query that
 /// sees no key (all excluded or masked with -inf) gives zeros.
-/// sliding_window is only used together with causal.
+/// sliding_window is only used together with causal. Key and value may
+/// both be int8 KV caches (kv_cache_quant.h), read as scale * q.
 Status kernelSdpa(const KernelArgs &a) {
   const char *op = opName(OpId::Sdpa);
   const Tensor &q = *a.inputs[0], &k = *a.inputs[1], &v = *a.inputs[2];
@@ -241,9 +275,18 @@ Status kernelSdpa(const KernelArgs &a) {
                            std::to_string(a.inputs.size) + " inputs");
   const Tensor *mask = hasMask ? a.inputs[3] : nullptr;
   const Tensor *pos = hasPos ? a.inputs[hasMask ? 4 : 3] : nullptr;
-  if (!isFloat(q.dtype) || k.dtype != q.dtype || v.dtype != q.dtype ||
-      !isFloat(out.dtype))
+  const bool quantKv = k.dtype == DType::QAct;
+  if (quantKv != (v.dtype == DType::QAct))
+    return opError(op, std::string("key and value must both be quantized or "
+                                   "neither, got ") +
+                           dtypeName(k.dtype) + " and " + dtypeName(v.dtype));
+  if (!isFloat(q.dtype) || !isFloat(out.dtype) ||
+      (!quantKv && (k.dtype != q.dtype || v.dtype != q.dtype)))
     return unsupportedDTypes(op, q.dtype, k.dtype, out.dtype);
+  if (quantKv) {
+    ETLLM_RETURN_IF_ERROR(checkInt8KvCache(op, "key", k));
+    ETLLM_RETURN_IF_ERROR(checkInt8KvCache(op, "value", v));
+  }
   if (q.rank != 4 || k.rank != 4 || v.rank != 4)
     return opError(op, "q, k, v must have rank 4, got " + q.shapeString() +
                            ", " + k.shapeString() + ", " + v.shapeString());
@@ -296,7 +339,8 @@ Status kernelSdpa(const KernelArgs &a) {
   ETLLM_RETURN_IF_ERROR(resizeTo(op, out, os));
   const int64_t group = Hkv > 0 ? H / Hkv : 1;
 
-  return dispatchFloat(q.dtype, op, [&](auto tag) -> Status {
+  // The attention of query type T_ over key and value rows K and V.
+  auto attend = [&](auto tag, const auto &K, const auto &V) -> Status {
     using T_ = typename decltype(tag)::type;
     return dispatchFloat(out.dtype, op, [&](auto outTag) -> Status {
       using O = typename decltype(outTag)::type;
@@ -321,14 +365,12 @@ Status kernelSdpa(const KernelArgs &a) {
             }
           }
           toF32Row(q.ptr<T_>() + int64_t(r) * D, qf, D);
-          const T_ *kb = k.ptr<T_>() + (b * Hkv + hk) * T * D;
-          const T_ *vb = v.ptr<T_>() + (b * Hkv + hk) * T * Dv;
+          const int64_t row0 = (b * Hkv + hk) * T; // key/value row of j = 0
           float mx = -INFINITY;
           for (int64_t j = j0; j < j1; ++j) {
-            const T_ *kr = kb + j * D;
             float dot = 0.0f;
             for (int64_t d = 0; d < D; ++d)
-              dot += qf[d] * toF32(kr[d]);
+              dot += qf[d] * K.at(row0 + j, d);
             float sc = scale * dot;
             if (softcap > 0.0f)
               sc = softcap * std::tanh(sc / softcap);
@@ -356,9 +398,8 @@ Status kernelSdpa(const KernelArgs &a) {
           for (int64_t j = j0; j < j1; ++j) {
             const float pj = std::exp(scores[j] - mx);
             sum += pj;
-            const T_ *vr = vb + j * Dv;
             for (int64_t d = 0; d < Dv; ++d)
-              acc[d] += pj * toF32(vr[d]);
+              acc[d] += pj * V.at(row0 + j, d);
           }
           for (int64_t d = 0; d < Dv; ++d)
             po[d] = fromF32<O>(acc[d] / sum);
@@ -366,12 +407,85 @@ Status kernelSdpa(const KernelArgs &a) {
       });
       return Status();
     });
+  };
+  return dispatchFloat(q.dtype, op, [&](auto tag) -> Status {
+    using T_ = typename decltype(tag)::type;
+    if (quantKv)
+      return attend(tag, Int8KvRows{Int8KvCacheRows::of(k)},
+                    Int8KvRows{Int8KvCacheRows::of(v)});
+    return attend(tag, FloatKvRows<T_>{k.ptr<T_>(), D},
+                  FloatKvRows<T_>{v.ptr<T_>(), Dv});
   });
 }
 
+namespace {
+
+/// kv_cache_update of an int8 KV cache [B, Hkv, T, D] by float values
+/// [B, Hkv, S, D] along dim 2: each written row (one token of one head) is
+/// quantized on its own (quantizeInt8KvRow). Everything is checked before
+/// anything is written.
+Status int8KvCacheUpdate(const char *op, const Tensor &cache, const Tensor &pos,
+                         const Tensor &value, Tensor &out, int64_t dimAttr) {
+  ETLLM_RETURN_IF_ERROR(checkInt8KvCache(op, "cache", cache));
+  if (out.dtype != DType::QAct || !isInt8KvCacheQuant(out.quant))
+    return opError(op, "the result of an int8 KV cache update must be the "
+                       "cache's type, not " +
+                           std::string(dtypeName(out.dtype)));
+  int dim;
+  ETLLM_RETURN_IF_ERROR(normalizeDim(op, dimAttr, cache.rank, dim));
+  if (dim != 2)
+    return opError(op, "an int8 KV cache is updated along dimension 2 (its "
+                       "tokens), not " +
+                           std::to_string(dimAttr));
+  if (!isFloat(value.dtype))
+    return opError(op, std::string("the values written into an int8 KV cache "
+                                   "must be float, not ") +
+                           dtypeName(value.dtype));
+  const int64_t B = cache.sizes[0], H = cache.sizes[1], T = cache.sizes[2],
+                D = cache.sizes[3];
+  if (pos.rank != 1)
+    return opError(op, "index must be 1-D, got " + pos.shapeString());
+  const int64_t S = pos.sizes[0];
+  if (value.rank != 4 || value.sizes[0] != B || value.sizes[1] != H ||
+      value.sizes[2] != S || value.sizes[3] != D)
+    return opError(op, "source " + value.shapeString() +
+                           " does not match the destination " +
+                           cache.shapeString() + " with " + std::to_string(S) +
+                           " indices along dimension 2");
+  ETLLM_RETURN_IF_ERROR(checkIndices(op, pos, T));
+  // Copy the cache first unless updating in place (as the float path).
+  const void *inData = cache.data;
+  const size_t inBytes = cache.nbytes();
+  ETLLM_RETURN_IF_ERROR(resizeTo(op, out, Shape::of(cache)));
+  if (inBytes && out.data != inData)
+    std::memmove(out.data, inData, inBytes);
+  const Int8KvCacheRows c = Int8KvCacheRows::of(out);
+  return dispatchFloat(value.dtype, op, [&](auto tag) -> Status {
+    using T_ = typename decltype(tag)::type;
+    for (int64_t bh = 0; bh < B * H; ++bh)
+      for (int64_t s = 0; s < S; ++s) {
+        const T_ *src = value.ptr<T_>() + (bh * S + s) * D;
+        const int64_t r = bh * T + loadIndex(pos, s);
+        c.scales[r] = quantizeInt8KvRow(
+            [src](int64_t i) { return toF32(src[i]); }, D, c.q + r * D);
+        c.zps[r] = 0;
+      }
+    return Status();
+  });
+}
+
+} // namespace
+
+/// kv_cache_update: a float (or integer) cache takes the value's rows as
+/// they are (the same element type); an int8 KV cache quantizes them.
 Status kernelKvCacheUpdate(const KernelArgs &a) {
-  return scatterSlices(opName(OpId::KvCacheUpdate), *a.inputs[0], *a.inputs[1],
-                       *a.inputs[2], *a.outputs[0], a.ints[0]);
+  const char *op = opName(OpId::KvCacheUpdate);
+  const Tensor &cache = *a.inputs[0], &pos = *a.inputs[1],
+               &value = *a.inputs[2];
+  if (cache.dtype == DType::QAct)
+    return int8KvCacheUpdate(op, cache, pos, value, *a.outputs[0], a.ints[0]);
+  // (scatterSlices requires value, cache and result of one element type.)
+  return scatterSlices(op, cache, pos, value, *a.outputs[0], a.ints[0]);
 }
 
 } // namespace etllm::rt::portable

@@ -806,6 +806,71 @@ func.func @f(%c: tensor<1x4x16x8xf32>, %p: tensor<?xi64>, %v: tensor<1x2x?x8xf32
 
 // -----
 
+func.func @f(%c: tensor<1x4x16x8xf32>, %p: tensor<?xi64>, %v: tensor<1x4x?x8xf16>) {
+  // expected-error @+1 {{value element type 'f16' differs from the cache's 'f32'}}
+  %0 = etllm.kv_cache.update %c[%p], %v : (tensor<1x4x16x8xf32>, tensor<?xi64>, tensor<1x4x?x8xf16>) -> tensor<1x4x16x8xf32>
+  return
+}
+
+// -----
+
+// A quantized KV cache is updated along the tokens (dimension 2) only.
+func.func @f(%c: !etllm.qact<1x4x16x8, i8, per_token, sym>, %p: tensor<?xi64>, %v: tensor<1x?x16x8xf32>) {
+  // expected-error @+1 {{a quantized cache is updated along dimension 2 (tokens), not 1}}
+  %0 = etllm.kv_cache.update %c[%p], %v dim 1 : (!etllm.qact<1x4x16x8, i8, per_token, sym>, tensor<?xi64>, tensor<1x?x16x8xf32>) -> !etllm.qact<1x4x16x8, i8, per_token, sym>
+  return
+}
+
+// -----
+
+// One scale per token and head: a per-block qact is no KV cache.
+func.func @f(%c: !etllm.qact<1x4x16x32, i8, per_block, sym>, %p: tensor<?xi64>, %v: tensor<1x4x?x32xf32>) {
+  // expected-error @+1 {{a quantized KV cache is per_token and sym (one scale per token and head)}}
+  %0 = etllm.kv_cache.update %c[%p], %v : (!etllm.qact<1x4x16x32, i8, per_block, sym>, tensor<?xi64>, tensor<1x4x?x32xf32>) -> !etllm.qact<1x4x16x32, i8, per_block, sym>
+  return
+}
+
+// -----
+
+func.func @f(%c: !etllm.qact<1x4x?x8, i8, per_token, sym>, %p: tensor<?xi64>, %v: tensor<1x4x?x8xf32>) {
+  // expected-error @+1 {{a quantized KV cache has a static shape}}
+  %0 = etllm.kv_cache.update %c[%p], %v : (!etllm.qact<1x4x?x8, i8, per_token, sym>, tensor<?xi64>, tensor<1x4x?x8xf32>) -> !etllm.qact<1x4x?x8, i8, per_token, sym>
+  return
+}
+
+// -----
+
+func.func @f(%c: !etllm.qact<1x4x16x8, i8, per_token, sym>, %p: tensor<?xi64>, %v: tensor<1x4x?x8xi32>) {
+  // expected-error @+2 {{a quantized cache takes float values}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = etllm.kv_cache.update %c[%p], %v : (!etllm.qact<1x4x16x8, i8, per_token, sym>, tensor<?xi64>, tensor<1x4x?x8xi32>) -> !etllm.qact<1x4x16x8, i8, per_token, sym>
+  return
+}
+
+// -----
+
+// sdpa reads both caches quantized or neither.
+func.func @f(%q: tensor<1x4x1x8xf32>, %k: !etllm.qact<1x4x16x8, i8, per_token, sym>, %v: tensor<1x4x16x8xf32>) {
+  // expected-error @+1 {{key and value must both be float or both quantized KV caches}}
+  %0 = etllm.sdpa %q, %k, %v scale 0.5 : (tensor<1x4x1x8xf32>, !etllm.qact<1x4x16x8, i8, per_token, sym>, tensor<1x4x16x8xf32>) -> tensor<1x4x1x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x1x8xf32>, %k: !etllm.qact<1x4x16x8, i8, per_token, asym>, %v: !etllm.qact<1x4x16x8, i8, per_token, asym>) {
+  // expected-error @+1 {{a quantized KV cache is per_token and sym (one scale per token and head)}}
+  %0 = etllm.sdpa %q, %k, %v scale 0.5 : (tensor<1x4x1x8xf32>, !etllm.qact<1x4x16x8, i8, per_token, asym>, !etllm.qact<1x4x16x8, i8, per_token, asym>) -> tensor<1x4x1x8xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a quantized KV cache is [batch, kv_heads, length, head_dim]}}
+etllm.buffer @bad : !etllm.qact<4x16x8, i8, per_token, sym>
+
+// -----
+
 func.func @f(%x: tensor<1x?x64xf32>) {
   // expected-error @+1 {{result shape [1, ?, 32] differs from the input shape [1, ?, 64]}}
   %0 = etllm.quantize_dynamic %x : tensor<1x?x64xf32> -> !etllm.qact<1x?x32, i8, per_token, asym>

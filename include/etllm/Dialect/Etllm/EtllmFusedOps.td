@@ -113,14 +113,19 @@ def Etllm_SdpaOp : Etllm_Op<"sdpa",
     j > positions[i] - W. `softcap` > 0 applies `tanh(s / c) * c` to the
     scaled scores (Gemma 2).
 
+    `key` and `value` may both be quantized KV caches
+    (`!etllm.qact<[B, Hkv, T, D], i8, per_token, sym>`,
+    `etllm-quantize-kv-cache`): each row is read as `scale * q` (its own
+    scale per token and head), in float32.
+
     ```mlir
     %o = etllm.sdpa %q, %k, %v positions %pos causal scale 0.35355339059327373
         : (tensor<1x8x?x8xf32>, tensor<1x4x512x8xf32>, tensor<1x4x512x8xf32>,
            tensor<?xi64>) -> tensor<1x8x?x8xf32>
     ```
   }];
-  let arguments = (ins Etllm_FloatTensor:$query, Etllm_FloatTensor:$key,
-                       Etllm_FloatTensor:$value,
+  let arguments = (ins Etllm_FloatTensor:$query, Etllm_KvType:$key,
+                       Etllm_KvType:$value,
                        Optional<Etllm_FloatTensor>:$mask,
                        Optional<Etllm_IndexTensor>:$positions,
                        F64Attr:$scale, UnitAttr:$causal,
@@ -138,7 +143,7 @@ def Etllm_KvCacheUpdateOp : Etllm_Op<"kv_cache.update",
     [InferTypeOpAdaptorWithIsCompatible,
      Etllm_Kernel<"kv_cache_update", [Etllm_Int<"dim">]>,
      Etllm_Axis<"dim", "cache">,
-     AllElementTypesMatch<["cache", "value", "result"]>,
+     Etllm_SameElementType<["cache", "result"]>,
      DeclareOpInterfaceMethods<Etllm_TiedOpInterface>,
      MemoryEffects<[MemRead<Etllm_BufferResource>,
                     MemWrite<Etllm_BufferResource>]>]> {
@@ -155,11 +160,24 @@ def Etllm_KvCacheUpdateOp : Etllm_Op<"kv_cache.update",
     %k2 = etllm.kv_cache.update %k[%pos], %new
         : (tensor<1x4x512x8xf32>, tensor<?xi64>, tensor<1x4x?x8xf32>) -> tensor<1x4x512x8xf32>
     ```
+
+    `value` has the cache's element type, except that a quantized cache
+    (`!etllm.qact<[B, Hkv, T, D], i8, per_token, sym>`, `dim` 2) takes float
+    values: each row written (one token of one head) is quantized on its
+    own, `scale = max|x| / 127` (1 for an all-zero row),
+    `q = round_half_even(x / scale)` in [-127, 127], the bytes
+    `etllm.quantize_dynamic` gives a per-token symmetric activation.
+
+    ```mlir
+    %k2 = etllm.kv_cache.update %k[%pos], %new
+        : (!etllm.qact<1x4x512x8, i8, per_token, sym>, tensor<?xi64>,
+           tensor<1x4x?x8xf32>) -> !etllm.qact<1x4x512x8, i8, per_token, sym>
+    ```
   }];
-  let arguments = (ins Etllm_AnyTensor:$cache, Etllm_IndexTensor:$positions,
+  let arguments = (ins Etllm_BufferType:$cache, Etllm_IndexTensor:$positions,
                        Etllm_AnyTensor:$value,
                        DefaultValuedAttr<Etllm_I64Attr, "2">:$dim);
-  let results = (outs Etllm_AnyTensor:$result);
+  let results = (outs Etllm_BufferType:$result);
   let assemblyFormat = "$cache `[` $positions `]` `,` $value "
                        "(`dim` $dim^)? attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;

@@ -103,15 +103,19 @@ def Etllm_BufferOp : Etllm_Op<"buffer", [Symbol]> {
     Persistent state that lives across calls of the program, zero at load.
     Read with `etllm.buffer.read`, written with `etllm.buffer.write` (the
     exported graph's write-back copy) or in place by `etllm.kv_cache.update`.
+    A quantized KV cache (`etllm-quantize-kv-cache`) is a `!etllm.qact`
+    buffer: int8 entries with one scale per token and head, only updated in
+    place and read by `etllm.sdpa`.
 
     Example:
 
     ```mlir
     etllm.buffer @model.layers.0.self_attn.k_cache : tensor<1x4x512x8xf32>
+    etllm.buffer @model.layers.0.self_attn.v_cache : !etllm.qact<1x4x512x8, i8, per_token, sym>
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
-                       TypeAttrOf<Etllm_AnyTensor>:$type);
+                       TypeAttrOf<Etllm_BufferType>:$type);
   let assemblyFormat = "$sym_name `:` $type attr-dict";
   let hasVerifier = 1;
 }
@@ -129,7 +133,7 @@ def Etllm_BufferReadOp : Etllm_Op<"buffer.read",
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$name);
-  let results = (outs Etllm_AnyTensor:$result);
+  let results = (outs Etllm_BufferType:$result);
   let assemblyFormat = "$name attr-dict `:` type($result)";
 }
 

@@ -91,11 +91,18 @@ def Etllm_QActType : Etllm_Type<"QAct", "qact"> {
     `etllm.qlinear`. The scales are computed from the data on every run;
     nothing about them is fixed at compile time.
 
+    A quantized KV cache (`model.kv_cache_dtype: int8`) is a buffer of this
+    type: `[B, Hkv, T, D]`, `per_token`, `sym`, static, so that each row is
+    one token's entry of one head with its own scale. `etllm.kv_cache.update`
+    quantizes the rows it writes (the bytes `quantize_dynamic` gives them)
+    and `etllm.sdpa` reads keys and values as `scale * q`.
+
     Example:
 
     ```mlir
     !etllm.qact<1x?x64, i8, per_token, asym>
     !etllm.qact<1x?x2048, i8, per_block, sym>
+    !etllm.qact<1x4x512x8, i8, per_token, sym>   // an int8 KV cache
     ```
   }];
   let parameters = (ins
@@ -108,6 +115,11 @@ def Etllm_QActType : Etllm_Type<"QAct", "qact"> {
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     int64_t getRank() const { return getShape().size(); }
+    /// The float tensor of the same shape (what the values stand for).
+    ::mlir::RankedTensorType getDequantizedType(::mlir::Type elementType) const;
+    /// Whether this type can hold a KV cache ([B, Hkv, T, D], static,
+    /// per token, symmetric, 8-bit); otherwise `why` says what is missing.
+    bool isKvCacheLayout(std::string *why = nullptr) const;
   }];
 }
 
@@ -124,5 +136,10 @@ def Etllm_QAct : Type<CPred<"::llvm::isa<::mlir::etllm::QActType>($_self)">,
   string etllmRuntimeDType = "QAct";
 }
 def Etllm_ParamType : AnyTypeOf<[Etllm_AnyTensor, Etllm_QWeight]>;
+// What a mutable buffer holds: a tensor, or a quantized KV cache (int8
+// entries with one scale per token and head, `QActType::isKvCacheLayout`).
+def Etllm_BufferType : AnyTypeOf<[Etllm_AnyTensor, Etllm_QAct]>;
+// The keys and values `etllm.sdpa` reads: float, or a quantized KV cache.
+def Etllm_KvType : AnyTypeOf<[Etllm_FloatTensor, Etllm_QAct]>;
 
 #endif // ETLLM_DIALECT_ETLLM_TYPES_TD

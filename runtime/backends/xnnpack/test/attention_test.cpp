@@ -13,12 +13,18 @@
 //    the sums over T keys add T u relative each. So per row
 //      |diff| <= max|v| (u (4 D scale max_j sum_d |q_d k_jd| + 4 T) + 1e-6).
 //    A wrong key range, head mapping or merge is off by O(max|v|).
+// The int8 KV cache's cases compare with portable on the same int8 cache
+// (the same dequantized values, scale * q, on every path): sdpa's bound
+// above with the dequantized k and v, the cache update bit-identical (one
+// row quantizer).
 // Every case runs on every ISA path this CPU has, with 1 and 2 threads.
 //
 //===----------------------------------------------------------------------===//
 #include "helpers.h"
 
 #include "../internal.h"
+
+#include "etllm/runtime/kv_cache_quant.h"
 
 namespace etllm::rt::xnnpack::test {
 namespace {
@@ -102,14 +108,43 @@ struct SdpaCase {
   bool causal;
 };
 
-void checkSdpa(const Config &cfg, const SdpaCase &c, std::mt19937 &gen) {
+QuantInfo int8KvQuant() {
+  QuantInfo q;
+  q.bits = 8;
+  q.symmetric = true;
+  q.scaleType = DType::F32;
+  q.groupSize = 0;
+  q.perToken = true;
+  return q;
+}
+
+/// The rows of `x` (rows of D values) quantized into an int8 KV cache of
+/// `shape` with portable's row quantizer; x becomes the dequantized values
+/// (scale * q) that every kernel reads.
+OwnedTensor int8Cache(std::vector<int64_t> shape, std::vector<float> &x) {
+  OwnedTensor t(DType::QAct, shape, 0, int8KvQuant());
+  const Int8KvCacheRows c = Int8KvCacheRows::of(*t);
+  for (int64_t r = 0; r < c.rows; ++r) {
+    float *row = x.data() + r * c.cols;
+    c.scales[r] = quantizeInt8KvRow([row](int64_t i) { return row[i]; }, c.cols,
+                                    c.q + r * c.cols);
+    for (int64_t d = 0; d < c.cols; ++d)
+      row[d] = c.scales[r] * float(c.q[r * c.cols + d]);
+  }
+  return t;
+}
+
+void checkSdpa(const Config &cfg, const SdpaCase &c, std::mt19937 &gen,
+               bool int8Kv = false) {
   const int64_t Dv = c.D;
   std::vector<float> qv = randomFloats(size_t(c.B * c.H * c.S * c.D), gen),
                      kv = randomFloats(size_t(c.B * c.Hkv * c.T * c.D), gen),
                      vv = randomFloats(size_t(c.B * c.Hkv * c.T * Dv), gen);
   OwnedTensor q = f32Tensor({c.B, c.H, c.S, c.D}, qv);
-  OwnedTensor k = f32Tensor({c.B, c.Hkv, c.T, c.D}, kv);
-  OwnedTensor v = f32Tensor({c.B, c.Hkv, c.T, Dv}, vv);
+  OwnedTensor k = int8Kv ? int8Cache({c.B, c.Hkv, c.T, c.D}, kv)
+                         : f32Tensor({c.B, c.Hkv, c.T, c.D}, kv);
+  OwnedTensor v = int8Kv ? int8Cache({c.B, c.Hkv, c.T, Dv}, vv)
+                         : f32Tensor({c.B, c.Hkv, c.T, Dv}, vv);
   std::vector<int64_t> p;
   for (int64_t s = 0; s < c.S; ++s)
     p.push_back(c.p0 + s);
@@ -120,7 +155,22 @@ void checkSdpa(const Config &cfg, const SdpaCase &c, std::mt19937 &gen) {
   const size_t n = size_t(c.B * c.H * c.S * Dv);
   OwnedTensor ref = f32Output(n), got = f32Output(n);
   ASSERT_OK(runPortable(OpId::Sdpa, {q, k, v, pos}, {ref}, ints, floats));
-  runOptimized(cfg, OpId::Sdpa, {q, k, v, pos}, {got}, ints, floats);
+  {
+    // With the scratch init reserves (sdpaScratchBytes), which the kernel
+    // must not outgrow.
+    Context ctx(cfg.threads);
+    void *reserved = ctx.get()->scratch(sdpaScratchBytes(
+        ctx.get(), c.B, c.H, c.S, c.Hkv, c.T, c.D, Dv, int8Kv));
+    std::vector<Tensor *> ins = {q, k, v, pos}, outs = {got};
+    std::vector<int64_t> is = ints;
+    std::vector<double> fs = floats;
+    bool handled = false;
+    ASSERT_OK(
+        sdpaKernel(makeArgs(ins, outs, is, fs, ctx.get()), cfg.isa, handled));
+    ASSERT_TRUE(handled);
+    EXPECT_EQ(ctx.get()->scratch(0), reserved)
+        << "sdpa outgrew its reservation";
+  }
   ASSERT_EQ(rt::testing::shape(*got), rt::testing::shape(*ref));
   // The bound of the header, per query row.
   std::vector<double> mag(n);
@@ -159,7 +209,8 @@ void checkSdpa(const Config &cfg, const SdpaCase &c, std::mt19937 &gen) {
                     << " S=" << c.S << " T=" << c.T << " D=" << c.D
                     << " p0=" << c.p0 << " window=" << c.window
                     << " softcap=" << c.softcap << " causal=" << c.causal
-                    << " at " << i << ": " << g[i] << " vs " << r[i];
+                    << " int8Kv=" << int8Kv << " at " << i << ": " << g[i]
+                    << " vs " << r[i];
   }
 }
 
@@ -196,6 +247,34 @@ TEST_P(AttentionTest, SdpaMatchesPortable) {
   for (const SdpaCase &c : cases)
     checkSdpa(GetParam(), c, gen);
   reportWorst("SdpaMatchesPortable");
+}
+
+TEST_P(AttentionTest, SdpaOverAnInt8CacheMatchesPortable) {
+  std::mt19937 gen(5);
+  const std::vector<SdpaCase> cases = {
+      // Head sizes 8, 12 (generic path), 64 and 72 (64 in registers + 8);
+      // caches of 1, 33 (two key blocks and one key) and 300 keys; decode
+      // (S = 1) and S = 7 (key blocks cut at every length by the positions).
+      {1, 8, 2, 1, 33, 8, 32, 0, 0, true},
+      {1, 8, 2, 7, 33, 8, 10, 0, 0, true},
+      {2, 6, 3, 7, 33, 12, 26, 0, 0, true},
+      {1, 4, 4, 1, 1, 12, 0, 0, 0, true},
+      {1, 4, 2, 1, 300, 64, 299, 0, 0, true},
+      {1, 4, 2, 7, 300, 64, 0, 0, 0, true},
+      {1, 4, 1, 7, 300, 72, 150, 0, 0, true},
+      {1, 2, 1, 1, 1, 72, 0, 0, 0, true},
+      // Long contexts: three chunks of keys in parallel, decode and S = 7.
+      {1, 8, 2, 1, 1100, 64, 1099, 0, 0, true},
+      {1, 4, 2, 7, 1100, 72, 1090, 0, 0, true},
+      // Sliding window (blocks before it are never dequantized), softcap,
+      // not causal.
+      {1, 4, 2, 5, 600, 16, 590, 64, 0, true},
+      {1, 4, 2, 3, 40, 12, 10, 0, 50.0, true},
+      {1, 4, 2, 3, 33, 8, 0, 0, 0, false},
+  };
+  for (const SdpaCase &c : cases)
+    checkSdpa(GetParam(), c, gen, /*int8Kv=*/true);
+  reportWorst("SdpaOverAnInt8CacheMatchesPortable");
 }
 
 TEST_P(AttentionTest, SdpaOverTheLatentCacheAsKeyAndValue) {
@@ -302,6 +381,39 @@ TEST_P(AttentionTest, CacheUpdateAndViewsAreExact) {
   expectSameBits(*rg, *rr, opName(OpId::Reshape));
 }
 
+TEST_P(AttentionTest, Int8CacheUpdateIsExact) {
+  // The same bytes as portable (one row quantizer), in place and into a
+  // copy, for odd head sizes and cache lengths.
+  std::mt19937 gen(6);
+  for (auto [H, T, D, S] :
+       std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t>>{
+           {2, 1, 8, 1}, {3, 33, 12, 7}, {2, 300, 72, 5}}) {
+    std::vector<float> cv = randomFloats(size_t(H * T * D), gen);
+    OwnedTensor cache = int8Cache({1, H, T, D}, cv);
+    OwnedTensor ref(DType::QAct, {1, H, T, D}, 0, int8KvQuant());
+    std::memcpy(ref->data, cache->data, cache->nbytes());
+    OwnedTensor v =
+        f32Tensor({1, H, S, D}, randomFloats(size_t(H * S * D), gen, -4, 4));
+    std::vector<int64_t> p;
+    for (int64_t s = 0; s < S; ++s)
+      p.push_back((s * 7 + 3) % T); // (repeats when S > T: the last wins)
+    OwnedTensor pos = positions(p);
+    ASSERT_OK(runPortable(OpId::KvCacheUpdate, {ref, pos, v}, {ref}, {2}));
+    OwnedTensor out(DType::QAct, {1, H, T, D}, 0, int8KvQuant());
+    runOptimized(GetParam(), OpId::KvCacheUpdate, {cache, pos, v}, {out}, {2},
+                 {});
+    const std::string what = "H=" + std::to_string(H) +
+                             " T=" + std::to_string(T) +
+                             " D=" + std::to_string(D);
+    EXPECT_EQ(std::memcmp(out->data, ref->data, ref->nbytes()), 0)
+        << "copy " << what;
+    runOptimized(GetParam(), OpId::KvCacheUpdate, {cache, pos, v}, {cache},
+                 {-2}, {});
+    EXPECT_EQ(std::memcmp(cache->data, ref->data, ref->nbytes()), 0)
+        << "in place " << what;
+  }
+}
+
 TEST(AttentionTest, DeclinesWhatItDoesNotCover) {
   // An out-of-range cache position, a mask, a transpose of other dims: the
   // optimized kernels leave them (and the error) to portable.
@@ -327,6 +439,34 @@ TEST(AttentionTest, DeclinesWhatItDoesNotCover) {
   ASSERT_OK(transposeKernel(makeArgs(ti, to, dims, floats, &ctx), detectIsa(),
                             handled));
   EXPECT_FALSE(handled);
+
+  // An int8 cache: an out-of-range position, values of another type; sdpa
+  // over an int8 key and an f32 value (portable's error).
+  std::vector<float> cv(64, 0.5f);
+  OwnedTensor qcache = int8Cache({1, 2, 4, 8}, cv);
+  ins = {qcache, bad, v};
+  outs = {qcache};
+  handled = true;
+  ASSERT_OK(kvCacheUpdateKernel(makeArgs(ins, outs, ints, floats, &ctx),
+                                detectIsa(), handled));
+  EXPECT_FALSE(handled);
+  OwnedTensor hv(DType::F16, {1, 2, 1, 8});
+  OwnedTensor good = positions({1});
+  ins = {qcache, good, hv};
+  handled = true;
+  ASSERT_OK(kvCacheUpdateKernel(makeArgs(ins, outs, ints, floats, &ctx),
+                                detectIsa(), handled));
+  EXPECT_FALSE(handled);
+  OwnedTensor q = f32Tensor({1, 2, 1, 8}, randomFloats(16, gen));
+  OwnedTensor sy = f32Output(16);
+  std::vector<Tensor *> si = {q, qcache, cache}, so = {sy};
+  std::vector<int64_t> sints = {0, 0, 0, 0};
+  std::vector<double> sfloats = {0.5, 0.0};
+  KernelArgs sa = makeArgs(si, so, sints, sfloats, &ctx);
+  handled = true;
+  ASSERT_OK(sdpaKernel(sa, detectIsa(), handled));
+  EXPECT_FALSE(handled);
+  EXPECT_FALSE(runDense(OpId::Sdpa, sa, detectIsa()).ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(Configs, AttentionTest,

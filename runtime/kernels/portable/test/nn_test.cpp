@@ -1,6 +1,8 @@
 //===- nn_test.cpp - rms_norm, layer_norm, rope, sdpa, kv_cache_update ----===//
 #include "helpers.h"
 
+#include "etllm/runtime/kv_cache_quant.h"
+
 #include <limits>
 
 using namespace etllm::rt;
@@ -380,6 +382,106 @@ TEST(Sdpa, Errors) {
 }
 
 //===----------------------------------------------------------------------===//
+// sdpa over an int8 KV cache
+//===----------------------------------------------------------------------===//
+
+QuantInfo int8KvQuant() {
+  QuantInfo q;
+  q.bits = 8;
+  q.symmetric = true;
+  q.scaleType = DType::F32;
+  q.groupSize = 0;
+  q.perToken = true;
+  return q;
+}
+
+/// An int8 KV cache of `shape` with random q in [-127, 127] and scales in
+/// [0, 0.05) (row 0: scale 0, as a zeroed cache), and the same rows
+/// dequantized (scale * q) in an f32 tensor.
+void randomInt8Cache(std::vector<int64_t> shape, unsigned seed,
+                     OwnedTensor &cache, OwnedTensor &dequantized) {
+  cache = OwnedTensor(DType::QAct, shape, 0, int8KvQuant());
+  dequantized = OwnedTensor(DType::F32, shape);
+  const Int8KvCacheRows c = Int8KvCacheRows::of(*cache);
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<int> qd(-127, 127);
+  std::uniform_real_distribution<float> sd(0.0f, 0.05f);
+  for (int64_t r = 0; r < c.rows; ++r) {
+    c.scales[r] = r == 0 ? 0.0f : sd(gen);
+    for (int64_t d = 0; d < c.cols; ++d) {
+      c.q[r * c.cols + d] = int8_t(qd(gen));
+      dequantized->ptr<float>()[r * c.cols + d] =
+          c.scales[r] * float(c.q[r * c.cols + d]);
+    }
+  }
+}
+
+TEST(Sdpa, Int8CacheEqualsTheDequantizedFloatCache) {
+  // B, H, Hkv, S, T, D, Dv; mask, positions, causal; window; scale, softcap.
+  const std::vector<std::pair<SdpaCase, std::vector<int64_t>>> cases = {
+      // GQA 2:1, odd D and T, decode-like positions.
+      {{1, 4, 2, 3, 7, 12, 12, false, true, true, 0, 0.3, 0.0}, {2, 5, 6}},
+      // Sliding window, softcap, batch 2, Dv != D.
+      {{2, 4, 2, 2, 9, 12, 5, false, true, true, 3, 0.5, 2.0}, {4, 8}},
+      // Causal prefill without positions; not causal with a mask.
+      {{1, 2, 1, 5, 5, 6, 6, false, false, true, 0, 0.5, 0.0}, {}},
+      {{1, 2, 2, 3, 11, 8, 8, true, false, false, 0, 0.5, 0.0}, {}},
+  };
+  unsigned seed = 71;
+  for (const auto &[c, positions] : cases) {
+    auto q = makeTensor(DType::F32, {c.B, c.H, c.S, c.D},
+                        randomValues(size_t(c.B * c.H * c.S * c.D), seed++));
+    OwnedTensor k, kf, v, vf;
+    randomInt8Cache({c.B, c.Hkv, c.T, c.D}, seed++, k, kf);
+    randomInt8Cache({c.B, c.Hkv, c.T, c.Dv}, seed++, v, vf);
+    auto m = makeTensor(DType::F32, {c.S, c.T},
+                        randomValues(size_t(c.S * c.T), seed++));
+    auto p = makeI64({int64_t(positions.size())}, positions);
+    std::vector<Tensor *> qi = {q, k, v}, fi = {q, kf, vf};
+    for (Tensor *extra :
+         {c.hasMask ? m.get() : nullptr, c.hasPos ? p.get() : nullptr})
+      if (extra) {
+        qi.push_back(extra);
+        fi.push_back(extra);
+      }
+    const std::vector<int64_t> ints = {c.hasMask, c.hasPos, c.causal, c.window};
+    OwnedTensor yq(DType::F32, {c.B, c.H, c.S, c.Dv}),
+        yf(DType::F32, {c.B, c.H, c.S, c.Dv});
+    ASSERT_OK(run(OpId::Sdpa, qi, {yq}, ints, {c.scale, c.softcap}));
+    ASSERT_OK(run(OpId::Sdpa, fi, {yf}, ints, {c.scale, c.softcap}));
+    // Bit for bit: the same f32 values in the same order.
+    EXPECT_EQ(std::memcmp(yq->data, yf->data, yq->nbytes()), 0)
+        << "H=" << c.H << " Hkv=" << c.Hkv << " T=" << c.T << " D=" << c.D;
+  }
+}
+
+TEST(Sdpa, ZeroedInt8CacheReadsAsZeros) {
+  // A cache as the module allocates it: q = 0, scale 0 (never divided by).
+  OwnedTensor k(DType::QAct, {1, 1, 3, 4}, 0, int8KvQuant());
+  OwnedTensor v(DType::QAct, {1, 1, 3, 4}, 0, int8KvQuant());
+  auto q = makeTensor(DType::F32, {1, 2, 1, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
+  OwnedTensor y(DType::F32, {1, 2, 1, 4});
+  ASSERT_OK(run(OpId::Sdpa, {q, k, v}, {y}, {0, 0, 0, 0}, {0.5, 0.0}));
+  EXPECT_VALUES(*y, std::vector<double>(8, 0.0), 0);
+}
+
+TEST(Sdpa, Int8CacheErrors) {
+  auto q = makeTensor(DType::F32, {1, 2, 1, 4}, {});
+  auto kf = makeTensor(DType::F32, {1, 1, 3, 4}, {});
+  OwnedTensor k(DType::QAct, {1, 1, 3, 4}, 0, int8KvQuant());
+  OwnedTensor y(DType::F32, {1, 2, 1, 4});
+  EXPECT_ERROR(run(OpId::Sdpa, {q, k, kf}, {y}, {0, 0, 0, 0}, {0.5, 0.0}),
+               "both be quantized or neither");
+  EXPECT_ERROR(run(OpId::Sdpa, {q, kf, k}, {y}, {0, 0, 0, 0}, {0.5, 0.0}),
+               "both be quantized or neither");
+  QuantInfo block = int8KvQuant();
+  block.groupSize = kQActBlock;
+  OwnedTensor kb(DType::QAct, {1, 1, 3, 4}, 0, block);
+  EXPECT_ERROR(run(OpId::Sdpa, {q, kb, kb}, {y}, {0, 0, 0, 0}, {0.5, 0.0}),
+               "not an int8 KV cache");
+}
+
+//===----------------------------------------------------------------------===//
 // kv_cache_update
 //===----------------------------------------------------------------------===//
 
@@ -430,6 +532,133 @@ TEST(KvCacheUpdate, Errors) {
                "unsupported dtype");
   EXPECT_ERROR(run(OpId::KvCacheUpdate, {cache, pos, val}, {&out}, {4}),
                "out of range");
+}
+
+/// An int8 cache [1, 2, 4, 3] whose every row holds q = {7, 7, 7}, scale
+/// 0.5, zero point 9 (a marker: the update writes 0).
+OwnedTensor markedInt8Cache() {
+  OwnedTensor cache(DType::QAct, {1, 2, 4, 3}, 0, int8KvQuant());
+  const Int8KvCacheRows c = Int8KvCacheRows::of(*cache);
+  for (int64_t r = 0; r < c.rows; ++r) {
+    for (int64_t d = 0; d < c.cols; ++d)
+      c.q[r * c.cols + d] = 7;
+    c.scales[r] = 0.5f;
+    c.zps[r] = 9;
+  }
+  return cache;
+}
+
+/// Row r of an int8 cache: its q values, scale and zero point.
+struct Int8Row {
+  std::vector<int> q;
+  float scale;
+  int32_t zp;
+  bool operator==(const Int8Row &o) const {
+    return q == o.q && std::memcmp(&scale, &o.scale, 4) == 0 && zp == o.zp;
+  }
+};
+std::ostream &operator<<(std::ostream &os, const Int8Row &r) {
+  os << "{";
+  for (int x : r.q)
+    os << x << " ";
+  return os << "scale " << r.scale << " zp " << r.zp << "}";
+}
+Int8Row int8Row(const Tensor &cache, int64_t r) {
+  const Int8KvCacheRows c = Int8KvCacheRows::of(cache);
+  Int8Row row{{}, c.scales[r], c.zps[r]};
+  for (int64_t d = 0; d < c.cols; ++d)
+    row.q.push_back(c.q[r * c.cols + d]);
+  return row;
+}
+
+TEST(KvCacheUpdate, Int8CacheQuantizesEachWrittenRow) {
+  // Head 0 writes position 3 then 0, head 1 the same; values by hand:
+  //  {1, -0.5, 0.25}: amax 1, scale 1/127, q = {127, -63.5 -> -64 (ties to
+  //  even), 31.75 -> 32}; {0, 0, 0}: scale 1, q 0; {-2, 1, 0}: scale
+  //  2/127, q = {-127, 63.5 -> 64, 0}; {3, 3, -3}: scale 3/127, q = +-127.
+  OwnedTensor cache = markedInt8Cache();
+  auto val = makeTensor(DType::F32, {1, 2, 2, 3},
+                        {1, -0.5, 0.25, 0, 0, 0, -2, 1, 0, 3, 3, -3});
+  auto pos = makeI64({2}, {3, 0});
+  Tensor out = *cache; // aliased, as the planner makes it
+  ASSERT_OK(run(OpId::KvCacheUpdate, {cache, pos, val}, {&out}, {2}));
+  EXPECT_SHAPE(out, 1, 2, 4, 3);
+  const Int8Row marker{{7, 7, 7}, 0.5f, 9};
+  const std::vector<Int8Row> want = {
+      {{0, 0, 0}, 1.0f, 0},              // head 0, position 0
+      marker,                            // 1
+      marker,                            // 2
+      {{127, -64, 32}, 1.0f / 127, 0},   // 3
+      {{127, 127, -127}, 3.0f / 127, 0}, // head 1, position 0
+      marker,
+      marker,
+      {{-127, 64, 0}, 2.0f / 127, 0},
+  };
+  for (int64_t r = 0; r < 8; ++r)
+    EXPECT_EQ(int8Row(*cache, r), want[size_t(r)]) << "row " << r;
+
+  // quantize(value) with the F16 values, i32 positions, dim -2, into a copy
+  // (the cache itself is then unchanged).
+  OwnedTensor src = markedInt8Cache();
+  auto hval = makeTensor(DType::F16, {1, 2, 1, 3}, {0.1, -0.7, 0.3, 5, 6, 7});
+  auto pos1 = makeTensor(DType::I32, {1}, {2});
+  OwnedTensor copy(DType::QAct, {1, 2, 4, 3}, 0, int8KvQuant());
+  ASSERT_OK(run(OpId::KvCacheUpdate, {src, pos1, hval}, {copy}, {-2}));
+  std::vector<double> hv = values(*hval);
+  for (int64_t h = 0; h < 2; ++h) {
+    Int8Row row{{}, 0.0f, 0};
+    int8_t qs[3];
+    row.scale = quantizeInt8KvRow(
+        [&](int64_t i) { return float(hv[size_t(h * 3 + i)]); }, 3, qs);
+    row.q.assign(qs, qs + 3);
+    for (int64_t p = 0; p < 4; ++p) {
+      EXPECT_EQ(int8Row(*copy, h * 4 + p), p == 2 ? row : marker) << h << p;
+      EXPECT_EQ(int8Row(*src, h * 4 + p), marker);
+    }
+  }
+}
+
+TEST(KvCacheUpdate, Int8CacheErrors) {
+  OwnedTensor cache = markedInt8Cache();
+  Tensor out = *cache;
+  auto val = makeTensor(DType::F32, {1, 2, 2, 3}, std::vector<double>(12, 1));
+  auto pos = makeI64({2}, {0, 1});
+  auto bad = makeI64({2}, {1, 4});
+  EXPECT_ERROR(run(OpId::KvCacheUpdate, {cache, bad, val}, {&out}, {2}),
+               "index 4 is out of range");
+  auto neg = makeI64({2}, {-1, 0});
+  EXPECT_ERROR(run(OpId::KvCacheUpdate, {cache, neg, val}, {&out}, {2}),
+               "out of range");
+  EXPECT_ERROR(run(OpId::KvCacheUpdate, {cache, pos, val}, {&out}, {1}),
+               "along dimension 2");
+  EXPECT_ERROR(run(OpId::KvCacheUpdate, {cache, pos, val}, {&out}, {3}),
+               "along dimension 2");
+  auto ival = makeTensor(DType::I32, {1, 2, 2, 3}, {});
+  EXPECT_ERROR(run(OpId::KvCacheUpdate, {cache, pos, ival}, {&out}, {2}),
+               "must be float");
+  auto wide = makeTensor(DType::F32, {1, 2, 2, 4}, {});
+  EXPECT_ERROR(run(OpId::KvCacheUpdate, {cache, pos, wide}, {&out}, {2}),
+               "does not match");
+  auto pos3 = makeI64({3}, {0, 1, 2});
+  EXPECT_ERROR(run(OpId::KvCacheUpdate, {cache, pos3, val}, {&out}, {2}),
+               "does not match");
+  OwnedTensor f32Out(DType::F32, {1, 2, 4, 3});
+  EXPECT_ERROR(run(OpId::KvCacheUpdate, {cache, pos, val}, {f32Out}, {2}),
+               "must be the cache's type");
+  QuantInfo asym = int8KvQuant();
+  asym.symmetric = false;
+  OwnedTensor other(DType::QAct, {1, 2, 4, 3}, 0, asym);
+  Tensor otherOut = *other;
+  EXPECT_ERROR(run(OpId::KvCacheUpdate, {other, pos, val}, {&otherOut}, {2}),
+               "not an int8 KV cache");
+  // Float values into a float cache of another type, and the reverse.
+  auto fcache = makeTensor(DType::F32, {1, 2, 4, 3}, {});
+  Tensor fout = *fcache;
+  EXPECT_ERROR(run(OpId::KvCacheUpdate, {fcache, pos, cache}, {&fout}, {2}),
+               "unsupported");
+  // Nothing was written.
+  for (int64_t r = 0; r < 8; ++r)
+    EXPECT_EQ(int8Row(*cache, r), (Int8Row{{7, 7, 7}, 0.5f, 9})) << r;
 }
 
 } // namespace
