@@ -195,6 +195,7 @@ TEST(AdapterFormat, HalfStoredFixtureGivesTheRecordedOutput) {
 INSTANTIATE_TEST_SUITE_P(ProgramFormat, Fixture,
                          ::testing::Values("tiny-llama-portable-v1",
                                            "tiny-llama-lora-v1",
-                                           "tiny-llama-gguf-v3"));
+                                           "tiny-llama-gguf-v3",
+                                           "tiny-llama-kv-int8-v3"));
 
 } // namespace
