@@ -119,12 +119,16 @@ class Runner:
 
     def generate(self, prompt, max_new_tokens=128, temperature=0.8, top_p=0.9,
                  top_k=0, min_p=0.0, seed=0, stop=(), repetition_penalty=1.0,
-                 add_bos=True, callback=None):
+                 add_bos=True, callback=None, shift_context=False,
+                 sink_tokens=4):
         """Generates from `prompt` (the KV cache starts empty).
 
         temperature 0 is greedy; top_k 0, top_p 1 and min_p 0 turn those
         filters off; generation stops at EOS, a `stop` string (not emitted),
-        max_new_tokens or the context. With `callback`, each piece of text
+        max_new_tokens or the context, unless shift_context: then a full
+        context keeps its first `sink_tokens` tokens, drops the older half
+        of the rest, prefills the kept ones again and goes on (etllm-run's
+        default; docs/Runtime.md). With `callback`, each piece of text
         is passed to it as it is produced and this returns when generation
         is done; without, the returned Generation streams the pieces when
         iterated.
@@ -135,7 +139,8 @@ class Runner:
         def start(on_text):
             stats = self._runner.generate(
                 prompt, max_new_tokens, temperature, top_p, top_k, min_p,
-                repetition_penalty, seed, list(stop), add_bos, on_text)
+                repetition_penalty, seed, list(stop), add_bos, on_text,
+                shift_context, sink_tokens)
             self.stats = stats
             return stats
 

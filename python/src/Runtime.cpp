@@ -324,7 +324,7 @@ public:
                     float temperature, float topP, int32_t topK, float minP,
                     float repetitionPenalty, uint64_t seed,
                     const std::vector<std::string> &stop, bool addBos,
-                    py::object onText) {
+                    py::object onText, bool shiftContext, int32_t sinkTokens) {
     rt::llm::GenerationConfig c;
     c.maxNewTokens = maxNewTokens;
     c.sampling.temperature = temperature;
@@ -335,6 +335,8 @@ public:
     c.sampling.seed = seed;
     c.stopStrings = stop;
     c.addBos = addBos;
+    c.shiftContext = shiftContext;
+    c.sinkTokens = sinkTokens;
     // The runtime's one check of every number (NaN, infinity, ranges).
     rt::Status valid = rt::llm::validate(c);
     if (!valid.ok())
@@ -482,7 +484,8 @@ per token with the sampler.)doc")
            py::arg("top_p") = 0.9f, py::arg("top_k") = 0,
            py::arg("min_p") = 0.0f, py::arg("repetition_penalty") = 1.0f,
            py::arg("seed") = 0, py::arg("stop") = std::vector<std::string>(),
-           py::arg("add_bos") = true, py::arg("on_text") = py::none())
+           py::arg("add_bos") = true, py::arg("on_text") = py::none(),
+           py::arg("shift_context") = false, py::arg("sink_tokens") = 4)
       .def("encode", &PyRunner::encode, py::arg("text"),
            py::arg("add_bos") = true)
       .def_property_readonly("max_seq_len", &PyRunner::maxSeqLen);

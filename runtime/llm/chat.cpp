@@ -149,6 +149,22 @@ ChatSession::send(const std::string &userMessage,
     turn.reprefilled = !cached.empty();
   }
   int64_t maxSeq = runner_.maxSeqLen();
+  // The conversation outgrew the context: shift it as the runner shifts a
+  // full context (the first sinkTokens stay, the older half of the rest
+  // goes, more if the new message needs it); the runner prefills what
+  // follows the kept start again.
+  bool shifted = false;
+  if (int64_t(tokens.size()) >= maxSeq && config.shiftContext) {
+    const size_t sink = std::min(
+        size_t(std::max<int32_t>(config.sinkTokens, 0)), tokens.size());
+    const size_t rest = tokens.size() - sink;
+    const size_t drop =
+        std::max(rest / 2, size_t(int64_t(tokens.size()) - maxSeq + 1));
+    if (drop < rest) {
+      tokens.erase(tokens.begin() + sink, tokens.begin() + sink + drop);
+      shifted = true;
+    }
+  }
   if (int64_t(tokens.size()) >= maxSeq)
     return Error("the context is full: the conversation needs " +
                  std::to_string(tokens.size()) +
@@ -176,11 +192,31 @@ ChatSession::send(const std::string &userMessage,
   const Tokenizer &tok = runner_.tokenizer();
   const std::vector<int32_t> &now = runner_.cachedTokens();
   cachedText_ = *rendered;
-  for (size_t k = tokens.size(); k < now.size(); ++k)
-    cachedText_ += tok.decodeToken(now[k - 1], now[k]);
+  if (stats->contextShifts == 0) {
+    for (size_t k = tokens.size(); k < now.size(); ++k)
+      cachedText_ += tok.decodeToken(now[k - 1], now[k]);
+  } else {
+    // The context shifted: the cache now holds its first tokens and a tail
+    // of the conversation. The generated tokens fed back (all but the last
+    // sampled one, unless that was an end of turn) end the cache; the next
+    // turn's text starts after them.
+    const size_t fed = stats->generatedTokens == 0 ? 0
+                       : stats->stopReason == "eos"
+                           ? size_t(stats->generatedTokens)
+                           : size_t(stats->generatedTokens - 1);
+    if (fed < now.size()) {
+      for (size_t k = now.size() - fed; k < now.size(); ++k)
+        cachedText_ += tok.decodeToken(now[k - 1], now[k]);
+    } else {
+      // The reply outgrew the kept context: only its end is cached, and
+      // its last token (when not fed back) is not.
+      cachedText_ += reply;
+    }
+  }
   messages_ = std::move(next);
   messages_.push_back({"assistant", reply});
   turn.stats = std::move(*stats);
+  turn.stats.contextShifts += shifted;
   turn.turn = ++turns_;
   turn.reply = std::move(reply);
   turn.prompt = *rendered;

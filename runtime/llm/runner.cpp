@@ -50,7 +50,9 @@ std::string Stats::toJson() const {
      << ",\"peak_rss_bytes\":" << peakRssBytes
      << ",\"planned_bytes\":" << plannedBytes << ",\"stop_reason\":\""
      << stopReason << "\",\"cached_tokens\":" << cachedTokens
-     << ",\"context_tokens\":" << contextTokens << "}";
+     << ",\"context_tokens\":" << contextTokens
+     << ",\"context_shifts\":" << contextShifts << ",\"shift_ms\":" << shiftMs
+     << "}";
   return os.str();
 }
 
@@ -178,6 +180,8 @@ Status validate(const GenerationConfig &c) {
   ETLLM_RETURN_IF_ERROR(checkNumber("repetition_penalty",
                                     c.sampling.repetitionPenalty,
                                     limits::kRepetitionPenalty));
+  ETLLM_RETURN_IF_ERROR(
+      checkNumber("sink_tokens", c.sinkTokens, limits::kSinkTokens));
   return Status();
 }
 
@@ -197,6 +201,34 @@ Runner::generate(const std::string &prompt, const GenerationConfig &config,
                  std::to_string(maxSeqLen_));
   cache_.clear(); // continueWith zeroes the state when it keeps nothing
   return continueWith(*encoded, config, onText);
+}
+
+Result<bool> Runner::shiftContext(int64_t sinkTokens, size_t incoming) {
+  auto t0 = Clock::now();
+  const size_t sink = std::min(size_t(std::max<int64_t>(sinkTokens, 0)),
+                               cache_.size());
+  const size_t rest = cache_.size() - sink;
+  // Drop the older half of the non-sink tokens, or more when the incoming
+  // tokens need it.
+  const int64_t over = int64_t(cache_.size() + incoming) - maxSeqLen_;
+  const size_t drop = std::max(rest / 2, size_t(std::max<int64_t>(over, 0)));
+  if (drop == 0 || drop > rest)
+    return false; // nothing to drop: the context stays full
+  std::vector<int64_t> kept(cache_.begin(), cache_.begin() + sink);
+  kept.insert(kept.end(), cache_.begin() + sink + drop, cache_.end());
+  module_->resetState();
+  cache_.clear();
+  if (!kept.empty()) {
+    auto logits = forward(kept, 0);
+    if (!logits.ok()) {
+      resetCache();
+      return logits.error();
+    }
+    for (int64_t t : kept)
+      cache_.push_back(int32_t(t));
+  }
+  lastShiftMs_ = msSince(t0);
+  return true;
 }
 
 Result<Stats>
@@ -241,8 +273,18 @@ Runner::continueWith(const std::vector<int32_t> &tokens,
   stats.stopReason = "max_new_tokens";
   for (int32_t step = 0; step < config.maxNewTokens; ++step) {
     if (pos + int64_t(input.size()) > maxSeqLen_) {
-      stats.stopReason = "context";
-      break;
+      auto shifted =
+          config.shiftContext ? shiftContext(config.sinkTokens, input.size())
+                              : Result<bool>(false);
+      if (!shifted.ok())
+        return shifted.error();
+      if (!*shifted) {
+        stats.stopReason = "context";
+        break;
+      }
+      pos = int64_t(cache_.size());
+      ++stats.contextShifts;
+      stats.shiftMs += lastShiftMs_;
     }
     if (config.cancel && config.cancel->load()) {
       stats.stopReason = "interrupted";

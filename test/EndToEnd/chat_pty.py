@@ -254,6 +254,7 @@ def main():
     # Session 2: Ctrl-C, then the context limit.
     chat = Chat([tool("etllm-run"), program, "--chat", "--temperature", "0",
                  "-n", "100000", "--stats-json", "--threads", "1",
+                 "--no-context-shift",
                  "--system", "You are a test."],
                 os.path.join(work, "session2.err"))
     pos = chat.read_until(rb"> ", 0)

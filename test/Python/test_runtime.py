@@ -116,6 +116,7 @@ def test_sampling_callbacks_and_stop_strings(stories):
     (dict(repetition_penalty=0.0), "repetition_penalty: 0 is out of range"),
     (dict(max_new_tokens=-1), "max_new_tokens: -1 is out of range"),
     (dict(top_k=-3), "top_k: -3 is out of range"),
+    (dict(sink_tokens=-1), "sink_tokens: -1 is out of range"),
 ])
 def test_generation_numbers_are_checked(stories, kw, message):
     # The runtime's one check (llm::validate), the one etllm-run's flags and
@@ -123,6 +124,26 @@ def test_generation_numbers_are_checked(stories, kw, message):
     r = etllm.Runner(stories)
     with pytest.raises(etllm.Error, match=message):
         r.generate("Once", **kw).text
+
+
+def test_a_full_context_shifts_when_asked(tmp_path, shared):
+    # A 32-position context: stopping there (the default), or shifting and
+    # going on to 4x the context (docs/Runtime.md).
+    out = tmp_path / "short.pte"
+    etllm.export(shared / "models" / "stories260K" / "stories260K.gguf", out,
+                 {"model": {"max_seq_len": 32}})
+    r = etllm.Runner(out)
+    g = r.generate("Once upon a time", max_new_tokens=128, temperature=0)
+    g.text
+    assert g.stats["stop_reason"] == "context"
+    assert g.stats["context_shifts"] == 0
+    g2 = r.generate("Once upon a time", max_new_tokens=128, temperature=0,
+                    shift_context=True, sink_tokens=4)
+    assert g2.text.startswith(g.text)
+    assert g2.stats["stop_reason"] == "max_new_tokens"
+    assert g2.stats["generated_tokens"] == 128
+    assert g2.stats["context_shifts"] >= 4
+    assert g2.stats["context_tokens"] <= 32
 
 
 def test_thread_count_is_bounded_by_the_machine(stories):

@@ -77,6 +77,13 @@ void usage() {
       "  --stop STRING           stop when the text contains STRING "
       "(repeatable;\n"
       "                          default: none)\n"
+      "  --no-context-shift      stop when the context (max_seq_len) is full\n"
+      "                          (default: shift it and go on: the first\n"
+      "                          --keep tokens stay, the older half of the\n"
+      "                          rest is dropped and the kept tokens are\n"
+      "                          prefilled again)\n"
+      "  --keep N                tokens kept at the start when the context\n"
+      "                          shifts (attention sinks; default 4)\n"
       "  --no-bos                do not prepend BOS to the prompt (default: "
       "prepend)\n"
       "  --threads N             kernel threads, at most the machine's "
@@ -203,6 +210,12 @@ int chat(llm::Runner &runner, const llm::ChatOptions &options,
                    "program's max_seq_len): the reply was cut; /reset "
                    "starts a new conversation\n",
                    (long long)runner.maxSeqLen());
+    if (turn->stats.contextShifts > 0)
+      std::fprintf(stderr,
+                   "etllm-run: note: the context was full; it shifted %lld "
+                   "times (the start of the chat and its latest part are "
+                   "kept, the rest is forgotten)\n",
+                   (long long)turn->stats.contextShifts);
     if (turn->reprefilled)
       std::fprintf(stderr,
                    "etllm-run: note: the template rendered earlier turns "
@@ -240,6 +253,7 @@ int main(int argc, char **argv) {
   llm::RunnerOptions options;
   options.numThreads = hardwareThreads();
   llm::GenerationConfig config;
+  config.shiftContext = true; // etllm-run keeps going when the context fills
   llm::ChatOptions chatOptions;
   config.sampling.seed =
       uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
@@ -312,6 +326,12 @@ int main(int argc, char **argv) {
       if (!number(llm::limits::kRepetitionPenalty, v))
         return fail(err);
       config.sampling.repetitionPenalty = float(v);
+    } else if (a == "--no-context-shift") {
+      config.shiftContext = false;
+    } else if (a == "--keep") {
+      if (!number(llm::limits::kSinkTokens, v))
+        return fail(err);
+      config.sinkTokens = int32_t(v);
     } else if (a == "--seed") {
       Result<uint64_t> seed = parseUnsigned(a, text());
       if (!seed.ok())
@@ -420,5 +440,12 @@ int main(int argc, char **argv) {
                  stats->loadMs, stats->ttftMs, stats->prefillTokensPerSecond(),
                  stats->decodeTokensPerSecond(),
                  stats->peakRssBytes / 1048576.0);
+  if (!statsJson && stats->contextShifts > 0)
+    std::fprintf(stderr,
+                 "etllm-run: the context (%lld tokens) was full %lld times "
+                 "and shifted (%.1f ms of prefill again); --no-context-shift "
+                 "stops instead\n",
+                 (long long)(*runner)->maxSeqLen(), (long long)stats->contextShifts,
+                 stats->shiftMs);
   return 0;
 }

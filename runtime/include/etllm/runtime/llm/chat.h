@@ -62,7 +62,10 @@ public:
 
   /// One turn: adds the user's message, generates the reply (streamed to
   /// `onText`) and adds it. A conversation that no longer fits the context
-  /// is an error that leaves the conversation unchanged.
+  /// shifts when config.shiftContext is set (its start and its latest part
+  /// stay, as the runner shifts a full context; Stats::contextShifts counts
+  /// it); otherwise, or when even that cannot make room, it is an error that
+  /// leaves the conversation unchanged.
   Result<ChatTurn> send(const std::string &userMessage,
                         const GenerationConfig &config,
                         const std::function<void(const std::string &)> &onText);

@@ -38,6 +38,14 @@ struct GenerationConfig {
   /// When set (from another thread or a signal handler), generation stops
   /// before the next token with stop reason "interrupted".
   const std::atomic<bool> *cancel = nullptr;
+  /// What a full context does. false: generation stops (stop reason
+  /// "context"). true: the context shifts and generation goes on: the first
+  /// `sinkTokens` tokens stay (StreamingLLM's attention sinks), the older
+  /// half of the others is dropped, and the kept tokens are prefilled again
+  /// at positions 0, 1, ... (recomputed, so the cache is exactly that of
+  /// the shorter context; memory stays that of max_seq_len).
+  bool shiftContext = false;
+  int32_t sinkTokens = 4;
 };
 
 /// The values each number of a GenerationConfig may take: the one source
@@ -50,6 +58,7 @@ inline constexpr NumberRange kTopP{0, 1, true, false};
 inline constexpr NumberRange kMinP{0, 1};
 inline constexpr NumberRange kRepetitionPenalty{0, 3.4028234663852886e38, true,
                                                 false};
+inline constexpr NumberRange kSinkTokens{0, 2147483647.0, false, false, true};
 } // namespace limits
 
 /// Checks every number of `config` against `limits` (names as the APIs
@@ -74,6 +83,10 @@ struct Stats {
   /// prefilled again), and tokens in the KV cache after this call.
   int64_t cachedTokens = 0;
   int64_t contextTokens = 0;
+  /// Times the context was full and shifted (GenerationConfig::
+  /// shiftContext), and the time their prefills took (not in decodeMs).
+  int64_t contextShifts = 0;
+  double shiftMs = 0;
   double prefillTokensPerSecond() const;
   double decodeTokensPerSecond() const;
   /// One line of JSON with every field.
@@ -126,6 +139,9 @@ private:
   Runner() = default;
   Result<const float *> forward(const std::vector<int64_t> &tokens,
                                 int64_t startPos);
+  /// The full context shifted to make room for `incoming` tokens
+  /// (GenerationConfig::shiftContext); false when nothing can be dropped.
+  Result<bool> shiftContext(int64_t sinkTokens, size_t incoming);
   std::shared_ptr<Program> program_;
   std::unique_ptr<Module> module_;
   Method *method_ = nullptr;
@@ -136,6 +152,7 @@ private:
   std::vector<int64_t> posScratch_;
   std::vector<float> logits_;
   std::vector<int32_t> cache_;
+  double lastShiftMs_ = 0;
 };
 
 /// Creates the tokenizer a program names (embedded file or vocabulary).
