@@ -8,6 +8,7 @@
 #ifndef ETLLM_BACKENDS_XNNPACK_INTERNAL_H
 #define ETLLM_BACKENDS_XNNPACK_INTERNAL_H
 
+#include "etllm/runtime/kv_cache_quant.h"
 #include "etllm/runtime/kernel.h"
 #include "etllm/runtime/parallel.h"
 #include "etllm/runtime/xnnpack/kernels.h"
@@ -607,6 +608,24 @@ Status geluKernel(const KernelArgs &a, Isa isa, bool &handled);
 Status sigmoidKernel(const KernelArgs &a, Isa isa, bool &handled);
 Status tanhKernel(const KernelArgs &a, Isa isa, bool &handled);
 Status reluKernel(const KernelArgs &a, Isa isa, bool &handled);
+
+/// Tensors the attention kernels take (attention.cpp, sdpa.cpp).
+inline int64_t loadPos(const Tensor &p, int64_t i) {
+  return p.dtype == DType::I64 ? p.ptr<int64_t>()[i]
+                               : int64_t(p.ptr<int32_t>()[i]);
+}
+inline bool isPositions(const Tensor *t) {
+  return storageOk(t) && t->rank == 1 &&
+         (t->dtype == DType::I64 || t->dtype == DType::I32);
+}
+inline bool isF32Rank4(const Tensor *t) {
+  return storageOk(t) && t->dtype == DType::F32 && t->rank == 4;
+}
+/// An int8 KV cache [B, Hkv, T, D] (kv_cache_quant.h) with its bytes.
+inline bool isInt8KvCache(const Tensor *t) {
+  return storageOk(t) && t->dtype == DType::QAct && t->rank == 4 &&
+         isInt8KvCacheQuant(t->quant);
+}
 
 } // namespace etllm::rt::xnnpack
 
