@@ -275,6 +275,5 @@ TEST_P(BackendTest, MoeOnPackedExpertsMatchesPortable) {
   }
 }
 
-
 } // namespace
 } // namespace etllm::rt::xnnpack::test

@@ -637,6 +637,5 @@ TEST(HostileBlobTest, MoeMutationsNeverCrash) {
   }
 }
 
-
 } // namespace
 } // namespace etllm::rt::xnnpack::test
