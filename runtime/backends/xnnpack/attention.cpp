@@ -201,6 +201,21 @@ Status ropeKernel(const KernelArgs &a, Isa isa, const RopeTable *table,
 
 namespace {
 
+/// Whether `v` [B, H, S, D] and the positions [S] fit the cache [B, H, T, D]
+/// with every position in [0, T); otherwise the portable kernel reports it.
+bool updateFits(const Tensor &cache, const Tensor &pos, const Tensor &v) {
+  const int64_t T = cache.sizes[2], S = v.sizes[2];
+  if (v.sizes[0] != cache.sizes[0] || v.sizes[1] != cache.sizes[1] ||
+      v.sizes[3] != cache.sizes[3] || pos.sizes[0] != S)
+    return false;
+  for (int64_t s = 0; s < S; ++s) {
+    const int64_t p = loadPos(pos, s);
+    if (p < 0 || p >= T)
+      return false;
+  }
+  return true;
+}
+
 /// kv_cache_update of an int8 cache by f32 rows along dim 2 (-2), each row
 /// quantized with portable's quantizeInt8KvRow; declines what portable
 /// must report (shapes, positions out of range).
@@ -213,16 +228,10 @@ Status int8KvCacheUpdate(const KernelArgs &a, bool &handled) {
     return Status();
   const Tensor &cache = *a.inputs[0], &pos = *a.inputs[1], &v = *a.inputs[2];
   Tensor &out = *a.outputs[0];
+  if (!updateFits(cache, pos, v))
+    return Status();
   const int64_t B = cache.sizes[0], H = cache.sizes[1], T = cache.sizes[2],
                 D = cache.sizes[3], S = v.sizes[2];
-  if (v.sizes[0] != B || v.sizes[1] != H || v.sizes[3] != D ||
-      pos.sizes[0] != S)
-    return Status();
-  for (int64_t s = 0; s < S; ++s) {
-    const int64_t p = loadPos(pos, s);
-    if (p < 0 || p >= T)
-      return Status(); // portable reports the index
-  }
   handled = true;
   const size_t bytes = cache.nbytes();
   ETLLM_RETURN_IF_ERROR(out.resize(cache.sizes, 4));
@@ -254,16 +263,10 @@ Status kvCacheUpdateKernel(const KernelArgs &a, Isa, bool &handled) {
     return Status();
   const Tensor &cache = *a.inputs[0], &pos = *a.inputs[1], &v = *a.inputs[2];
   Tensor &out = *a.outputs[0];
+  if (!updateFits(cache, pos, v))
+    return Status();
   const int64_t B = cache.sizes[0], H = cache.sizes[1], T = cache.sizes[2],
                 D = cache.sizes[3], S = v.sizes[2];
-  if (v.sizes[0] != B || v.sizes[1] != H || v.sizes[3] != D ||
-      pos.sizes[0] != S)
-    return Status();
-  for (int64_t s = 0; s < S; ++s) {
-    const int64_t p = loadPos(pos, s);
-    if (p < 0 || p >= T)
-      return Status(); // portable reports the index
-  }
   handled = true;
   ETLLM_RETURN_IF_ERROR(out.resize(cache.sizes, 4));
   if (out.data != cache.data) // not in place: out = cache first
