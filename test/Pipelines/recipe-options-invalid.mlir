@@ -12,5 +12,7 @@
 // names the value it does not know.
 // RUN: not etllm-opt %s --pipeline="portable{moe=dense}" 2>&1 | FileCheck %s --check-prefix=MOE
 // MOE: for the --moe option: Cannot find option named 'dense'
+// RUN: not etllm-opt %s --pipeline="xnnpack-fp32{kv-cache-dtype=int4}" 2>&1 | FileCheck %s --check-prefix=KV
+// KV: for the --kv-cache-dtype option: Cannot find option named 'int4'
 module {
 }
