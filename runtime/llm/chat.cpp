@@ -150,17 +150,15 @@ ChatSession::send(const std::string &userMessage,
   }
   int64_t maxSeq = runner_.maxSeqLen();
   // The conversation outgrew the context: shift it as the runner shifts a
-  // full context (the first sinkTokens stay, the older half of the rest
-  // goes, more if the new message needs it); the runner prefills what
-  // follows the kept start again.
+  // full context (contextShiftDrop; room for one generated token, and the
+  // new message's last token kept); the runner prefills what follows the
+  // kept start again.
   bool shifted = false;
   if (int64_t(tokens.size()) >= maxSeq && config.shiftContext) {
     const size_t sink = std::min(
         size_t(std::max<int32_t>(config.sinkTokens, 0)), tokens.size());
-    const size_t rest = tokens.size() - sink;
-    const size_t drop =
-        std::max(rest / 2, size_t(int64_t(tokens.size()) - maxSeq + 1));
-    if (drop < rest) {
+    if (size_t drop = contextShiftDrop(
+            tokens.size(), sink, int64_t(tokens.size()) - maxSeq + 1, 1)) {
       tokens.erase(tokens.begin() + sink, tokens.begin() + sink + drop);
       shifted = true;
     }

@@ -203,16 +203,21 @@ Runner::generate(const std::string &prompt, const GenerationConfig &config,
   return continueWith(*encoded, config, onText);
 }
 
+size_t contextShiftDrop(size_t size, size_t sink, int64_t needed,
+                        size_t keepAtLeast) {
+  sink = std::min(sink, size);
+  const size_t rest = size - sink;
+  const size_t drop = std::max(rest / 2, size_t(std::max<int64_t>(needed, 0)));
+  return drop + keepAtLeast <= rest ? drop : 0;
+}
+
 Result<bool> Runner::shiftContext(int64_t sinkTokens, size_t incoming) {
   auto t0 = Clock::now();
-  const size_t sink = std::min(size_t(std::max<int64_t>(sinkTokens, 0)),
-                               cache_.size());
-  const size_t rest = cache_.size() - sink;
-  // Drop the older half of the non-sink tokens, or more when the incoming
-  // tokens need it.
-  const int64_t over = int64_t(cache_.size() + incoming) - maxSeqLen_;
-  const size_t drop = std::max(rest / 2, size_t(std::max<int64_t>(over, 0)));
-  if (drop == 0 || drop > rest)
+  const size_t sink =
+      std::min(size_t(std::max<int64_t>(sinkTokens, 0)), cache_.size());
+  const size_t drop = contextShiftDrop(
+      cache_.size(), sink, int64_t(cache_.size() + incoming) - maxSeqLen_, 0);
+  if (drop == 0)
     return false; // nothing to drop: the context stays full
   std::vector<int64_t> kept(cache_.begin(), cache_.begin() + sink);
   kept.insert(kept.end(), cache_.begin() + sink + drop, cache_.end());
@@ -273,9 +278,9 @@ Runner::continueWith(const std::vector<int32_t> &tokens,
   stats.stopReason = "max_new_tokens";
   for (int32_t step = 0; step < config.maxNewTokens; ++step) {
     if (pos + int64_t(input.size()) > maxSeqLen_) {
-      auto shifted =
-          config.shiftContext ? shiftContext(config.sinkTokens, input.size())
-                              : Result<bool>(false);
+      auto shifted = config.shiftContext
+                         ? shiftContext(config.sinkTokens, input.size())
+                         : Result<bool>(false);
       if (!shifted.ok())
         return shifted.error();
       if (!*shifted) {

@@ -27,17 +27,25 @@
 namespace etllm::rt::xnnpack {
 namespace {
 
-void quantizeRowGeneric(const float *x, int64_t K, bool sym, int8_t *q,
-                        float &scaleOut, int32_t &zpOut) {
-  float mn = 0.0f, mx = 0.0f, amax = 0.0f;
-  for (int64_t k = 0; k < K; ++k) {
+/// Folds x[k, K) into a row's running minimum, maximum and largest
+/// magnitude in element order, the generic path's arithmetic: every path
+/// ends its row with it, so all of them give the same range (std::min/max
+/// semantics: a NaN leaves the running value).
+inline void rangeOf(const float *x, int64_t k, int64_t K, float &mn, float &mx,
+                    float &amax) {
+  for (; k < K; ++k) {
     const float v = x[k];
-    // std::min/max semantics: a NaN v leaves the running value.
     mn = v < mn ? v : mn;
     mx = mx < v ? v : mx;
     const float av = std::fabs(v);
     amax = amax < av ? av : amax;
   }
+}
+
+void quantizeRowGeneric(const float *x, int64_t K, bool sym, int8_t *q,
+                        float &scaleOut, int32_t &zpOut) {
+  float mn = 0.0f, mx = 0.0f, amax = 0.0f;
+  rangeOf(x, 0, K, mn, mx, amax);
   float scale;
   int32_t zp;
   qactParamsFromRange(sym, mn, mx, amax, scale, zp);
@@ -134,13 +142,7 @@ ETLLM_XNN_AVX2 void quantizeRowAvx2(const float *x, int64_t K, bool sym,
     mx = mx < lmx[i] ? lmx[i] : mx;
     amax = amax < lam[i] ? lam[i] : amax;
   }
-  for (int64_t j = k; j < K; ++j) {
-    const float v = x[j];
-    mn = v < mn ? v : mn;
-    mx = mx < v ? v : mx;
-    const float av = std::fabs(v);
-    amax = amax < av ? av : amax;
-  }
+  rangeOf(x, k, K, mn, mx, amax);
   float scale;
   int32_t zp;
   qactParamsFromRange(sym, mn, mx, amax, scale, zp);
@@ -264,13 +266,7 @@ void quantizeRowNeon(const float *x, int64_t K, bool sym, int8_t *q,
   // a -0 element must not make mn -0.
   mn = mn < 0.0f ? mn : 0.0f;
   mx = mx > 0.0f ? mx : 0.0f;
-  for (int64_t j = k; j < K; ++j) {
-    const float v = x[j];
-    mn = v < mn ? v : mn;
-    mx = mx < v ? v : mx;
-    const float av = std::fabs(v);
-    amax = amax < av ? av : amax;
-  }
+  rangeOf(x, k, K, mn, mx, amax);
   float scale;
   int32_t zp;
   qactParamsFromRange(sym, mn, mx, amax, scale, zp);

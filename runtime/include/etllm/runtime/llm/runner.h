@@ -48,6 +48,14 @@ struct GenerationConfig {
   int32_t sinkTokens = 4;
 };
 
+/// The context-shift policy (GenerationConfig::shiftContext), the one both
+/// the runner and a chat apply: of `size` tokens the first `sinkTokens`
+/// stay and the older half of the rest goes, or `needed` tokens when that
+/// is more. Returns the number to drop after the sink, 0 when no shift can
+/// make the room while leaving `keepAtLeast` tokens after the sink.
+size_t contextShiftDrop(size_t size, size_t sink, int64_t needed,
+                        size_t keepAtLeast);
+
 /// The values each number of a GenerationConfig may take: the one source
 /// for etllm-run's flags, the Python and C APIs and Runner::generate.
 namespace limits {
