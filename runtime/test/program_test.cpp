@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "etllm/runtime/backend.h"
 #include "etllm/runtime/flags.h"
+#include "etllm/runtime/kv_cache_quant.h"
 #include "etllm/runtime/parallel.h"
 #include "etllm/runtime/profile.h"
 #include "etllm/runtime/program.h"
@@ -417,12 +418,7 @@ TEST(Program, RejectsSemanticErrors) {
 // positive sizes and the bytes of its QActLayout; any other is one error
 // naming the buffer and the problem.
 TEST(Program, Int8KvCacheBuffers) {
-  QuantInfo kv;
-  kv.bits = 8;
-  kv.symmetric = true;
-  kv.scaleType = DType::F32;
-  kv.groupSize = 0;
-  kv.perToken = true;
+  const QuantInfo kv = int8KvCacheQuant();
   Spec good;
   good.bufferDType = fbs::DType::QACT;
   good.bufferSizes = {1, 2, 3, 5};

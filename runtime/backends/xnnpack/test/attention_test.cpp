@@ -108,21 +108,11 @@ struct SdpaCase {
   bool causal;
 };
 
-QuantInfo int8KvQuant() {
-  QuantInfo q;
-  q.bits = 8;
-  q.symmetric = true;
-  q.scaleType = DType::F32;
-  q.groupSize = 0;
-  q.perToken = true;
-  return q;
-}
-
 /// The rows of `x` (rows of D values) quantized into an int8 KV cache of
 /// `shape` with portable's row quantizer; x becomes the dequantized values
 /// (scale * q) that every kernel reads.
 OwnedTensor int8Cache(std::vector<int64_t> shape, std::vector<float> &x) {
-  OwnedTensor t(DType::QAct, shape, 0, int8KvQuant());
+  OwnedTensor t(DType::QAct, shape, 0, int8KvCacheQuant());
   const Int8KvCacheRows c = Int8KvCacheRows::of(*t);
   for (int64_t r = 0; r < c.rows; ++r) {
     float *row = x.data() + r * c.cols;
@@ -390,7 +380,7 @@ TEST_P(AttentionTest, Int8CacheUpdateIsExact) {
            {2, 1, 8, 1}, {3, 33, 12, 7}, {2, 300, 72, 5}}) {
     std::vector<float> cv = randomFloats(size_t(H * T * D), gen);
     OwnedTensor cache = int8Cache({1, H, T, D}, cv);
-    OwnedTensor ref(DType::QAct, {1, H, T, D}, 0, int8KvQuant());
+    OwnedTensor ref(DType::QAct, {1, H, T, D}, 0, int8KvCacheQuant());
     std::memcpy(ref->data, cache->data, cache->nbytes());
     OwnedTensor v =
         f32Tensor({1, H, S, D}, randomFloats(size_t(H * S * D), gen, -4, 4));
@@ -399,7 +389,7 @@ TEST_P(AttentionTest, Int8CacheUpdateIsExact) {
       p.push_back((s * 7 + 3) % T); // (repeats when S > T: the last wins)
     OwnedTensor pos = positions(p);
     ASSERT_OK(runPortable(OpId::KvCacheUpdate, {ref, pos, v}, {ref}, {2}));
-    OwnedTensor out(DType::QAct, {1, H, T, D}, 0, int8KvQuant());
+    OwnedTensor out(DType::QAct, {1, H, T, D}, 0, int8KvCacheQuant());
     runOptimized(GetParam(), OpId::KvCacheUpdate, {cache, pos, v}, {out}, {2},
                  {});
     const std::string what = "H=" + std::to_string(H) +

@@ -21,8 +21,20 @@
 
 namespace etllm::rt {
 
-/// Whether `q` is the quantization of an int8 KV cache: 8 bits, symmetric,
-/// f32 scales, one scale per row (token), no groups.
+/// The quantization of an int8 KV cache: 8 bits, symmetric, f32 scales,
+/// one scale per row (token), no groups.
+inline QuantInfo int8KvCacheQuant() {
+  QuantInfo q;
+  q.bits = 8;
+  q.symmetric = true;
+  q.scaleType = DType::F32;
+  q.groupSize = 0;
+  q.perToken = true;
+  q.scheme = QScheme::Affine;
+  return q;
+}
+
+/// Whether `q` is int8KvCacheQuant().
 inline bool isInt8KvCacheQuant(const QuantInfo &q) {
   return q.bits == 8 && q.symmetric && q.scaleType == DType::F32 &&
          q.groupSize == 0 && q.perToken && q.scheme == QScheme::Affine;

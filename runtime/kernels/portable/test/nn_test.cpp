@@ -385,22 +385,12 @@ TEST(Sdpa, Errors) {
 // sdpa over an int8 KV cache
 //===----------------------------------------------------------------------===//
 
-QuantInfo int8KvQuant() {
-  QuantInfo q;
-  q.bits = 8;
-  q.symmetric = true;
-  q.scaleType = DType::F32;
-  q.groupSize = 0;
-  q.perToken = true;
-  return q;
-}
-
 /// An int8 KV cache of `shape` with random q in [-127, 127] and scales in
 /// [0, 0.05) (row 0: scale 0, as a zeroed cache), and the same rows
 /// dequantized (scale * q) in an f32 tensor.
 void randomInt8Cache(std::vector<int64_t> shape, unsigned seed,
                      OwnedTensor &cache, OwnedTensor &dequantized) {
-  cache = OwnedTensor(DType::QAct, shape, 0, int8KvQuant());
+  cache = OwnedTensor(DType::QAct, shape, 0, int8KvCacheQuant());
   dequantized = OwnedTensor(DType::F32, shape);
   const Int8KvCacheRows c = Int8KvCacheRows::of(*cache);
   std::mt19937 gen(seed);
@@ -457,8 +447,8 @@ TEST(Sdpa, Int8CacheEqualsTheDequantizedFloatCache) {
 
 TEST(Sdpa, ZeroedInt8CacheReadsAsZeros) {
   // A cache as the module allocates it: q = 0, scale 0 (never divided by).
-  OwnedTensor k(DType::QAct, {1, 1, 3, 4}, 0, int8KvQuant());
-  OwnedTensor v(DType::QAct, {1, 1, 3, 4}, 0, int8KvQuant());
+  OwnedTensor k(DType::QAct, {1, 1, 3, 4}, 0, int8KvCacheQuant());
+  OwnedTensor v(DType::QAct, {1, 1, 3, 4}, 0, int8KvCacheQuant());
   auto q = makeTensor(DType::F32, {1, 2, 1, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
   OwnedTensor y(DType::F32, {1, 2, 1, 4});
   ASSERT_OK(run(OpId::Sdpa, {q, k, v}, {y}, {0, 0, 0, 0}, {0.5, 0.0}));
@@ -468,13 +458,13 @@ TEST(Sdpa, ZeroedInt8CacheReadsAsZeros) {
 TEST(Sdpa, Int8CacheErrors) {
   auto q = makeTensor(DType::F32, {1, 2, 1, 4}, {});
   auto kf = makeTensor(DType::F32, {1, 1, 3, 4}, {});
-  OwnedTensor k(DType::QAct, {1, 1, 3, 4}, 0, int8KvQuant());
+  OwnedTensor k(DType::QAct, {1, 1, 3, 4}, 0, int8KvCacheQuant());
   OwnedTensor y(DType::F32, {1, 2, 1, 4});
   EXPECT_ERROR(run(OpId::Sdpa, {q, k, kf}, {y}, {0, 0, 0, 0}, {0.5, 0.0}),
                "both be quantized or neither");
   EXPECT_ERROR(run(OpId::Sdpa, {q, kf, k}, {y}, {0, 0, 0, 0}, {0.5, 0.0}),
                "both be quantized or neither");
-  QuantInfo block = int8KvQuant();
+  QuantInfo block = int8KvCacheQuant();
   block.groupSize = kQActBlock;
   OwnedTensor kb(DType::QAct, {1, 1, 3, 4}, 0, block);
   EXPECT_ERROR(run(OpId::Sdpa, {q, kb, kb}, {y}, {0, 0, 0, 0}, {0.5, 0.0}),
@@ -537,7 +527,7 @@ TEST(KvCacheUpdate, Errors) {
 /// An int8 cache [1, 2, 4, 3] whose every row holds q = {7, 7, 7}, scale
 /// 0.5, zero point 9 (a marker: the update writes 0).
 OwnedTensor markedInt8Cache() {
-  OwnedTensor cache(DType::QAct, {1, 2, 4, 3}, 0, int8KvQuant());
+  OwnedTensor cache(DType::QAct, {1, 2, 4, 3}, 0, int8KvCacheQuant());
   const Int8KvCacheRows c = Int8KvCacheRows::of(*cache);
   for (int64_t r = 0; r < c.rows; ++r) {
     for (int64_t d = 0; d < c.cols; ++d)
@@ -602,7 +592,7 @@ TEST(KvCacheUpdate, Int8CacheQuantizesEachWrittenRow) {
   OwnedTensor src = markedInt8Cache();
   auto hval = makeTensor(DType::F16, {1, 2, 1, 3}, {0.1, -0.7, 0.3, 5, 6, 7});
   auto pos1 = makeTensor(DType::I32, {1}, {2});
-  OwnedTensor copy(DType::QAct, {1, 2, 4, 3}, 0, int8KvQuant());
+  OwnedTensor copy(DType::QAct, {1, 2, 4, 3}, 0, int8KvCacheQuant());
   ASSERT_OK(run(OpId::KvCacheUpdate, {src, pos1, hval}, {copy}, {-2}));
   std::vector<double> hv = values(*hval);
   for (int64_t h = 0; h < 2; ++h) {
@@ -645,7 +635,7 @@ TEST(KvCacheUpdate, Int8CacheErrors) {
   OwnedTensor f32Out(DType::F32, {1, 2, 4, 3});
   EXPECT_ERROR(run(OpId::KvCacheUpdate, {cache, pos, val}, {f32Out}, {2}),
                "must be the cache's type");
-  QuantInfo asym = int8KvQuant();
+  QuantInfo asym = int8KvCacheQuant();
   asym.symmetric = false;
   OwnedTensor other(DType::QAct, {1, 2, 4, 3}, 0, asym);
   Tensor otherOut = *other;
