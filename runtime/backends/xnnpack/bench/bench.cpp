@@ -8,6 +8,10 @@
 //    per block of 32 (llama.cpp's Q8_0): xnnpack-int4;
 //  * QLinearQ8Block: int8 per-channel weights (f32 scales) with per-block
 //    activations: xnnpack-int8;
+//  * QLinearQ8_0Block: int8 weights per block of 32 with f16 scales (ggml's
+//    Q8_0, kept by xnnpack-gguf) with per-block activations, also for
+//    Gemma 3 270M's tied output layer (N x K = 262144 x 640, S = 1), which
+//    is 73% of the bytes of its decode step;
 //  * QLinear8da4w: int4 (group 32, f32 scales) with int8 per-token
 //    asymmetric activations: xnnpack-8da4w;
 //  * QLinearQ5_0Block, QLinearQ4_KBlock, QLinearQ6_KBlock: weights kept in
@@ -72,7 +76,7 @@ struct QPair {
 /// The weights of one N x K problem, built once and kept.
 struct Weights {
   OwnedTensor denseF32, packedF32;
-  QPair q4f32, q4f16, q8, q5_0, q4_k, q6_k;
+  QPair q4f32, q4f16, q8, q8_0, q5_0, q4_k, q6_k;
 };
 
 /// Random blocks of a ggml scheme (every value and sub-scale byte random,
@@ -164,9 +168,12 @@ Weights &weights(int64_t N, int64_t K) {
   slot->q4f32 = makeQ(N, K, 4, kGroup, DType::F32, gen);
   slot->q4f16 = makeQ(N, K, 4, kGroup, DType::F16, gen);
   slot->q8 = makeQ(N, K, 8, K, DType::F32, gen);
+  slot->q8_0 = makeQ(N, K, 8, kGroup, DType::F16, gen);
   slot->q5_0 = makeGgml(N, K, QScheme::Q5_0, gen);
-  slot->q4_k = makeGgml(N, K, QScheme::Q4_K, gen);
-  slot->q6_k = makeGgml(N, K, QScheme::Q6_K, gen);
+  if (K % 256 == 0) { // K-quants' super-blocks (not the output layer's K)
+    slot->q4_k = makeGgml(N, K, QScheme::Q4_K, gen);
+    slot->q6_k = makeGgml(N, K, QScheme::Q6_K, gen);
+  }
   return *slot;
 }
 
@@ -176,6 +183,7 @@ enum class Problem {
   QLinearInt4,
   QLinearQ4Block,
   QLinearQ8Block,
+  QLinearQ8_0Block,
   QLinear8da4w,
   QLinearQ5_0Block,
   QLinearQ4_KBlock,
@@ -248,6 +256,9 @@ void run(benchmark::State &state, Problem problem, Impl impl) {
     break;
   case Problem::QLinearQ8Block:
     weight = packed ? w.q8.packed.get() : w.q8.dense.get();
+    break;
+  case Problem::QLinearQ8_0Block:
+    weight = packed ? w.q8_0.packed.get() : w.q8_0.dense.get();
     break;
   case Problem::QLinear8da4w:
     weight = packed ? w.q4f32.packed.get() : w.q4f32.dense.get();
@@ -369,6 +380,14 @@ void shapes(benchmark::internal::Benchmark *b, bool prefill) {
   b->UseRealTime();
 }
 void allShapes(benchmark::internal::Benchmark *b) { shapes(b, true); }
+/// Gemma 3 270M's tied output layer, decode.
+void outputLayerShapes(benchmark::internal::Benchmark *b) {
+  b->ArgNames({"N", "K", "S", "threads"});
+  for (int64_t t : {1, 2})
+    b->Args({262144, 640, 1, t});
+  b->Unit(benchmark::kMillisecond);
+  b->UseRealTime();
+}
 void decodeShapes(benchmark::internal::Benchmark *b) { shapes(b, false); }
 
 #define ETLLM_BENCH(Name, P, I, Shapes)                                        \
@@ -388,6 +407,12 @@ ETLLM_BENCH(QLinearQ4Block_Xnnpack, Problem::QLinearQ4Block, Impl::Xnnpack,
             allShapes);
 ETLLM_BENCH(QLinearQ8Block_Xnnpack, Problem::QLinearQ8Block, Impl::Xnnpack,
             allShapes);
+ETLLM_BENCH(QLinearQ8_0Block_Xnnpack, Problem::QLinearQ8_0Block,
+            Impl::Xnnpack, allShapes);
+ETLLM_BENCH(QLinearQ8_0Block_OutputLayer_Portable, Problem::QLinearQ8_0Block,
+            Impl::Portable, outputLayerShapes);
+ETLLM_BENCH(QLinearQ8_0Block_OutputLayer_Xnnpack, Problem::QLinearQ8_0Block,
+            Impl::Xnnpack, outputLayerShapes);
 ETLLM_BENCH(QLinear8da4w_Portable, Problem::QLinear8da4w, Impl::Portable,
             decodeShapes);
 ETLLM_BENCH(QLinear8da4w_Xnnpack, Problem::QLinear8da4w, Impl::Xnnpack,

@@ -385,85 +385,92 @@ TEST_P(QLinearTest, PanelsPackedInParallelGiveTheSameBits) {
 /// Extreme integers: every activation at -128 or 127 (or -127 and 127 per
 /// block) and every weight at the ends of its range, so that a maddubs pair
 /// reaches +-3840 and eight of them +-30720, and 8-bit products reach
-/// 128 * 128: an int16 overflow or a saturating pair would show.
+/// 128 * 128: an int16 overflow or a saturating pair would show. M = 3
+/// runs the decode tiles, M = 9 the prefill panels (rows repeat the three
+/// patterns).
 TEST_P(QLinearTest, ExtremeIntegersDoNotOverflow) {
-  const int64_t M = 3, K = 512, N = 16;
-  for (unsigned bits : {4u, 8u})
-    for (bool sym : {true, false})
-      for (int64_t G : {32, 64, 512}) {
-        QuantInfo q;
-        q.bits = uint8_t(bits);
-        q.symmetric = sym;
-        q.groupSize = G;
-        const int32_t lo = sym ? -(1 << (bits - 1)) : 0;
-        const int32_t hi = sym ? (1 << (bits - 1)) - 1 : (1 << bits) - 1;
-        RandomQWeight w;
-        w.q = q;
-        w.n = N;
-        w.k = K;
-        w.values.resize(size_t(N * K));
-        for (int64_t i = 0; i < N * K; ++i)
-          w.values[size_t(i)] = (i / K) % 2 ? hi : lo; // rows alternate
-        w.scales.assign(size_t(N * K / G), 0.01f);
-        if (!sym)
-          w.offsets.assign(size_t(N * K / G), -0.07f);
-        w.dense =
-            rt::testing::makeQWeight(N, K, q, w.values, w.scales, w.offsets);
-        auto packed =
-            packQBlocks(w.dense->ptr<uint8_t>(), w.dense->capacity, N, K, q);
-        ASSERT_TRUE(packed.ok());
-        w.packed = bytesTensor(DType::QWeight, N, K, *packed, q);
+  const int64_t K = 512, N = 16;
+  for (int64_t M : {3, 9})
+    for (unsigned bits : {4u, 8u})
+      for (bool sym : {true, false})
+        for (int64_t G : {32, 64, 512}) {
+          QuantInfo q;
+          q.bits = uint8_t(bits);
+          q.symmetric = sym;
+          q.groupSize = G;
+          const int32_t lo = sym ? -(1 << (bits - 1)) : 0;
+          const int32_t hi = sym ? (1 << (bits - 1)) - 1 : (1 << bits) - 1;
+          RandomQWeight w;
+          w.q = q;
+          w.n = N;
+          w.k = K;
+          w.values.resize(size_t(N * K));
+          for (int64_t i = 0; i < N * K; ++i)
+            w.values[size_t(i)] = (i / K) % 2 ? hi : lo; // rows alternate
+          w.scales.assign(size_t(N * K / G), 0.01f);
+          if (!sym)
+            w.offsets.assign(size_t(N * K / G), -0.07f);
+          w.dense =
+              rt::testing::makeQWeight(N, K, q, w.values, w.scales, w.offsets);
+          auto packed =
+              packQBlocks(w.dense->ptr<uint8_t>(), w.dense->capacity, N, K, q);
+          ASSERT_TRUE(packed.ok());
+          w.packed = bytesTensor(DType::QWeight, N, K, *packed, q);
 
-        QuantInfo aq;
-        aq.bits = 8;
-        aq.symmetric = false;
-        OwnedTensor qa(DType::QAct, {M, K}, 0, aq);
-        const QActLayout l = QActLayout::compute(M, K);
-        uint8_t *base = qa->ptr<uint8_t>();
-        const int32_t zps[M] = {-128, 127, 5};
-        for (int64_t m = 0; m < M; ++m) {
-          for (int64_t k = 0; k < K; ++k)
-            base[m * K + k] = uint8_t(int8_t(m == 0   ? -128
-                                             : m == 1 ? 127
-                                                      : (k % 2 ? 127 : -128)));
-          const float s = 0.02f;
-          std::memcpy(base + l.scalesOff + m * 4, &s, 4);
-          std::memcpy(base + l.zpOff + m * 4, &zps[m], 4);
-        }
-        std::mt19937 gen(bits * 10 + sym);
-        compareQLinear(GetParam(), *qa, dequantAct(*qa), w, false, gen,
-                       "extreme int" + std::to_string(bits) +
-                           (sym ? " sym" : " asym") +
-                           " G=" + std::to_string(G));
-
-        QuantInfo bq;
-        bq.bits = 8;
-        bq.symmetric = true;
-        bq.groupSize = kQActBlock;
-        OwnedTensor qb(DType::QAct, {M, K}, 0, bq);
-        const QActLayout bl = QActLayout::compute(M, K, bq);
-        uint8_t *bb = qb->ptr<uint8_t>();
-        for (int64_t m = 0; m < M; ++m)
-          for (int64_t b = 0; b < bl.blocks; ++b) {
-            int32_t sum = 0;
-            for (int64_t k = 0; k < kQActBlock; ++k) {
-              const int8_t v = m == 0   ? -127
-                               : m == 1 ? 127
-                                        : (k % 2 ? 127 : -127);
-              bb[m * bl.rowStride + b * kQActBlock + k] = uint8_t(v);
-              sum += v;
-            }
+          QuantInfo aq;
+          aq.bits = 8;
+          aq.symmetric = false;
+          OwnedTensor qa(DType::QAct, {M, K}, 0, aq);
+          const QActLayout l = QActLayout::compute(M, K);
+          uint8_t *base = qa->ptr<uint8_t>();
+          const int32_t zps[3] = {-128, 127, 5};
+          for (int64_t m = 0; m < M; ++m) {
+            const int64_t p = m % 3;
+            for (int64_t k = 0; k < K; ++k)
+              base[m * K + k] =
+                  uint8_t(int8_t(p == 0   ? -128
+                                 : p == 1 ? 127
+                                          : (k % 2 ? 127 : -128)));
             const float s = 0.02f;
-            std::memcpy(bb + bl.scalesOff + size_t(m * bl.blocks + b) * 4, &s,
-                        4);
-            std::memcpy(bb + bl.sumsOff + size_t(m * bl.blocks + b) * 4, &sum,
-                        4);
+            std::memcpy(base + l.scalesOff + m * 4, &s, 4);
+            std::memcpy(base + l.zpOff + m * 4, &zps[p], 4);
           }
-        compareQLinear(GetParam(), *qb, dequantAct(*qb), w, false, gen,
-                       "extreme int" + std::to_string(bits) +
-                           (sym ? " sym" : " asym") +
-                           " G=" + std::to_string(G) + " per block");
-      }
+          std::mt19937 gen(bits * 10 + sym);
+          compareQLinear(
+              GetParam(), *qa, dequantAct(*qa), w, false, gen,
+              "extreme int" + std::to_string(bits) + (sym ? " sym" : " asym") +
+                  " G=" + std::to_string(G) + " M=" + std::to_string(M));
+
+          QuantInfo bq;
+          bq.bits = 8;
+          bq.symmetric = true;
+          bq.groupSize = kQActBlock;
+          OwnedTensor qb(DType::QAct, {M, K}, 0, bq);
+          const QActLayout bl = QActLayout::compute(M, K, bq);
+          uint8_t *bb = qb->ptr<uint8_t>();
+          for (int64_t m = 0; m < M; ++m)
+            for (int64_t b = 0; b < bl.blocks; ++b) {
+              int32_t sum = 0;
+              for (int64_t k = 0; k < kQActBlock; ++k) {
+                const int64_t p = m % 3;
+                const int8_t v = p == 0   ? -127
+                                 : p == 1 ? 127
+                                          : (k % 2 ? 127 : -127);
+                bb[m * bl.rowStride + b * kQActBlock + k] = uint8_t(v);
+                sum += v;
+              }
+              const float s = 0.02f;
+              std::memcpy(bb + bl.scalesOff + size_t(m * bl.blocks + b) * 4, &s,
+                          4);
+              std::memcpy(bb + bl.sumsOff + size_t(m * bl.blocks + b) * 4, &sum,
+                          4);
+            }
+          compareQLinear(GetParam(), *qb, dequantAct(*qb), w, false, gen,
+                         "extreme int" + std::to_string(bits) +
+                             (sym ? " sym" : " asym") +
+                             " G=" + std::to_string(G) +
+                             " M=" + std::to_string(M) + " per block");
+        }
   reportWorst("ExtremeIntegersDoNotOverflow");
 }
 
