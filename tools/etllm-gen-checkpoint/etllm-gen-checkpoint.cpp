@@ -1,12 +1,12 @@
 //===- etllm-gen-checkpoint.cpp - Synthetic checkpoint generator ----------===//
 //
 // Writes a Hugging Face directory or a GGUF file with seeded random weights
-// for one of the supported architectures; see etllm/Formats/Generator.h.
+// for one of the supported architectures; see etllm/Testing/Generator.h.
 //
 //===----------------------------------------------------------------------===//
 
 #include "etllm/Formats/Checkpoint.h"
-#include "etllm/Formats/Generator.h"
+#include "etllm/Testing/Generator.h"
 #include "etllm/Formats/Limits.h"
 #include "etllm/Formats/Lora.h"
 #include "etllm/Models/Registry.h"

@@ -1,6 +1,6 @@
 //===- ConfigTest.cpp - config.json parsing, validation, writing ----------===//
 
-#include "etllm/Formats/Generator.h"
+#include "etllm/Testing/Generator.h"
 #include "etllm/Formats/ModelConfig.h"
 #include "etllm/Models/Registry.h"
 #include "TestUtil.h"

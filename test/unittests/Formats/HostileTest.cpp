@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "TestUtil.h"
-#include "etllm/Formats/Generator.h"
+#include "etllm/Testing/Generator.h"
 #include "etllm/Formats/Gguf.h"
 #include "etllm/Formats/Llama2c.h"
 #include "etllm/Formats/Safetensors.h"

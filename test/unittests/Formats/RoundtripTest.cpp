@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "etllm/Formats/Generator.h"
+#include "etllm/Testing/Generator.h"
 #include "etllm/Formats/Gguf.h"
 #include "etllm/runtime/half.h"
 #include "TestUtil.h"

@@ -1,6 +1,6 @@
 //===- SafetensorsTest.cpp - safetensors files and HF directories ---------===//
 
-#include "etllm/Formats/Generator.h"
+#include "etllm/Testing/Generator.h"
 #include "etllm/Formats/Safetensors.h"
 #include "TestUtil.h"
 

@@ -12,7 +12,7 @@
 #include "etllm/Dialect/Etllm/EtllmModelConfig.h"
 #include "etllm/Dialect/Etllm/EtllmOps.h"
 #include "etllm/Formats/Checkpoint.h"
-#include "etllm/Formats/Generator.h"
+#include "etllm/Testing/Generator.h"
 #include "etllm/Import/GraphBuilder.h"
 #include "etllm/InitAll.h"
 #include "etllm/Models/Registry.h"

@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../Formats/TestUtil.h"
-#include "etllm/Formats/Generator.h"
+#include "etllm/Testing/Generator.h"
 #include "etllm/Formats/Gguf.h"
 
 #include <cmath>

@@ -6,7 +6,7 @@
 // exported graph (level A) on the portable reference kernels.
 //
 //===----------------------------------------------------------------------===//
-#include "etllm/Formats/Generator.h"
+#include "etllm/Testing/Generator.h"
 #include "etllm/Pipeline/Tester.h"
 
 #include <gtest/gtest.h>

@@ -8,7 +8,7 @@
 // test shares nothing with the reference but the token ids.
 //
 //===----------------------------------------------------------------------===//
-#include "etllm/Formats/Generator.h"
+#include "etllm/Testing/Generator.h"
 #include "etllm/InitAll.h"
 #include "etllm/Pipeline/Stage.h"
 #include "etllm/runtime/backend.h"

@@ -7,7 +7,7 @@
 // portable reference kernels.
 //
 //===----------------------------------------------------------------------===//
-#include "etllm/Formats/Generator.h"
+#include "etllm/Testing/Generator.h"
 #include "etllm/Models/Registry.h"
 #include "etllm/Pipeline/Tester.h"
 

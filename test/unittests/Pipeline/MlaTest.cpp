@@ -8,7 +8,7 @@
 // (q_proj) and V3 (q LoRA); the only caches left are the latent ones.
 //
 //===----------------------------------------------------------------------===//
-#include "etllm/Formats/Generator.h"
+#include "etllm/Testing/Generator.h"
 #include "etllm/Pipeline/Tester.h"
 
 #include "llvm/Support/raw_ostream.h"

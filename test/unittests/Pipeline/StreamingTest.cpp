@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "etllm/Serialize/Streaming.h"
 
-#include "etllm/Formats/Generator.h"
+#include "etllm/Testing/Generator.h"
 #include "etllm/InitAll.h"
 #include "etllm/Pipeline/Stage.h"
 

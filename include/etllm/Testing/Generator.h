@@ -13,8 +13,8 @@
 // same values and a file of any size is written streaming.
 //
 //===----------------------------------------------------------------------===//
-#ifndef ETLLM_FORMATS_GENERATOR_H
-#define ETLLM_FORMATS_GENERATOR_H
+#ifndef ETLLM_TESTING_GENERATOR_H
+#define ETLLM_TESTING_GENERATOR_H
 
 #include "etllm/Formats/Checkpoint.h"
 
@@ -104,4 +104,4 @@ Status generateLoraAdapter(const LoraGeneratorOptions &options);
 
 } // namespace etllm::formats
 
-#endif // ETLLM_FORMATS_GENERATOR_H
+#endif // ETLLM_TESTING_GENERATOR_H

@@ -12,7 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Internal.h"
-#include "etllm/Formats/Generator.h"
+#include "etllm/Testing/Generator.h"
 #include "etllm/Formats/Gguf.h"
 #include "etllm/Formats/Lora.h"
 #include "etllm/Formats/Safetensors.h"

@@ -1,6 +1,6 @@
 //===- Generator.cpp - Synthetic HF / GGUF checkpoints --------------------===//
 
-#include "etllm/Formats/Generator.h"
+#include "etllm/Testing/Generator.h"
 #include "Internal.h"
 #include "etllm/Formats/Gguf.h"
 #include "etllm/Formats/Safetensors.h"
