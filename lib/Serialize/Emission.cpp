@@ -12,10 +12,10 @@
 
 #include "etllm/Formats/Checkpoint.h"
 #include "etllm/Formats/Lora.h"
-#include "etllm/Serialize/KernelCalls.h"
-#include "etllm/Serialize/Lowering.h"
+#include "etllm/Lowering/KernelCalls.h"
+#include "etllm/Lowering/Lowering.h"
 #include "etllm/Serialize/Streaming.h"
-#include "etllm/Serialize/WeightStore.h"
+#include "etllm/Lowering/WeightStore.h"
 #include "etllm/runtime/program.h"
 #include "etllm/schema/program_generated.h"
 

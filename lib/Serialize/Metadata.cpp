@@ -2,13 +2,13 @@
 #include "Metadata.h"
 
 #include "ChatTemplateInfo.h"
-#include "ProgramConfig.h"
+#include "etllm/Lowering/ProgramConfig.h"
 
 #include "etllm/Formats/Checkpoint.h"
 #include "etllm/Formats/GgufEmbeddedVocab.h"
 #include "etllm/Formats/Lora.h"
-#include "etllm/Serialize/Lowering.h"
-#include "etllm/Serialize/WeightStore.h"
+#include "etllm/Lowering/Lowering.h"
+#include "etllm/Lowering/WeightStore.h"
 #include "etllm/runtime/tokenizer.h"
 
 #include "llvm/ADT/StringExtras.h"

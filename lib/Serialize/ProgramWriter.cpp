@@ -17,7 +17,7 @@
 
 #include "Emission.h"
 
-#include "etllm/Serialize/Lowering.h"
+#include "etllm/Lowering/Lowering.h"
 
 using namespace mlir;
 

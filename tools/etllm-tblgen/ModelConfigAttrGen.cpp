@@ -159,7 +159,7 @@ void emitAttrDecls(const std::vector<ConfigAttr> &attrs,
           "emitError, ::mlir::MLIRContext *context, const "
        << a.paramsStruct << " &params);\n";
     os << "/// The rules between the fields of " << a.attrClass
-       << " (hand-written: dialects/EtllmModelConfig.cpp), after the\n"
+       << " (hand-written: lib/Dialect/Etllm/EtllmModelConfig.cpp), after the\n"
           "/// generated checks of each field.\n"
        << "::llvm::LogicalResult verify" << a.cppName
        << "Rules(::llvm::function_ref<::mlir::InFlightDiagnostic()> "

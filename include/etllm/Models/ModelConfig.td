@@ -24,7 +24,7 @@
 // records (`!foreach` over `ModelConfigFields`).
 //
 // Hand-written code keeps only the rules between fields (the heads divide,
-// MLA needs both dimensions, ...): dialects/EtllmModelConfig.cpp and
+// MLA needs both dimensions, ...): lib/Dialect/Etllm/EtllmModelConfig.cpp and
 // lib/Formats/ModelConfigValidation.cpp.
 //
 // Adding a field is one record here plus its uses (docs/AddingAModel.md,

@@ -10,7 +10,7 @@
 #ifndef ETLLM_SERIALIZE_PROGRAMWRITER_H
 #define ETLLM_SERIALIZE_PROGRAMWRITER_H
 
-#include "etllm/Serialize/MemoryPlan.h"
+#include "etllm/Lowering/MemoryPlan.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"

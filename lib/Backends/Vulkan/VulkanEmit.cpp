@@ -13,7 +13,7 @@
 #include "VulkanViews.h"
 
 #include "etllm/Dialect/Etllm/EtllmOps.h"
-#include "etllm/Serialize/KernelCalls.h"
+#include "etllm/Lowering/KernelCalls.h"
 #include "etllm/runtime/vulkan/packing.h"
 #include "etllm/schema/vulkan_generated.h"
 

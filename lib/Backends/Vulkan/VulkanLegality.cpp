@@ -15,7 +15,7 @@
 
 #include "etllm/Dialect/Etllm/EtllmModelConfig.h"
 #include "etllm/Dialect/Etllm/EtllmOps.h"
-#include "etllm/Serialize/KernelCalls.h"
+#include "etllm/Lowering/KernelCalls.h"
 #include "etllm/Target/Backend.h"
 #include "etllm/runtime/vulkan/packing.h"
 

@@ -10,7 +10,7 @@
 #include "VulkanEmit.h"
 
 #include "etllm/Dialect/Etllm/EtllmOps.h"
-#include "etllm/Serialize/KernelCalls.h"
+#include "etllm/Lowering/KernelCalls.h"
 #include "etllm/runtime/memory_planner.h"
 
 #include "llvm/ADT/DenseSet.h"

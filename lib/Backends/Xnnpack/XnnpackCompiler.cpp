@@ -11,8 +11,8 @@
 //===----------------------------------------------------------------------===//
 #include "etllm/Dialect/Etllm/EtllmOps.h"
 #include "etllm/Dialect/Etllm/MoeActivations.h"
-#include "etllm/Serialize/KernelCalls.h"
-#include "etllm/Serialize/WeightStore.h"
+#include "etllm/Lowering/KernelCalls.h"
+#include "etllm/Lowering/WeightStore.h"
 #include "etllm/Target/Backend.h"
 #include "etllm/runtime/tensor.h"
 

@@ -8,7 +8,7 @@
 #include "etllm/Dialect/Etllm/EtllmOps.h"
 #include "etllm/Import/GraphBuilder.h"
 #include "etllm/InitAll.h"
-#include "etllm/Serialize/WeightStore.h"
+#include "etllm/Lowering/WeightStore.h"
 #include "etllm/Formats/Checkpoint.h"
 
 #include "mlir/IR/DialectRegistry.h"

@@ -1,5 +1,5 @@
 //===- QuantizerTest.cpp - Quantization and exact GGUF repacking ----------===//
-#include "etllm/Serialize/Quantizer.h"
+#include "etllm/Formats/Quantizer.h"
 
 #include "etllm/Formats/Checkpoint.h"
 #include "etllm/Formats/Gguf.h"

@@ -13,7 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include "etllm/Dialect/Etllm/EtllmOps.h"
 #include "etllm/InitAll.h"
-#include "etllm/Serialize/KernelCalls.h"
+#include "etllm/Lowering/KernelCalls.h"
 #include "etllm/runtime/kernel.h"
 #include "etllm/runtime/verify_ops.h"
 

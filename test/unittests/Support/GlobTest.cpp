@@ -9,7 +9,7 @@
 
 namespace {
 
-/// The matcher quantization.exclude used before (passes/Quantize.cpp):
+/// The matcher quantization.exclude used before (lib/Transforms/Quantize.cpp):
 /// exponential in the number of stars, kept here as the definition of the
 /// semantics the linear one must keep.
 bool oldGlobMatch(std::string_view pattern, std::string_view text) {

@@ -62,7 +62,7 @@ def Etllm_QWeightScheme : I32EnumAttr<"QWeightScheme",
   let cppNamespace = "::mlir::etllm";
   let genSpecializedAttr = 0;
   // The values are the program schema's QScheme (runtime/schema/program.fbs,
-  // etllm::rt::QScheme): lib/Serialize/KernelCalls.cpp checks the count at
+  // etllm::rt::QScheme): lib/Lowering/KernelCalls.cpp checks the count at
   // build time, serialize.QWeightSchemes every name.
 }
 

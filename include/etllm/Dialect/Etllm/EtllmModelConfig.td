@@ -18,7 +18,7 @@ include "etllm/Models/ModelConfig.td"
 // it differs from its default (the `struct` directive), and parses in any
 // order. Their generic verification (ranges, choices), their JSON and the
 // builder from formats::ModelConfig are generated from the same records
-// (etllm-tblgen -gen-etllm-model-config-attr-*); dialects/EtllmModelConfig.cpp
+// (etllm-tblgen -gen-etllm-model-config-attr-*); lib/Dialect/Etllm/EtllmModelConfig.cpp
 // keeps the rules between fields.
 
 /// The IR parameter of a ConfigField.

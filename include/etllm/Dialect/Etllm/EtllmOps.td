@@ -387,7 +387,7 @@ def Etllm_TopKOp : Etllm_Op<"topk", [Pure, InferTypeOpAdaptorWithIsCompatible,
   let results = (outs Etllm_NumTensor:$values, Etllm_TensorOf<[I64]>:$indices);
   let assemblyFormat = "$input `k` $k (`dim` $dim^)? attr-dict `:` "
                        "type($input) `->` type(results)";
-  // Shape inference with the helpers of dialects/EtllmOps.cpp, where the
+  // Shape inference with the helpers of lib/Dialect/Etllm/EtllmOps.cpp, where the
   // op definitions are compiled.
   let extraClassDefinition = [{
     ::mlir::LogicalResult $cppClass::inferReturnTypes(

@@ -6,7 +6,7 @@
 // "int8-token" (an 8da scheme: per token, asymmetric). It lets an
 // optimized kernel quantize the op's expert inputs (x and silu(gate) * up)
 // as the recipe's qlinears are; the portable kernel keeps them in float.
-// Absent: float activations. Set by passes/Quantize.cpp,
+// Absent: float activations. Set by lib/Transforms/Quantize.cpp,
 // checked by the dialect (EtllmModelConfig.cpp), read by the xnnpack
 // compiler.
 //

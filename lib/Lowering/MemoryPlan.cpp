@@ -1,8 +1,8 @@
 //===- MemoryPlan.cpp - Where the values of `forward` live ----------------===//
-#include "etllm/Serialize/MemoryPlan.h"
+#include "etllm/Lowering/MemoryPlan.h"
 
-#include "etllm/Serialize/KernelCalls.h"
-#include "etllm/Serialize/Lowering.h"
+#include "etllm/Lowering/KernelCalls.h"
+#include "etllm/Lowering/Lowering.h"
 #include "etllm/runtime/memory_planner.h"
 
 #include "mlir/IR/Builders.h"

@@ -1,5 +1,5 @@
 //===- Quantizer.cpp - Block-wise weight quantization ---------------------===//
-#include "etllm/Serialize/Quantizer.h"
+#include "etllm/Formats/Quantizer.h"
 
 #include "etllm/runtime/half.h"
 

@@ -2,7 +2,7 @@
 #include "etllm/Dialect/Etllm/EtllmOps.h"
 #include "etllm/Dialect/Etllm/MoeActivations.h"
 #include "etllm/Formats/Checkpoint.h"
-#include "etllm/Serialize/Quantizer.h"
+#include "etllm/Formats/Quantizer.h"
 #include "etllm/Support/Glob.h"
 #include "etllm/Transforms/Passes.h"
 

@@ -1,6 +1,6 @@
 //===- Matchers.h - Small value matchers the passes share -------*- C++ -*-===//
 //
-// Helpers private to passes/: the splat value of a constant, conversions
+// Helpers private to lib/Transforms/: the splat value of a constant, conversions
 // and unit-dimension reshapes looked through. One definition each, for
 // etllm-fuse-sdpa, etllm-swap-source's swaps and the others.
 //

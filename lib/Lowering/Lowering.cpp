@@ -10,11 +10,11 @@
 // calls ask their backend for a blob.
 //
 //===----------------------------------------------------------------------===//
-#include "etllm/Serialize/Lowering.h"
+#include "etllm/Lowering/Lowering.h"
 
-#include "ProgramConfig.h"
+#include "etllm/Lowering/ProgramConfig.h"
 
-#include "etllm/Serialize/KernelCalls.h"
+#include "etllm/Lowering/KernelCalls.h"
 #include "etllm/Target/Backend.h"
 
 #include "mlir/IR/BuiltinAttributes.h"

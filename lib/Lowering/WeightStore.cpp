@@ -1,11 +1,11 @@
 //===- WeightStore.cpp - Parameter bytes, materialized lazily -------------===//
-#include "etllm/Serialize/WeightStore.h"
+#include "etllm/Lowering/WeightStore.h"
 
 #include "etllm/Dialect/Etllm/EtllmOps.h"
 #include "etllm/Formats/Checkpoint.h"
 #include "etllm/Formats/Lora.h"
-#include "etllm/Serialize/KernelCalls.h"
-#include "etllm/Serialize/Quantizer.h"
+#include "etllm/Lowering/KernelCalls.h"
+#include "etllm/Formats/Quantizer.h"
 #include "etllm/runtime/half.h"
 
 #include "llvm/Support/FileSystem.h"

@@ -5,8 +5,8 @@
 // (vocabulary size, special token ids, the whole configuration as JSON).
 //
 //===----------------------------------------------------------------------===//
-#ifndef ETLLM_LIB_SERIALIZE_PROGRAMCONFIG_H
-#define ETLLM_LIB_SERIALIZE_PROGRAMCONFIG_H
+#ifndef ETLLM_LOWERING_PROGRAMCONFIG_H
+#define ETLLM_LOWERING_PROGRAMCONFIG_H
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -34,4 +34,4 @@ std::string modelConfigJson(mlir::ModuleOp module);
 
 } // namespace etllm
 
-#endif // ETLLM_LIB_SERIALIZE_PROGRAMCONFIG_H
+#endif // ETLLM_LOWERING_PROGRAMCONFIG_H

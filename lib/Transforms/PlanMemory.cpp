@@ -1,7 +1,7 @@
 //===- PlanMemory.cpp - Plan activation memory and record the plan --------===//
 #include "etllm/Dialect/Etllm/EtllmOps.h"
-#include "etllm/Serialize/Lowering.h"
-#include "etllm/Serialize/MemoryPlan.h"
+#include "etllm/Lowering/Lowering.h"
+#include "etllm/Lowering/MemoryPlan.h"
 #include "etllm/Transforms/Passes.h"
 
 #define DEBUG_TYPE "etllm-plan-memory"

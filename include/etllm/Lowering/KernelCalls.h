@@ -7,8 +7,8 @@
 // operator vocabulary in their blobs.
 //
 //===----------------------------------------------------------------------===//
-#ifndef ETLLM_SERIALIZE_KERNELCALLS_H
-#define ETLLM_SERIALIZE_KERNELCALLS_H
+#ifndef ETLLM_LOWERING_KERNELCALLS_H
+#define ETLLM_LOWERING_KERNELCALLS_H
 
 #include "etllm/runtime/dtype.h"
 #include "etllm/runtime/tensor.h"
@@ -46,4 +46,4 @@ mlir::FailureOr<KernelCall> describeKernelCall(mlir::Operation *op);
 
 } // namespace etllm
 
-#endif // ETLLM_SERIALIZE_KERNELCALLS_H
+#endif // ETLLM_LOWERING_KERNELCALLS_H

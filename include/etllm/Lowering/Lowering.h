@@ -8,11 +8,11 @@
 // the planned values; emission writes the file.
 //
 //===----------------------------------------------------------------------===//
-#ifndef ETLLM_SERIALIZE_LOWERING_H
-#define ETLLM_SERIALIZE_LOWERING_H
+#ifndef ETLLM_LOWERING_LOWERING_H
+#define ETLLM_LOWERING_LOWERING_H
 
 #include "etllm/Dialect/Etllm/EtllmOps.h"
-#include "etllm/Serialize/WeightStore.h"
+#include "etllm/Lowering/WeightStore.h"
 #include "etllm/runtime/tensor.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -126,4 +126,4 @@ private:
 
 } // namespace etllm
 
-#endif // ETLLM_SERIALIZE_LOWERING_H
+#endif // ETLLM_LOWERING_LOWERING_H

@@ -10,8 +10,8 @@
 // from GGUF blocks (never for a weight an adapter changes).
 //
 //===----------------------------------------------------------------------===//
-#ifndef ETLLM_SERIALIZE_WEIGHTSTORE_H
-#define ETLLM_SERIALIZE_WEIGHTSTORE_H
+#ifndef ETLLM_LOWERING_WEIGHTSTORE_H
+#define ETLLM_LOWERING_WEIGHTSTORE_H
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -85,4 +85,4 @@ private:
 
 } // namespace etllm
 
-#endif // ETLLM_SERIALIZE_WEIGHTSTORE_H
+#endif // ETLLM_LOWERING_WEIGHTSTORE_H

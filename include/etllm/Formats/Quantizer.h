@@ -6,8 +6,8 @@
 // No LLVM/MLIR: shared by the serializer and its unit tests.
 //
 //===----------------------------------------------------------------------===//
-#ifndef ETLLM_SERIALIZE_QUANTIZER_H
-#define ETLLM_SERIALIZE_QUANTIZER_H
+#ifndef ETLLM_FORMATS_QUANTIZER_H
+#define ETLLM_FORMATS_QUANTIZER_H
 
 #include "etllm/Formats/Checkpoint.h"
 #include "etllm/runtime/result.h"
@@ -63,4 +63,4 @@ rt::Result<std::vector<float>> dequantizeQWeight(const uint8_t *blob,
 
 } // namespace etllm
 
-#endif // ETLLM_SERIALIZE_QUANTIZER_H
+#endif // ETLLM_FORMATS_QUANTIZER_H

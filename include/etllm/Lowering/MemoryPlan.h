@@ -17,8 +17,8 @@
 // recorded plan the serializer plans itself, with the same planner.
 //
 //===----------------------------------------------------------------------===//
-#ifndef ETLLM_SERIALIZE_MEMORYPLAN_H
-#define ETLLM_SERIALIZE_MEMORYPLAN_H
+#ifndef ETLLM_LOWERING_MEMORYPLAN_H
+#define ETLLM_LOWERING_MEMORYPLAN_H
 
 #include "mlir/Support/LogicalResult.h"
 #include "llvm/ADT/StringRef.h"
@@ -67,4 +67,4 @@ MemoryReport memoryReport(const LoweredProgram &program);
 
 } // namespace etllm
 
-#endif // ETLLM_SERIALIZE_MEMORYPLAN_H
+#endif // ETLLM_LOWERING_MEMORYPLAN_H

@@ -1,5 +1,5 @@
 //===- ProgramConfig.cpp - What the serializer reads of the model config --===//
-#include "ProgramConfig.h"
+#include "etllm/Lowering/ProgramConfig.h"
 
 #include "etllm/Dialect/Etllm/EtllmDialect.h"
 #include "etllm/Dialect/Etllm/EtllmModelConfig.h"

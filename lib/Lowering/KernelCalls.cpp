@@ -1,5 +1,5 @@
 //===- KernelCalls.cpp - etllm ops as runtime kernel calls ----------------===//
-#include "etllm/Serialize/KernelCalls.h"
+#include "etllm/Lowering/KernelCalls.h"
 
 #include "etllm/Dialect/Etllm/EtllmOps.h"
 

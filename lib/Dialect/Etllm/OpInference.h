@@ -2,7 +2,7 @@
 //
 // What the type inference and the verifiers of every level share
 // (EtllmOps.cpp: levels A and D, EtllmFusedOps.cpp: level B,
-// EtllmQuantOps.cpp: level C). Private to dialects/.
+// EtllmQuantOps.cpp: level C). Private to lib/Dialect/Etllm/.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ETLLM_DIALECTS_OPINFERENCE_H

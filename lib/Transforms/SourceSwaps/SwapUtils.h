@@ -1,6 +1,6 @@
 //===- SwapUtils.h - What the built-in source swaps share -------*- C++ -*-===//
 //
-// Private to passes/: the built-in replacements etllm-swap-source registers
+// Private to lib/Transforms/: the built-in replacements etllm-swap-source registers
 // (one file each: RmsNorm.cpp, Attention.cpp, Mla.cpp, Moe.cpp) and the
 // helpers they share over a module instance.
 //
