@@ -362,6 +362,24 @@ static std::string describeRange(const ConfigKey &key) {
   return s;
 }
 
+/// What a value of type `t` is, for errors: "an integer", ...
+static const char *valueKind(ConfigType t) {
+  switch (t) {
+  case ConfigType::Int:
+    return "an integer";
+  case ConfigType::Float:
+    return "a number";
+  case ConfigType::Bool:
+    return "true or false";
+  case ConfigType::String:
+  case ConfigType::Enum:
+    return "a string";
+  case ConfigType::StringList:
+    return "a list";
+  }
+  return "a value";
+}
+
 /// Checks `text` (a YAML scalar or flow sequence) against the key's type and
 /// returns it normalized.
 static Result<std::string> checkValue(const ConfigKey &key,
@@ -387,6 +405,9 @@ static Result<std::string> checkValue(const ConfigKey &key,
     out << YAML::EndSeq;
     return std::string(out.c_str());
   }
+  if (!node.IsDefined() || node.IsNull())
+    return bad(std::string("the value is empty (expected ") +
+               valueKind(key.type) + ")");
   if (!node.IsScalar())
     return bad("expected a single value, not a " +
                std::string(node.IsMap() ? "mapping" : "list"));
@@ -434,9 +455,7 @@ static Result<std::string> checkValue(const ConfigKey &key,
       break;
     }
   } catch (const YAML::Exception &) {
-    const char *types[] = {"an integer", "a number", "true or false",
-                           "a string",   "a string", "a list"};
-    return bad("'" + v + "' is not " + types[int(key.type)]);
+    return bad("'" + v + "' is not " + valueKind(key.type));
   }
   return v;
 }

@@ -444,15 +444,21 @@ Result<std::unique_ptr<Checkpoint>> openGgufFile(const std::string &path,
 
   // Head counts for the q/k permutation of families whose converter
   // permutes (LlamaModel.permute).
+  // Each count remembers the key it came from, for the errors below (the
+  // KV heads default to the heads when their key is absent).
   const std::string headCountKey =
       *arch + "." + models::ggufKeyName(models::GgufKey::HeadCount);
+  const std::string kvHeadCountKey =
+      *arch + "." + models::ggufKeyName(models::GgufKey::HeadCountKv);
   int64_t numHeads = 0, numKvHeads = 0;
   if (const GgufValue *v = b.get().metadata(headCountKey))
     numHeads = v->toInt().value_or(0);
   numKvHeads = numHeads;
-  if (const GgufValue *v = b.get().metadata(
-          *arch + "." + models::ggufKeyName(models::GgufKey::HeadCountKv)))
+  std::string kvHeadsFrom = headCountKey;
+  if (const GgufValue *v = b.get().metadata(kvHeadCountKey)) {
     numKvHeads = v->toInt().value_or(0);
+    kvHeadsFrom = kvHeadCountKey;
+  }
   const std::string qName =
       family->hfNames[static_cast<size_t>(models::HfModule::QProj)];
   const std::string kName =
@@ -521,9 +527,12 @@ Result<std::unique_ptr<Checkpoint>> openGgufFile(const std::string &path,
         return t.name.size() >= s.size() &&
                t.name.compare(t.name.size() - s.size(), s.size(), s) == 0;
       };
-      if (endsWith(qName + ".weight") || endsWith(qName + ".bias"))
+      const bool isQ = endsWith(qName + ".weight") || endsWith(qName + ".bias");
+      const bool isK = endsWith(kName + ".weight") || endsWith(kName + ".bias");
+      const std::string &countKey = isK ? kvHeadsFrom : headCountKey;
+      if (isQ)
         t.qkPermuteHeads = numHeads;
-      else if (endsWith(kName + ".weight") || endsWith(kName + ".bias"))
+      else if (isK)
         t.qkPermuteHeads = numKvHeads;
       if (t.qkPermuteHeads > 0) {
         if (t.shape[0] % t.qkPermuteHeads != 0 ||
@@ -531,9 +540,10 @@ Result<std::unique_ptr<Checkpoint>> openGgufFile(const std::string &path,
           return Error(where + ": " + std::to_string(t.shape[0]) +
                        " rows cannot be split into " +
                        std::to_string(t.qkPermuteHeads) +
-                       " heads of even size");
-      } else if (endsWith(qName + ".weight") || endsWith(kName + ".weight")) {
-        return Error(path + ": metadata key '" + headCountKey +
+                       " heads of even size (metadata key '" + countKey +
+                       "')");
+      } else if (isQ || isK) {
+        return Error(path + ": metadata key '" + countKey +
                      "': missing or invalid (needed for the q/k row order)");
       }
     }
