@@ -45,6 +45,36 @@ bool isTransparent(Operation *op) {
   return isFree(op) || isa<BufferReadOp>(op);
 }
 
+/// The first value of `fn` (an argument, or an op's result) whose type has
+/// a dynamic dimension, refused for backend `b` (which runs static shapes
+/// only) with an error at that value's op or the function.
+LogicalResult checkStaticShapes(func::FuncOp fn,
+                                const ::etllm::BackendCompiler &b) {
+  auto isDynamic = [](Type t) {
+    auto shaped = dyn_cast<ShapedType>(t);
+    return shaped && shaped.hasRank() && !shaped.hasStaticShape();
+  };
+  auto refuse = [&](InFlightDiagnostic d, Type t) {
+    d << "etllm-partition: backend '" << b.id()
+      << "' runs only static shapes, but this program's " << t
+      << " has a dynamic dimension (export the model with fixed shapes for "
+         "it, or choose a backend that takes dynamic ones)";
+    return failure();
+  };
+  for (BlockArgument a : fn.getArguments())
+    if (isDynamic(a.getType()))
+      return refuse(fn.emitError(), a.getType());
+  WalkResult r = fn.walk([&](Operation *op) {
+    for (Type t : op->getResultTypes())
+      if (isDynamic(t)) {
+        (void)refuse(op->emitError(), t);
+        return WalkResult::interrupt();
+      }
+    return WalkResult::advance();
+  });
+  return failure(r.wasInterrupted());
+}
+
 struct PartitionPass : public ::etllm::impl::PartitionPassBase<PartitionPass> {
   using PartitionPassBase::PartitionPassBase;
 
@@ -86,6 +116,9 @@ struct PartitionPass : public ::etllm::impl::PartitionPassBase<PartitionPass> {
     if (!fn || enabled.empty())
       return;
     Block &block = fn.getBody().front();
+    for (const ::etllm::BackendCompiler *b : enabled)
+      if (b->requiresStaticShapes() && failed(checkStaticShapes(fn, *b)))
+        return signalPassFailure();
 
     // 1. Who takes each op (-1: nobody, portable kernels).
     llvm::DenseMap<Operation *, int> owner;

@@ -71,6 +71,12 @@ public:
   /// The legality contract: can `op`, with its operand and result types,
   /// run on this backend? Asked by etllm-partition in priority order.
   virtual bool isLegal(mlir::Operation *op) const = 0;
+  /// Whether the backend runs only programs whose every shape is fixed at
+  /// export (NPUs that compile one graph ahead of time). etllm-partition
+  /// then refuses a program with a dynamic dimension for it, naming the
+  /// first value that has one, rather than leaving the backend a graph it
+  /// cannot compile. Default: no (dynamic sequence lengths are fine).
+  virtual bool requiresStaticShapes() const { return false; }
   /// Whether the backend wants a subgraph at all (e.g. not one made only of
   /// shape ops). Default: yes.
   virtual bool isProfitable(llvm::ArrayRef<mlir::Operation *> ops) const;

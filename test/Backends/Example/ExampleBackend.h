@@ -11,7 +11,8 @@
 
 namespace etllm::example {
 
-/// Registers the compiler half (backend "example") and its pass.
+/// Registers the compiler half (backend "example"; "example_static", the
+/// same legality for static shapes only) and its pass.
 void registerExampleBackend();
 /// Registers the runtime half with the runtime's backend registry.
 void registerExampleRuntimeBackend();

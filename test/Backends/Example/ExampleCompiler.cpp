@@ -117,10 +117,23 @@ public:
   }
 };
 
+/// The same backend as an NPU would state it: static shapes only
+/// (compiler half only: it exists to show etllm-partition refusing a
+/// program with a dynamic dimension, static-shapes.mlir).
+class ExampleStaticCompiler : public ExampleCompiler {
+public:
+  llvm::StringRef id() const override { return "example_static"; }
+  llvm::StringRef description() const override {
+    return "test backend: the example backend, static shapes only";
+  }
+  bool requiresStaticShapes() const override { return true; }
+};
+
 } // namespace
 
 void ::etllm::example::registerExampleBackend() {
   ::etllm::registerBackendCompiler(std::make_unique<ExampleCompiler>());
+  ::etllm::registerBackendCompiler(std::make_unique<ExampleStaticCompiler>());
   mlir::registerPass(
       [] { return std::make_unique<ExampleDecomposeSiluPass>(); });
 }
