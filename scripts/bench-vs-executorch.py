@@ -58,6 +58,12 @@ def result(obj):
     print("RESULT " + json.dumps(obj), flush=True)
 
 
+def _dec(tok, ids):
+    """The text of token ids, as the runners print it (no clean-up of
+    spaces before punctuation)."""
+    return tok.decode(ids, clean_up_tokenization_spaces=False)
+
+
 def rss_kb(field):
     """VmRSS or VmHWM of this process, in KB."""
     with open("/proc/self/status") as f:
@@ -190,7 +196,7 @@ def cmd_prompt(a):
     # same ids again (a cut inside a word), from the next token on.
     for start in range(64):
         chunk = ids[start:start + a.n]
-        text = tok.decode(chunk)
+        text = _dec(tok, chunk)
         if len(chunk) == a.n and tok.encode(text, add_special_tokens=False) == chunk:
             break
     else:
@@ -215,7 +221,7 @@ def cmd_reference(a):
         out = model.generate(x, max_new_tokens=a.n, do_sample=False,
                              eos_token_id=None, pad_token_id=tok.eos_token_id)
     gen = out[0, len(ids):].tolist()
-    result({"prompt_tokens": len(ids), "tokens": gen, "text": tok.decode(gen)})
+    result({"prompt_tokens": len(ids), "tokens": gen, "text": _dec(tok, gen)})
 
 
 def cmd_run(a):
@@ -282,6 +288,8 @@ def cmd_run(a):
                           / (mean("decode_ms") / 1000), 2),
         "ttft_ms": round(mean("ttft_ms"), 1),
         "reps": reps,
+        # The pool after the generations: the runner did not resize it.
+        "threadpool_after": portable_lib._threadpool_get_thread_count(),
         "rss_before_load_kb": base_kb,
         "peak_rss_kb": rss_kb("VmHWM"),
     }
@@ -303,7 +311,7 @@ def _leading_equal(tok, ref_ids, text):
     largest k with text starting with the decoded first k reference tokens
     (a text-level comparison, for a runner that prints text, not ids)."""
     k = 0
-    while k < len(ref_ids) and text.startswith(tok.decode(ref_ids[:k + 1])):
+    while k < len(ref_ids) and text.startswith(_dec(tok, ref_ids[:k + 1])):
         k += 1
     return k
 
@@ -321,13 +329,16 @@ def cmd_agreement(a):
         out = f.read()
     if not out.startswith(prompt):
         sys.exit(f"agreement: {a.etllm_out} does not start with the prompt")
+    # etllm-run prints the prompt, the generated text and one newline.
     et2_text = out[len(prompt):]
+    if et2_text.endswith("\n"):
+        et2_text = et2_text[:-1]
     # etllm-run prints text: split it with the same tokenizer to show it
     # beside the others (its first N tokens).
     et2_ids = tok.encode(et2_text, add_special_tokens=False)[: a.n]
-    et2_text = tok.decode(et2_ids)
-    ref_pieces = [tok.decode([i]) for i in ref]
-    et2_pieces = [tok.decode([i]) for i in et2_ids]
+    et2_text = _dec(tok, et2_ids)
+    ref_pieces = [_dec(tok, [i]) for i in ref]
+    et2_pieces = [_dec(tok, [i]) for i in et2_ids]
     et_tok_equal = 0
     while (et_tok_equal < min(len(ref_pieces), len(et_pieces))
            and et_pieces[et_tok_equal] == ref_pieces[et_tok_equal]):
@@ -337,7 +348,7 @@ def cmd_agreement(a):
     for i in range(a.n):
         cells = [p[i] if i < len(p) else "" for p in (ref_pieces, et_pieces, et2_pieces)]
         print(f"| {i} | " + " | ".join(json.dumps(c) for c in cells) + " |")
-    print(f"float:      {json.dumps(tok.decode(ref))}")
+    print(f"float:      {json.dumps(_dec(tok, ref))}")
     print(f"ExecuTorch: {json.dumps(et_text)}")
     print(f"etllm:      {json.dumps(et2_text)}")
     r = {
@@ -392,7 +403,8 @@ def cmd_summary(a):
             d, t = r["run"], r["threads"]
             for k, v in (("pp", d["pp_tok_s"]), ("tg", d["tg_tok_s"]),
                          ("ttft", d["ttft_ms"]), ("rss", d["peak_rss_kb"] / 1024),
-                         ("rss0", d["rss_before_load_kb"] / 1024)):
+                         ("rss0", d["rss_before_load_kb"] / 1024),
+                         ("rssm", (d["peak_rss_kb"] - d["rss_before_load_kb"]) / 1024)):
                 et.setdefault((k, t), []).append(v)
     # etllm-run: the reps of a round together, as the runner's helper does.
     rounds = {}
@@ -407,6 +419,8 @@ def cmd_summary(a):
             sum(x["generated_tokens"] - 1 for x in reps) / len(reps) / (mean("decode_ms") / 1000))
         el.setdefault(("ttft", t), []).append(mean("ttft_ms"))
         el.setdefault(("rss", t), []).append(max(x["peak_rss_bytes"] for x in reps) / 2**20)
+        # etllm-run's whole peak (its process before the model is a few MiB).
+        el.setdefault(("rssm", t), []).append(el[("rss", t)][-1])
     for r in runs:
         if r["system"] == "etllm-bench":
             d = r["run"]
@@ -444,11 +458,12 @@ def cmd_summary(a):
         for k, label, digits in (("pp", f"prefill (pp{p}) tok/s", 1),
                                  ("tg", f"decode (tg{g}) tok/s", 1),
                                  ("ttft", "time to first token ms", 0),
-                                 ("rss", "peak RSS MiB", 0)):
+                                 ("rss", "peak RSS MiB", 0),
+                                 ("rssm", "peak RSS above the process before the model MiB", 0)):
             extra = _fmt(eb.get((k, t), []), 1) if k in ("pp", "tg") else ""
             et_cell = _fmt(et.get((k, t), []), digits)
             if k == "rss":
-                et_cell += f", {_fmt(et.get(('rss0', t), []), 0)} before the model (Python, torch)"
+                et_cell += f" ({_fmt(et.get(('rss0', t), []), 0)} before the model: Python, torch)"
             print(f"| {label} | {t} | {et_cell} | {_fmt(el.get((k, t), []), digits)} | "
                   f"{ratio(el.get((k, t)), et.get((k, t)))} | {extra} |")
     print()

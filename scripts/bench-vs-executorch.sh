@@ -174,7 +174,7 @@ for r in $(seq 1 "$ROUNDS"); do
       --reps "$REPS" > "$log" 2>&1 || die "the ExecuTorch runner failed (see $log)"
     res="$(result_of "$log")"
     echo "{\"system\":\"executorch\",\"round\":$r,\"threads\":$t,\"run\":$res}" >> "$RUNS"
-    "$EP" -c 'import json,sys; d=json.loads(sys.argv[1]); print("  prefill %s tok/s, decode %s tok/s, TTFT %s ms, generated %s, peak RSS %d KB (%d KB before the model)" % (d["pp_tok_s"], d["tg_tok_s"], d["ttft_ms"], d["generated"], d["peak_rss_kb"], d["rss_before_load_kb"]))' "$res"
+    "$EP" -c 'import json,sys; d=json.loads(sys.argv[1]); print("  prefill %s tok/s, decode %s tok/s, TTFT %s ms, prompt %s tokens, generated %s, threadpool %s, peak RSS %d KB (%d KB before the model)" % (d["pp_tok_s"], d["tg_tok_s"], d["ttft_ms"], d["prompt_tokens"], d["generated"], d["threadpool_after"], d["peak_rss_kb"], d["rss_before_load_kb"]))' "$res"
     say "round $r/$ROUNDS, $t thread(s): etllm-run"
     for k in $(seq 1 "$REPS"); do
       log="$W/etllm-run.$r.t$t.$k"
