@@ -10,6 +10,7 @@
 // output (only when adding a fixture).
 //
 //===----------------------------------------------------------------------===//
+#include "etllm/runtime/backend.h"
 #include "etllm/runtime/lora.h"
 #include "etllm/runtime/program.h"
 
@@ -115,7 +116,11 @@ void writeExpected(const std::string &path, const std::string &pte,
   }
 }
 
-class Fixture : public ::testing::TestWithParam<const char *> {};
+class Fixture : public ::testing::TestWithParam<const char *> {
+protected:
+  // The delegated fixtures need the backends built into this runtime.
+  static void SetUpTestSuite() { registerBuiltinBackends(); }
+};
 
 TEST_P(Fixture, LoadsRunsAndGivesTheRecordedOutput) {
   std::string pte = fixture(std::string(GetParam()) + ".pte");
@@ -196,6 +201,8 @@ INSTANTIATE_TEST_SUITE_P(ProgramFormat, Fixture,
                          ::testing::Values("tiny-llama-portable-v1",
                                            "tiny-llama-lora-v1",
                                            "tiny-llama-gguf-v3",
-                                           "tiny-llama-kv-int8-v3"));
+                                           "tiny-llama-kv-int8-v3",
+                                           "tiny-llama-xnnpack-fp32-v1",
+                                           "tiny-llama-xnnpack-int8-v1"));
 
 } // namespace
