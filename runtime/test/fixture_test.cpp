@@ -13,6 +13,7 @@
 #include "etllm/runtime/backend.h"
 #include "etllm/runtime/lora.h"
 #include "etllm/runtime/program.h"
+#include "etllm/schema/program_generated.h"
 
 #include <gtest/gtest.h>
 
@@ -195,6 +196,36 @@ TEST(AdapterFormat, HalfStoredFixtureGivesTheRecordedOutput) {
       ASSERT_NEAR((*rows)[r][i], expected.logits[r][i],
                   1e-3 * (1 + std::fabs(expected.logits[r][i])))
           << "call " << r << ", logit " << i;
+}
+
+// The CPU backend was called "xnnpack": a program written then carries that
+// delegate id, which the runtime resolves to the backend's id ("cpu"; its
+// former ids, etllm/runtime/cpu/backend.h). The id is the file's own (this
+// is an old program, not a renamed one), and tools report "cpu".
+TEST(ProgramFormat, FormerCpuBackendIdRunsOnTheCpuBackend) {
+  registerBuiltinBackends();
+  ASSERT_NE(findBackend("cpu"), nullptr);
+  EXPECT_EQ(findBackend("xnnpack"), findBackend("cpu"));
+  EXPECT_EQ(canonicalBackendId("xnnpack"), "cpu");
+  EXPECT_EQ(canonicalBackendId("cpu"), "cpu");
+  EXPECT_EQ(canonicalBackendId("no-such-backend"), "no-such-backend");
+  EXPECT_EQ(findBackend("xnnpack-fp32"), nullptr);
+  for (const char *name :
+       {"tiny-llama-xnnpack-fp32-v1", "tiny-llama-xnnpack-int8-v1"}) {
+    SCOPED_TRACE(name);
+    auto program = Program::load(fixture(std::string(name) + ".pte"));
+    ASSERT_TRUE(program.ok()) << program.message();
+    const auto *delegates = (*program)->schema().delegates();
+    ASSERT_NE(delegates, nullptr);
+    ASSERT_GE(delegates->size(), 1u);
+    for (uint32_t i = 0; i < delegates->size(); ++i)
+      EXPECT_EQ(delegates->Get(i)->backend()->str(), "xnnpack");
+    auto module = Module::create(*program);
+    ASSERT_TRUE(module.ok()) << module.message();
+    ASSERT_EQ((*module)->numDelegates(), delegates->size());
+    for (size_t i = 0; i < (*module)->numDelegates(); ++i)
+      EXPECT_EQ((*module)->delegateBackend(i), "cpu");
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(ProgramFormat, Fixture,
