@@ -6,8 +6,9 @@
 // and gives the output recorded when it was written. A change that makes
 // an old file fail here breaks every program users already have.
 //
-// ETLLM_RECORD_FIXTURES=1 rewrites the .expected files from this runtime's
-// output (only when adding a fixture).
+// ETLLM_RECORD_FIXTURES=1 writes the .expected file of a fixture that has
+// none yet (a fixture being added) from this runtime's output; it never
+// rewrites a recorded one.
 //
 //===----------------------------------------------------------------------===//
 #include "etllm/runtime/backend.h"
@@ -129,8 +130,9 @@ TEST_P(Fixture, LoadsRunsAndGivesTheRecordedOutput) {
   auto program = Program::load(pte);
   ASSERT_TRUE(program.ok()) << program.message();
   Expected expected = readExpected(expectedPath);
-  bool record = std::getenv("ETLLM_RECORD_FIXTURES") != nullptr;
-  if (record && expected.prompt.empty()) {
+  bool record = std::getenv("ETLLM_RECORD_FIXTURES") != nullptr &&
+                expected.prompt.empty();
+  if (record) {
     expected.prompt = {1, 17, 33};
     expected.feed = {5, 250, 99, 7};
   }
