@@ -11,7 +11,7 @@
 # the Vulkan SDK): its folder then defines no library and the registration
 # skips it. Out-of-tree backends are not listed: `etllm-export --plugin`
 # loads their compiler half (include/etllm/Target/Plugin.h).
-set(ETLLM_BACKENDS xnnpack:Xnnpack vulkan:Vulkan)
+set(ETLLM_BACKENDS cpu:Cpu vulkan:Vulkan)
 
 # etllm_backend_fields(ENTRY ID NAME): splits one entry.
 function(etllm_backend_fields entry id_var name_var)

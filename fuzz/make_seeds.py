@@ -26,8 +26,8 @@ import tempfile
 # as query heads: multi-head latent attention (DeepSeek) needs that.
 SMALL = ["--hidden", "16", "--layers", "1", "--heads", "2", "--kv-heads", "2",
          "--head-dim", "8", "--ffn", "32", "--vocab", "261", "--max-seq", "16"]
-RECIPES = ["portable", "xnnpack-fp32", "xnnpack-int4", "xnnpack-8da4w",
-           "xnnpack-int8"]
+RECIPES = ["portable", "cpu-fp32", "cpu-int4", "cpu-8da4w",
+           "cpu-int8"]
 HF_SEPARATOR = b"\n--- model.safetensors ---\n"
 
 
@@ -442,11 +442,11 @@ def main():
             seeds.add_file("pte", pte)
             for f in sorted(os.listdir(dump)):
                 seeds.add_file("ir", os.path.join(dump, f), recipe + "-" + f)
-        # LoRA hooks over packed qlinears: the xnnpack delegate fuses them
+        # LoRA hooks over packed qlinears: the cpu delegate fuses them
         # into the qlinears at init (a rewiring of the blob's values).
         pte = os.path.join(tmp, "lora-hooks.pte")
         run([T("etllm-export"), "--quiet", "--model", model, "--pipeline",
-             "xnnpack-int4", "--set",
+             "cpu-int4", "--set",
              "lora_runtime.targets=[q_proj,v_proj,down_proj]", "--set",
              "lora_runtime.max_rank=4", "-o", pte])
         seeds.add_file("pte", pte)
@@ -514,7 +514,7 @@ def main():
   dtype: float16
   last_logits_only: false
 pipeline:
-  name: xnnpack-8da4w
+  name: cpu-8da4w
 quantization:
   linear: 8da4w
   group_size: 64
@@ -524,13 +524,13 @@ quantization:
   embedding_group_size: 32
   output_layer: int8
   exclude: ["model.layers.0.*", "*.mlp.*"]
-backends: [xnnpack]
+backends: [cpu]
 tokenizer: "tokenizer.model"
 output:
   dump_dir: /tmp/etllm-dump
 """)
         seeds.add("export-config", "with-set.yaml",
-                  "pipeline: {name: xnnpack-int4}\n--- set\n"
+                  "pipeline: {name: cpu-int4}\n--- set\n"
                   "quantization.group_size=128\nquantization.exclude=[lm_head]\n"
                   "model.dtype=bfloat16\n")
         seeds.add("export-config", "flat.yaml", "model.max_seq_len: 64\n")

@@ -5,7 +5,7 @@
 # with LAYERS layers, and a dense Qwen3 with the same active parameters
 # (ffn 8 x 768 = 6144), both with vocabulary VOCAB, made by
 # etllm-gen-checkpoint as F16 GGUFs, turned into Q4_0 by llama-quantize
-# --pure and into xnnpack-int4 programs by etllm-export from the Q4_0 files;
+# --pure and into cpu-int4 programs by etllm-export from the Q4_0 files;
 # then ROUNDS interleaved rounds of llama-bench (MoE GGUF), etllm-bench (both
 # programs) and llama-bench (dense GGUF).
 #
@@ -43,7 +43,7 @@ if [ "${SKIP_CONVERT:-0}" != 1 ]; then
     --vocab "$VOCAB" --max-seq 40960 --untied -o dense-f16.gguf > /dev/null
   for m in moe dense; do
     "$L/llama-quantize" --pure "$m-f16.gguf" "$m-q4_0.gguf" Q4_0 > "$m-quantize.log" 2>&1
-    "$B/etllm-export" --quiet --model "$m-q4_0.gguf" --pipeline xnnpack-int4 \
+    "$B/etllm-export" --quiet --model "$m-q4_0.gguf" --pipeline cpu-int4 \
       --set model.max_seq_len=512 -o "$m-int4.pte"
     rm -f "$m-f16.gguf"
   done

@@ -7,8 +7,8 @@
 #
 # For each model:
 # 1. exports it with etllm-export, timed (wall seconds, peak RSS): the
-#    keeping recipe xnnpack-gguf (the GGUF's own blocks, bit for bit) and
-#    xnnpack-8da4w (re-quantized), and prints each file's size against the
+#    keeping recipe cpu-gguf (the GGUF's own blocks, bit for bit) and
+#    cpu-8da4w (re-quantized), and prints each file's size against the
 #    GGUF's;
 # 2. runs llama-bench on the GGUF and etllm-bench on both programs,
 #    interleaved (A B A B ...; the same -p/-n/-t/-r); etllm-bench also
@@ -71,7 +71,7 @@ programs=()
 for gguf in $MODELS; do
   [ -f "$gguf" ] || die "no model $gguf"
   name="$(basename "$gguf" .gguf)"
-  for recipe in xnnpack-gguf xnnpack-8da4w; do
+  for recipe in cpu-gguf cpu-8da4w; do
     pte="$W/$name.$recipe.pte"
     programs+=("$pte")
     if [ "${SKIP_CONVERT:-0}" != 1 ]; then
@@ -113,7 +113,7 @@ for gguf in $MODELS; do
     [ -n "$v" ] && break
   done
   echo "perplexity $name llama.cpp: ${v:-none (see $W/$name.llama-perplexity.log)}"
-  for recipe in xnnpack-gguf xnnpack-8da4w; do
+  for recipe in cpu-gguf cpu-8da4w; do
     log="$W/$name.$recipe.perplexity.log"
     "$B/etllm-bench" -m "$W/$name.$recipe.pte" -f "$TEXT" -c "$PPL_CTX" --chunks "$PPL_CHUNKS" \
       -t "${THREADS##*,}" > "$log" 2>&1 || die "etllm-bench -f failed (see $log)"

@@ -40,7 +40,7 @@
 #   GGUF            the model [smollm2 from fetch-real-models.py --offline]
 #   WORK_DIR        models, programs and logs, outside the repository
 #                   [/tmp/etllm-vs-executorch]
-#   ETLLM_PIPELINE  etllm's recipe [xnnpack-8da4w]
+#   ETLLM_PIPELINE  etllm's recipe [cpu-8da4w]
 #   GROUP_SIZE      ExecuTorch's 8da4w group size [32, etllm's]
 #   PROMPT GEN THREADS REPS ROUNDS AGREE   [128 64 1,2 3 3 32]
 #   TEXT            where the prompt comes from: its first PROMPT tokens
@@ -56,7 +56,7 @@ ET_PYTHON="${ET_PYTHON:-python3.11}"
 ET_VERSION="${ET_VERSION:-1.5.1}" TORCH_VERSION="${TORCH_VERSION:-2.13.0}"
 W="${WORK_DIR:-/tmp/etllm-vs-executorch}"
 case "$W" in "$repo"|"$repo"/*) die "WORK_DIR must be outside the repository";; esac
-ETLLM_PIPELINE="${ETLLM_PIPELINE:-xnnpack-8da4w}"
+ETLLM_PIPELINE="${ETLLM_PIPELINE:-cpu-8da4w}"
 GROUP_SIZE="${GROUP_SIZE:-32}"
 PROMPT="${PROMPT:-128}" GEN="${GEN:-64}" THREADS="${THREADS:-1,2}"
 REPS="${REPS:-3}" ROUNDS="${ROUNDS:-3}" AGREE="${AGREE:-32}"

@@ -8,8 +8,8 @@
 #    1B shape (hidden 2048, 16 layers, 32/8 heads, head_dim 64, ffn 8192,
 #    vocab 32000, tied embeddings, random weights) in one F16 GGUF;
 # 2. converts it with both tools, timed (wall seconds and peak RSS):
-#    llama-quantize --pure to Q4_0; etllm-export xnnpack-int4 from the Q4_0
-#    GGUF (an exact repack of its blocks) and xnnpack-8da4w and xnnpack-int4
+#    llama-quantize --pure to Q4_0; etllm-export cpu-int4 from the Q4_0
+#    GGUF (an exact repack of its blocks) and cpu-8da4w and cpu-int4
 #    from the F16 GGUF;
 # 3. runs llama-bench and etllm-bench interleaved (A B A B ..., the same
 #    -p/-n/-t/-r), etllm-bench also measuring the memory read bandwidth and
@@ -158,12 +158,12 @@ if [ "${SKIP_CONVERT:-0}" != 1 ]; then
   cat "$F16" > /dev/null
   say "converting"
   timed "llama-quantize --pure F16 -> Q4_0" "$LLAMA_QUANTIZE" --pure "$F16" "$Q4" Q4_0
-  timed "etllm-export F16 -> xnnpack-8da4w" "$EXPORT" --quiet --model "$F16" \
-    --pipeline xnnpack-8da4w --set model.max_seq_len=$SEQ -o "$DA4W"
-  timed "etllm-export F16 -> xnnpack-int4" "$EXPORT" --quiet --model "$F16" \
-    --pipeline xnnpack-int4 --set model.max_seq_len=$SEQ -o "$INT4F16"
-  timed "etllm-export Q4_0 -> xnnpack-int4" "$EXPORT" --quiet --model "$Q4" \
-    --pipeline xnnpack-int4 --set model.max_seq_len=$SEQ -o "$INT4"
+  timed "etllm-export F16 -> cpu-8da4w" "$EXPORT" --quiet --model "$F16" \
+    --pipeline cpu-8da4w --set model.max_seq_len=$SEQ -o "$DA4W"
+  timed "etllm-export F16 -> cpu-int4" "$EXPORT" --quiet --model "$F16" \
+    --pipeline cpu-int4 --set model.max_seq_len=$SEQ -o "$INT4F16"
+  timed "etllm-export Q4_0 -> cpu-int4" "$EXPORT" --quiet --model "$Q4" \
+    --pipeline cpu-int4 --set model.max_seq_len=$SEQ -o "$INT4"
 fi
 for f in "$F16" "$Q4" "$INT4" "$DA4W" "$INT4F16"; do
   [ -f "$f" ] || die "$f is missing (run without SKIP_CONVERT=1)"
@@ -239,7 +239,7 @@ etllm_ppl() { # NAME PROGRAM CTX [CHUNKS]
   echo "$1 $v" >> "$R/perplexity.txt"
 }
 if [ -f "$ST_GGUF" ]; then
-  for recipe in portable xnnpack-fp32 xnnpack-int8 xnnpack-int4 xnnpack-8da4w; do
+  for recipe in portable cpu-fp32 cpu-int8 cpu-int4 cpu-8da4w; do
     "$EXPORT" --quiet --model "$ST_GGUF" --pipeline "$recipe" \
       --set model.max_seq_len=128 -o "$W/stories260K-$recipe.pte"
     etllm_ppl "stories260K etllm $recipe" "$W/stories260K-$recipe.pte" 128
@@ -257,8 +257,8 @@ else
 fi
 llama_ppl "$SHAPE model llama.cpp F16" "$F16" "$PPL_CTX" "$PPL_CHUNKS"
 llama_ppl "$SHAPE model llama.cpp Q4_0" "$Q4" "$PPL_CTX" "$PPL_CHUNKS"
-etllm_ppl "$SHAPE model etllm xnnpack-int4 (from Q4_0)" "$INT4" "$PPL_CTX" "$PPL_CHUNKS"
-etllm_ppl "$SHAPE model etllm xnnpack-8da4w (from F16)" "$DA4W" "$PPL_CTX" "$PPL_CHUNKS"
+etllm_ppl "$SHAPE model etllm cpu-int4 (from Q4_0)" "$INT4" "$PPL_CTX" "$PPL_CHUNKS"
+etllm_ppl "$SHAPE model etllm cpu-8da4w (from F16)" "$DA4W" "$PPL_CTX" "$PPL_CHUNKS"
 
 # 5. The report.
 say "summary"
@@ -278,7 +278,7 @@ lb, eb = load("llama-bench"), load("etllm-bench")
 series = {}
 for t in lb:
     series.setdefault(("llama.cpp Q4_0", test(t), t["n_threads"]), []).append(t)
-names = {int4: "etllm xnnpack-int4 (from Q4_0)", da4w: "etllm xnnpack-8da4w (from F16)"}
+names = {int4: "etllm cpu-int4 (from Q4_0)", da4w: "etllm cpu-8da4w (from F16)"}
 bw = {}
 for t in eb:
     series.setdefault((names[t["model_filename"]], test(t), t["n_threads"]), []).append(t)

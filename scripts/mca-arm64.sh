@@ -3,7 +3,7 @@
 #
 #  1. llvm-mca (llvm-19) cycles of the int4 decode and prefill inner loops for
 #     -mcpu=cortex-a76 and -mcpu=neoverse-n2: etllm's NEON, dotprod and i8mm
-#     kernels (runtime/backends/xnnpack/qdot_arm.inc) beside llama.cpp's own
+#     kernels (runtime/backends/cpu/qdot_arm.inc) beside llama.cpp's own
 #     NEON/dotprod/i8mm Q4_0 x Q8_0 kernels (ggml-cpu/arch/arm: quants.c's
 #     ggml_vec_dot_q4_0_q8_0, repack.cpp's gemv/gemm q4_0 4x4 and 4x8),
 #     compiled by the same compiler (Debian's aarch64-linux-gnu-g++) with the
@@ -63,8 +63,8 @@ if [ ! -f "$LLAMA/src/ggml/src/ggml-cpu/arch/arm/repack.cpp" ]; then
 fi
 GGML=$LLAMA/src/ggml
 
-XNN=$ROOT/runtime/backends/xnnpack
-# etllm's per-file flags (runtime/backends/xnnpack/CMakeLists.txt), and
+CPU_SRC=$ROOT/runtime/backends/cpu
+# etllm's per-file flags (runtime/backends/cpu/CMakeLists.txt), and
 # -fno-inline-functions-called-once: the one-row decode tile and the smaller
 # panel tiles, each called from one place, stay functions of their own
 # (their loops are the same; inlined, they cannot be told apart in run()).
@@ -109,12 +109,12 @@ compile() { # cpu mcpu
   local cpu=$1 mcpu=$2 d=$WORK/$1
   mkdir -p "$d"
   local base="-O3 -DNDEBUG -mcpu=$mcpu"
-  local deps=("$XNN"/qdot_arm.inc "$XNN"/qdot_arm_f32.inc "$XNN"/qdot.h
-              "$XNN"/qdot_target.h "$XNN"/internal.h
-              "$ROOT"/runtime/include/etllm/runtime/xnnpack/{kernels,packing}.h)
+  local deps=("$CPU_SRC"/qdot_arm.inc "$CPU_SRC"/qdot_arm_f32.inc "$CPU_SRC"/qdot.h
+              "$CPU_SRC"/qdot_target.h "$CPU_SRC"/internal.h
+              "$ROOT"/runtime/include/etllm/runtime/cpu/{kernels,packing}.h)
   for f in neon dotprod i8mm; do
-    fresh "$d/etllm-$f.o" "$XNN/qdot_$f.cpp" "${deps[@]}" ||
-      $CXX $base $ETLLM_FLAGS -c "$XNN/qdot_$f.cpp" -o "$d/etllm-$f.o"
+    fresh "$d/etllm-$f.o" "$CPU_SRC/qdot_$f.cpp" "${deps[@]}" ||
+      $CXX $base $ETLLM_FLAGS -c "$CPU_SRC/qdot_$f.cpp" -o "$d/etllm-$f.o"
   done
   local q=$GGML/src/ggml-cpu/arch/arm/quants.c r=$GGML/src/ggml-cpu/arch/arm/repack.cpp
   for v in "" "-fno-schedule-insns"; do

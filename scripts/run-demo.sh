@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 BUILD_DIR=${BUILD_DIR:-build}
-PIPELINE=${PIPELINE:-xnnpack-8da4w}
+PIPELINE=${PIPELINE:-cpu-8da4w}
 PROMPT=${PROMPT:-Once upon a time}
 # The model first: offline with no copy, this is the one message to read.
 MODEL_DIR=$(/usr/bin/python3 scripts/fetch-model.py)

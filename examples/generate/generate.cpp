@@ -10,7 +10,7 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "usage: %s MODEL.pte PROMPT\n", argv[0]);
     return 2;
   }
-  etllm::rt::registerBuiltinBackends(); // the xnnpack delegate
+  etllm::rt::registerBuiltinBackends(); // the cpu delegate
   auto runner = etllm::rt::llm::Runner::load(argv[1], {});
   if (!runner.ok()) {
     std::fprintf(stderr, "error: %s\n", runner.message().c_str());

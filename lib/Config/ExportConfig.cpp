@@ -1,6 +1,7 @@
 //===- ExportConfig.cpp - export_config.yaml ------------------------------===//
 #include "etllm/Config/ExportConfig.h"
 
+#include "etllm/Config/RecipeAliases.h"
 #include "etllm/Transforms/OptionEnums.h"
 
 #include "etllm/runtime/flags.h"
@@ -114,12 +115,19 @@ const std::vector<ConfigKey> &exportConfigSchema() {
       {"pipeline.name",
        ConfigType::Enum,
        "portable",
-       {"portable", "xnnpack-fp32", "xnnpack-int4", "xnnpack-8da4w",
-        "xnnpack-gguf", "xnnpack-int8", "vulkan-fp32", "vulkan-fp16",
-        "vulkan-int4", "vulkan-int4-mixed"},
+       {"portable", "cpu-fp32", "cpu-int4", "cpu-8da4w", "cpu-gguf", "cpu-int8",
+        "vulkan-fp32", "vulkan-fp16", "vulkan-int4", "vulkan-int4-mixed"},
        "The named recipe; the keys below override its options "
-       "(docs/Pipelines.md).",
-       "xnnpack-8da4w"},
+       "(docs/Pipelines.md). The former names of the `cpu-*` recipes, "
+       "`xnnpack-*` (the CPU backend was called xnnpack), are aliases: "
+       "`xnnpack-int4` is `cpu-int4`.",
+       "cpu-8da4w",
+       INT64_MIN,
+       INT64_MAX,
+       {},
+       false,
+       /*writtenWhenDefault=*/true,
+       /*canonical=*/&canonicalRecipeName},
       {"quantization.linear",
        ConfigType::Enum,
        "pipeline",
@@ -153,7 +161,7 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        "pipeline",
        {"pipeline", "float32", "float16"},
        "Storage type of the scales (and offsets). `pipeline` keeps the "
-       "recipe's (float16 for xnnpack-int4: Q4_0's 4.5 bits per weight; "
+       "recipe's (float16 for cpu-int4: Q4_0's 4.5 bits per weight; "
        "float32 otherwise).",
        "float16"},
       {"quantization.activations",
@@ -163,7 +171,7 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        "Activations of int4/int8 linear layers: float32 (weight-only) or "
        "int8-block (quantized at run time to int8 per block of 32 values, "
        "symmetric, as llama.cpp does for Q4_0/Q8_0). `pipeline` keeps the "
-       "recipe's (int8-block for xnnpack-int4, float32 otherwise). The 8da "
+       "recipe's (int8-block for cpu-int4, float32 otherwise). The 8da "
        "schemes always quantize per token.",
        "float32"},
       {"quantization.embedding",
@@ -171,8 +179,8 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        "pipeline",
        allowedOf<EmbeddingScheme>(true),
        "Token-embedding table quantization. `pipeline` keeps the recipe's "
-       "(int4 group 32 for xnnpack-int4, int8 per row for xnnpack-8da4w and "
-       "xnnpack-int8, the GGUF's own type for xnnpack-gguf, none "
+       "(int4 group 32 for cpu-int4, int8 per row for cpu-8da4w and "
+       "cpu-int8, the GGUF's own type for cpu-gguf, none "
        "otherwise).",
        "int8"},
       {"quantization.embedding_group_size",
@@ -180,7 +188,7 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        "0",
        {},
        "Group size of the embedding quantization; -1 is one group per row, "
-       "0 keeps the recipe's (32 for xnnpack-int4, whose embedding table is "
+       "0 keeps the recipe's (32 for cpu-int4, whose embedding table is "
        "the tied lm_head's; one per row otherwise).",
        "32",
        2,
@@ -193,7 +201,7 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        allowedOf<OutputLayerScheme>(true),
        "Exception for the output layer (lm_head): `same` quantizes it like "
        "the other linears, e.g. `int8` keeps it at 8 bits. `pipeline` keeps "
-       "the recipe's (8da8w per channel for xnnpack-8da4w, same otherwise).",
+       "the recipe's (8da8w per channel for cpu-8da4w, same otherwise).",
        "int8"},
       {"quantization.exclude",
        ConfigType::StringList,
@@ -208,7 +216,7 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        {},
        "Backends in priority order for partitioning; empty keeps the "
        "recipe's. Operations no backend takes run on portable kernels.",
-       "[xnnpack]"},
+       "[cpu]"},
       {"backend_options",
        ConfigType::StringList,
        "[]",
@@ -443,9 +451,10 @@ static Result<std::string> checkValue(const ConfigKey &key,
         return bad("the value is not valid UTF-8");
       return v;
     case ConfigType::Enum: {
+      std::string c = key.canonical ? key.canonical(v) : v;
       for (const char *a : key.allowed)
-        if (v == a)
-          return v;
+        if (c == a)
+          return c;
       std::string allowed;
       for (const char *a : key.allowed)
         allowed += (allowed.empty() ? "" : ", ") + std::string(a);

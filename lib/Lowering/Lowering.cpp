@@ -311,7 +311,7 @@ LogicalResult LoweredProgram::lowerOp(Operation *op) {
         auto fn = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
             op, call.getCalleeAttr());
         DelegateRec rec;
-        rec.backend = call.getBackend().str();
+        rec.backend = backend->id().str(); // a former id becomes the id
         struct Context : DelegateContext {
           LoweredProgram &pb;
           Operation *at;

@@ -1,6 +1,7 @@
 //===- Pipelines.cpp - Named recipes as stage lists -----------------------===//
 #include "etllm/Pipeline/Pipelines.h"
 
+#include "etllm/Config/RecipeAliases.h"
 #include "etllm/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -36,24 +37,24 @@ Recipe portable() {
   return r;
 }
 
-Recipe xnnpackFp32() {
+Recipe cpuFp32() {
   Recipe r;
-  r.name = "xnnpack-fp32";
+  r.name = "cpu-fp32";
   r.description = "fp32 weights and activations, delegated to the optimized "
                   "CPU backend";
-  r.backends = {"xnnpack"};
+  r.backends = {"cpu"};
   return r;
 }
 
-Recipe xnnpackInt4() {
+Recipe cpuInt4() {
   Recipe r;
-  r.name = "xnnpack-int4";
+  r.name = "cpu-int4";
   r.description = "int4 group-wise weights (group 32, f16 scales: Q4_0's "
                   "bytes), int8 activations per block of 32 (Q8_0), int4 "
                   "embedding (one table with a tied lm_head), on the CPU "
                   "backend";
   r.linear = LinearScheme::Int4;
-  r.backends = {"xnnpack"};
+  r.backends = {"cpu"};
   r.embedding = EmbeddingScheme::Int4;
   r.scaleType = ScaleType::F16;
   r.activations = ActivationScheme::Int8Block;
@@ -61,28 +62,28 @@ Recipe xnnpackInt4() {
   return r;
 }
 
-Recipe xnnpack8da4w() {
+Recipe cpu8da4w() {
   Recipe r;
-  r.name = "xnnpack-8da4w";
+  r.name = "cpu-8da4w";
   r.description = "int8 dynamic per-token activations x int4 group-wise "
                   "weights (group 32), int8 per-row embedding, 8da8w lm_head: "
                   "ExecuTorch's default CPU recipe";
   r.linear = LinearScheme::Dyn8Int4;
-  r.backends = {"xnnpack"};
+  r.backends = {"cpu"};
   r.embedding = EmbeddingScheme::Int8;
   r.outputLayer = OutputLayerScheme::Dyn8Int8;
   return r;
 }
 
-Recipe xnnpackGguf() {
+Recipe cpuGguf() {
   Recipe r;
-  r.name = "xnnpack-gguf";
+  r.name = "cpu-gguf";
   r.description = "a GGUF's own mix kept exactly, as llama.cpp runs it: every "
                   "weight in its GGUF type (Q4_0, Q4_1, Q8_0, Q5_0, Q5_1, "
                   "Q4_K, Q5_K, Q6_K blocks bit for bit; float stays float), "
                   "int8 activations per block of 32, on the CPU backend";
   r.linear = LinearScheme::Gguf;
-  r.backends = {"xnnpack"};
+  r.backends = {"cpu"};
   r.embedding = EmbeddingScheme::Gguf;
   r.scaleType = ScaleType::F16;
   r.activations = ActivationScheme::Int8Block;
@@ -90,15 +91,15 @@ Recipe xnnpackGguf() {
   return r;
 }
 
-Recipe xnnpackInt8() {
+Recipe cpuInt8() {
   Recipe r;
-  r.name = "xnnpack-int8";
+  r.name = "cpu-int8";
   r.description = "int8 per-channel weights, fp32 activations, int8 per-row "
                   "embedding (one table with a tied lm_head), on the CPU "
                   "backend";
   r.linear = LinearScheme::Int8;
   r.groupSize = -1;
-  r.backends = {"xnnpack"};
+  r.backends = {"cpu"};
   r.embedding = EmbeddingScheme::Int8;
   return r;
 }
@@ -141,9 +142,9 @@ Recipe vulkanInt4Mixed() {
   Recipe r = vulkanInt4();
   r.name = "vulkan-int4-mixed";
   r.description = "vulkan-int4 in a program mixed with the CPU: the RMSNorms "
-                  "on the CPU backend (xnnpack), the attention (RoPE, KV "
+                  "on the CPU backend (cpu), the attention (RoPE, KV "
                   "cache, SDPA) on portable kernels, the rest on the GPU";
-  r.backends = {"vulkan", "xnnpack"};
+  r.backends = {"vulkan", "cpu"};
   r.backendOptions.push_back("vulkan.exclude=etllm.rms_norm:etllm.rope:"
                              "etllm.kv_cache.update:etllm.sdpa");
   return r;
@@ -152,9 +153,8 @@ Recipe vulkanInt4Mixed() {
 /// Every recipe, in documentation order.
 const std::vector<Recipe> &recipes() {
   static const std::vector<Recipe> r = {
-      portable(),    xnnpackFp32(), xnnpackInt4(), xnnpack8da4w(),
-      xnnpackGguf(), xnnpackInt8(), vulkanFp32(),  vulkanFp16(),
-      vulkanInt4(),  vulkanInt4Mixed()};
+      portable(), cpuFp32(),    cpuInt4(),    cpu8da4w(),   cpuGguf(),
+      cpuInt8(),  vulkanFp32(), vulkanFp16(), vulkanInt4(), vulkanInt4Mixed()};
   return r;
 }
 
@@ -191,9 +191,11 @@ E chooseOption(const std::string &recipe, const char *flag,
   return recipeValue;
 }
 
+/// The recipe `name` names: its own name or an alias (RecipeAliases.h).
 const Recipe *findRecipe(const std::string &name) {
+  std::string canonical = canonicalRecipeName(name);
   for (const Recipe &r : recipes())
-    if (r.name == name)
+    if (r.name == canonical)
       return &r;
   return nullptr;
 }
@@ -344,11 +346,26 @@ void buildRecipePipeline(mlir::OpPassManager &pm, const std::string &recipe,
     s.build(pm);
 }
 
+const std::vector<std::pair<std::string, std::string>> &recipeAliases() {
+  static const std::vector<std::pair<std::string, std::string>> aliases =
+      recipeAliasesOf(recipeNames());
+  return aliases;
+}
+
 void registerRecipePipelines() {
   for (const Recipe &r : recipes()) {
     std::string name = r.name;
     mlir::PassPipelineRegistration<RecipeOptions>(
         r.name, r.description,
+        [name](mlir::OpPassManager &pm, const RecipeOptions &options) {
+          buildRecipePipeline(pm, name, options);
+        });
+  }
+  // Each alias builds its recipe's stages (the same pipeline).
+  for (const auto &[alias, recipe] : recipeAliases()) {
+    std::string name = recipe;
+    mlir::PassPipelineRegistration<RecipeOptions>(
+        alias, "former name of " + recipe + " (an alias)",
         [name](mlir::OpPassManager &pm, const RecipeOptions &options) {
           buildRecipePipeline(pm, name, options);
         });

@@ -57,6 +57,10 @@ const BackendCompiler *findBackendCompiler(llvm::StringRef id) {
   for (auto &b : registry())
     if (b->id() == id)
       return b.get();
+  for (auto &b : registry())
+    for (const char *former : b->formerIds())
+      if (id == former)
+        return b.get();
   return nullptr;
 }
 

@@ -27,7 +27,7 @@ namespace {
 /// Ops that are cloned into every partition that needs them rather than
 /// partitioned themselves: constants, parameters, and views (reshape,
 /// slice, transpose) of them, which a backend may materialize as constants
-/// (xnnpack does for the per-head weights of MLA's absorbed attention).
+/// (the cpu backend does for the per-head weights of MLA's absorbed attention).
 bool isFree(Operation *op) {
   if (isa<ConstantOp, ParameterGetOp>(op))
     return true;
@@ -100,13 +100,17 @@ struct PartitionPass : public ::etllm::impl::PartitionPassBase<PartitionPass> {
       NamedAttrList opts;
       for (const std::string &o : backendOptions) {
         size_t dot = o.find('.'), eq = o.find('=');
-        if (dot == std::string::npos || eq == std::string::npos || eq < dot ||
-            !::etllm::findBackendCompiler(o.substr(0, dot))) {
+        const ::etllm::BackendCompiler *b =
+            dot == std::string::npos || eq == std::string::npos || eq < dot
+                ? nullptr
+                : ::etllm::findBackendCompiler(o.substr(0, dot));
+        if (!b) {
           module.emitError("etllm-partition: backend option '")
               << o << "' is not <registered backend>.<key>=<value>";
           return signalPassFailure();
         }
-        opts.set(o.substr(0, eq),
+        // Recorded under the backend's id (a former id names it too).
+        opts.set(b->id().str() + o.substr(dot, eq - dot),
                  StringAttr::get(module.getContext(), o.substr(eq + 1)));
       }
       module->setAttr(::etllm::kBackendOptionsAttrName,

@@ -20,8 +20,9 @@ The command line: python3 -m etllm.export_llm --help
 """
 
 from ._etllm import (Error, ExportConfig, Tester, export_config_schema,
-                     hf_hub_cache_dir, plan_memory, recipe_names,
-                     resolve_hf_id, serialize, supported_aten_ops)
+                     hf_hub_cache_dir, plan_memory, recipe_aliases,
+                     recipe_names, resolve_hf_id, serialize,
+                     supported_aten_ops)
 from ._export import (ExportError, export, export_llm, export_meta,
                       load_config, write_safetensors)
 from ._runtime import Generation, Program, Runner
@@ -29,6 +30,7 @@ from ._runtime import Generation, Program, Runner
 __all__ = [
     "Error", "ExportConfig", "ExportError", "Generation", "Program", "Runner",
     "Tester", "export", "export_config_schema", "export_llm", "export_meta",
-    "hf_hub_cache_dir", "load_config", "plan_memory", "recipe_names",
-    "resolve_hf_id", "serialize", "supported_aten_ops", "write_safetensors",
+    "hf_hub_cache_dir", "load_config", "plan_memory", "recipe_aliases",
+    "recipe_names", "resolve_hf_id", "serialize", "supported_aten_ops",
+    "write_safetensors",
 ]

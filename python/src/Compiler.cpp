@@ -267,6 +267,9 @@ docs/generated/ExportConfig.md, with its default unless given).)doc")
       "Every export_config.yaml key: name, type, default, allowed values, "
       "description, example.");
   m.def("recipe_names", &recipeNames, "The named recipes (pipelines).");
+  m.def("recipe_aliases", &recipeAliases,
+        "The recipes' former names (xnnpack-*), each with its recipe "
+        "(cpu-*): accepted wherever a recipe is named.");
   m.def("supported_aten_ops", &supportedAtenOps,
         "The ATen operators export_llm maps to etllm ops.");
 
@@ -371,7 +374,7 @@ docs/generated/ExportConfig.md, with its default unless given).)doc")
   //===--- Tester ---------------------------------------------------------===//
   py::class_<Tester>(m, "Tester", R"doc(
 Chains stages and checks after any of them (include/etllm/Pipeline/Tester.h):
-import().run_recipe("xnnpack-int4").check_count("etllm.sdpa", 5)
+import().run_recipe("cpu-int4").check_count("etllm.sdpa", 5)
 .run_and_compare(1e-4, 1e-4); failures are recorded: ok(), report().)doc")
       .def(py::init([](const std::string &path, py::object config) {
              ImportOptions o;

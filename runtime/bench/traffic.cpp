@@ -1,6 +1,7 @@
 //===- traffic.cpp - Bytes a decode step reads, from the program ----------===//
 #include "etllm/runtime/bench/traffic.h"
 
+#include "etllm/runtime/backend.h"
 #include "etllm/schema/program_generated.h"
 
 #include <algorithm>
@@ -53,9 +54,11 @@ Result<int64_t> forwardContextLength(const Program &program,
 std::vector<std::string> delegateBackends(const Program &program) {
   std::vector<std::string> ids;
   if (const auto *ds = program.schema().delegates())
-    for (const fbs::Delegate *d : *ds)
-      if (std::find(ids.begin(), ids.end(), d->backend()->str()) == ids.end())
-        ids.push_back(d->backend()->str());
+    for (const fbs::Delegate *d : *ds) {
+      std::string id = canonicalBackendId(d->backend()->str());
+      if (std::find(ids.begin(), ids.end(), id) == ids.end())
+        ids.push_back(id);
+    }
   return ids;
 }
 

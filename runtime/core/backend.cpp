@@ -58,7 +58,16 @@ Backend *findBackend(const std::string &id) {
   for (auto &b : registry())
     if (id == b->id())
       return b.get();
+  for (auto &b : registry())
+    for (const char *former : b->formerIds())
+      if (id == former)
+        return b.get();
   return nullptr;
+}
+
+std::string canonicalBackendId(const std::string &id) {
+  Backend *b = findBackend(id);
+  return b ? b->id() : id;
 }
 
 } // namespace etllm::rt

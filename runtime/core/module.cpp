@@ -148,7 +148,7 @@ Result<std::unique_ptr<Module>> Module::create(std::shared_ptr<Program> program,
                                 program->segmentSize(d->segment()), specs,
                                 constants, *mod->ctx_, budget);
       if (!inst.ok())
-        return Error(program->name() + ": backend '" + d->backend()->str() +
+        return Error(program->name() + ": backend '" + backend->id() +
                      "': " + inst.message());
       mod->delegates_.push_back(std::move(inst.value()));
       std::sort(constants.requested.begin(), constants.requested.end());
@@ -292,7 +292,7 @@ std::string Module::delegateBackend(size_t i) const {
   const fbs::Program &fb = program_->schema();
   if (!fb.delegates() || i >= fb.delegates()->size())
     return "";
-  return fb.delegates()->Get(uint32_t(i))->backend()->str();
+  return canonicalBackendId(fb.delegates()->Get(uint32_t(i))->backend()->str());
 }
 
 std::vector<std::pair<std::string, uint64_t>>

@@ -165,8 +165,8 @@ TestResult sampleResult() {
   r.inst.nGen = 10;
   r.inst.nThreads = 2;
   r.inst.nBatch = 2048;
-  r.modelType = "llama 1.0B xnnpack-8da4w";
-  r.backends = "xnnpack";
+  r.modelType = "llama 1.0B cpu-8da4w";
+  r.backends = "cpu";
   r.cpuInfo = "Some CPU, 2 cores";
   r.modelSize = 3u << 20;
   r.modelParams = 1234567;
@@ -319,7 +319,7 @@ TEST(BenchOutput, MarkdownHasLlamaBenchsColumns) {
   EXPECT_EQ(ls[1].substr(0, 35), "| ------------------------------ | ");
   std::vector<std::string> r0 = cells(ls[2]), r1 = cells(ls[3]);
   ASSERT_EQ(r0.size(), head.size());
-  EXPECT_EQ(r0[0], "llama 1.0B xnnpack-8da4w");
+  EXPECT_EQ(r0[0], "llama 1.0B cpu-8da4w");
   EXPECT_EQ(r0[1], "3.00 MiB");
   EXPECT_EQ(r0[2], "1.23 M");
   EXPECT_EQ(r0[5], "tg10");

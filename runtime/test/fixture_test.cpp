@@ -6,12 +6,15 @@
 // and gives the output recorded when it was written. A change that makes
 // an old file fail here breaks every program users already have.
 //
-// ETLLM_RECORD_FIXTURES=1 rewrites the .expected files from this runtime's
-// output (only when adding a fixture).
+// ETLLM_RECORD_FIXTURES=1 writes the .expected file of a fixture that has
+// none yet (a fixture being added) from this runtime's output; it never
+// rewrites a recorded one.
 //
 //===----------------------------------------------------------------------===//
+#include "etllm/runtime/backend.h"
 #include "etllm/runtime/lora.h"
 #include "etllm/runtime/program.h"
+#include "etllm/schema/program_generated.h"
 
 #include <gtest/gtest.h>
 
@@ -115,7 +118,11 @@ void writeExpected(const std::string &path, const std::string &pte,
   }
 }
 
-class Fixture : public ::testing::TestWithParam<const char *> {};
+class Fixture : public ::testing::TestWithParam<const char *> {
+protected:
+  // The delegated fixtures need the backends built into this runtime.
+  static void SetUpTestSuite() { registerBuiltinBackends(); }
+};
 
 TEST_P(Fixture, LoadsRunsAndGivesTheRecordedOutput) {
   std::string pte = fixture(std::string(GetParam()) + ".pte");
@@ -123,8 +130,9 @@ TEST_P(Fixture, LoadsRunsAndGivesTheRecordedOutput) {
   auto program = Program::load(pte);
   ASSERT_TRUE(program.ok()) << program.message();
   Expected expected = readExpected(expectedPath);
-  bool record = std::getenv("ETLLM_RECORD_FIXTURES") != nullptr;
-  if (record && expected.prompt.empty()) {
+  bool record = std::getenv("ETLLM_RECORD_FIXTURES") != nullptr &&
+                expected.prompt.empty();
+  if (record) {
     expected.prompt = {1, 17, 33};
     expected.feed = {5, 250, 99, 7};
   }
@@ -192,10 +200,42 @@ TEST(AdapterFormat, HalfStoredFixtureGivesTheRecordedOutput) {
           << "call " << r << ", logit " << i;
 }
 
+// The CPU backend was called "xnnpack": a program written then carries that
+// delegate id, which the runtime resolves to the backend's id ("cpu"; its
+// former ids, etllm/runtime/cpu/backend.h). The id is the file's own (this
+// is an old program, not a renamed one), and tools report "cpu".
+TEST(ProgramFormat, FormerCpuBackendIdRunsOnTheCpuBackend) {
+  registerBuiltinBackends();
+  ASSERT_NE(findBackend("cpu"), nullptr);
+  EXPECT_EQ(findBackend("xnnpack"), findBackend("cpu"));
+  EXPECT_EQ(canonicalBackendId("xnnpack"), "cpu");
+  EXPECT_EQ(canonicalBackendId("cpu"), "cpu");
+  EXPECT_EQ(canonicalBackendId("no-such-backend"), "no-such-backend");
+  EXPECT_EQ(findBackend("xnnpack-fp32"), nullptr);
+  for (const char *name :
+       {"tiny-llama-xnnpack-fp32-v1", "tiny-llama-xnnpack-int8-v1"}) {
+    SCOPED_TRACE(name);
+    auto program = Program::load(fixture(std::string(name) + ".pte"));
+    ASSERT_TRUE(program.ok()) << program.message();
+    const auto *delegates = (*program)->schema().delegates();
+    ASSERT_NE(delegates, nullptr);
+    ASSERT_GE(delegates->size(), 1u);
+    for (uint32_t i = 0; i < delegates->size(); ++i)
+      EXPECT_EQ(delegates->Get(i)->backend()->str(), "xnnpack");
+    auto module = Module::create(*program);
+    ASSERT_TRUE(module.ok()) << module.message();
+    ASSERT_EQ((*module)->numDelegates(), delegates->size());
+    for (size_t i = 0; i < (*module)->numDelegates(); ++i)
+      EXPECT_EQ((*module)->delegateBackend(i), "cpu");
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(ProgramFormat, Fixture,
                          ::testing::Values("tiny-llama-portable-v1",
                                            "tiny-llama-lora-v1",
                                            "tiny-llama-gguf-v3",
-                                           "tiny-llama-kv-int8-v3"));
+                                           "tiny-llama-kv-int8-v3",
+                                           "tiny-llama-xnnpack-fp32-v1",
+                                           "tiny-llama-xnnpack-int8-v1"));
 
 } // namespace

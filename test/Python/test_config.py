@@ -26,7 +26,7 @@ def test_schema_is_the_c_plus_plus_one(tool):
 def test_dicts_files_and_overrides(tmp_path):
     c = etllm.load_config({"model": {"max_seq_len": 128},
                            "quantization.exclude": ["lm_head", "model.*"],
-                           "pipeline": {"name": "xnnpack-int4"}},
+                           "pipeline": {"name": "cpu-int4"}},
                           ["quantization.group_size=64"])
     assert c.get("model.max_seq_len") == 128
     assert c.get("quantization.exclude") == ["lm_head", "model.*"]
@@ -81,3 +81,20 @@ def test_integer_keys_are_range_checked(setting, message):
     # The same schema ranges as etllm-export --set (one parser, in C++).
     with pytest.raises(etllm.Error, match=message):
         etllm.ExportConfig().set(setting)
+
+
+def test_former_recipe_names_are_aliases():
+    # The CPU backend was `xnnpack`: each xnnpack-* recipe name is the cpu-*
+    # recipe (RecipeAliases.h), stored under the recipe's own name.
+    aliases = dict(etllm.recipe_aliases())
+    assert aliases == {"xnnpack-fp32": "cpu-fp32", "xnnpack-int4": "cpu-int4",
+                       "xnnpack-8da4w": "cpu-8da4w",
+                       "xnnpack-gguf": "cpu-gguf",
+                       "xnnpack-int8": "cpu-int8"}
+    assert set(aliases.values()) <= set(etllm.recipe_names())
+    assert not set(aliases) & set(etllm.recipe_names())
+    for alias, recipe in aliases.items():
+        c = etllm.load_config({"pipeline": {"name": alias}})
+        assert c.get("pipeline.name") == recipe
+    with pytest.raises(etllm.Error, match="'xnnpack-int5' is not one of"):
+        etllm.load_config({"pipeline": {"name": "xnnpack-int5"}})

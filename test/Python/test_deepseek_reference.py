@@ -3,10 +3,10 @@ independent float64 NumPy reference written from the modeling code
 (deepseek_reference.py): every logit of a prefill and of the decode steps
 after it within 1e-4 of the largest reference logit (relative).
 
-The xnnpack-fp32 program of the split GGUF is held to the same tolerance,
+The cpu-fp32 program of the split GGUF is held to the same tolerance,
 and so are the latent-cache programs (model.mla_cache: latent, the absorbed
 attention) of the HF and split GGUF files through portable and
-xnnpack-fp32.
+cpu-fp32.
 
 Covered: DeepSeek-V2-Lite-like (q_proj), DeepSeek-V2-like (q LoRA) and
 DeepSeek-V3-like models (V2's layer 1 a DeepseekMoE: greedy top-2 of 4
@@ -88,20 +88,20 @@ def test_portable_logits_match_the_float64_reference(checkpoints, case,
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_xnnpack_fp32_logits_match_the_float64_reference(checkpoints, case,
+def test_cpu_fp32_logits_match_the_float64_reference(checkpoints, case,
                                                           tmp_path):
-    # The xnnpack-fp32 recipe (its fused sdpa over the expanded latent
-    # keys and values, XNNPACK's linears) holds the same tolerance.
+    # The cpu-fp32 recipe (its fused sdpa over the expanded latent
+    # keys and values, the CPU backend's linears) holds the same tolerance.
     cfg, weights = ref.load_hf(checkpoints[case]["hf"])
     want = ref.forward(cfg, weights, TOKENS)
-    got = program_logits(checkpoints[case]["split"], tmp_path, "xnnpack-fp32")
+    got = program_logits(checkpoints[case]["split"], tmp_path, "cpu-fp32")
     err = np.abs(got - want).max() / np.abs(want).max()
     assert err <= RTOL, f"max relative error {err:.3g}"
     assert (got.argmax(-1) == want.argmax(-1)).all()
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-@pytest.mark.parametrize("recipe", ["portable", "xnnpack-fp32"])
+@pytest.mark.parametrize("recipe", ["portable", "cpu-fp32"])
 @pytest.mark.parametrize("source", ["hf", "split"])
 def test_latent_cache_logits_match_the_float64_reference(checkpoints, case,
                                                          recipe, source,
@@ -156,10 +156,10 @@ ROUTING = [("v2-lite", v, k) for v, k in sorted(MOE_VARIANTS.items())] + \
 
 @pytest.mark.parametrize("case,variant,keys", ROUTING,
                          ids=[f"{c}-{v}" for c, v, _ in ROUTING])
-@pytest.mark.parametrize("recipe", ["portable", "xnnpack-fp32"])
+@pytest.mark.parametrize("recipe", ["portable", "cpu-fp32"])
 def test_moe_routing_matches_the_float64_reference(checkpoints, case, variant,
                                                    keys, recipe, tmp_path):
-    # Through etllm.moe (with V3's score bias) on portable and xnnpack.
+    # Through etllm.moe (with V3's score bias) on portable and cpu.
     d = routed_variant(checkpoints, tmp_path, case, **keys)
     cfg, weights = ref.load_hf(d)
     want = ref.forward(cfg, weights, TOKENS)

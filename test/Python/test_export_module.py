@@ -147,17 +147,17 @@ def test_recipes_fuse_and_match_the_imported_graph(tmp_path):
     ir = (tmp_path / "m.mlir").read_text()
     # The source swap finds attention and norms by class.
     t = etllm.Tester.from_ir(ir)
-    t.run_recipe("xnnpack-fp32").check_count("etllm.sdpa", 2) \
+    t.run_recipe("cpu-fp32").check_count("etllm.sdpa", 2) \
         .check_count("etllm.rms_norm", 5).check_count("etllm.kv_cache.update", 4) \
         .check_not("etllm.softmax").run_and_compare(1e-4, 1e-4, against="input")
     assert t.ok(), t.report()
     t = etllm.Tester.from_ir(ir)
-    t.run_recipe("xnnpack-8da4w").run_and_compare_relative(0.2, 0.7,
+    t.run_recipe("cpu-8da4w").run_and_compare_relative(0.2, 0.7,
                                                             against="input")
     assert t.ok(), t.report()
 
 
-@pytest.mark.parametrize("recipe", ["portable", "xnnpack-fp32", "xnnpack-int4"])
+@pytest.mark.parametrize("recipe", ["portable", "cpu-fp32", "cpu-int4"])
 def test_every_recipe_exports_and_runs(tmp_path, recipe):
     m = models.tiny_llama()
     prog = export(m, tmp_path / "m.pte", {"pipeline": {"name": recipe}})
@@ -166,11 +166,27 @@ def test_every_recipe_exports_and_runs(tmp_path, recipe):
         ref = m(torch.tensor([PROMPT]), torch.arange(len(PROMPT))).numpy()
     out = prog.forward(PROMPT, 0)
     assert prog.metadata["pipeline"] == recipe
-    if recipe == "xnnpack-int4":
+    if recipe == "cpu-int4":
         rel = np.linalg.norm(out - ref) / np.linalg.norm(ref)
         assert rel < 0.2, rel
     else:
         assert np.abs(out - ref).max() <= 1e-4
+
+
+def test_former_recipe_name_exports_the_same_program(tmp_path):
+    # xnnpack-int4 (the CPU backend's former name) is cpu-int4: the same
+    # stages, the same bytes, and the program records the recipe's name.
+    m = models.tiny_llama()
+    a = export(m, tmp_path / "a.pte", {"pipeline": {"name": "xnnpack-int4"}})
+    b = export(m, tmp_path / "b.pte", {"pipeline": {"name": "cpu-int4"}})
+    assert a.metadata["pipeline"] == "cpu-int4"
+    assert (tmp_path / "a.pte").read_bytes() == (tmp_path / "b.pte").read_bytes()
+    # The Tester takes the alias too.
+    export(m, tmp_path / "m.mlir", stop_after="import")
+    t = etllm.Tester.from_ir((tmp_path / "m.mlir").read_text())
+    t.run_recipe("xnnpack-fp32").check_not("etllm.softmax") \
+        .run_and_compare(1e-4, 1e-4, against="input")
+    assert t.ok(), t.report()
 
 
 class IndexPutCache(torch.nn.Module):

@@ -14,7 +14,7 @@ import etllm
 import lora_util
 
 FAMILIES = ["llama", "qwen3", "phi3"]
-RECIPES = ["portable", "xnnpack-fp32", "xnnpack-int4", "xnnpack-8da4w"]
+RECIPES = ["portable", "cpu-fp32", "cpu-int4", "cpu-8da4w"]
 TARGETS = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
            "down_proj", "qkv_proj", "gate_up_proj"}
 TOKENS = [1, 7, 42, 3, 99, 12]
@@ -86,10 +86,10 @@ def test_two_adapters_equal_their_merge_and_scale_zero_is_the_base(
 
 def test_the_config_key_equals_the_flag(models, tool, tmp_path):
     base, a, _ = models["qwen3"]
-    flag = export(tool, base, tmp_path / "flag.pte", "xnnpack-8da4w",
+    flag = export(tool, base, tmp_path / "flag.pte", "cpu-8da4w",
                   [f"{a}:0.5"])
     cfg = etllm.export(base, tmp_path / "cfg.pte",
-                       {"pipeline": {"name": "xnnpack-8da4w"},
+                       {"pipeline": {"name": "cpu-8da4w"},
                         "model": {"last_logits_only": False},
                         "lora": [f"{a}:0.5"]})
     assert np.array_equal(logits(flag), logits(tmp_path / "cfg.pte"))
@@ -197,7 +197,7 @@ def test_a_gguf_base_takes_the_same_adapter(models, tool, tmp_path):
     assert np.abs(gg - plain).max() > 1e-3
 
 
-@pytest.mark.parametrize("recipe", ["portable", "xnnpack-int4"])
+@pytest.mark.parametrize("recipe", ["portable", "cpu-int4"])
 def test_an_adapter_on_routed_experts(tool, tmp_path, recipe):
     """An adapter on a Qwen3-MoE's experts merges into the stacked expert
     parameters of etllm.moe as into the per-expert linears of the masked

@@ -75,7 +75,7 @@ def listing(tool, program):
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-@pytest.mark.parametrize("recipe", ["portable", "xnnpack-int4"])
+@pytest.mark.parametrize("recipe", ["portable", "cpu-int4"])
 def test_peft_and_gguf_forms_give_the_same_program(models, tool, tmp_path,
                                                    family, recipe):
     hf, _, peft, ad = models[family]

@@ -99,7 +99,7 @@ def greedy(program, n=8):
 
 
 @pytest.mark.parametrize("name", FAMILIES + ["stories260K"])
-@pytest.mark.parametrize("recipe", ["portable", "xnnpack-fp32"])
+@pytest.mark.parametrize("recipe", ["portable", "cpu-fp32"])
 def test_runtime_adapter_equals_the_merged_program(models, tool, tmp_path,
                                                    name, recipe):
     base, a, _, kinds, extra = models[name]
@@ -139,9 +139,9 @@ def test_runtime_adapter_equals_the_merged_program(models, tool, tmp_path,
 
 def test_two_adapters_rescaled_equal_their_merge(models, tool, tmp_path):
     base, a, b, kinds, _ = models["llama"]
-    hooked = export(tool, base, tmp_path / "hooked.pte", "xnnpack-fp32",
+    hooked = export(tool, base, tmp_path / "hooked.pte", "cpu-fp32",
                     targets=kinds)
-    both = export(tool, base, tmp_path / "both.pte", "xnnpack-fp32",
+    both = export(tool, base, tmp_path / "both.pte", "cpu-fp32",
                   lora=[f"{a}:0.5", f"{b}:-1.5"])
     p = etllm.Program(hooked, threads=2)
     base_logits = logits(p)
@@ -159,7 +159,7 @@ def test_two_adapters_rescaled_equal_their_merge(models, tool, tmp_path):
     assert np.array_equal(logits(p), base_logits)
 
 
-@pytest.mark.parametrize("recipe", ["xnnpack-int4", "xnnpack-8da4w"])
+@pytest.mark.parametrize("recipe", ["cpu-int4", "cpu-8da4w"])
 @pytest.mark.parametrize("name", FAMILIES)
 def test_a_quantized_base_takes_a_runtime_adapter(models, tool, tmp_path,
                                                   recipe, name):
@@ -193,11 +193,11 @@ def test_a_quantized_base_takes_a_runtime_adapter(models, tool, tmp_path,
 def test_the_cli_applies_adapters(models, tool, tmp_path):
     """etllm-run --lora: the greedy text of the merged program."""
     base, a, b, kinds, extra = models["stories260K"]
-    hooked = export(tool, base, tmp_path / "hooked.pte", "xnnpack-fp32",
+    hooked = export(tool, base, tmp_path / "hooked.pte", "cpu-fp32",
                     targets=kinds, extra=extra)
-    merged = export(tool, base, tmp_path / "merged.pte", "xnnpack-fp32",
+    merged = export(tool, base, tmp_path / "merged.pte", "cpu-fp32",
                     lora=[f"{a}:1.5", f"{b}:0.5"], extra=extra)
-    plain = export(tool, base, tmp_path / "plain.pte", "xnnpack-fp32",
+    plain = export(tool, base, tmp_path / "plain.pte", "cpu-fp32",
                    extra=extra)
     ea = export_lora(tool, hooked, a, tmp_path / "a.etla")
     eb = export_lora(tool, hooked, b, tmp_path / "b.etla")
@@ -226,12 +226,12 @@ def test_the_cli_applies_adapters(models, tool, tmp_path):
 COMPACT = {"f16": (0.55, 0.01), "int8": (0.33, 0.02)}
 
 
-@pytest.mark.parametrize("recipe", ["portable", "xnnpack-fp32"])
+@pytest.mark.parametrize("recipe", ["portable", "cpu-fp32"])
 @pytest.mark.parametrize("dtype", sorted(COMPACT))
 @pytest.mark.parametrize("name", ["llama", "phi3"])
 def test_a_compact_adapter_file(models, tool, tmp_path, name, dtype, recipe):
     """--dtype f16 / int8: about half / a quarter of the file, read in place
-    by the portable kernel and the xnnpack delegate's; the logits of the f32
+    by the portable kernel and the cpu delegate's; the logits of the f32
     file within the rounding of the factors, the same greedy tokens."""
     base, a, _, kinds, extra = models[name]
     hooked = export(tool, base, tmp_path / "hooked.pte", recipe,

@@ -45,10 +45,10 @@ def test_encoder_ir_keeps_layers_and_maps_the_patch_convolution(tmp_path):
     assert "etllm.buffer " not in ir
 
 
-def test_encoder_through_the_xnnpack_recipe():
+def test_encoder_through_the_cpu_recipe():
     m = models.vision_encoder(seed=1)
     x = torch.randn(1, 3, 32, 32)
-    prog = etllm.export_llm(m, (x,), {"pipeline": {"name": "xnnpack-fp32"}})
+    prog = etllm.export_llm(m, (x,), {"pipeline": {"name": "cpu-fp32"}})
     with torch.no_grad():
         ref = m(x).numpy()
     assert np.abs(prog.run(x.numpy())[0] - ref).max() <= 1e-4

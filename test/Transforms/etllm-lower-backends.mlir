@@ -20,8 +20,20 @@ func.func @forward(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
 
 // -----
 
-// A backend without lowering passes (xnnpack) leaves its functions alone.
+// A backend without lowering passes (cpu) leaves its functions alone.
+// CHECK-LABEL: func.func private @cpu_0
+// CHECK: etllm.silu
+func.func private @cpu_0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {etllm.backend = "cpu"} {
+  %s = etllm.silu %x : tensor<4xf32>
+  return %s : tensor<4xf32>
+}
+
+// -----
+
+// IR written before the CPU backend was renamed names it "xnnpack", its
+// former id: the cpu backend takes it (no error, functions left alone).
 // CHECK-LABEL: func.func private @xnnpack_0
+// CHECK-SAME: etllm.backend = "xnnpack"
 // CHECK: etllm.silu
 func.func private @xnnpack_0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {etllm.backend = "xnnpack"} {
   %s = etllm.silu %x : tensor<4xf32>

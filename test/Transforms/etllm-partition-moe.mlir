@@ -1,16 +1,16 @@
-// RUN: etllm-opt %s --split-input-file --etllm-partition="backends=xnnpack" --verify-diagnostics | FileCheck %s
+// RUN: etllm-opt %s --split-input-file --etllm-partition="backends=cpu" --verify-diagnostics | FileCheck %s
 
-// etllm.moe over quantized stacked experts (xnnpack-int4's int4, group 32,
+// etllm.moe over quantized stacked experts (cpu-int4's int4, group 32,
 // f16 scales; the block layout packs each expert on its own) runs inside
-// the xnnpack delegate, with its RMSNorm: one outlined function, no moe
+// the cpu delegate, with its RMSNorm: one outlined function, no moe
 // left outside.
-// CHECK-LABEL: func.func private @xnnpack_0
-// CHECK-SAME: attributes {etllm.backend = "xnnpack"}
+// CHECK-LABEL: func.func private @cpu_0
+// CHECK-SAME: attributes {etllm.backend = "cpu"}
 // CHECK: etllm.rms_norm
 // CHECK: etllm.moe {{.*}} {etllm.activations = "int8-block"} : (tensor<?x64xf32>, tensor<5x64xf32>, !etllm.qweight<5x32x64, i4, group 32, sym, f16>, !etllm.qweight<5x32x64, i4, group 32, sym, f16>, !etllm.qweight<5x64x32, i4, group 32, sym, f16>) -> tensor<?x64xf32>
 // CHECK: return
 // CHECK-LABEL: func.func @forward
-// CHECK: etllm.delegate.call "xnnpack" @xnnpack_0
+// CHECK: etllm.delegate.call "cpu" @cpu_0
 // CHECK-NOT: etllm.moe
 etllm.parameter @norm : tensor<64xf32>
 etllm.parameter @router : tensor<5x64xf32>
@@ -32,8 +32,8 @@ func.func @forward(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
 // -----
 
 // DeepSeek-V3 routing (sigmoid, a score bias, groups) and int8 per-channel
-// experts (xnnpack-int8) with odd sizes: also inside.
-// CHECK-LABEL: func.func private @xnnpack_0
+// experts (cpu-int8) with odd sizes: also inside.
+// CHECK-LABEL: func.func private @cpu_0
 // CHECK: etllm.moe {{.*}} bias {{.*}} method <noaux_tc> groups 2
 // CHECK-LABEL: func.func @forward
 // CHECK-NOT: etllm.moe
@@ -58,13 +58,13 @@ func.func @forward(%x: tensor<?x40xf32>) -> tensor<?x40xf32> {
 
 // -----
 
-// Near miss: float experts (xnnpack-fp32) have no packed form: the moe
+// Near miss: float experts (cpu-fp32) have no packed form: the moe
 // stays on the portable kernel, after the delegated RMSNorm.
-// CHECK-LABEL: func.func private @xnnpack_0
+// CHECK-LABEL: func.func private @cpu_0
 // CHECK-NOT: etllm.moe
 // CHECK: return
 // CHECK-LABEL: func.func @forward
-// CHECK: %[[H:.+]] = etllm.delegate.call "xnnpack" @xnnpack_0
+// CHECK: %[[H:.+]] = etllm.delegate.call "cpu" @cpu_0
 // CHECK: etllm.moe %[[H]]
 etllm.parameter @norm : tensor<64xf32>
 etllm.parameter @w : tensor<64x64xf32>
@@ -87,7 +87,7 @@ func.func @forward(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
 // Near miss: int4 experts in groups of 16 (not a multiple of the block
 // layout's 32 values) stay on the portable kernel.
 // CHECK-LABEL: func.func @forward
-// CHECK: etllm.delegate.call "xnnpack" @xnnpack_0
+// CHECK: etllm.delegate.call "cpu" @cpu_0
 // CHECK: etllm.moe {{.*}} !etllm.qweight<5x32x64, i4, group 16, sym, f16>
 etllm.parameter @norm : tensor<64xf32>
 etllm.parameter @router : tensor<5x64xf32>

@@ -1,15 +1,15 @@
-// RUN: etllm-opt %s --split-input-file --etllm-partition="backends=xnnpack" --verify-diagnostics | FileCheck %s
+// RUN: etllm-opt %s --split-input-file --etllm-partition="backends=cpu" --verify-diagnostics | FileCheck %s
 
-// The ops xnnpack takes (linear with parameter weights, element-wise math)
+// The ops cpu takes (linear with parameter weights, element-wise math)
 // become one outlined function; the attention stays on portable kernels.
-// CHECK-LABEL: func.func private @xnnpack_0
-// CHECK-SAME: attributes {etllm.backend = "xnnpack"}
+// CHECK-LABEL: func.func private @cpu_0
+// CHECK-SAME: attributes {etllm.backend = "cpu"}
 // CHECK: etllm.parameter.get @w
 // CHECK: etllm.linear
 // CHECK: etllm.silu
 // CHECK: return
 // CHECK-LABEL: func.func @forward
-// CHECK: %[[C:.+]] = etllm.delegate.call "xnnpack" @xnnpack_0(%{{.+}}) : (tensor<1x?x8xf32>) -> tensor<1x?x8xf32>
+// CHECK: %[[C:.+]] = etllm.delegate.call "cpu" @cpu_0(%{{.+}}) : (tensor<1x?x8xf32>) -> tensor<1x?x8xf32>
 // CHECK: etllm.softmax %[[C]]
 // CHECK-NOT: etllm.linear
 etllm.parameter @w : tensor<8x8xf32>
@@ -25,7 +25,7 @@ func.func @forward(%x: tensor<1x?x8xf32>) -> tensor<1x?x8xf32> {
 
 // Independent portable work is scheduled around the backend's ops so that
 // they form one subgraph: the exp does not split the two linears.
-// CHECK-LABEL: func.func private @xnnpack_0
+// CHECK-LABEL: func.func private @cpu_0
 // CHECK: etllm.linear
 // CHECK: etllm.linear
 // CHECK-LABEL: func.func @forward
@@ -45,9 +45,9 @@ func.func @forward(%x: tensor<1x?x8xf32>, %z: tensor<4xf32>) -> (tensor<1x?x8xf3
 // A dependency through a portable op keeps two subgraphs apart (merging them
 // would need the portable op inside): two calls, in order.
 // CHECK-LABEL: func.func @forward
-// CHECK: etllm.delegate.call "xnnpack" @xnnpack_0
+// CHECK: etllm.delegate.call "cpu" @cpu_0
 // CHECK: etllm.softmax
-// CHECK: etllm.delegate.call "xnnpack" @xnnpack_1
+// CHECK: etllm.delegate.call "cpu" @cpu_1
 etllm.parameter @w : tensor<8x8xf32>
 func.func @forward(%x: tensor<1x?x8xf32>) -> tensor<1x?x8xf32> {
   %w = etllm.parameter.get @w : tensor<8x8xf32>
@@ -59,7 +59,7 @@ func.func @forward(%x: tensor<1x?x8xf32>) -> tensor<1x?x8xf32> {
 
 // -----
 
-// Not legal for xnnpack: f16 activations, and a linear whose weight is not
+// Not legal for cpu: f16 activations, and a linear whose weight is not
 // a parameter. Nothing is outlined.
 // CHECK-LABEL: func.func @forward
 // CHECK-NOT: etllm.delegate.call
@@ -89,7 +89,7 @@ func.func @forward(%x: tensor<4xf32>) -> tensor<4xf32> {
 // splitting it, and the in-place cache updates are results of the call even
 // though only the subgraph reads them (the serializer gives them the
 // buffers' storage, so the call writes the caches).
-// CHECK-LABEL: func.func private @xnnpack_0
+// CHECK-LABEL: func.func private @cpu_0
 // CHECK-SAME: (%{{.+}}: tensor<1x?x16xf32>, %{{.+}}: tensor<?xi64>, %[[KC:.+]]: tensor<1x2x32x8xf32>, %[[VC:.+]]: tensor<1x2x32x8xf32>) -> (tensor<1x2x32x8xf32>, tensor<1x2x32x8xf32>, tensor<1x?x16xf32>)
 // CHECK: etllm.linear
 // CHECK: etllm.rope
@@ -100,7 +100,7 @@ func.func @forward(%x: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-LABEL: func.func @forward
 // CHECK: etllm.buffer.read @kc
 // CHECK: etllm.buffer.read @vc
-// CHECK: etllm.delegate.call "xnnpack" @xnnpack_0
+// CHECK: etllm.delegate.call "cpu" @cpu_0
 // CHECK-NOT: etllm.delegate.call
 // CHECK: return
 etllm.parameter @wq : tensor<16x16xf32>
@@ -133,14 +133,14 @@ func.func @forward(%x: tensor<1x?x16xf32>, %pos: tensor<?xi64>) -> tensor<1x?x16
 // Element-wise math with an f32 scalar operand (Granite's multipliers,
 // Gemma's soft-cap) and div are legal: the linear, the scaled residual and
 // the soft-cap stay one subgraph, with the scalar as an operand.
-// CHECK-LABEL: func.func private @xnnpack_0
+// CHECK-LABEL: func.func private @cpu_0
 // CHECK: etllm.linear
 // CHECK: etllm.mul {{.*}} : (tensor<1x?x8xf32>, tensor<f32>)
 // CHECK: etllm.div {{.*}} : (tensor<1x?x8xf32>, tensor<f32>)
 // CHECK: etllm.tanh
 // CHECK: etllm.add
 // CHECK-LABEL: func.func @forward
-// CHECK: etllm.delegate.call "xnnpack" @xnnpack_0
+// CHECK: etllm.delegate.call "cpu" @cpu_0
 // CHECK-NOT: etllm.{{(mul|div|tanh|add)}}
 // CHECK: return
 etllm.parameter @w : tensor<8x8xf32>
@@ -159,14 +159,14 @@ func.func @forward(%x: tensor<1x?x8xf32>) -> tensor<1x?x8xf32> {
 
 // Near miss: a scalar of another element type (f16) is not legal, and a
 // scalar result is not either: those ops stay portable.
-// CHECK-LABEL: func.func private @xnnpack_0
+// CHECK-LABEL: func.func private @cpu_0
 // CHECK-NOT: tensor<f16>
 // CHECK-NOT: -> tensor<f32>
 // CHECK: return
 // CHECK-LABEL: func.func @forward
 // CHECK-DAG: etllm.mul {{.*}} : (tensor<4xf16>, tensor<f16>) -> tensor<4xf16>
 // CHECK-DAG: etllm.div {{.*}} : (tensor<f32>, tensor<f32>) -> tensor<f32>
-// CHECK-DAG: etllm.delegate.call "xnnpack" @xnnpack_0
+// CHECK-DAG: etllm.delegate.call "cpu" @cpu_0
 etllm.parameter @w : tensor<8x8xf32>
 func.func @forward(%x: tensor<1x?x8xf32>, %y: tensor<4xf16>, %h: tensor<f16>, %p: tensor<f32>, %q: tensor<f32>) -> (tensor<1x?x8xf32>, tensor<4xf16>, tensor<f32>) {
   %w = etllm.parameter.get @w : tensor<8x8xf32>
@@ -184,7 +184,7 @@ func.func @forward(%x: tensor<1x?x8xf32>, %y: tensor<4xf16>, %h: tensor<f16>, %p
 // backend materializes them), the cats, the latent cache update and the
 // sdpa over it all join the projections in one subgraph. A matmul by an
 // activation (not a parameter's view) stays portable.
-// CHECK-LABEL: func.func private @xnnpack_0
+// CHECK-LABEL: func.func private @cpu_0
 // CHECK: %[[W:.+]] = etllm.parameter.get @kvb
 // CHECK: %[[WR:.+]] = etllm.reshape %[[W]] [2, 12, 16]
 // CHECK: %[[WK:.+]] = etllm.slice %[[WR]] dim 1 [0 : 8]
@@ -199,7 +199,7 @@ func.func @forward(%x: tensor<1x?x8xf32>, %y: tensor<4xf16>, %h: tensor<f16>, %p
 // CHECK: etllm.linear
 // CHECK-LABEL: func.func @forward
 // CHECK-NOT: etllm.reshape
-// CHECK: etllm.delegate.call "xnnpack" @xnnpack_0
+// CHECK: etllm.delegate.call "cpu" @cpu_0
 // CHECK-NEXT: etllm.matmul %{{.+}}, %arg2
 // CHECK-NEXT: return
 etllm.parameter @wq : tensor<32x16xf32>

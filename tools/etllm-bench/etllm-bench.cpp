@@ -113,7 +113,7 @@ uint64_t paramsFromConfig(const std::string &json) {
   return n > 0 ? uint64_t(n) : 0;
 }
 
-/// "llama 1.0B xnnpack-8da4w": like llama-bench's "llama 1B Q4_0".
+/// "llama 1.0B cpu-8da4w": like llama-bench's "llama 1B Q4_0".
 std::string modelType(const Program &p, uint64_t params) {
   auto j = nlohmann::json::parse(p.metadata().modelConfigJson, nullptr, false);
   std::string arch = j.is_object() ? j.value("model_type", "") : "";

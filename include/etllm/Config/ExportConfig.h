@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace etllm {
@@ -41,6 +42,10 @@ struct ConfigKey {
   /// configuration a program embeds (toYaml) leaves such a key out while it
   /// holds its default, so a program that does not use it keeps its bytes.
   bool writtenWhenDefault = true;
+  /// Enum keys: maps a value before it is checked against `allowed` (an
+  /// alias to the value it stands for: pipeline.name's former recipe
+  /// names, etllm/Config/RecipeAliases.h); the mapped value is the one stored.
+  std::string (*canonical)(std::string_view) = nullptr;
 };
 
 /// Every key, in documentation order.

@@ -4,7 +4,7 @@
 // source's storage when it is writable (tied results always share their
 // operand's), every root value lives from its instruction to the last use of
 // any alias of it, and the planned roots are placed in one arena by the
-// runtime's planner (etllm/runtime/memory_planner.h, shared with the xnnpack
+// runtime's planner (etllm/runtime/memory_planner.h, shared with the cpu
 // delegate). A buffer read stays an alias of its buffer, so a write-back of
 // the buffer while the read is still used is an error.
 //

@@ -1,9 +1,9 @@
 //===- Pipelines.h - Named recipes as stage lists ---------------*- C++ -*-===//
 //
-// A recipe (portable, xnnpack-fp32, xnnpack-int4, xnnpack-8da4w,
-// xnnpack-int8) is an ordered list of stages; each stage is an ordinary MLIR
+// A recipe (portable, cpu-fp32, cpu-int4, cpu-8da4w,
+// cpu-int8) is an ordered list of stages; each stage is an ordinary MLIR
 // pass pipeline. The same list builds the registered MLIR pipeline
-// (`etllm-opt --pipeline=xnnpack-int4`, `--pass-pipeline=...`) and the
+// (`etllm-opt --pipeline=cpu-int4`, `--pass-pipeline=...`) and the
 // stages etllm-export runs one by one (dumping the IR after each).
 //
 //   stage               level in -> out   passes
@@ -30,6 +30,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mlir {
@@ -107,7 +108,11 @@ struct StageSpec {
 
 /// Names of the registered recipes, in documentation order.
 const std::vector<std::string> &recipeNames();
-/// The stages of `recipe` with `options` applied; empty if unknown.
+/// The recipes' former names (etllm/Config/RecipeAliases.h), each with its
+/// recipe: accepted wherever a recipe is named, registered as pipelines too.
+const std::vector<std::pair<std::string, std::string>> &recipeAliases();
+/// The stages of `recipe` (a name or an alias) with `options` applied;
+/// empty if unknown.
 std::vector<StageSpec> recipeStages(const std::string &recipe,
                                     const RecipeOptions &options);
 /// Adds every stage of `recipe` to `pm` (anchored on builtin.module).

@@ -4,7 +4,7 @@
 // stages:
 //
 //   Tester t(checkpointPath);
-//   t.import().runRecipe("xnnpack-int4")   // every stage, each recorded
+//   t.import().runRecipe("cpu-int4")   // every stage, each recorded
 //    .checkCount("etllm.sdpa", 5).checkNot("etllm.softmax")
 //    .runAndCompare(1e-4, 1e-4);           // last stage vs the one before
 //   EXPECT_TRUE(t.ok()) << t.report();

@@ -13,6 +13,7 @@
 
 #include "mlir/Support/LLVM.h"
 #include "mlir/Support/LogicalResult.h"
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
@@ -64,8 +65,12 @@ public:
 class BackendCompiler {
 public:
   virtual ~BackendCompiler();
-  /// The backend id written into programs ("xnnpack").
+  /// The backend id written into programs ("cpu").
   virtual llvm::StringRef id() const = 0;
+  /// Ids the backend had before (a renamed backend's former names, e.g.
+  /// "xnnpack" for "cpu"): accepted wherever a backend is named
+  /// (findBackendCompiler); programs get id(). Default: none.
+  virtual llvm::ArrayRef<const char *> formerIds() const { return {}; }
   /// One-line description for --help and docs.
   virtual llvm::StringRef description() const = 0;
   /// The legality contract: can `op`, with its operand and result types,
@@ -101,7 +106,8 @@ std::string backendOption(mlir::Operation *op, llvm::StringRef backend,
 
 /// Registers a backend compiler (replacing one with the same id).
 void registerBackendCompiler(std::unique_ptr<BackendCompiler> backend);
-/// The backend compiler `id`, or null.
+/// The backend compiler `id`, or the one with `id` among its former ids,
+/// or null.
 const BackendCompiler *findBackendCompiler(llvm::StringRef id);
 /// Every registered backend compiler, in registration order.
 std::vector<const BackendCompiler *> registeredBackendCompilers();

@@ -115,7 +115,7 @@ bool isFloatWeight(Value w, const PlanOptions &o) {
 /// A quantized weight [N, K]: int4 in groups of 32 keeps its bits (the Q4
 /// layout); any other affine one is dequantized at export into the
 /// activations' float type (rows of even length when that is f16). Weights
-/// kept in ggml's blocks (xnnpack-gguf's q4_k and the like) stay off the
+/// kept in ggml's blocks (cpu-gguf's q4_k and the like) stay off the
 /// GPU: the packer dequantizes affine layouts only.
 bool isQuantWeight(Value w, const PlanOptions &o) {
   auto q = dyn_cast<QWeightType>(w.getType());

@@ -18,7 +18,7 @@
 // the same values stored as f32. They are read once per row and the kernel
 // is bound by reading them (docs/LoRA.md: a rank-16 adapter on all seven
 // projections of a 1B model is 45 MB per token in f32, 22 MB in half; this
-// reference converts half scalarly, the xnnpack backend with F16C). For one
+// reference converts half scalarly, the cpu backend with F16C). For one
 // row (a decode step) both products are therefore split over the thread
 // pool when they read enough to pay for waking it (kParallelFloats): x At
 // by chunks, then (At x) Bt by tiles of output features. Several rows

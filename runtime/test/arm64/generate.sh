@@ -3,7 +3,7 @@
 # recipe, generated greedily by the x86 etllm-run and by the cross-built
 # arm64 etllm-run under qemu-user for each CPU model (Armv8.0 NEON, a
 # dotprod CPU, an i8mm CPU), the arm64 output byte for byte the x86 one; the
-# fp32 recipes' output is llama2.c's. On the i8mm CPU, ETLLM_XNNPACK_ISA
+# fp32 recipes' output is llama2.c's. On the i8mm CPU, ETLLM_CPU_ISA
 # also forces the lower arm64 paths.
 #
 # usage: generate.sh ETLLM_EXPORT X86_ETLLM_RUN ARM64_ETLLM_RUN QEMU
@@ -15,13 +15,13 @@ rm -rf "$work"
 mkdir -p "$work"
 gen() { "$@" --prompt "Once upon a time" -n 60 --temperature 0 2>/dev/null; }
 fail=0
-for recipe in portable xnnpack-fp32 xnnpack-int4 xnnpack-8da4w xnnpack-int8; do
+for recipe in portable cpu-fp32 cpu-int4 cpu-8da4w cpu-int8; do
   pte=$work/$recipe.pte
   "$export_tool" --quiet --model "$model/stories260K.bin" \
     --tokenizer "$model/tok512.bin" --pipeline "$recipe" -o "$pte"
   gen "$run_x86" "$pte" >"$work/x86-$recipe.txt"
   case $recipe in
-  portable | xnnpack-fp32)
+  portable | cpu-fp32)
     if ! cmp -s "$work/x86-$recipe.txt" "$model/greedy_once_upon_a_time_n64.txt"; then
       echo "generate: FAIL: x86 $recipe differs from llama2.c" >&2
       fail=1
@@ -32,14 +32,14 @@ for recipe in portable xnnpack-fp32 xnnpack-int4 xnnpack-8da4w xnnpack-int8; do
     case $recipe:$isa in portable:?*) continue ;; esac
     out=$work/arm64-$cpu-${isa:-auto}-$recipe.txt
     if [ -n "$isa" ]; then
-      ETLLM_XNNPACK_ISA=$isa gen "$qemu" -L "$root" -cpu "$cpu" "$run_arm" "$pte" >"$out"
+      ETLLM_CPU_ISA=$isa gen "$qemu" -L "$root" -cpu "$cpu" "$run_arm" "$pte" >"$out"
     else
       gen "$qemu" -L "$root" -cpu "$cpu" "$run_arm" "$pte" >"$out"
     fi
     if cmp -s "$work/x86-$recipe.txt" "$out"; then
-      echo "generate: same bytes: $recipe on -cpu $cpu${isa:+ (ETLLM_XNNPACK_ISA=$isa)}"
+      echo "generate: same bytes: $recipe on -cpu $cpu${isa:+ (ETLLM_CPU_ISA=$isa)}"
     else
-      echo "generate: FAIL: $recipe on -cpu $cpu${isa:+ (ETLLM_XNNPACK_ISA=$isa)} differs from x86" >&2
+      echo "generate: FAIL: $recipe on -cpu $cpu${isa:+ (ETLLM_CPU_ISA=$isa)} differs from x86" >&2
       fail=1
     fi
   done

@@ -7,7 +7,7 @@
 # usage: qemu-gtest.sh QEMU GUEST_ROOT CPU TEST_EXE [--expect TEXT]...
 #                      [-- GTEST_ARGS...]
 # GUEST_ROOT holds the cross C library's loader (/usr/aarch64-linux-gnu);
-# the environment (ETLLM_XNNPACK_ISA) passes through to the guest.
+# the environment (ETLLM_CPU_ISA) passes through to the guest.
 set -eu
 qemu=$1 root=$2 cpu=$3 exe=$4
 shift 4
@@ -21,7 +21,7 @@ while [ $# -gt 0 ]; do
   *) echo "qemu-gtest: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-echo "qemu-gtest: ETLLM_XNNPACK_ISA=${ETLLM_XNNPACK_ISA:-} $qemu -L $root -cpu $cpu $exe $*"
+echo "qemu-gtest: ETLLM_CPU_ISA=${ETLLM_CPU_ISA:-} $qemu -L $root -cpu $cpu $exe $*"
 status=0
 "$qemu" -L "$root" -cpu "$cpu" "$exe" "$@" >"$out" 2>&1 || status=$?
 if [ "$status" -ne 0 ]; then

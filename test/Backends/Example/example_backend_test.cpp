@@ -52,24 +52,24 @@ TEST_F(ExampleBackend, PartitionsLowersSerializesAndRuns) {
 }
 
 TEST_F(ExampleBackend, PriorityOrderDecidesWhoTakesAnOp) {
-  // With the example backend first it takes silu and mul; xnnpack, second,
+  // With the example backend first it takes silu and mul; cpu, second,
   // still gets the linear it alone can run: two subgraphs, one each.
   auto first = etllm::Tester::fromIR(kModel);
   first
       ->runPasses("partition",
-                  "builtin.module(etllm-partition{backends=example,xnnpack})")
+                  "builtin.module(etllm-partition{backends=example,cpu})")
       .checkCount("etllm.delegate.call", 2);
   EXPECT_TRUE(first->ok()) << first->report();
   mlir::ModuleOp m = first->currentIR();
-  int example = 0, xnnpack = 0;
+  int example = 0, cpu = 0;
   m.walk([&](mlir::Operation *op) {
     if (auto b = op->getAttrOfType<mlir::StringAttr>("etllm.backend")) {
       example += b.getValue() == "example";
-      xnnpack += b.getValue() == "xnnpack";
+      cpu += b.getValue() == "cpu";
     }
   });
   EXPECT_EQ(example, 1);
-  EXPECT_EQ(xnnpack, 1);
+  EXPECT_EQ(cpu, 1);
 }
 
 TEST_F(ExampleBackend, RuntimeRejectsAMalformedBlob) {

@@ -1,19 +1,19 @@
-// RUN: etllm-opt %s --split-input-file --etllm-partition="backends=vulkan,xnnpack" | FileCheck %s
-// RUN: etllm-opt %s --split-input-file --etllm-partition="backends=vulkan,xnnpack backend-options=vulkan.exclude=etllm.rms_norm:etllm.rope:etllm.kv_cache.update:etllm.sdpa" | FileCheck %s --check-prefix=MIXED
+// RUN: etllm-opt %s --split-input-file --etllm-partition="backends=vulkan,cpu" | FileCheck %s
+// RUN: etllm-opt %s --split-input-file --etllm-partition="backends=vulkan,cpu backend-options=vulkan.exclude=etllm.rms_norm:etllm.rope:etllm.kv_cache.update:etllm.sdpa" | FileCheck %s --check-prefix=MIXED
 
 // The legality contract: a whole decoder layer is legal (one Vulkan
 // subgraph, the caches' reads outside it, their updates its results).
 // With vulkan.exclude naming the norms and the attention's ops
 // (`:`-separated; the recipe vulkan-int4-mixed) they leave the GPU: the
-// norm goes to the next backend, xnnpack; the attention alone is not worth
-// an xnnpack call (no linear in it) and runs on portable kernels, its
+// norm goes to the next backend, cpu; the attention alone is not worth
+// a cpu call (no linear in it) and runs on portable kernels, its
 // caches in the program's buffers. One program, two backends and the
 // portable kernels.
 // CHECK-LABEL: func.func @forward
 // CHECK: etllm.delegate.call "vulkan" @vulkan_0
 // CHECK-NOT: etllm.delegate.call
 // MIXED-LABEL: func.func @forward
-// MIXED: etllm.delegate.call "xnnpack" @xnnpack_0
+// MIXED: etllm.delegate.call "cpu" @cpu_0
 // MIXED: etllm.delegate.call "vulkan" @vulkan_0
 // MIXED: etllm.rope
 // MIXED: etllm.kv_cache.update
@@ -74,7 +74,7 @@ func.func @forward(%x: tensor<1x?x16xf32>, %pos: tensor<?xi64>) -> tensor<1x?x16
 
 // -----
 
-// Near misses, each left to xnnpack or to the portable kernels:
+// Near misses, each left to cpu or to the portable kernels:
 // an attention with a mask (the kernel takes none), and so the cache
 // updates it reads (a cache in device memory must be read there); a linear
 // whose weight is not a parameter; a linear of quantized activations (the
@@ -136,13 +136,13 @@ func.func @forward(%x: tensor<1x?x64xf32>) -> tensor<1x1x128xf32> {
 // 4 KiB and a sequence bound of 512: the normalized rows (512 x 64 x 4
 // bytes) exceed it, so the RMSNorm goes to the next backend; the lm_head
 // fits.
-// CHECK-LABEL: func.func private @xnnpack_0
+// CHECK-LABEL: func.func private @cpu_0
 // CHECK: etllm.rms_norm
 // CHECK-LABEL: func.func private @vulkan_0
 // CHECK-NOT: etllm.rms_norm
 // CHECK: etllm.qlinear
 // CHECK-LABEL: func.func @forward
-// CHECK: etllm.delegate.call "xnnpack" @xnnpack_0
+// CHECK: etllm.delegate.call "cpu" @cpu_0
 // CHECK: etllm.delegate.call "vulkan" @vulkan_0
 module attributes {etllm.model_config = #etllm.model_config<max_seq_len = 512>, etllm.backend_options = {"vulkan.max-binding-bytes" = "4096"}} {
 etllm.parameter @n : tensor<64xf32>

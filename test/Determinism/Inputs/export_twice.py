@@ -12,8 +12,8 @@ import os
 import subprocess
 import sys
 
-RECIPES = ["portable", "xnnpack-fp32", "xnnpack-int4", "xnnpack-8da4w",
-           "xnnpack-int8"]
+RECIPES = ["portable", "cpu-fp32", "cpu-int4", "cpu-8da4w",
+           "cpu-int8"]
 
 
 def main():

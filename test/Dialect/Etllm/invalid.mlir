@@ -945,16 +945,16 @@ func.func @f(%w: !etllm.qweight<128x64, i4, group 32, sym, f32>) {
 
 func.func @f(%x: tensor<4xf32>) {
   // expected-error @+1 {{refers to unknown function @missing}}
-  %0 = etllm.delegate.call "xnnpack" @missing(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %0 = etllm.delegate.call "cpu" @missing(%x) : (tensor<4xf32>) -> tensor<4xf32>
   return
 }
 
 // -----
 
-func.func private @sub(%x: tensor<4xf32>) -> tensor<4xf32> attributes {etllm.backend = "xnnpack"}
+func.func private @sub(%x: tensor<4xf32>) -> tensor<4xf32> attributes {etllm.backend = "cpu"}
 func.func @f(%x: tensor<8xf32>) {
   // expected-error @+1 {{type does not match the callee's '(tensor<4xf32>) -> tensor<4xf32>'}}
-  %0 = etllm.delegate.call "xnnpack" @sub(%x) : (tensor<8xf32>) -> tensor<4xf32>
+  %0 = etllm.delegate.call "cpu" @sub(%x) : (tensor<8xf32>) -> tensor<4xf32>
   return
 }
 
@@ -962,8 +962,8 @@ func.func @f(%x: tensor<8xf32>) {
 
 func.func private @sub(%x: tensor<4xf32>) -> tensor<4xf32>
 func.func @f(%x: tensor<4xf32>) {
-  // expected-error @+1 {{callee @sub is not marked etllm.backend = "xnnpack"}}
-  %0 = etllm.delegate.call "xnnpack" @sub(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  // expected-error @+1 {{callee @sub is not marked etllm.backend = "cpu"}}
+  %0 = etllm.delegate.call "cpu" @sub(%x) : (tensor<4xf32>) -> tensor<4xf32>
   return
 }
 

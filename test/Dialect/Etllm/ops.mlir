@@ -244,10 +244,10 @@ func.func @fused(%x: tensor<1x?x64xf32>, %w: tensor<64xf32>, %q: tensor<1x8x?x8x
 // CHECK: etllm.qlinear %{{.+}}, %{{.+}}, %{{.+}} : (tensor<1x?x64xf32>, !etllm.qweight<128x64, i4, group 32, sym, f32>, tensor<128xf32>) -> tensor<1x?x128xf32>
 // CHECK: etllm.qembedding %{{.+}}, %{{.+}} : (!etllm.qweight<512x64, i8, group 64, asym, f16>, tensor<1x?xi64>) -> tensor<1x?x64xf32>
 // CHECK: etllm.dequantize %{{.+}} : !etllm.qweight<128x64, i4, group 32, sym, f32> -> tensor<128x64xf32>
-// CHECK: etllm.delegate.call "xnnpack" @xnnpack_0(%{{.+}}) : (tensor<1x?x64xf32>) -> tensor<1x?x64xf32>
+// CHECK: etllm.delegate.call "cpu" @cpu_0(%{{.+}}) : (tensor<1x?x64xf32>) -> tensor<1x?x64xf32>
 // CHECK: etllm.lora %{{.+}}, %{{.+}} {hook = 0 : i64, target = "model.layers.0.mlp.up_proj"} : (tensor<1x?x64xf32>, tensor<1x?x128xf32>) -> tensor<1x?x128xf32>
-func.func private @xnnpack_0(%x: tensor<1x?x64xf32>) -> tensor<1x?x64xf32>
-    attributes {etllm.backend = "xnnpack"} {
+func.func private @cpu_0(%x: tensor<1x?x64xf32>) -> tensor<1x?x64xf32>
+    attributes {etllm.backend = "cpu"} {
   %0 = etllm.silu %x : tensor<1x?x64xf32>
   return %0 : tensor<1x?x64xf32>
 }
@@ -259,7 +259,7 @@ func.func @quantized(%x: tensor<1x?x64xf32>, %w: !etllm.qweight<128x64, i4, grou
   %1 = etllm.qlinear %x, %w, %b : (tensor<1x?x64xf32>, !etllm.qweight<128x64, i4, group 32, sym, f32>, tensor<128xf32>) -> tensor<1x?x128xf32>
   %2 = etllm.qembedding %e, %tok : (!etllm.qweight<512x64, i8, group 64, asym, f16>, tensor<1x?xi64>) -> tensor<1x?x64xf32>
   %3 = etllm.dequantize %w : !etllm.qweight<128x64, i4, group 32, sym, f32> -> tensor<128x64xf32>
-  %4 = etllm.delegate.call "xnnpack" @xnnpack_0(%x) : (tensor<1x?x64xf32>) -> tensor<1x?x64xf32>
+  %4 = etllm.delegate.call "cpu" @cpu_0(%x) : (tensor<1x?x64xf32>) -> tensor<1x?x64xf32>
   %5 = etllm.lora %x, %1 {hook = 0 : i64, target = "model.layers.0.mlp.up_proj"} : (tensor<1x?x64xf32>, tensor<1x?x128xf32>) -> tensor<1x?x128xf32>
   return
 }

@@ -15,7 +15,7 @@ shared=$1
 out=$2
 rm -rf "$out"
 mkdir -p "$out/models"
-recipes=(portable xnnpack-fp32 xnnpack-int4 xnnpack-8da4w xnnpack-int8)
+recipes=(portable cpu-fp32 cpu-int4 cpu-8da4w cpu-int8)
 # stories260K from its three formats.
 (
   cd "$shared/models"
@@ -36,7 +36,7 @@ recipes=(portable xnnpack-fp32 xnnpack-int4 xnnpack-8da4w xnnpack-int8)
       name=$a-$f
       [ "$f" = gguf ] && name=$a.gguf
       etllm-gen-checkpoint --arch "$a" --format "$f" --layers 2 -o "$name" >/dev/null
-      for r in portable xnnpack-int4 xnnpack-8da4w; do
+      for r in portable cpu-int4 cpu-8da4w; do
         etllm-export --quiet --model "$name" --pipeline "$r" -o "$out/$a-$f-$r.pte"
       done
     done

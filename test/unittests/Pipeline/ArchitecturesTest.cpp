@@ -2,7 +2,7 @@
 //
 // A random-weight model of every supported architecture, from a Hugging Face
 // directory and from a GGUF file, goes through the portable and the
-// xnnpack-fp32 recipes; every stage's program runs and agrees with the
+// cpu-fp32 recipes; every stage's program runs and agrees with the
 // exported graph (level A) on the portable reference kernels.
 //
 //===----------------------------------------------------------------------===//
@@ -55,7 +55,7 @@ std::string checkpointFor(const Case &c) {
 TEST_P(Architectures, EveryStageAgreesWithTheExportedGraph) {
   std::string ckpt = checkpointFor(GetParam());
   RemoveOnExit cleanup{ckpt};
-  for (const char *recipe : {"portable", "xnnpack-fp32"}) {
+  for (const char *recipe : {"portable", "cpu-fp32"}) {
     etllm::ImportOptions io;
     io.maxSeqLen = 32;
     etllm::Tester t(ckpt, io);
@@ -108,11 +108,11 @@ TEST_P(GgufBlocks, QuantizeStageKeepsExactValues) {
   RemoveOnExit cleanup{out};
   auto st = etllm::formats::generateCheckpoint(o);
   ASSERT_TRUE(st.ok()) << st.message();
-  // xnnpack-int4 weight-only (f32 activations): exact weights, f32
+  // cpu-int4 weight-only (f32 activations): exact weights, f32
   // arithmetic at every stage. With its default int8 activations (per
   // block) and with 8da4w's (per token) only the activations add error.
   for (int variant = 0; variant < 3; ++variant) {
-    const char *recipe = variant < 2 ? "xnnpack-int4" : "xnnpack-8da4w";
+    const char *recipe = variant < 2 ? "cpu-int4" : "cpu-8da4w";
     etllm::RecipeOptions ro;
     if (variant == 0)
       ro.activations = "f32";
@@ -134,7 +134,7 @@ TEST_P(GgufBlocks, QuantizeStageKeepsExactValues) {
 
 INSTANTIATE_TEST_SUITE_P(Types, GgufBlocks, ::testing::Values("q4_0", "q8_0"));
 
-/// ggml's other formats, kept as their own schemes by xnnpack-gguf: with f32
+/// ggml's other formats, kept as their own schemes by cpu-gguf: with f32
 /// activations every stage agrees with the float program (the blocks'
 /// dequantized values) to 1e-4, quantize and the delegate included; with the
 /// recipe's int8 activations per block only they add error. Hidden 256 and
@@ -170,7 +170,7 @@ TEST_P(GgufKeptBlocks, EveryStageAgreesWithTheFloatProgram) {
     io.maxSeqLen = 32;
     etllm::Tester t(out, io);
     t.import();
-    for (etllm::StageSpec &s : etllm::recipeStages("xnnpack-gguf", ro)) {
+    for (etllm::StageSpec &s : etllm::recipeStages("cpu-gguf", ro)) {
       t.runStage(s);
       if (s.name == "quantize") // every weight kept in its blocks
         t.checkNot("etllm.linear").checkNot("etllm.embedding");

@@ -103,7 +103,7 @@ TEST(DecodeTraffic, PortableReadsEveryWeightOnce) {
 }
 
 TEST(DecodeTraffic, GatheredEmbeddingAndDelegateWeights) {
-  // An untied Llama through xnnpack-8da4w: its int8 embedding table is a
+  // An untied Llama through cpu-8da4w: its int8 embedding table is a
   // constant of the decoder's delegate, gathered by the delegate's
   // qembedding and used by nothing else. The delegate reports it as a
   // gather table (ConstantTable::noteGatherTable), so a decode step counts
@@ -119,7 +119,7 @@ TEST(DecodeTraffic, GatheredEmbeddingAndDelegateWeights) {
   auto config = etllm::formats::generatorConfig(g);
   ASSERT_TRUE(config.ok());
   rt::registerBuiltinBackends();
-  auto program = load(exportStories("xnnpack-8da4w", true, 128, g.output));
+  auto program = load(exportStories("cpu-8da4w", true, 128, g.output));
   ASSERT_TRUE(program);
   auto module = rt::Module::create(program);
   ASSERT_TRUE(module.ok()) << module.message();
@@ -151,10 +151,10 @@ TEST(DecodeTraffic, GatheredEmbeddingAndDelegateWeights) {
 TEST(DecodeTraffic, ATiedTableIsReadInFull) {
   if (!std::filesystem::exists(stories()))
     GTEST_SKIP() << "../shared is absent";
-  // stories260K is tied: xnnpack-8da4w shares one table between the
+  // stories260K is tied: cpu-8da4w shares one table between the
   // qembedding and the output layer, which reads all of it every step.
   rt::registerBuiltinBackends();
-  auto program = load(exportStories("xnnpack-8da4w", true));
+  auto program = load(exportStories("cpu-8da4w", true));
   ASSERT_TRUE(program);
   auto module = rt::Module::create(program);
   ASSERT_TRUE(module.ok()) << module.message();

@@ -23,6 +23,38 @@ TEST(ExportConfig, PipelineNamesAreTheRecipes) {
   EXPECT_EQ(allowed, etllm::recipeNames());
 }
 
+// The CPU backend's former recipe names (etllm/Config/RecipeAliases.h): an
+// alias is stored as its recipe's name and builds the recipe's stages; a
+// former name of no recipe is refused.
+TEST(ExportConfig, FormerRecipeNamesAreAliases) {
+  const auto &aliases = etllm::recipeAliases();
+  ASSERT_EQ(aliases.size(), 5u);
+  for (const auto &[alias, recipe] : aliases) {
+    SCOPED_TRACE(alias);
+    EXPECT_EQ(alias.substr(0, 8), "xnnpack-");
+    EXPECT_EQ(recipe, "cpu-" + alias.substr(8));
+    ExportConfig c;
+    ASSERT_TRUE(c.set("pipeline.name=" + alias).ok());
+    EXPECT_EQ(c.getString("pipeline.name"), recipe);
+    etllm::RecipeOptions o;
+    std::vector<etllm::StageSpec> a = etllm::recipeStages(alias, o),
+                                  r = etllm::recipeStages(recipe, o);
+    ASSERT_FALSE(r.empty());
+    ASSERT_EQ(a.size(), r.size());
+    for (size_t i = 0; i < a.size(); ++i)
+      EXPECT_EQ(a[i].name, r[i].name);
+  }
+  ExportConfig c;
+  etllm::rt::Status st = c.set("pipeline.name=xnnpack-int5");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("'xnnpack-int5' is not one of"),
+            std::string::npos)
+      << st.message();
+  etllm::RecipeOptions o;
+  EXPECT_TRUE(etllm::recipeStages("xnnpack-int5", o).empty());
+  EXPECT_TRUE(etllm::recipeStages("xnnpack", o).empty());
+}
+
 // Two scheme keys keep export_config.yaml's dtype words (float32, float16)
 // where the passes say f32/f16: every value of the key must map onto the
 // recipe's choice or a value of the option enum, and every enum value must
@@ -84,23 +116,23 @@ model:
   max_seq_len: 256
   dtype: float16
 pipeline:
-  name: xnnpack-8da4w
+  name: cpu-8da4w
 quantization:
   group_size: 64
   exclude: ["model.layers.0.*", lm_head]
-backends: [xnnpack]
+backends: [cpu]
 )yaml",
                                   "test.yaml");
   ASSERT_TRUE(c.ok()) << c.message();
   EXPECT_EQ(c->getInt("model.max_seq_len"), 256);
   EXPECT_EQ(c->getString("model.dtype"), "float16");
-  EXPECT_EQ(c->getString("pipeline.name"), "xnnpack-8da4w");
+  EXPECT_EQ(c->getString("pipeline.name"), "cpu-8da4w");
   EXPECT_EQ(c->getList("quantization.exclude"),
             (std::vector<std::string>{"model.layers.0.*", "lm_head"}));
   EXPECT_TRUE(c->isExplicit("quantization.group_size"));
   ASSERT_TRUE(c->set("quantization.group_size=128").ok());
   EXPECT_EQ(c->getInt("quantization.group_size"), 128);
-  ASSERT_TRUE(c->set("backends=[xnnpack, portable]").ok());
+  ASSERT_TRUE(c->set("backends=[cpu, portable]").ok());
   EXPECT_EQ(c->getList("backends").size(), 2u);
 }
 
@@ -117,7 +149,7 @@ TEST(ExportConfig, ErrorsNameTheKey) {
       {"model: 3\n", "'model' is a section"},
       {"model:\n  last_logits_only: maybe\n",
        "key 'model.last_logits_only': 'maybe' is not true or false"},
-      {"backends: xnnpack\n", "key 'backends': expected a list of strings"},
+      {"backends: cpu\n", "key 'backends': expected a list of strings"},
       {"quantization:\n  group_size: [1, 2]\n",
        "key 'quantization.group_size': expected a single value"},
       {"model: {dtype: float32\n", "invalid YAML"},

@@ -2,7 +2,7 @@
 //
 // A random-weight model of every family the registry has (so a new family
 // is covered without editing this file), from a Hugging Face directory and
-// from a GGUF file, goes through the portable and xnnpack-fp32 recipes; every
+// from a GGUF file, goes through the portable and cpu-fp32 recipes; every
 // stage's program runs and agrees with the exported graph (level A) on the
 // portable reference kernels.
 //
@@ -73,7 +73,7 @@ TEST_P(Families, EveryStageAgreesWithTheExportedGraph) {
   int64_t moeLayers = 0;
   for (bool sparse : config->layerIsMoe)
     moeLayers += sparse;
-  for (const char *recipe : {"portable", "xnnpack-fp32"}) {
+  for (const char *recipe : {"portable", "cpu-fp32"}) {
     etllm::ImportOptions io;
     io.maxSeqLen = 32;
     etllm::Tester t(out, io);

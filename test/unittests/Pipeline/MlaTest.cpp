@@ -2,7 +2,7 @@
 //
 // Level B of multi-head latent attention: with mla-cache=latent,
 // etllm-swap-source turns every DeepSeek attention into the latent cache
-// and the absorbed attention. Through portable and xnnpack-fp32, every
+// and the absorbed attention. Through portable and cpu-fp32, every
 // stage's program agrees with the exported graph (level A, expanded
 // caches) on the portable reference kernels, from HF and GGUF, for V2-Lite
 // (q_proj) and V3 (q LoRA); the only caches left are the latent ones.
@@ -55,7 +55,7 @@ TEST_P(LatentCache, EveryStageAgreesWithTheExportedGraph) {
   std::filesystem::remove_all(out);
   auto st = etllm::formats::generateCheckpoint(o);
   ASSERT_TRUE(st.ok()) << st.message();
-  for (const char *recipe : {"portable", "xnnpack-fp32"}) {
+  for (const char *recipe : {"portable", "cpu-fp32"}) {
     etllm::ImportOptions io;
     io.maxSeqLen = 32;
     etllm::Tester t(out, io);

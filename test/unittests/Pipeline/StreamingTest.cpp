@@ -180,8 +180,8 @@ TEST(ParallelExport, OneThreadAndManyWriteTheSameBytes) {
   o.dtype = etllm::formats::DType::F16;
   o.output = dir + "/m.gguf";
   ASSERT_TRUE(etllm::formats::generateCheckpoint(o).ok());
-  for (const char *recipe : {"portable", "xnnpack-fp32", "xnnpack-int4",
-                             "xnnpack-8da4w", "xnnpack-int8"}) {
+  for (const char *recipe :
+       {"portable", "cpu-fp32", "cpu-int4", "cpu-8da4w", "cpu-int8"}) {
     SCOPED_TRACE(recipe);
     std::string one = exportWith(o.output, recipe, 1);
     ASSERT_FALSE(one.empty());

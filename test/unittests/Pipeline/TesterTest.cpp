@@ -94,9 +94,9 @@ TEST_F(Stories, PortableEveryStageMatchesTheOneBefore) {
                                       "kv-cache-in-place"}));
 }
 
-TEST_F(Stories, XnnpackFp32) {
+TEST_F(Stories, CpuFp32) {
   etllm::Tester t(stories(), options());
-  runRecipe(t, "xnnpack-fp32", 1e-4, 1e-4);
+  runRecipe(t, "cpu-fp32", 1e-4, 1e-4);
   t.checkNot("etllm.softmax")
       .checkCount("etllm.sdpa", 5)
       .check("etllm.delegate.call");
@@ -117,14 +117,14 @@ int tablesOf(etllm::Tester &t, int64_t rows, unsigned bits) {
   return tables;
 }
 
-TEST_F(Stories, XnnpackInt4) {
+TEST_F(Stories, CpuInt4) {
   etllm::Tester t(stories(), options());
   // Q4_0's scheme: int4 group 32 with f16 scales, activations int8 per block
   // of 32, and one int4 table for the tied embedding and lm_head.
   // Measured on this model: relative RMS error 0.078, greedy token kept on
   // 3 of 5 calls of an arbitrary-token prompt (a 260K-parameter model has
   // flat logits there; on real text see docs/Pipelines.md).
-  runRecipe(t, "xnnpack-int4", 1e-4, 1e-4, /*maxRelRms=*/0.15, /*minTop1=*/0.3,
+  runRecipe(t, "cpu-int4", 1e-4, 1e-4, /*maxRelRms=*/0.15, /*minTop1=*/0.3,
             /*dynamicActivations=*/true);
   t.checkNot("etllm.softmax")
       .checkCount("etllm.sdpa", 5)
@@ -140,22 +140,22 @@ TEST_F(Stories, XnnpackInt4) {
   EXPECT_EQ(tablesOf(t, 512, 4), 1);
 }
 
-TEST_F(Stories, XnnpackInt4WeightOnly) {
+TEST_F(Stories, CpuInt4WeightOnly) {
   etllm::Tester t(stories(), options());
   // The same weights with f32 activations: the stages after quantize are
   // fp32-exact (the delegate dequantizes exactly as portable does).
   etllm::RecipeOptions o;
   o.activations = "f32";
-  runRecipe(t, "xnnpack-int4", 1e-4, 1e-4, /*maxRelRms=*/0.15, /*minTop1=*/0.3,
+  runRecipe(t, "cpu-int4", 1e-4, 1e-4, /*maxRelRms=*/0.15, /*minTop1=*/0.3,
             /*dynamicActivations=*/false, o);
   t.checkNot("etllm.quantize_dynamic").check("etllm.delegate.call");
   EXPECT_TRUE(t.ok()) << t.report();
 }
 
-TEST_F(Stories, Xnnpack8da4w) {
+TEST_F(Stories, Cpu8da4w) {
   etllm::Tester t(stories(), options());
   // Measured: relative RMS error 0.122, greedy token on 2 of 5 calls.
-  runRecipe(t, "xnnpack-8da4w", 1e-4, 1e-4, /*maxRelRms=*/0.15,
+  runRecipe(t, "cpu-8da4w", 1e-4, 1e-4, /*maxRelRms=*/0.15,
             /*minTop1=*/0.3, /*dynamicActivations=*/true);
   // ExecuTorch's recipe: int8 per-row embedding, 8da8w per-channel lm_head
   // (tied to the embedding in stories260K: one int8 table serves both).
@@ -168,12 +168,12 @@ TEST_F(Stories, Xnnpack8da4w) {
   EXPECT_EQ(tablesOf(t, 512, 8), 1); // per row: group 64
 }
 
-TEST_F(Stories, XnnpackInt8) {
+TEST_F(Stories, CpuInt8) {
   etllm::Tester t(stories(), options());
   // int8 per channel, f32 activations, int8 per-row embedding (one table
   // with the tied lm_head).
   // Measured: relative RMS error 0.0073, greedy token on 4 of 5 calls.
-  runRecipe(t, "xnnpack-int8", 1e-4, 1e-4, /*maxRelRms=*/0.02, /*minTop1=*/0.7);
+  runRecipe(t, "cpu-int8", 1e-4, 1e-4, /*maxRelRms=*/0.02, /*minTop1=*/0.7);
   t.checkNot("etllm.linear")
       .checkNot("etllm.quantize_dynamic")
       .check("etllm.delegate.call");
@@ -181,7 +181,7 @@ TEST_F(Stories, XnnpackInt8) {
   EXPECT_EQ(tablesOf(t, 512, 8), 1);
 }
 
-TEST_F(Stories, XnnpackInt8BlockActivations) {
+TEST_F(Stories, CpuInt8BlockActivations) {
   etllm::Tester t(stories(), options());
   // The option activations=int8-block: int8 x int8 products, as llama.cpp's
   // Q8_0. Measured: quantize stage 0.0094 (greedy 4 of 5); the partition
@@ -192,7 +192,7 @@ TEST_F(Stories, XnnpackInt8BlockActivations) {
   o.activations = "int8-block";
   t.import();
   bool quantized = false;
-  for (etllm::StageSpec &s : etllm::recipeStages("xnnpack-int8", o)) {
+  for (etllm::StageSpec &s : etllm::recipeStages("cpu-int8", o)) {
     t.runStage(s);
     if (s.name == "quantize") {
       quantized = true;
@@ -204,7 +204,7 @@ TEST_F(Stories, XnnpackInt8BlockActivations) {
     }
   }
   t.runAndCompareRelative(0.02, 0.7, "import");
-  std::printf("xnnpack-int8 (int8-block): %s", t.report().c_str());
+  std::printf("cpu-int8 (int8-block): %s", t.report().c_str());
   EXPECT_TRUE(t.ok()) << t.report();
 }
 

@@ -135,7 +135,7 @@ def Etllm_DelegateCallOp : Etllm_Op<"delegate.call",
     compared) on portable kernels.
 
     ```mlir
-    %y = etllm.delegate.call "xnnpack" @xnnpack_0(%x)
+    %y = etllm.delegate.call "cpu" @cpu_0(%x)
         : (tensor<1x?x64xf32>) -> tensor<1x?x128xf32>
     ```
   }];

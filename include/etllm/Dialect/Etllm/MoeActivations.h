@@ -7,7 +7,7 @@
 // optimized kernel quantize the op's expert inputs (x and silu(gate) * up)
 // as the recipe's qlinears are; the portable kernel keeps them in float.
 // Absent: float activations. Set by lib/Transforms/Quantize.cpp,
-// checked by the dialect (EtllmModelConfig.cpp), read by the xnnpack
+// checked by the dialect (EtllmModelConfig.cpp), read by the cpu
 // compiler.
 //
 //===----------------------------------------------------------------------===//

@@ -77,8 +77,11 @@ public:
 class Backend {
 public:
   virtual ~Backend();
-  /// The id the compiler half writes into the program ("xnnpack").
+  /// The id the compiler half writes into the program ("cpu").
   virtual const char *id() const = 0;
+  /// Ids this backend had in programs written before (a renamed backend's
+  /// former names): a delegate of one runs on this backend. Default: none.
+  virtual Span<const char *const> formerIds() const { return {}; }
   /// Builds an instance from the blob (which stays mapped while the
   /// Program lives). Must fully validate the blob: it comes from the file.
   /// Every allocation whose size the blob decides is taken from `budget`
@@ -92,9 +95,12 @@ public:
 
 /// Registers a backend (replacing one with the same id).
 void registerBackend(std::shared_ptr<Backend> backend);
-/// The backend registered as `id`, or null.
+/// The backend registered as `id`, or as one of its former ids, or null.
 Backend *findBackend(const std::string &id);
-/// Registers the backends built into this runtime (xnnpack; vulkan when
+/// The id of the backend findBackend(id) finds (a program's former id
+/// becomes the backend's id: what tools print), or `id` when none is.
+std::string canonicalBackendId(const std::string &id);
+/// Registers the backends built into this runtime (cpu; vulkan when
 /// built with it).
 void registerBuiltinBackends();
 

@@ -1,10 +1,10 @@
-//===- kv_cache_quant.h - The int8 KV cache's layout, rounding -*- C++ -*-===//
+//===- kv_cache_quant.h - The int8 KV cache's layout, rounding --*- C++ -*-===//
 //
 // A quantized KV cache is a QAct [B, Hkv, T, D] (the compiler's
 // !etllm.qact<[B, Hkv, T, D], i8, per_token, sym>) in QActLayout's per-token
 // layout: one row of D int8 values, one f32 scale and one (zero) int32 zero
 // point per token of each head; x ~= scale * q. The program loader, the
-// portable kernels and the xnnpack backend all read it through this header,
+// portable kernels and the cpu backend all read it through this header,
 // so that what the loader accepts is what the kernels handle, and the
 // backends quantize a written row with the same function (the same bits).
 //

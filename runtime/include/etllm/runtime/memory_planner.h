@@ -8,7 +8,7 @@
 //
 // One planner for the whole project: the compiler's memory planning stage
 // (etllm-plan-memory, which records the plan in the IR for the serializer)
-// and the xnnpack delegate (its internal values, planned at init) both call
+// and the cpu delegate (its internal values, planned at init) both call
 // it. Written here rather than taken from a library because it is small and
 // the program format fixes its exact output (programs are byte-identical
 // across releases for the same input).

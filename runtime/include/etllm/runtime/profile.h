@@ -3,7 +3,7 @@
 // An OpProfile attached to an ExecContext (ExecContext::setProfile) records
 // where Method::execute spends its time: every portable instruction by its
 // operator, every delegate call, and, inside a delegate that records its
-// own nodes (the xnnpack backend), each node (or group of nodes run as one
+// own nodes (the cpu backend), each node (or group of nodes run as one
 // kernel call) by its operator. `etllm-bench --profile` prints it. Without
 // a profile nothing is recorded and execute pays one branch per
 // instruction. One profile belongs to one thread's executions (not

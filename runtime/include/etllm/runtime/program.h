@@ -55,7 +55,7 @@ inline constexpr char kProgramMagic[8] = {'E', 'T', 'L', 'L',
 ///      a value outside delegate blobs, so others stay readable by older
 ///      runtimes.
 ///   3  a quantized weight may be of a ggml block scheme
-///      (QuantParams.scheme other than AFFINE, or the xnnpack blob's
+///      (QuantParams.scheme other than AFFINE, or the cpu blob's
 ///      Value.scheme), which older readers would take for an affine weight.
 ///      Used only for programs that have one.
 inline constexpr uint32_t kProgramFormatVersion = 3;
@@ -229,7 +229,8 @@ public:
   /// with their row counts (ConstantTable::noteGatherTable), ascending.
   const std::vector<std::pair<uint32_t, uint64_t>> &
   delegateGatherTables(size_t i) const;
-  /// The backend id of delegate `i` and its counters
+  /// The id of the backend running delegate `i` (canonicalBackendId of the
+  /// program's) and its counters
   /// (DelegateInstance::counters); empty for an index out of range.
   std::string delegateBackend(size_t i) const;
   std::vector<std::pair<std::string, uint64_t>>

@@ -2,7 +2,7 @@
 //
 // The scalar pieces of dynamic activation quantization (QActLayout in
 // tensor.h) that every implementation must compute identically: rounding
-// and the scale / zero point of a row. The portable kernel and the xnnpack
+// and the scale / zero point of a row. The portable kernel and the cpu
 // backend both call these, so their int8 activations agree bit for bit.
 //
 //===----------------------------------------------------------------------===//

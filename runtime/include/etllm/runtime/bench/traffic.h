@@ -59,7 +59,8 @@ struct DecodeTraffic {
 Result<int64_t> forwardContextLength(const Program &program,
                                      const std::string &method = "forward");
 
-/// The distinct backend ids the program delegates to, in order of first use.
+/// The distinct backend ids the program delegates to, in order of first use
+/// (a former id as the id of the backend registered under it).
 std::vector<std::string> delegateBackends(const Program &program);
 
 /// Analyzes `method` of `module` (created from its program).
