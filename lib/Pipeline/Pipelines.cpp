@@ -177,10 +177,13 @@ struct OptionErrorPass
 };
 
 /// The option's value: the recipe's for "" or "pipeline"; else its
-/// spelling, or an error naming the option and the accepted values.
-template <typename E>
-E chooseOption(const std::string &recipe, const char *flag,
-               const std::string &value, E recipeValue, std::string &error) {
+/// spelling, or an error naming the option (by its flag, declared once in
+/// RecipeOptions) and the accepted values.
+template <typename E, typename Opt>
+E chooseOption(const std::string &recipe, const Opt &option, E recipeValue,
+               std::string &error) {
+  const std::string &value = option.getValue();
+  const std::string flag = option.ArgStr.str();
   if (value.empty() || value == "pipeline")
     return recipeValue;
   if (std::optional<E> v = parseOptionEnum<E>(value))
@@ -222,16 +225,15 @@ std::vector<StageSpec> recipeStages(const std::string &recipe,
   if (!r)
     return {};
   std::string optionError;
-  LinearScheme linear =
-      chooseOption(recipe, "linear", o.linear, r->linear, optionError);
+  LinearScheme linear = chooseOption(recipe, o.linear, r->linear, optionError);
   EmbeddingScheme embedding =
-      chooseOption(recipe, "embedding", o.embedding, r->embedding, optionError);
-  OutputLayerScheme outputLayer = chooseOption(
-      recipe, "output-layer", o.outputLayer, r->outputLayer, optionError);
-  ScaleType scaleType = chooseOption(recipe, "scale-type", o.scaleType,
-                                     r->scaleType, optionError);
-  ActivationScheme activations = chooseOption(
-      recipe, "activations", o.activations, r->activations, optionError);
+      chooseOption(recipe, o.embedding, r->embedding, optionError);
+  OutputLayerScheme outputLayer =
+      chooseOption(recipe, o.outputLayer, r->outputLayer, optionError);
+  ScaleType scaleType =
+      chooseOption(recipe, o.scaleType, r->scaleType, optionError);
+  ActivationScheme activations =
+      chooseOption(recipe, o.activations, r->activations, optionError);
   if (!optionError.empty())
     return {{"options", [optionError](mlir::OpPassManager &pm) {
                pm.addPass(std::make_unique<OptionErrorPass>(optionError));

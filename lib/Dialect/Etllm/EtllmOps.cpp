@@ -82,9 +82,11 @@ LogicalResult ParameterOp::verify() {
 template <typename DeclOp>
 static FailureOr<DeclOp> lookupDecl(Operation *user,
                                     SymbolTableCollection &symbols,
-                                    FlatSymbolRefAttr name, StringRef what) {
+                                    FlatSymbolRefAttr name) {
   auto decl = symbols.lookupNearestSymbolFrom<DeclOp>(user, name);
   if (!decl) {
+    // The declaring op's own name: buffer for etllm.buffer.
+    StringRef what = DeclOp::getOperationName().split('.').second;
     user->emitOpError("refers to unknown ") << what << " " << name;
     return failure();
   }
@@ -93,7 +95,7 @@ static FailureOr<DeclOp> lookupDecl(Operation *user,
 
 LogicalResult ParameterGetOp::verifySymbolUses(SymbolTableCollection &symbols) {
   FailureOr<ParameterOp> decl =
-      lookupDecl<ParameterOp>(*this, symbols, getNameAttr(), "parameter");
+      lookupDecl<ParameterOp>(*this, symbols, getNameAttr());
   if (failed(decl))
     return failure();
   if (decl->getType() != getType())
@@ -117,7 +119,7 @@ LogicalResult BufferOp::verify() {
 
 LogicalResult BufferReadOp::verifySymbolUses(SymbolTableCollection &symbols) {
   FailureOr<BufferOp> decl =
-      lookupDecl<BufferOp>(*this, symbols, getNameAttr(), "buffer");
+      lookupDecl<BufferOp>(*this, symbols, getNameAttr());
   if (failed(decl))
     return failure();
   if (decl->getType() != getType())
@@ -128,7 +130,7 @@ LogicalResult BufferReadOp::verifySymbolUses(SymbolTableCollection &symbols) {
 
 LogicalResult BufferWriteOp::verifySymbolUses(SymbolTableCollection &symbols) {
   FailureOr<BufferOp> decl =
-      lookupDecl<BufferOp>(*this, symbols, getNameAttr(), "buffer");
+      lookupDecl<BufferOp>(*this, symbols, getNameAttr());
   if (failed(decl))
     return failure();
   if (decl->getType() != getValue().getType())
