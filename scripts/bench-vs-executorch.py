@@ -228,6 +228,13 @@ def cmd_run(a):
     import torch  # noqa: F401  (loads libtorch for the bindings)
     from executorch.extension.llm.runner import GenerationConfig, TextLLMRunner
     from executorch.extension.pybindings import portable_lib
+    # The program's kernels outside the bindings' own: llama::custom_sdpa
+    # and llama::update_cache (the custom SDPA and KV-cache update), and
+    # quantized_decomposed::embedding_byte (the int8 embedding). Loading
+    # these libraries registers them with the runtime, as ExecuTorch's own
+    # Python llama runner does; without them the method fails to load.
+    from executorch.extension.llm.custom_ops import custom_ops  # noqa: F401
+    from executorch.kernels import quantized  # noqa: F401
 
     with open(a.prompt, encoding="utf-8") as f:
         prompt = f.read()

@@ -144,9 +144,12 @@ if [ "${SKIP_CONVERT:-0}" != 1 ]; then
   echo "  prompt: $(result_of "$W/prompt.log")"
   say "ExecuTorch export_llm: ${ET_EXPORT_ARGS[*]}"
   rm -f "$ET_PTE"
-  /usr/bin/time -f "$TIMEFMT" -o "$W/executorch-export.time" \
+  # In WORK_DIR: export_llm writes the program to export.output_name
+  # relative to the working directory (not export.output_dir), and Hydra
+  # its outputs/ folder there.
+  (cd "$W" && /usr/bin/time -f "$TIMEFMT" -o "$W/executorch-export.time" \
     "$EP" -m executorch.extension.llm.export.export_llm "${ET_EXPORT_ARGS[@]}" \
-    > "$W/executorch-export.log" 2>&1 || die "export_llm failed (see $W/executorch-export.log)"
+    > "$W/executorch-export.log" 2>&1) || die "export_llm failed (see $W/executorch-export.log)"
   [ -f "$ET_PTE" ] || die "export_llm wrote no $ET_PTE (see $W/executorch-export.log)"
   say "etllm-export --pipeline $ETLLM_PIPELINE"
   /usr/bin/time -f "$TIMEFMT" -o "$W/etllm-export.time" \
