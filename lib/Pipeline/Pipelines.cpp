@@ -42,7 +42,7 @@ Recipe cpuFp32() {
   r.name = "cpu-fp32";
   r.description = "fp32 weights and activations, delegated to the optimized "
                   "CPU backend";
-  r.backends = {"cpu"};
+  r.backends = {rt::cpu::kBackendId};
   return r;
 }
 
@@ -54,7 +54,7 @@ Recipe cpuInt4() {
                   "embedding (one table with a tied lm_head), on the CPU "
                   "backend";
   r.linear = LinearScheme::Int4;
-  r.backends = {"cpu"};
+  r.backends = {rt::cpu::kBackendId};
   r.embedding = EmbeddingScheme::Int4;
   r.scaleType = ScaleType::F16;
   r.activations = ActivationScheme::Int8Block;
@@ -69,7 +69,7 @@ Recipe cpu8da4w() {
                   "weights (group 32), int8 per-row embedding, 8da8w lm_head: "
                   "ExecuTorch's default CPU recipe";
   r.linear = LinearScheme::Dyn8Int4;
-  r.backends = {"cpu"};
+  r.backends = {rt::cpu::kBackendId};
   r.embedding = EmbeddingScheme::Int8;
   r.outputLayer = OutputLayerScheme::Dyn8Int8;
   return r;
@@ -83,7 +83,7 @@ Recipe cpuGguf() {
                   "Q4_K, Q5_K, Q6_K blocks bit for bit; float stays float), "
                   "int8 activations per block of 32, on the CPU backend";
   r.linear = LinearScheme::Gguf;
-  r.backends = {"cpu"};
+  r.backends = {rt::cpu::kBackendId};
   r.embedding = EmbeddingScheme::Gguf;
   r.scaleType = ScaleType::F16;
   r.activations = ActivationScheme::Int8Block;
@@ -99,7 +99,7 @@ Recipe cpuInt8() {
                   "backend";
   r.linear = LinearScheme::Int8;
   r.groupSize = -1;
-  r.backends = {"cpu"};
+  r.backends = {rt::cpu::kBackendId};
   r.embedding = EmbeddingScheme::Int8;
   return r;
 }
@@ -144,7 +144,7 @@ Recipe vulkanInt4Mixed() {
   r.description = "vulkan-int4 in a program mixed with the CPU: the RMSNorms "
                   "on the CPU backend (cpu), the attention (RoPE, KV "
                   "cache, SDPA) on portable kernels, the rest on the GPU";
-  r.backends = {"vulkan", "cpu"};
+  r.backends = {"vulkan", rt::cpu::kBackendId};
   r.backendOptions.push_back("vulkan.exclude=etllm.rms_norm:etllm.rope:"
                              "etllm.kv_cache.update:etllm.sdpa");
   return r;

@@ -22,17 +22,20 @@
 
 namespace etllm {
 
+/// Whether `name` is backend id `id` and a recipe suffix ("cpu-int4" for
+/// "cpu": true).
+inline bool namedAfter(std::string_view name, std::string_view id) {
+  return name.size() > id.size() && name.substr(0, id.size()) == id &&
+         name[id.size()] == '-';
+}
+
 /// `name` with a former backend id at its front replaced by the backend's
 /// id (`xnnpack-int4` -> `cpu-int4`); any other name as given. Whether the
 /// result is a recipe is the caller's to check.
 inline std::string canonicalRecipeName(std::string_view name) {
-  for (const char *former : rt::cpu::kFormerBackendIds) {
-    std::string_view f(former);
-    if (name.size() > f.size() && name.substr(0, f.size()) == f &&
-        name[f.size()] == '-')
-      return std::string(rt::cpu::kBackendId) +
-             std::string(name.substr(f.size()));
-  }
+  for (std::string_view former : rt::cpu::kFormerBackendIds)
+    if (namedAfter(name, former))
+      return rt::cpu::kBackendId + std::string(name.substr(former.size()));
   return std::string(name);
 }
 
@@ -41,10 +44,9 @@ inline std::string canonicalRecipeName(std::string_view name) {
 inline std::vector<std::pair<std::string, std::string>>
 recipeAliasesOf(const std::vector<std::string> &recipes) {
   std::vector<std::pair<std::string, std::string>> aliases;
-  std::string_view id(rt::cpu::kBackendId);
+  const std::string_view id(rt::cpu::kBackendId);
   for (const std::string &r : recipes)
-    if (r.size() > id.size() && r.compare(0, id.size(), id) == 0 &&
-        r[id.size()] == '-')
+    if (namedAfter(r, id))
       for (const char *former : rt::cpu::kFormerBackendIds)
         aliases.push_back({former + r.substr(id.size()), r});
   return aliases;
