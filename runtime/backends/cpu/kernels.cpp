@@ -5,6 +5,10 @@
 #include <cstring>
 #if ETLLM_CPU_X86
 #include <cpuid.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #endif
 #if ETLLM_CPU_ARM64
 #if defined(__APPLE__)
@@ -24,6 +28,34 @@ namespace {
 bool hasF16c() {
   unsigned a, b, c, d;
   return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+
+/// Whether this process may run AMX tile instructions: the CPU has
+/// AMX-TILE and AMX-INT8 (cpuid leaf 7: EDX bits 24 and 25) and the OS
+/// grants the tile data state. Linux enables that state per process on
+/// request (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, 5.16+);
+/// without the grant the first tile instruction faults. Asked once; other
+/// systems: no.
+bool amxUsable() {
+  static const bool usable = [] {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) ||
+        !(d & (1u << 25)))
+      return false;
+    // The uapi's values (asm/prctl.h, an ABI; not in glibc's headers).
+    constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    if (syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) != 0)
+      return false;
+    // The OS saves the tile state (XCR0 bits 17 and 18).
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (lo & (3u << 17)) == (3u << 17);
+#else
+    return false;
+#endif
+  }();
+  return usable;
 }
 #endif
 
@@ -83,7 +115,7 @@ const ArmFeatures &armFeatures() {
 
 constexpr const char *kIsaNames[kNumIsas] = {"generic", "avx2",       "avxvnni",
                                              "avx512",  "avx512vnni", "neon",
-                                             "dotprod", "i8mm"};
+                                             "dotprod", "i8mm",       "amx"};
 
 constexpr const char *kIsaRequirements[kNumIsas] = {
     "nothing",
@@ -94,7 +126,9 @@ constexpr const char *kIsaRequirements[kNumIsas] = {
     "arm64 with Advanced SIMD (NEON)",
     "arm64 with FEAT_DotProd (SDOT; Armv8.2, e.g. Cortex-A55/A76)",
     "arm64 with FEAT_DotProd and FEAT_I8MM (SMMLA; Armv8.6, e.g. "
-    "Cortex-A710, Neoverse N2/V1)"};
+    "Cortex-A710, Neoverse N2/V1)",
+    "x86-64 with AVX-512 VNNI, AMX-TILE and AMX-INT8, and the OS's leave "
+    "to use the tile state (Linux 5.16+; e.g. Xeon Sapphire Rapids)"};
 
 } // namespace
 
@@ -106,6 +140,7 @@ IsaArch isaArch(Isa isa) {
   case Isa::AvxVnni:
   case Isa::Avx512:
   case Isa::Avx512Vnni:
+  case Isa::Amx:
     return IsaArch::X86;
   case Isa::Neon:
   case Isa::Dotprod:
@@ -138,6 +173,8 @@ bool isaSupported(Isa isa) {
       return avx512;
     case Isa::Avx512Vnni:
       return avx512vnni;
+    case Isa::Amx:
+      return avx512vnni && amxUsable();
     default:
       return false;
     }

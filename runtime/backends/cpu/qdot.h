@@ -66,6 +66,11 @@ struct QDotAct {
   const int32_t *xsumLo = nullptr;
   /// Prefill: the same rows packed in panels (qdotPackPanels), or null.
   const uint8_t *panel = nullptr;
+  /// [M][kBlocks]: what an asymmetric weight's offsets multiply (xo above:
+  /// xsum - 32 zp per token, dx xsum per block), worked out once per call
+  /// for the AMX kernels (qdotNeedsOffsetTerms); null otherwise (they work
+  /// it out per tile).
+  const float *xo = nullptr;
   bool perToken() const { return dx == nullptr; }
 };
 
@@ -233,7 +238,24 @@ QDotFn qdotAvxVnni(const PackedQBlockLayout &l, bool perToken);
 QDotFn qdotAvxVnniEvex(const PackedQBlockLayout &l, bool perToken);
 QDotFn qdotAvx512(const PackedQBlockLayout &l, bool perToken);
 QDotFn qdotAvx512Vnni(const PackedQBlockLayout &l, bool perToken);
+/// The AMX kernels (qdot_amx.cpp) where qdotAmxReads(l), else the AVX-512
+/// VNNI ones; they pass calls of fewer than kQAmxMinRows rows to the latter.
+QDotFn qdotAmx(const PackedQBlockLayout &l, bool perToken);
+bool qdotAmxReads(const PackedQBlockLayout &l);
 #endif
+
+/// Rows from which the AMX kernels multiply on tiles (fewer: decode, whose
+/// cost is the weight stream; the AVX-512 VNNI kernels run it).
+inline constexpr int64_t kQAmxMinRows = 16;
+
+/// Whether the kernel qdotKernel(isa, l, perToken) of M rows reads
+/// QDotAct::xo.
+bool qdotNeedsOffsetTerms(Isa isa, const PackedQBlockLayout &l, int64_t M);
+
+/// Whether the kernel qdotKernel(isa, l, perToken) reads the panels of M
+/// rows (qdotPackPanels): the AMX kernels read the rows themselves.
+bool qdotReadsPanels(Isa isa, const PackedQBlockLayout &l, bool perToken,
+                     int64_t M);
 
 } // namespace etllm::rt::cpu
 

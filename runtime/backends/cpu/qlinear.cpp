@@ -252,6 +252,7 @@ QPanelFormat qdotPanelFormat(Isa isa) {
   case Isa::AvxVnni:
   case Isa::Avx512:
   case Isa::Avx512Vnni:
+  case Isa::Amx:
   case Isa::Dotprod:
     return QPanelFormat::Chunks;
   case Isa::I8mm:
@@ -319,6 +320,30 @@ void qdotF32Generic(const QDotWeight &w, const QDotF32Act &a, int64_t M,
     }
 }
 
+bool qdotNeedsOffsetTerms(Isa isa, const PackedQBlockLayout &l, int64_t M) {
+#if ETLLM_CPU_X86
+  return isa == Isa::Amx && M >= kQAmxMinRows && qdotAmxReads(l) &&
+         !l.symmetric;
+#else
+  (void)isa;
+  (void)l;
+  (void)M;
+  return false;
+#endif
+}
+
+bool qdotReadsPanels(Isa isa, const PackedQBlockLayout &l, bool perToken,
+                     int64_t M) {
+  if (qdotKernel(isa, l, perToken) == &qdotGeneric)
+    return false;
+#if ETLLM_CPU_X86
+  if (isa == Isa::Amx && M >= kQAmxMinRows && qdotAmxReads(l))
+    return false;
+#endif
+  (void)M;
+  return true;
+}
+
 QDotFn qdotKernel(Isa isa, const PackedQBlockLayout &l, bool perToken) {
   QDotFn fn = nullptr;
   switch (isa) {
@@ -336,6 +361,9 @@ QDotFn qdotKernel(Isa isa, const PackedQBlockLayout &l, bool perToken) {
     break;
   case Isa::Avx512Vnni:
     fn = qdotAvx512Vnni(l, perToken);
+    break;
+  case Isa::Amx:
+    fn = qdotAmx(l, perToken);
     break;
 #endif
 #if ETLLM_CPU_ARM64
@@ -363,7 +391,7 @@ QDotFn qdotKernel(Isa isa, const PackedQBlockLayout &l, bool perToken) {
 
 QDotF32Fn qdotF32Kernel(Isa isa, const PackedQBlockLayout &l) {
 #if ETLLM_CPU_X86
-  if (isa == Isa::Avx512 || isa == Isa::Avx512Vnni)
+  if (isa == Isa::Avx512 || isa == Isa::Avx512Vnni || isa == Isa::Amx)
     return qdotF32Avx512(l);
   if (hasAvx2(isa))
     return qdotF32Avx2(l);
@@ -659,6 +687,7 @@ struct QActScratch {
   TokenScratch token;
   size_t lo = 0; // per block: the sums of each block's first 16 values
   size_t panels = 0;
+  size_t xo = 0; // the AMX kernels' offset terms (QDotAct::xo)
   QActScratch(Isa isa, int64_t M, const PackedQBlockLayout &l, bool perBlock) {
     if (!perBlock)
       token = tokenScratch(M, l);
@@ -666,8 +695,10 @@ struct QActScratch {
       lo = alignUp(size_t(M) * size_t(l.kBlocks) * 4, 64);
     if (M >= kQPanelMinRows)
       panels = qdotPanelBytes(qdotPanelFormat(isa), M, l.kBlocks);
+    if (isa == Isa::Amx && M >= kQAmxMinRows)
+      xo = alignUp(size_t(M) * size_t(l.kBlocks) * 4, 64);
   }
-  size_t total() const { return token.total() + lo + panels; }
+  size_t total() const { return token.total() + lo + panels + xo; }
 };
 
 Status qlinearQAct(ExecContext *ctx, Isa isa, const Tensor &x, int64_t M,
@@ -719,9 +750,13 @@ Status qlinearQAct(ExecContext *ctx, Isa isa, const Tensor &x, int64_t M,
   QDotFn fns[kMaxQLinearGroup];
   bool panelReaders = false; // a part whose kernel is not the generic one
   bool halves = false;       // a Q6_K part whose kernel reads xsumLo
+  bool offsetTerms = false;  // a part whose kernel reads xo
   for (size_t i = 0; i < n; ++i) {
+    offsetTerms =
+        offsetTerms || qdotNeedsOffsetTerms(isa, parts[i].w->l, M);
     fns[i] = qdotKernel(isa, parts[i].w->l, act.perToken());
-    panelReaders = panelReaders || fns[i] != &qdotGeneric;
+    panelReaders = panelReaders ||
+                   qdotReadsPanels(isa, parts[i].w->l, act.perToken(), M);
     halves = halves || (fns[i] != &qdotGeneric &&
                         parts[i].w->l.scheme == QScheme::Q6_K);
   }
@@ -740,6 +775,19 @@ Status qlinearQAct(ExecContext *ctx, Isa isa, const Tensor &x, int64_t M,
         lo[m * KB + b] = s;
       }
     act.xsumLo = lo;
+  }
+  if (offsetTerms && scratch && sl.xo != 0) {
+    // Once per call (every row group of every part reads them).
+    float *xo = reinterpret_cast<float *>(scratch + sl.token.total() + sl.lo +
+                                          sl.panels);
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t b = 0; b < KB; ++b) {
+        const int32_t xs = act.xsum[m * KB + b];
+        xo[m * KB + b] = act.perToken()
+                             ? float(xs - int32_t(kQBlock) * act.zp[m])
+                             : act.dx[m * KB + b] * float(xs);
+      }
+    act.xo = xo;
   }
   if (ctx && sl.panels != 0 && panelReaders) {
     // Once per call, for every part and thread (qdot.h).

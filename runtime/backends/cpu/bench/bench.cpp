@@ -19,7 +19,9 @@
 //    activations per block of 32: cpu-gguf (its Q4_0 and Q8_0 weights
 //    are QLinearQ4Block's and QLinearQ8Block's kernels);
 // for N x K = 2048 x 2048, 8192 x 2048 and 2048 x 8192 (a 1B Llama's
-// projections), S = 1 (decode) and S = 128 (prefill), 1 and 2 threads.
+// projections), 512 x 1024, and 576 x 576, 1536 x 576, 576 x 1536 and
+// 49152 x 576 (SmolLM2-135M's projections and output layer), S = 1
+// (decode) and S = 128 (prefill), 1 and 2 threads.
 // And the LoRA hook (Lora_*: a rank-16 adapter on those projections, its
 // factors f32, half or int8, S = 1, the hook alone: out = base + s (x At)
 // Bt).
@@ -371,7 +373,8 @@ void loraShapes(benchmark::internal::Benchmark *b) {
 void shapes(benchmark::internal::Benchmark *b, bool prefill) {
   b->ArgNames({"N", "K", "S", "threads"});
   for (auto [N, K] : std::vector<std::pair<int64_t, int64_t>>{
-           {2048, 2048}, {8192, 2048}, {2048, 8192}, {512, 1024}})
+           {2048, 2048}, {8192, 2048}, {2048, 8192}, {512, 1024}, {576, 576},
+           {1536, 576}, {576, 1536}, {49152, 576}})
     for (int64_t S :
          prefill ? std::vector<int64_t>{1, 128} : std::vector<int64_t>{1})
       for (int64_t t : {1, 2})

@@ -22,7 +22,8 @@ TEST(IsaTest, NamesRoundTrip) {
 
 TEST(IsaTest, EachPathBelongsToOneArchitecture) {
   EXPECT_EQ(isaArch(Isa::Generic), IsaArch::Any);
-  for (Isa isa : {Isa::Avx2, Isa::AvxVnni, Isa::Avx512, Isa::Avx512Vnni})
+  for (Isa isa :
+       {Isa::Avx2, Isa::AvxVnni, Isa::Avx512, Isa::Avx512Vnni, Isa::Amx})
     EXPECT_EQ(isaArch(isa), IsaArch::X86) << isaName(isa);
   for (Isa isa : {Isa::Neon, Isa::Dotprod, Isa::I8mm})
     EXPECT_EQ(isaArch(isa), IsaArch::Arm64) << isaName(isa);
@@ -56,6 +57,10 @@ TEST(IsaTest, DetectionMatchesTheArchitecture) {
         Isa(i) != Isa::Avx512) {
       EXPECT_TRUE(isaSupported(Isa(i - 1))) << isaName(Isa(i));
     }
+  }
+  // Amx's value follows the arm64 paths; it needs AVX-512 VNNI.
+  if (isaSupported(Isa::Amx)) {
+    EXPECT_TRUE(isaSupported(Isa::Avx512Vnni));
   }
 }
 

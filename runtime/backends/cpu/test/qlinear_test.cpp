@@ -382,6 +382,46 @@ TEST_P(QLinearTest, PanelsPackedInParallelGiveTheSameBits) {
                             GetParam().isa, GetParam().threads);
 }
 
+/// 16 rows and more: the AMX path's tiles (16 rows, a tail of 1 or 3, two
+/// tiles and a tail), and on the other paths the panels again. Each row must
+/// match portable and give the same bits as that row alone (decode), for
+/// every weight layout (the ones the AMX kernels do not read pass to the
+/// AVX-512 VNNI kernels) and activation kind.
+TEST_P(QLinearTest, ManyRowsMatchPortableAndSingleRows) {
+  std::mt19937 gen(1400);
+  unsigned seed = 1400;
+  for (const WeightCase &wc : weightCases())
+    for (int64_t M : {16, 17, 35})
+      for (int actKind : {0, 1, 2}) { // per block, per token sym / asym
+        const int64_t N = (seed++ % 2) ? 33 : 13;
+        expectPanelsMatchRows(wc, M, N, actKind, gen, GetParam().isa,
+                              GetParam().threads);
+        const bool perBlock = actKind == 0;
+        RandomQWeight w = makeRandomQWeight(N, wc.k, wc.bits, wc.sym, wc.group,
+                                            DType::F16, gen);
+        OwnedTensor qa = quantizedActivations({M, wc.k}, actKind == 1, true,
+                                              gen, 3.0f, perBlock);
+        compareQLinear(GetParam(), *qa, dequantAct(*qa), w, (seed % 3) == 0,
+                       gen,
+                       caseName(wc, M, N, DType::F16, false) + " act kind " +
+                           std::to_string(actKind));
+      }
+  reportWorst("ManyRowsMatchPortableAndSingleRows");
+}
+
+/// More blocks than the AMX kernels unpack at a time (64): K = 2080 is 65
+/// blocks (a chunk and one block), K = 4100 two chunks and a padded block;
+/// groups of 32 and one per row.
+TEST_P(QLinearTest, ManyBlocksMatchSingleRows) {
+  std::mt19937 gen(1401);
+  for (const WeightCase &wc :
+       {WeightCase{4, true, 32, 2080}, WeightCase{8, true, 2080, 2080},
+        WeightCase{4, false, 4100, 4100}, WeightCase{8, true, 4100, 4100}})
+    for (int actKind : {0, 2})
+      expectPanelsMatchRows(wc, 20, 33, actKind, gen, GetParam().isa,
+                            GetParam().threads);
+}
+
 /// Extreme integers: every activation at -128 or 127 (or -127 and 127 per
 /// block) and every weight at the ends of its range, so that a maddubs pair
 /// reaches +-3840 and eight of them +-30720, and 8-bit products reach

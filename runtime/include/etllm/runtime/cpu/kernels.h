@@ -39,7 +39,9 @@ namespace etllm::rt::cpu {
 /// in increasing order: on x86-64 each path includes AVX2 + FMA + F16C (the
 /// kernels without a wider variant run their AVX2 code on every x86 path);
 /// on arm64 each includes NEON (the kernels without a dot-product variant
-/// run their NEON code on every arm64 path).
+/// run their NEON code on every arm64 path). Amx, added after the arm64
+/// paths, is the highest x86 path (detectIsa compares values within one
+/// architecture only).
 enum class Isa : uint8_t {
   Generic = 0,    ///< portable C++ (auto-vectorized for the build's baseline)
   Avx2 = 1,       ///< AVX2 + FMA + F16C intrinsics (maddubs dot products)
@@ -50,12 +52,14 @@ enum class Isa : uint8_t {
   Neon = 5,       ///< arm64 NEON (Armv8.0 Advanced SIMD) intrinsics
   Dotprod = 6,    ///< Neon with SDOT dot products (FEAT_DotProd, Armv8.2)
   I8mm = 7,       ///< Dotprod with SMMLA 8-bit matrix products (FEAT_I8MM)
+  Amx = 8,        ///< Avx512Vnni with AMX-TILE and AMX-INT8 tile products
+                  ///< (prefill qlinear; the OS must grant the tile state)
 };
-inline constexpr int kNumIsas = 8;
+inline constexpr int kNumIsas = 9;
 
 /// The architecture an ISA path belongs to.
 enum class IsaArch : uint8_t { Any, X86, Arm64 };
-/// Generic is Any; Avx2..Avx512Vnni are X86; Neon..I8mm are Arm64.
+/// Generic is Any; Avx2..Avx512Vnni and Amx are X86; Neon..I8mm are Arm64.
 IsaArch isaArch(Isa isa);
 
 /// The best path this CPU supports (checked once: cpuid on x86,
@@ -74,8 +78,8 @@ const char *isaCapVariable();
 bool isaSupported(Isa isa);
 /// What `isa` needs of the CPU, for messages ("AVX-512 VNNI", "FEAT_I8MM").
 const char *isaRequirement(Isa isa);
-/// "generic", "avx2", "avxvnni", "avx512", "avx512vnni", "neon", "dotprod"
-/// or "i8mm".
+/// "generic", "avx2", "avxvnni", "avx512", "avx512vnni", "neon", "dotprod",
+/// "i8mm" or "amx".
 const char *isaName(Isa isa);
 /// The ISA named `name` (isaName's spelling); false when unknown.
 bool parseIsa(const char *name, Isa &isa);
