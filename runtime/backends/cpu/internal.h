@@ -45,6 +45,11 @@ namespace etllm::rt::cpu {
 inline bool hasAvx2(Isa isa) {
   return ETLLM_CPU_X86 && isaArch(isa) == IsaArch::X86;
 }
+/// Whether `isa` includes AVX-512 F/BW/DQ/VL (avx512, avx512vnni, amx).
+inline bool hasAvx512(Isa isa) {
+  return ETLLM_CPU_X86 && (isa == Isa::Avx512 || isa == Isa::Avx512Vnni ||
+                           isa == Isa::Amx);
+}
 /// Whether `isa` runs the NEON code of the kernels without a dot-product
 /// variant (every arm64 path includes NEON; Armv8.0 has no target
 /// attribute to ask for).

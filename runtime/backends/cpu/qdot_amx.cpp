@@ -199,9 +199,8 @@ template <unsigned Bits, bool Sym, bool PerToken, bool F16> struct Kernel {
     }
   }
 
-  static void run(const QDotWeight &w, const QDotAct &a, int64_t M,
-                  int64_t rg0, int64_t rg1, const float *bias, float *y,
-                  int64_t ldy) {
+  static void run(const QDotWeight &w, const QDotAct &a, int64_t M, int64_t rg0,
+                  int64_t rg1, const float *bias, float *y, int64_t ldy) {
     if (M < kQAmxMinRows)
       return qdotAvx512Vnni(w.l, PerToken)(w, a, M, rg0, rg1, bias, y, ldy);
     const int64_t KB = w.l.kBlocks, N = w.l.n, SG = w.l.scaleGroups;
@@ -290,7 +289,7 @@ template <unsigned Bits, bool Sym, bool PerToken, bool F16> struct Kernel {
 #define ETLLM_AMX_MULTIPLY(c, x, wt_, b)                                       \
   do {                                                                         \
     ETLLM_AMX_ZERO(c);                                                         \
-    ETLLM_AMX_LOAD(x, xq + (b) * kQBlock, a.stride);                           \
+    ETLLM_AMX_LOAD(x, xq + (b)*kQBlock, a.stride);                             \
     ETLLM_AMX_LOAD(wt_, wt(b), 64);                                            \
     ETLLM_AMX_DPBSSD(c, x, wt_);                                               \
   } while (0)

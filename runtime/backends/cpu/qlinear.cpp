@@ -391,7 +391,7 @@ QDotFn qdotKernel(Isa isa, const PackedQBlockLayout &l, bool perToken) {
 
 QDotF32Fn qdotF32Kernel(Isa isa, const PackedQBlockLayout &l) {
 #if ETLLM_CPU_X86
-  if (isa == Isa::Avx512 || isa == Isa::Avx512Vnni || isa == Isa::Amx)
+  if (hasAvx512(isa))
     return qdotF32Avx512(l);
   if (hasAvx2(isa))
     return qdotF32Avx2(l);

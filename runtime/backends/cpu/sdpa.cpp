@@ -147,6 +147,108 @@ ETLLM_CPU_AVX2 void accumulateAvx2(float *acc, float corr, const float *p,
   }
 }
 
+// The query heads of one KV head three at a time (AVX-512 CPUs): the same
+// operations as dotsAvx2N and accumulateAvx2 for each row, in the same
+// order (so the same bits), with each key or value vector loaded once for
+// the rows; 256-bit vectors, the 32 registers AVX-512VL gives them holding
+// 3 x 8 accumulators.
+#define ETLLM_CPU_AVX512VL                                                     \
+  __attribute__((target("avx512f,avx512vl,avx2,fma,f16c")))
+
+/// Rows per group of the AVX-512 helpers.
+constexpr int kSdpaRows = 3;
+
+/// dotsAvx2N for R query rows q[r] and N key rows: out[r][j].
+template <int R, int N>
+ETLLM_CPU_AVX512VL void dotsRowsN(const float *const *q, const float *k,
+                                  int64_t D, float (*out)[kKeyBlock]) {
+  __m256 acc[R][8];
+#pragma GCC unroll 3
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j)
+      acc[r][j] = _mm256_setzero_ps();
+  for (int64_t d = 0; d < D; d += 8) {
+    __m256 qv[R];
+#pragma GCC unroll 3
+    for (int r = 0; r < R; ++r)
+      qv[r] = _mm256_loadu_ps(q[r] + d);
+#pragma GCC unroll 8
+    for (int j = 0; j < N; ++j) {
+      const __m256 kv = _mm256_loadu_ps(k + j * D + d);
+#pragma GCC unroll 3
+      for (int r = 0; r < R; ++r)
+        acc[r][j] = _mm256_fmadd_ps(qv[r], kv, acc[r][j]);
+    }
+  }
+#pragma GCC unroll 3
+  for (int r = 0; r < R; ++r) {
+    alignas(32) float t[8];
+    _mm256_store_ps(t, avx2::hsum8(acc[r][0], acc[r][1], acc[r][2], acc[r][3],
+                                   acc[r][4], acc[r][5], acc[r][6], acc[r][7]));
+#pragma GCC unroll 8
+    for (int j = 0; j < N; ++j)
+      out[r][j] = t[j];
+  }
+}
+
+/// dotsRowsN for n <= N keys (the instance found at compile time).
+template <int R, int N = 8>
+ETLLM_CPU_AVX512VL void dotsRows(const float *const *q, const float *k,
+                                 int64_t D, int n, float (*out)[kKeyBlock]) {
+  if constexpr (N > 1)
+    if (n < N)
+      return dotsRows<R, N - 1>(q, k, D, n, out);
+  dotsRowsN<R, N>(q, k, D, out);
+}
+
+/// accumulateAvx2 for R rows: acc[r] = acc[r] * corr[r] + sum_j p[r][j] v[j].
+template <int R>
+ETLLM_CPU_AVX512VL void accumulateRows(float *const *acc, const float *corr,
+                                       const float (*p)[kKeyBlock],
+                                       const float *v, int64_t Dv, int n) {
+  int64_t d = 0;
+  for (; d + 64 <= Dv; d += 64) {
+    __m256 a[R][8];
+#pragma GCC unroll 3
+    for (int r = 0; r < R; ++r) {
+      const __m256 c = _mm256_set1_ps(corr[r]);
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i)
+        a[r][i] = _mm256_mul_ps(_mm256_loadu_ps(acc[r] + d + 8 * i), c);
+    }
+    for (int j = 0; j < n; ++j) {
+      __m256 pj[R];
+#pragma GCC unroll 3
+      for (int r = 0; r < R; ++r)
+        pj[r] = _mm256_set1_ps(p[r][j]);
+      const float *vj = v + j * Dv + d;
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) {
+        const __m256 vv = _mm256_loadu_ps(vj + 8 * i);
+#pragma GCC unroll 3
+        for (int r = 0; r < R; ++r)
+          a[r][i] = _mm256_fmadd_ps(pj[r], vv, a[r][i]);
+      }
+    }
+#pragma GCC unroll 3
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i)
+        _mm256_storeu_ps(acc[r] + d + 8 * i, a[r][i]);
+  }
+  for (; d < Dv; d += 8)
+#pragma GCC unroll 3
+    for (int r = 0; r < R; ++r) {
+      __m256 a =
+          _mm256_mul_ps(_mm256_loadu_ps(acc[r] + d), _mm256_set1_ps(corr[r]));
+      for (int j = 0; j < n; ++j)
+        a = _mm256_fmadd_ps(_mm256_set1_ps(p[r][j]),
+                            _mm256_loadu_ps(v + j * Dv + d), a);
+      _mm256_storeu_ps(acc[r] + d, a);
+    }
+}
+
 /// x[j] *= scale for j < n (n <= kKeyBlock).
 ETLLM_CPU_AVX2 void scaleAvx2(float *x, int n, float scale) {
   const __m256 s = _mm256_set1_ps(scale);
@@ -390,9 +492,10 @@ int64_t int8KvBlockFloats(int64_t D, int64_t Dv) {
   return int64_t(alignUp(size_t(kKeyBlock * (D + Dv)), 16));
 }
 
-/// Which helpers sdpaChunk runs: portable C++, AVX2 or NEON (the vector
-/// ones need D and Dv multiples of 8).
-enum class SdpaPath { Generic, Avx2, Neon };
+/// Which helpers sdpaChunk runs: portable C++, AVX2 (per query row, or
+/// with AVX-512 three query heads at a time: the same bits) or NEON (the
+/// vector ones need D and Dv multiples of 8).
+enum class SdpaPath { Generic, Avx2, Avx512, Neon };
 
 /// The state's max and sum after a block of n exponentials p (as every
 /// path adds them: in key order).
@@ -415,10 +518,11 @@ void sdpaChunk(const SdpaProblem &P, Isa isa, int64_t b, int64_t hk, int64_t c0,
   const int64_t stride = kStateHead + Dv;
   const int64_t row0 = (b * P.Hkv + hk) * P.T; // key/value row of key 0
   const bool vec8 = D % 8 == 0 && Dv % 8 == 0;
-  const SdpaPath path = !vec8          ? SdpaPath::Generic
-                        : hasAvx2(isa) ? SdpaPath::Avx2
-                        : hasNeon(isa) ? SdpaPath::Neon
-                                       : SdpaPath::Generic;
+  const SdpaPath path = !vec8            ? SdpaPath::Generic
+                        : hasAvx512(isa) ? SdpaPath::Avx512
+                        : hasAvx2(isa)   ? SdpaPath::Avx2
+                        : hasNeon(isa)   ? SdpaPath::Neon
+                                         : SdpaPath::Generic;
   float sc[kKeyBlock];
   for (int64_t j = c0; j < c1; j += kKeyBlock) {
     const int64_t jEnd = std::min(c1, j + kKeyBlock);
@@ -453,6 +557,62 @@ void sdpaChunk(const SdpaProblem &P, Isa isa, int64_t b, int64_t hk, int64_t c0,
       if (lo >= hi)
         continue;
       const int n = int(hi - lo);
+#if ETLLM_CPU_X86
+      if (path == SdpaPath::Avx512) {
+        const float *k0 = kj + (lo - j) * D, *v0 = vj + (lo - j) * Dv;
+        for (int64_t g0 = 0; g0 < G; g0 += kSdpaRows) {
+          const int R = int(std::min<int64_t>(kSdpaRows, G - g0));
+          const float *qs[kSdpaRows];
+          float *sts[kSdpaRows], *accs[kSdpaRows];
+          for (int r = 0; r < R; ++r) {
+            qs[r] = P.q + ((b * P.H + hk * G + g0 + r) * S + s) * D;
+            sts[r] = states + ((g0 + r) * S + s) * stride;
+          }
+          float scr[kSdpaRows][kKeyBlock];
+          for (int o = 0; o < n; o += 8) {
+            const float *ko = k0 + o * D;
+            const int m = std::min(8, n - o);
+            float(*out)[kKeyBlock] =
+                reinterpret_cast<float(*)[kKeyBlock]>(&scr[0][o]);
+            if (R == 3)
+              dotsRows<3>(qs, ko, D, m, out);
+            else if (R == 2)
+              dotsRows<2>(qs, ko, D, m, out);
+            else
+              dotsRows<1>(qs, ko, D, m, out);
+          }
+          // Per row, as the AVX2 path: the rows with nothing finite yet
+          // take no values.
+          int live = 0;
+          float corrs[kSdpaRows];
+          float(*ps)[kKeyBlock] = scr;
+          for (int r = 0; r < R; ++r) {
+            float *sc = scr[r], *st = sts[r];
+            scaleAvx2(sc, n, P.scale);
+            if (P.softcap > 0.0f)
+              for (int o = 0; o < n; o += 8)
+                softcapAvx2(sc + o, std::min(8, n - o), P.softcap);
+            const float mx = maxAvx2(sc, n, st[0]);
+            if (!(mx > -INFINITY))
+              continue;
+            const float corr = st[0] == -INFINITY ? 0.0f : std::exp(st[0] - mx);
+            expShiftedAvx2(sc, n, mx);
+            updateState(st, mx, corr, sc, n);
+            if (live != r)
+              std::memcpy(ps[live], sc, sizeof(float) * size_t(n));
+            accs[live] = st + kStateHead;
+            corrs[live++] = corr;
+          }
+          if (live == 3)
+            accumulateRows<3>(accs, corrs, ps, v0, Dv, n);
+          else if (live == 2)
+            accumulateRows<2>(accs, corrs, ps, v0, Dv, n);
+          else if (live == 1)
+            accumulateRows<1>(accs, corrs, ps, v0, Dv, n);
+        }
+        continue;
+      }
+#endif
       for (int64_t g = 0; g < G; ++g) {
         const float *q = P.q + ((b * P.H + hk * G + g) * S + s) * D;
         float *st = states + (g * S + s) * stride;

@@ -302,6 +302,58 @@ TEST_P(AttentionTest, SdpaWithoutVisibleKeysGivesZeros) {
     EXPECT_EQ(x, 0.0f);
 }
 
+/// The AVX-512 paths take the query heads of a KV head three at a time;
+/// each row must keep the AVX2 path's bits (and so NEON's, which does
+/// AVX2's operations): groups of 1 to 7 query heads per KV head (3 + 3 + 1
+/// rows, rows without a visible key among them), prefill and decode, float
+/// and int8 caches.
+TEST(AttentionTest, SdpaGroupedRowsGiveTheAvx2Bits) {
+  if (!isaSupported(Isa::Avx2))
+    GTEST_SKIP() << "no AVX2 on this CPU";
+  std::vector<Isa> wide;
+  for (Isa isa : {Isa::Avx512, Isa::Avx512Vnni, Isa::Amx})
+    if (isaSupported(isa))
+      wide.push_back(isa);
+  if (wide.empty())
+    GTEST_SKIP() << "no AVX-512 on this CPU";
+  for (int64_t G : {1, 2, 3, 4, 7})
+    for (auto [S, p0] :
+         std::vector<std::pair<int64_t, int64_t>>{{1, 70}, {20, 0}, {9, -3}})
+      for (int64_t D : {64, 80})
+        for (bool int8Kv : {false, true}) {
+          const int64_t Hkv = 2, H = G * Hkv, T = 100;
+          std::mt19937 gen(uint32_t(G * 100 + S + D));
+          OwnedTensor q =
+              f32Tensor({1, H, S, D}, randomFloats(size_t(H * S * D), gen));
+          std::vector<float> kv = randomFloats(size_t(Hkv * T * D), gen);
+          std::vector<float> vv = randomFloats(size_t(Hkv * T * D), gen);
+          OwnedTensor k = int8Kv ? int8Cache({1, Hkv, T, D}, kv)
+                                 : f32Tensor({1, Hkv, T, D}, kv);
+          OwnedTensor v = int8Kv ? int8Cache({1, Hkv, T, D}, vv)
+                                 : f32Tensor({1, Hkv, T, D}, vv);
+          std::vector<int64_t> p;
+          for (int64_t s = 0; s < S; ++s)
+            p.push_back(p0 + s); // negative: a row that sees no key
+          OwnedTensor pos = positions(p);
+          auto run = [&](Isa isa) {
+            OwnedTensor y = f32Output(size_t(H * S * D));
+            runOptimized({isa, 1}, OpId::Sdpa, {q, k, v, pos}, {y},
+                         {0, 1, 1, 0}, {0.125, 0.0});
+            return floatsOf(*y);
+          };
+          const std::vector<float> ref = run(Isa::Avx2);
+          for (Isa isa : wide) {
+            const std::vector<float> got = run(isa);
+            ASSERT_EQ(got.size(), ref.size());
+            for (size_t i = 0; i < ref.size(); ++i)
+              ASSERT_TRUE(sameFloat(got[i], ref[i]))
+                  << isaName(isa) << " G=" << G << " S=" << S << " p0=" << p0
+                  << " D=" << D << " int8Kv=" << int8Kv << " at " << i << ": "
+                  << got[i] << " vs " << ref[i];
+          }
+        }
+}
+
 TEST(AttentionTest, SdpaThreadCountDoesNotChangeResults) {
   // The 1B shape at a long context (chunks of keys in parallel), and the
   // latent cache's single KV head.
