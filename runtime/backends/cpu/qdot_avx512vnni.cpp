@@ -10,11 +10,7 @@
 #if ETLLM_CPU_X86
 #include "qdot_target.h"
 
-// GCC 12 reports the deliberately undefined pass-through operand of its
-// AVX-512 conversion intrinsics (_mm512_undefined_ps) as uninitialized.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+ETLLM_CPU_AVX512_DIAGNOSTICS
 
 ETLLM_CPU_TARGET_BEGIN(
     "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16c")

@@ -23,4 +23,14 @@
 #define ETLLM_CPU_TARGET_END ETLLM_CPU_PRAGMA(GCC pop_options)
 #endif
 
+// For the AVX-512 kernel files: GCC 12 reports the deliberately undefined
+// pass-through operand of its AVX-512 conversion intrinsics
+// (_mm512_undefined_ps) as uninitialized.
+#if defined(__GNUC__) && !defined(__clang__)
+#define ETLLM_CPU_AVX512_DIAGNOSTICS                                           \
+  ETLLM_CPU_PRAGMA(GCC diagnostic ignored "-Wmaybe-uninitialized")
+#else
+#define ETLLM_CPU_AVX512_DIAGNOSTICS
+#endif
+
 #endif // ETLLM_BACKENDS_CPU_QDOT_TARGET_H

@@ -508,6 +508,27 @@ inline void updateState(float *st, float mx, float corr, const float *p,
   st[1] = st[1] * corr + sum;
 }
 
+#if ETLLM_CPU_X86
+/// One row's online-softmax step over n scores sc (AVX2): scaled, capped,
+/// the state's max and sum updated and sc turned into exp(score - max);
+/// corr is what the row's accumulator is scaled by. False (nothing changed)
+/// while no score is finite (or NaN scores: left to the merge).
+bool softmaxStepAvx2(const SdpaProblem &P, float *sc, int n, float *st,
+                     float &corr) {
+  scaleAvx2(sc, n, P.scale);
+  if (P.softcap > 0.0f)
+    for (int o = 0; o < n; o += 8)
+      softcapAvx2(sc + o, std::min(8, n - o), P.softcap);
+  const float mx = maxAvx2(sc, n, st[0]);
+  if (!(mx > -INFINITY))
+    return false;
+  corr = st[0] == -INFINITY ? 0.0f : std::exp(st[0] - mx);
+  expShiftedAvx2(sc, n, mx);
+  updateState(st, mx, corr, sc, n);
+  return true;
+}
+#endif
+
 /// Keys [c0, c1) of one (b, hk) for its G * S query rows (row g * S + s),
 /// updating their states (states + row * (kStateHead + Dv)). With an int8
 /// cache, `block` holds int8KvBlockFloats(D, Dv) floats for the current
@@ -588,16 +609,9 @@ void sdpaChunk(const SdpaProblem &P, Isa isa, int64_t b, int64_t hk, int64_t c0,
           float(*ps)[kKeyBlock] = scr;
           for (int r = 0; r < R; ++r) {
             float *sc = scr[r], *st = sts[r];
-            scaleAvx2(sc, n, P.scale);
-            if (P.softcap > 0.0f)
-              for (int o = 0; o < n; o += 8)
-                softcapAvx2(sc + o, std::min(8, n - o), P.softcap);
-            const float mx = maxAvx2(sc, n, st[0]);
-            if (!(mx > -INFINITY))
+            float corr;
+            if (!softmaxStepAvx2(P, sc, n, st, corr))
               continue;
-            const float corr = st[0] == -INFINITY ? 0.0f : std::exp(st[0] - mx);
-            expShiftedAvx2(sc, n, mx);
-            updateState(st, mx, corr, sc, n);
             if (live != r)
               std::memcpy(ps[live], sc, sizeof(float) * size_t(n));
             accs[live] = st + kStateHead;
@@ -623,16 +637,9 @@ void sdpaChunk(const SdpaProblem &P, Isa isa, int64_t b, int64_t hk, int64_t c0,
         case SdpaPath::Avx2: {
           for (int o = 0; o < n; o += 8)
             dotsAvx2(q, k0 + o * D, D, std::min(8, n - o), sc + o);
-          scaleAvx2(sc, n, P.scale);
-          if (P.softcap > 0.0f)
-            for (int o = 0; o < n; o += 8)
-              softcapAvx2(sc + o, std::min(8, n - o), P.softcap);
-          const float mx = maxAvx2(sc, n, st[0]);
-          if (!(mx > -INFINITY))
-            continue; // nothing finite yet (or NaN scores: left to the merge)
-          const float corr = st[0] == -INFINITY ? 0.0f : std::exp(st[0] - mx);
-          expShiftedAvx2(sc, n, mx);
-          updateState(st, mx, corr, sc, n);
+          float corr;
+          if (!softmaxStepAvx2(P, sc, n, st, corr))
+            continue;
           accumulateAvx2(acc, corr, sc, v0, Dv, n);
           continue;
         }
