@@ -203,7 +203,8 @@ template <unsigned Bits, bool Sym, bool PerToken, bool F16> struct Kernel {
     const TileConfig full = tileConfig(16), tail = tileConfig(int(M % 16));
     alignas(64) int8_t buf[Bits == 4 ? kChunkBlocks * kWeightTileBytes : 64];
     alignas(64) __m512 wsum[PerToken ? kChunkBlocks : 1];
-    alignas(64) int32_t sumBuf[2][16 * 16];
+    // (Zeroed: the rows a tail tile does not store are read, not used.)
+    alignas(64) int32_t sumBuf[2][16 * 16] = {};
     loadConfig(full);
     bool tailLoaded = false;
     for (int64_t rg = rg0; rg < rg1; ++rg) {
