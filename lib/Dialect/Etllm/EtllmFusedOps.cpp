@@ -34,14 +34,25 @@ static LogicalResult checkNormParam(std::optional<Location> loc, Value param,
   return success();
 }
 
+/// What rms_norm and layer_norm check of their operands: an input of rank
+/// >= 1, and a weight and a bias (either may be absent) of its last size.
+static LogicalResult checkNormOperands(std::optional<Location> loc,
+                                       RankedTensorType in, Value weight,
+                                       Value bias) {
+  if (in.getRank() < 1)
+    return fail(loc, "input must have rank >= 1");
+  if (failed(checkNormParam(loc, weight, in, "weight")) ||
+      failed(checkNormParam(loc, bias, in, "bias")))
+    return failure();
+  return success();
+}
+
 LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &inferred) {
   auto in = tensorOf(adaptor.getInput());
-  if (in.getRank() < 1)
-    return fail(loc, "input must have rank >= 1");
-  if (failed(checkNormParam(loc, adaptor.getWeight(), in, "weight")))
+  if (failed(checkNormOperands(loc, in, adaptor.getWeight(), Value())))
     return failure();
   if (adaptor.getEps().convertToDouble() < 0)
     return fail(loc, "eps must be non-negative");
@@ -55,10 +66,8 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
   auto in = tensorOf(adaptor.getInput());
-  if (in.getRank() < 1)
-    return fail(loc, "input must have rank >= 1");
-  if (failed(checkNormParam(loc, adaptor.getWeight(), in, "weight")) ||
-      failed(checkNormParam(loc, adaptor.getBias(), in, "bias")))
+  if (failed(
+          checkNormOperands(loc, in, adaptor.getWeight(), adaptor.getBias())))
     return failure();
   inferred.push_back(in);
   return success();
@@ -122,11 +131,9 @@ LogicalResult SdpaOp::verify() {
   if (bool(qk) != bool(qv))
     return emitOpError("key and value must both be float or both quantized "
                        "KV caches");
-  for (QActType c : {qk, qv}) {
-    std::string why;
-    if (c && !c.isKvCacheLayout(&why))
-      return emitOpError(why) << ", got " << c;
-  }
+  for (QActType c : {qk, qv})
+    if (c && failed(verifyKvCacheLayout(*this, c)))
+      return failure();
   auto k = qk ? qk.getDequantizedType(q.getElementType())
               : cast<RankedTensorType>(getKey().getType());
   auto v = qv ? qv.getDequantizedType(q.getElementType())
@@ -215,9 +222,8 @@ std::optional<unsigned> KvCacheUpdateOp::getTiedResultOperandIndex(unsigned) {
 
 LogicalResult KvCacheUpdateOp::verify() {
   if (auto q = dyn_cast<QActType>(getCache().getType())) {
-    std::string why;
-    if (!q.isKvCacheLayout(&why))
-      return emitOpError(why) << ", got " << q;
+    if (failed(verifyKvCacheLayout(*this, q)))
+      return failure();
     // Rows are quantized along the head dimension: tokens are dimension 2.
     if (getDim() != 2 && getDim() != -2)
       return emitOpError("a quantized cache is updated along dimension 2 "
@@ -243,13 +249,6 @@ LogicalResult KvCacheUpdateOp::verify() {
 //===----------------------------------------------------------------------===//
 // MoeOp
 //===----------------------------------------------------------------------===//
-
-/// The logical shape of a float tensor or a quantized weight.
-static ArrayRef<int64_t> weightShape(Type t) {
-  if (auto q = dyn_cast<QWeightType>(t))
-    return q.getShape();
-  return cast<RankedTensorType>(t).getShape();
-}
 
 LogicalResult MoeOp::verify() {
   auto x = cast<RankedTensorType>(getInput().getType());

@@ -56,9 +56,7 @@ LogicalResult ParameterOp::verify() {
       return emitOpError("has both an inline value and a checkpoint source");
   }
   if (std::optional<ArrayAttr> stack = getStack()) {
-    ArrayRef<int64_t> shape = isa<QWeightType>(type)
-                                  ? cast<QWeightType>(type).getShape()
-                                  : cast<RankedTensorType>(type).getShape();
+    ArrayRef<int64_t> shape = weightShape(type);
     if (getValue() || getSource())
       return emitOpError("a stacked parameter has no inline value or source");
     if (stack->empty() || shape.empty() ||
@@ -68,9 +66,7 @@ LogicalResult ParameterOp::verify() {
              << "dimension of " << type;
   }
   if (std::optional<int64_t> heads = getQkPermuteHeads()) {
-    ArrayRef<int64_t> shape = isa<QWeightType>(type)
-                                  ? cast<QWeightType>(type).getShape()
-                                  : cast<RankedTensorType>(type).getShape();
+    ArrayRef<int64_t> shape = weightShape(type);
     if (*heads <= 0 || shape.empty() || shape[0] % (2 * *heads) != 0)
       return emitOpError("qk_permute_heads ")
              << *heads << " must divide the rows " << shape.front()
@@ -79,38 +75,33 @@ LogicalResult ParameterOp::verify() {
   return success();
 }
 
+/// Checks that `name`, used by `user`, declares a DeclOp (a parameter or a
+/// buffer) of the type `used` that the user reads or writes (its `usedWhat`:
+/// result, value).
 template <typename DeclOp>
-static FailureOr<DeclOp> lookupDecl(Operation *user,
-                                    SymbolTableCollection &symbols,
-                                    FlatSymbolRefAttr name) {
+static LogicalResult
+verifyDeclUse(Operation *user, SymbolTableCollection &symbols,
+              FlatSymbolRefAttr name, Type used, StringRef usedWhat) {
+  // The declaring op's own name: buffer for etllm.buffer.
+  StringRef what = DeclOp::getOperationName().split('.').second;
   auto decl = symbols.lookupNearestSymbolFrom<DeclOp>(user, name);
-  if (!decl) {
-    // The declaring op's own name: buffer for etllm.buffer.
-    StringRef what = DeclOp::getOperationName().split('.').second;
-    user->emitOpError("refers to unknown ") << what << " " << name;
-    return failure();
-  }
-  return decl;
-}
-
-LogicalResult ParameterGetOp::verifySymbolUses(SymbolTableCollection &symbols) {
-  FailureOr<ParameterOp> decl =
-      lookupDecl<ParameterOp>(*this, symbols, getNameAttr());
-  if (failed(decl))
-    return failure();
-  if (decl->getType() != getType())
-    return emitOpError("result type ")
-           << getType() << " does not match parameter type " << decl->getType();
+  if (!decl)
+    return user->emitOpError("refers to unknown ") << what << " " << name;
+  if (decl.getType() != used)
+    return user->emitOpError()
+           << usedWhat << " type " << used << " does not match " << what
+           << " type " << decl.getType();
   return success();
 }
 
+LogicalResult ParameterGetOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return verifyDeclUse<ParameterOp>(*this, symbols, getNameAttr(), getType(),
+                                    "result");
+}
+
 LogicalResult BufferOp::verify() {
-  if (auto q = dyn_cast<QActType>(getType())) {
-    std::string why;
-    if (!q.isKvCacheLayout(&why))
-      return emitOpError(why) << ", got " << q;
-    return success();
-  }
+  if (auto q = dyn_cast<QActType>(getType()))
+    return verifyKvCacheLayout(*this, q);
   auto tensor = cast<RankedTensorType>(getType());
   if (!tensor.hasStaticShape())
     return emitOpError("buffer type must have a static shape, got ") << tensor;
@@ -118,26 +109,13 @@ LogicalResult BufferOp::verify() {
 }
 
 LogicalResult BufferReadOp::verifySymbolUses(SymbolTableCollection &symbols) {
-  FailureOr<BufferOp> decl =
-      lookupDecl<BufferOp>(*this, symbols, getNameAttr());
-  if (failed(decl))
-    return failure();
-  if (decl->getType() != getType())
-    return emitOpError("result type ")
-           << getType() << " does not match buffer type " << decl->getType();
-  return success();
+  return verifyDeclUse<BufferOp>(*this, symbols, getNameAttr(), getType(),
+                                 "result");
 }
 
 LogicalResult BufferWriteOp::verifySymbolUses(SymbolTableCollection &symbols) {
-  FailureOr<BufferOp> decl =
-      lookupDecl<BufferOp>(*this, symbols, getNameAttr());
-  if (failed(decl))
-    return failure();
-  if (decl->getType() != getValue().getType())
-    return emitOpError("value type ")
-           << getValue().getType() << " does not match buffer type "
-           << decl->getType();
-  return success();
+  return verifyDeclUse<BufferOp>(*this, symbols, getNameAttr(),
+                                 getValue().getType(), "value");
 }
 
 //===----------------------------------------------------------------------===//
@@ -378,17 +356,16 @@ LogicalResult FullOp::verify() {
   return success();
 }
 
-LogicalResult TriuOp::verify() {
-  if (cast<RankedTensorType>(getType()).getRank() < 2)
-    return emitOpError("input must have rank >= 2");
+/// triu and tril: the input (of the result's type) is at least a matrix.
+static LogicalResult verifyTriangular(Operation *op) {
+  if (cast<RankedTensorType>(op->getResult(0).getType()).getRank() < 2)
+    return op->emitOpError("input must have rank >= 2");
   return success();
 }
 
-LogicalResult TrilOp::verify() {
-  if (cast<RankedTensorType>(getType()).getRank() < 2)
-    return emitOpError("input must have rank >= 2");
-  return success();
-}
+LogicalResult TriuOp::verify() { return verifyTriangular(*this); }
+
+LogicalResult TrilOp::verify() { return verifyTriangular(*this); }
 
 //===----------------------------------------------------------------------===//
 // Shape manipulation

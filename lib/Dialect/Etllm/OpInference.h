@@ -80,6 +80,13 @@ inline FailureOr<SmallVector<int64_t>> broadcast(ArrayRef<int64_t> a,
   return out;
 }
 
+/// The logical shape of a float tensor or a quantized weight.
+inline ArrayRef<int64_t> weightShape(Type t) {
+  if (auto q = dyn_cast<QWeightType>(t))
+    return q.getShape();
+  return cast<RankedTensorType>(t).getShape();
+}
+
 inline std::string shapeStr(ArrayRef<int64_t> shape) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -128,6 +135,15 @@ inline LogicalResult fail(std::optional<Location> loc, Args &&...args) {
     (diag << ... << std::forward<Args>(args));
   }
   return failure();
+}
+
+/// A quantized KV cache (a buffer, an sdpa operand, a kv_cache.update) must
+/// have the KV-cache layout; `op` reports why not.
+inline LogicalResult verifyKvCacheLayout(Operation *op, QActType cache) {
+  std::string why;
+  if (!cache.isKvCacheLayout(&why))
+    return op->emitOpError(why) << ", got " << cache;
+  return success();
 }
 
 /// Shared by index_copy, index_put and kv_cache.update: `source` is `input`

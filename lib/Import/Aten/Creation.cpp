@@ -14,7 +14,7 @@ LogicalResult arangeOp(Importer &I, const json &) {
   FailureOr<RankedTensorType> rt = I.resultType();
   if (failed(rt))
     return failure();
-  int64_t start = 0, step = 1;
+  int64_t start = 0;
   if (I.arg("start")) {
     FailureOr<int64_t> s = I.intArg("start");
     if (failed(s))
@@ -24,15 +24,23 @@ LogicalResult arangeOp(Importer &I, const json &) {
   FailureOr<int64_t> end = I.intArg("end");
   if (failed(end))
     return failure();
-  if (I.arg("step") && !I.isNone("step")) {
-    FailureOr<int64_t> s = I.intArg("step");
-    if (failed(s))
-      return failure();
-    step = *s;
-  }
+  FailureOr<int64_t> step = I.optionalIntArg("step", 1);
+  if (failed(step))
+    return failure();
   return I.setResult(I.emit<ArangeOp>(*rt, I.b.getI64IntegerAttr(start),
                                       I.b.getI64IntegerAttr(*end),
-                                      I.b.getI64IntegerAttr(step)));
+                                      I.b.getI64IntegerAttr(*step)));
+}
+
+/// The value of full, zeros, ones and their _like and new_ forms: 1 for
+/// ones, the `fill_value` argument for full, 0 otherwise (zeros, empty).
+FailureOr<double> fillValue(Importer &I) {
+  StringRef t(I.target);
+  if (t.contains("ones"))
+    return 1.0;
+  if (t.contains("full"))
+    return I.numberArg("fill_value");
+  return 0.0;
 }
 
 /// full, zeros, ones, new_zeros, new_ones, new_full, empty, new_empty.
@@ -47,17 +55,10 @@ LogicalResult fullOp(Importer &I, const json &) {
   FailureOr<SmallVector<int64_t>> size = I.intListArg("size");
   if (failed(size))
     return failure();
-  double value = 0;
-  StringRef t(I.target);
-  if (t.contains("ones"))
-    value = 1;
-  else if (t.contains("full")) {
-    FailureOr<double> v = I.numberArg("fill_value");
-    if (failed(v))
-      return failure();
-    value = *v;
-  }
-  return I.setResult(I.emit<FullOp>(*rt, I.b.getF64FloatAttr(value)));
+  FailureOr<double> value = fillValue(I);
+  if (failed(value))
+    return failure();
+  return I.setResult(I.emit<FullOp>(*rt, I.b.getF64FloatAttr(*value)));
 }
 
 /// zeros_like, ones_like, full_like, empty_like.
@@ -68,17 +69,10 @@ LogicalResult fullLikeOp(Importer &I, const json &) {
   FailureOr<Value> x = I.tensorArg("self");
   if (failed(x))
     return failure();
-  double value = 0;
-  StringRef t(I.target);
-  if (t.contains("ones"))
-    value = 1;
-  else if (t.contains("full")) {
-    FailureOr<double> v = I.numberArg("fill_value");
-    if (failed(v))
-      return failure();
-    value = *v;
-  }
-  return I.setResult(I.emit<FullLikeOp>(*rt, *x, I.b.getF64FloatAttr(value)));
+  FailureOr<double> value = fillValue(I);
+  if (failed(value))
+    return failure();
+  return I.setResult(I.emit<FullLikeOp>(*rt, *x, I.b.getF64FloatAttr(*value)));
 }
 
 LogicalResult scalarTensorOp(Importer &I, const json &) {
@@ -98,14 +92,10 @@ template <typename OpTy> LogicalResult triOp(Importer &I, const json &) {
   FailureOr<Value> x = I.tensorArg("self");
   if (failed(x))
     return failure();
-  int64_t diag = 0;
-  if (!I.isNone("diagonal")) {
-    FailureOr<int64_t> d = I.intArg("diagonal");
-    if (failed(d))
-      return failure();
-    diag = *d;
-  }
-  return I.setResult(I.emit<OpTy>(*rt, *x, I.b.getI64IntegerAttr(diag)));
+  FailureOr<int64_t> diag = I.optionalIntArg("diagonal", 0);
+  if (failed(diag))
+    return failure();
+  return I.setResult(I.emit<OpTy>(*rt, *x, I.b.getI64IntegerAttr(*diag)));
 }
 
 } // namespace

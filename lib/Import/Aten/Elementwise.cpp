@@ -31,13 +31,10 @@ H binary(const char *lhs = "self", const char *rhs = "other",
     if (failed(rt))
       return failure();
     Type et = rt->getElementType();
-    FailureOr<Value> a = I.operand(lhs, et);
-    if (failed(a))
+    FailureOr<std::pair<Value, Value>> ab = I.operandPair(lhs, rhs, et);
+    if (failed(ab))
       return failure();
-    FailureOr<Value> c = I.operand(rhs, et);
-    if (failed(c))
-      return failure();
-    Value x = *a, y = *c;
+    auto [x, y] = *ab;
     if (const json *alpha = I.arg("alpha"); alpha && !alpha->is_null()) {
       FailureOr<double> al = I.numberArg("alpha");
       if (failed(al))
@@ -88,13 +85,10 @@ template <typename OpTy> H compare() {
     Type t = promoteForCompare(I, I.arg("self"), I.arg("other"));
     if (!t)
       return I.poisonedUse ? failure() : I.fail("comparison without a tensor");
-    FailureOr<Value> a = I.operand("self", t);
-    if (failed(a))
+    FailureOr<std::pair<Value, Value>> ab = I.operandPair("self", "other", t);
+    if (failed(ab))
       return failure();
-    FailureOr<Value> c = I.operand("other", t);
-    if (failed(c))
-      return failure();
-    return I.setResult(I.emit<OpTy>(*rt, *a, *c));
+    return I.setResult(I.emit<OpTy>(*rt, ab->first, ab->second));
   };
 }
 
@@ -105,13 +99,11 @@ template <typename OpTy> H logical() {
       return failure();
     if (!rt->getElementType().isInteger(1))
       return I.fail("only boolean logical/bitwise ops are supported");
-    FailureOr<Value> a = I.operand("self", rt->getElementType());
-    if (failed(a))
+    FailureOr<std::pair<Value, Value>> ab =
+        I.operandPair("self", "other", rt->getElementType());
+    if (failed(ab))
       return failure();
-    FailureOr<Value> c = I.operand("other", rt->getElementType());
-    if (failed(c))
-      return failure();
-    return I.setResult(I.emit<OpTy>(*rt, *a, *c));
+    return I.setResult(I.emit<OpTy>(*rt, ab->first, ab->second));
   };
 }
 

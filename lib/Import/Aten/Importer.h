@@ -459,6 +459,24 @@ public:
         return *v;
     return fail(std::string("argument '") + name + "' is not a number");
   }
+  /// An optional integer argument (`dflt` when it is absent or None).
+  FailureOr<int64_t> optionalIntArg(const char *name, int64_t dflt) {
+    if (isNone(name))
+      return dflt;
+    return intArg(name);
+  }
+  /// An optional number argument (`dflt` when it is absent or None).
+  FailureOr<double> optionalNumberArg(const char *name, double dflt) {
+    if (isNone(name))
+      return dflt;
+    return numberArg(name);
+  }
+  /// An optional tensor argument (a null value when it is absent or None).
+  FailureOr<Value> optionalTensorArg(const char *name) {
+    if (isNone(name))
+      return Value();
+    return tensorArg(name);
+  }
   bool boolArg(const char *name, bool dflt) {
     const json *a = arg(name);
     return a && a->is_boolean() ? a->get<bool>() : dflt;
@@ -585,6 +603,23 @@ public:
       return failure();
     return c;
   }
+  /// The operands `lhs` and `rhs`, read in that order, as tensors of `et`.
+  FailureOr<std::pair<Value, Value>> operandPair(const char *lhs,
+                                                 const char *rhs, Type et) {
+    FailureOr<Value> l = operand(lhs, et);
+    if (failed(l))
+      return failure();
+    FailureOr<Value> r = operand(rhs, et);
+    if (failed(r))
+      return failure();
+    return std::make_pair(*l, *r);
+  }
+  /// An optional operand (a null value when it is absent or None).
+  FailureOr<Value> optionalOperand(const char *name, Type et) {
+    if (isNone(name))
+      return Value();
+    return operand(name, et);
+  }
 
   LogicalResult setResult(Value v) {
     if (!v)
@@ -592,6 +627,14 @@ public:
     nodeValues[nodeName] = {v};
     if (!lastResultShape.empty() || typeOf(v).getRank() == 0)
       symShapes[v] = lastResultShape;
+    return success();
+  }
+  /// The current node's result is `v` itself (an alias: no op, and `v` keeps
+  /// its own trace shape); a problem recorded on the way (a result type the
+  /// node may lack) is dropped.
+  LogicalResult setAlias(Value v) {
+    diagText.clear();
+    nodeValues[nodeName] = {v};
     return success();
   }
   LogicalResult setResults(SmallVector<Value, 1> vs) {

@@ -11,7 +11,9 @@ namespace mlir::etllm::aten {
 
 namespace {
 
-LogicalResult indexSelectOp(Importer &I, const json &) {
+/// index_select and gather: `self` indexed by `index` along `dim`.
+template <typename OpTy>
+LogicalResult indexAlongDimOp(Importer &I, const json &) {
   FailureOr<RankedTensorType> rt = I.resultType();
   if (failed(rt))
     return failure();
@@ -22,8 +24,28 @@ LogicalResult indexSelectOp(Importer &I, const json &) {
   FailureOr<int64_t> nd = I.dimArg("dim", typeOf(*x).getRank());
   if (failed(nd))
     return failure();
-  return I.setResult(
-      I.emit<IndexSelectOp>(*rt, *x, I.b.getI64IntegerAttr(*nd), *idx));
+  return I.setResult(I.emit<OpTy>(*rt, *x, I.b.getI64IntegerAttr(*nd), *idx));
+}
+
+/// The one index tensor of the `indices` of aten.index and index_put (None
+/// for the dimensions before it and after it) and the dimension it indexes;
+/// a null index when there is none. `tooMany` is the error for a second one.
+struct IndexTensor {
+  Value index;
+  int64_t dim = -1;
+};
+FailureOr<IndexTensor> singleIndexTensor(Importer &I, const char *tooMany) {
+  FailureOr<SmallVector<Value>> indices = I.tensorListArg("indices", true);
+  if (failed(indices))
+    return failure();
+  IndexTensor found;
+  for (auto [i, v] : llvm::enumerate(*indices))
+    if (v) {
+      if (found.index)
+        return I.fail(tooMany);
+      found = {v, int64_t(i)};
+    }
+  return found;
 }
 
 /// aten.index.Tensor with one index tensor (advanced indexing on one
@@ -37,18 +59,11 @@ LogicalResult indexOp(Importer &I, const json &) {
   FailureOr<Value> x = I.tensorArg("self");
   if (failed(x))
     return failure();
-  FailureOr<SmallVector<Value>> indices = I.tensorListArg("indices", true);
-  if (failed(indices))
+  FailureOr<IndexTensor> found =
+      singleIndexTensor(I, "indexing with more than one index tensor");
+  if (failed(found))
     return failure();
-  int64_t dim = -1;
-  Value idx;
-  for (auto [i, v] : llvm::enumerate(*indices))
-    if (v) {
-      if (idx)
-        return I.fail("indexing with more than one index tensor");
-      idx = v;
-      dim = i;
-    }
+  auto [idx, dim] = *found;
   if (!idx)
     return I.fail("indexing without an index tensor");
   if (dim >= typeOf(*x).getRank())
@@ -95,20 +110,12 @@ LogicalResult indexPutOp(Importer &I, const json &) {
   FailureOr<Value> x = I.tensorArg("self");
   if (failed(x))
     return failure();
-  FailureOr<SmallVector<Value>> indices = I.tensorListArg("indices", true);
-  if (failed(indices))
+  FailureOr<IndexTensor> found = singleIndexTensor(
+      I, "index_put with more than one index tensor (write the update as "
+         "x.index_put_([None, ..., idx], v) or index_copy_)");
+  if (failed(found))
     return failure();
-  int64_t dim = -1;
-  Value idx;
-  for (auto [i, v] : llvm::enumerate(*indices))
-    if (v) {
-      if (idx)
-        return I.fail("index_put with more than one index tensor (write the "
-                      "update as x.index_put_([None, ..., idx], v) or "
-                      "index_copy_)");
-      idx = v;
-      dim = i;
-    }
+  auto [idx, dim] = *found;
   if (!idx || typeOf(idx).getRank() != 1)
     return I.fail("index_put needs exactly one 1-D index tensor");
   if (dim >= typeOf(*x).getRank())
@@ -146,29 +153,14 @@ LogicalResult indexCopyOp(Importer &I, const json &) {
       I.emit<IndexCopyOp>(*rt, *x, I.b.getI64IntegerAttr(*nd), *idx, *src));
 }
 
-LogicalResult gatherOp(Importer &I, const json &) {
-  FailureOr<RankedTensorType> rt = I.resultType();
-  if (failed(rt))
-    return failure();
-  FailureOr<Value> x = I.tensorArg("self");
-  FailureOr<Value> idx = I.tensorArg("index");
-  if (failed(x) || failed(idx))
-    return failure();
-  FailureOr<int64_t> nd = I.dimArg("dim", typeOf(*x).getRank());
-  if (failed(nd))
-    return failure();
-  return I.setResult(
-      I.emit<GatherOp>(*rt, *x, I.b.getI64IntegerAttr(*nd), *idx));
-}
-
 } // namespace
 
 void registerIndexingHandlers(HandlerTable &t) {
-  t["aten.index_select.default"] = indexSelectOp;
+  t["aten.index_select.default"] = indexAlongDimOp<IndexSelectOp>;
   t["aten.index.Tensor"] = indexOp;
   t["aten.index_put.default"] = indexPutOp;
   t["aten.index_copy.default"] = indexCopyOp;
-  t["aten.gather.default"] = gatherOp;
+  t["aten.gather.default"] = indexAlongDimOp<GatherOp>;
 }
 
 } // namespace mlir::etllm::aten

@@ -14,16 +14,14 @@ LogicalResult mmOp(Importer &I, const json &) {
   FailureOr<RankedTensorType> rt = I.resultType();
   if (failed(rt))
     return failure();
-  FailureOr<Value> a = I.operand("self", rt->getElementType());
-  if (failed(a))
+  FailureOr<std::pair<Value, Value>> ab = I.operandPair(
+      "self", I.arg("mat2") ? "mat2" : "other", rt->getElementType());
+  if (failed(ab))
     return failure();
-  FailureOr<Value> c =
-      I.operand(I.arg("mat2") ? "mat2" : "other", rt->getElementType());
-  if (failed(c))
-    return failure();
-  if (typeOf(*a).getRank() < 2 || typeOf(*c).getRank() < 2)
+  auto [a, c] = *ab;
+  if (typeOf(a).getRank() < 2 || typeOf(c).getRank() < 2)
     return I.fail("matmul of a vector (rank 1) is not supported");
-  return I.setResult(I.emit<MatmulOp>(*rt, *a, *c));
+  return I.setResult(I.emit<MatmulOp>(*rt, a, c));
 }
 
 /// addmm(bias, a, b, beta, alpha) = beta * bias + alpha * (a @ b).
@@ -38,10 +36,8 @@ LogicalResult addmmOp(Importer &I, const json &) {
   FailureOr<Value> c = I.operand("mat2", et);
   if (failed(bias) || failed(a) || failed(c))
     return failure();
-  FailureOr<double> beta =
-      I.isNone("beta") ? FailureOr<double>(1.0) : I.numberArg("beta");
-  FailureOr<double> alpha =
-      I.isNone("alpha") ? FailureOr<double>(1.0) : I.numberArg("alpha");
+  FailureOr<double> beta = I.optionalNumberArg("beta", 1.0);
+  FailureOr<double> alpha = I.optionalNumberArg("alpha", 1.0);
   if (failed(beta) || failed(alpha))
     return failure();
   Value m = I.emit<MatmulOp>(*rt, *a, *c);
@@ -67,14 +63,10 @@ LogicalResult linearOp(Importer &I, const json &) {
   FailureOr<Value> w = I.operand("weight", et);
   if (failed(x) || failed(w))
     return failure();
-  Value bias;
-  if (!I.isNone("bias")) {
-    FailureOr<Value> bv = I.operand("bias", et);
-    if (failed(bv))
-      return failure();
-    bias = *bv;
-  }
-  return I.setResult(I.emit<LinearOp>(*rt, *x, *w, bias));
+  FailureOr<Value> bias = I.optionalOperand("bias", et);
+  if (failed(bias))
+    return failure();
+  return I.setResult(I.emit<LinearOp>(*rt, *x, *w, *bias));
 }
 
 LogicalResult embeddingOp(Importer &I, const json &) {
@@ -133,14 +125,10 @@ LogicalResult convolutionOp(Importer &I, const json &) {
   Value wf = I.emit<ReshapeOp>(ty({O, K}), *w, arr({O, K}));
   if (!wf)
     return failure();
-  Value bias;
-  if (!I.isNone("bias")) {
-    FailureOr<Value> bv = I.tensorArg("bias");
-    if (failed(bv))
-      return failure();
-    bias = *bv;
-  }
-  if (!(v = I.emit<LinearOp>(ty({B, ph * pw, O}), v, wf, bias)))
+  FailureOr<Value> bias = I.optionalTensorArg("bias");
+  if (failed(bias))
+    return failure();
+  if (!(v = I.emit<LinearOp>(ty({B, ph * pw, O}), v, wf, *bias)))
     return failure();
   if (!(v = I.emit<ReshapeOp>(ty({B, ph, pw, O}), v, arr({B, ph, pw, O}))))
     return failure();
@@ -168,14 +156,12 @@ LogicalResult sdpaOp(Importer &I, const json &) {
       typeOf(*v).getRank() != 4)
     return I.fail("only 4-D query, key and value ([B, H, S, D]) are "
                   "supported");
-  if (!I.isNone("dropout_p")) {
-    FailureOr<double> p = I.numberArg("dropout_p");
-    if (failed(p))
-      return failure();
-    if (*p != 0.0)
-      return I.fail("dropout_p is " + std::to_string(*p) +
-                    "; inference programs need 0");
-  }
+  FailureOr<double> dropout = I.optionalNumberArg("dropout_p", 0.0);
+  if (failed(dropout))
+    return failure();
+  if (*dropout != 0.0)
+    return I.fail("dropout_p is " + std::to_string(*dropout) +
+                  "; inference programs need 0");
   double scale;
   if (I.isNone("scale")) {
     int64_t d = qt.getDimSize(3);

@@ -63,23 +63,16 @@ LogicalResult layerNormOp(Importer &I, const json &) {
   if (ns->size() != 1 || xt.getRank() < 1 ||
       xt.getShape().back() != ns->front())
     return I.fail("layer_norm over more than the last dimension");
-  Value w, bias;
-  if (!I.isNone("weight")) {
-    FailureOr<Value> v = I.tensorArg("weight");
-    if (failed(v))
-      return failure();
-    w = *v;
-  }
-  if (!I.isNone("bias")) {
-    FailureOr<Value> v = I.tensorArg("bias");
-    if (failed(v))
-      return failure();
-    bias = *v;
-  }
+  FailureOr<Value> w = I.optionalTensorArg("weight");
+  if (failed(w))
+    return failure();
+  FailureOr<Value> bias = I.optionalTensorArg("bias");
+  if (failed(bias))
+    return failure();
   FailureOr<double> eps = I.numberArg("eps");
   if (failed(eps))
     return failure();
-  Value y = I.emit<LayerNormOp>(*rt, *x, w, bias, I.b.getF64FloatAttr(*eps));
+  Value y = I.emit<LayerNormOp>(*rt, *x, *w, *bias, I.b.getF64FloatAttr(*eps));
   if (!y)
     return failure();
   I.symShapes[y] = I.lastResultShape;
@@ -103,13 +96,9 @@ LogicalResult varOp(Importer &I, const json &) {
   FailureOr<SmallVector<int64_t>> dims = I.dimsArg("dim", xt.getRank());
   if (failed(dims))
     return failure();
-  double correction = 1;
-  if (!I.isNone("correction")) {
-    FailureOr<double> c = I.numberArg("correction");
-    if (failed(c))
-      return failure();
-    correction = *c;
-  }
+  FailureOr<double> correction = I.optionalNumberArg("correction", 1);
+  if (failed(correction))
+    return failure();
   int64_t n = 1;
   SmallVector<int64_t> keptShape(xt.getShape());
   for (int64_t d : *dims) {
@@ -134,7 +123,7 @@ LogicalResult varOp(Importer &I, const json &) {
       I.emit<SumOp>(*rt, sq, dimsAttr, keep ? I.b.getUnitAttr() : UnitAttr());
   if (!sum)
     return failure();
-  Value denom = I.scalar(double(n) - correction, et);
+  Value denom = I.scalar(double(n) - *correction, et);
   if (!denom)
     return failure();
   I.lastResultShape = outShape;

@@ -19,9 +19,7 @@ H identity(const char *input = "self") {
     FailureOr<RankedTensorType> rt = I.resultType();
     if (succeeded(rt) && rt->getElementType() != typeOf(*x).getElementType())
       return I.fail("changes the element type");
-    I.diagText.clear();
-    I.nodeValues[I.nodeName] = {*x};
-    return success();
+    return I.setAlias(*x);
   };
 }
 
@@ -81,13 +79,10 @@ LogicalResult sliceOp(Importer &I, const json &) {
   FailureOr<int64_t> dim = I.dimArg("dim", typeOf(*x).getRank(), 0);
   if (failed(dim))
     return failure();
-  int64_t start = 0, end = kEnd, step = 1;
-  if (!I.isNone("start")) {
-    FailureOr<int64_t> s = I.intArg("start");
-    if (failed(s))
-      return failure();
-    start = *s;
-  }
+  FailureOr<int64_t> start = I.optionalIntArg("start", 0);
+  if (failed(start))
+    return failure();
+  int64_t end = kEnd;
   if (!I.isNone("end")) {
     FailureOr<SymDim> e = I.symArg("end");
     if (failed(e))
@@ -101,13 +96,10 @@ LogicalResult sliceOp(Importer &I, const json &) {
                     " depends on the sequence length S but is not the size "
                     "of the sliced dimension");
   }
-  if (!I.isNone("step")) {
-    FailureOr<int64_t> s = I.intArg("step");
-    if (failed(s))
-      return failure();
-    step = *s;
-  }
-  return I.setResult(I.emit<SliceOp>(*rt, *x, *dim, start, end, step));
+  FailureOr<int64_t> step = I.optionalIntArg("step", 1);
+  if (failed(step))
+    return failure();
+  return I.setResult(I.emit<SliceOp>(*rt, *x, *dim, *start, end, *step));
 }
 
 LogicalResult selectOp(Importer &I, const json &) {
@@ -154,8 +146,7 @@ LogicalResult transposeOp(Importer &I, const json &) {
     d0 = *na;
     d1 = *nc;
   } else if (rank < 2) { // aten.t of a vector
-    I.nodeValues[I.nodeName] = {*x};
-    return success();
+    return I.setAlias(*x);
   }
   return I.setResult(I.emit<TransposeOp>(*rt, *x, I.b.getI64IntegerAttr(d0),
                                          I.b.getI64IntegerAttr(d1)));
@@ -226,7 +217,9 @@ LogicalResult squeezeOp(Importer &I, const json &) {
   return I.setResult(v);
 }
 
+/// cat, and stack: a cat of the inputs unsqueezed at `dim`.
 LogicalResult catOp(Importer &I, const json &) {
+  bool stack = I.target == "aten.stack.default";
   FailureOr<RankedTensorType> rt = I.resultType();
   if (failed(rt))
     return failure();
@@ -234,7 +227,7 @@ LogicalResult catOp(Importer &I, const json &) {
   if (failed(xs))
     return failure();
   if (xs->empty())
-    return I.fail("cat of no tensors");
+    return I.fail(std::string(stack ? "stack" : "cat") + " of no tensors");
   FailureOr<int64_t> nd = I.dimArg("dim", rt->getRank(), 0);
   if (failed(nd))
     return failure();
@@ -243,39 +236,16 @@ LogicalResult catOp(Importer &I, const json &) {
     Value c = I.convert(x, rt->getElementType());
     if (!c)
       return failure();
+    if (stack) {
+      SmallVector<int64_t> s(typeOf(c).getShape());
+      s.insert(s.begin() + *nd, 1);
+      c = I.emit<UnsqueezeOp>(RankedTensorType::get(s, rt->getElementType()), c,
+                              I.b.getI64IntegerAttr(*nd));
+      if (!c)
+        return failure();
+    }
     ins.push_back(c);
   }
-  return I.setResult(I.emit<CatOp>(*rt, ins, I.b.getI64IntegerAttr(*nd)));
-}
-
-LogicalResult stackOp(Importer &I, const json &) {
-  FailureOr<RankedTensorType> rt = I.resultType();
-  if (failed(rt))
-    return failure();
-  SymShape outShape = I.lastResultShape;
-  FailureOr<SmallVector<Value>> xs = I.tensorListArg("tensors");
-  if (failed(xs))
-    return failure();
-  if (xs->empty())
-    return I.fail("stack of no tensors");
-  FailureOr<int64_t> nd = I.dimArg("dim", rt->getRank(), 0);
-  if (failed(nd))
-    return failure();
-  SmallVector<Value> ins;
-  for (Value x : *xs) {
-    Value c = I.convert(x, rt->getElementType());
-    if (!c)
-      return failure();
-    SmallVector<int64_t> s(typeOf(c).getShape());
-    s.insert(s.begin() + *nd, 1);
-    Value u =
-        I.emit<UnsqueezeOp>(RankedTensorType::get(s, rt->getElementType()), c,
-                            I.b.getI64IntegerAttr(*nd));
-    if (!u)
-      return failure();
-    ins.push_back(u);
-  }
-  I.lastResultShape = outShape;
   return I.setResult(I.emit<CatOp>(*rt, ins, I.b.getI64IntegerAttr(*nd)));
 }
 
@@ -378,9 +348,7 @@ LogicalResult getitemOp(Importer &I, const json &) {
   FailureOr<RankedTensorType> rt = I.resultType();
   if (succeeded(rt))
     I.symShapes[v] = I.lastResultShape;
-  I.diagText.clear();
-  I.nodeValues[I.nodeName] = {v};
-  return success();
+  return I.setAlias(v);
 }
 
 LogicalResult toCopyOp(Importer &I, const json &) {
@@ -390,10 +358,8 @@ LogicalResult toCopyOp(Importer &I, const json &) {
   FailureOr<Value> x = I.tensorArg("self");
   if (failed(x))
     return failure();
-  if (typeOf(*x).getElementType() == rt->getElementType()) {
-    I.nodeValues[I.nodeName] = {*x};
-    return success();
-  }
+  if (typeOf(*x).getElementType() == rt->getElementType())
+    return I.setAlias(*x);
   return I.setResult(I.emit<ConvertOp>(*rt, *x));
 }
 
@@ -454,7 +420,7 @@ void registerShapeHandlers(HandlerTable &t) {
   t["aten.squeeze.dim"] = squeezeOp;
   t["aten.squeeze.default"] = squeezeOp;
   t["aten.cat.default"] = catOp;
-  t["aten.stack.default"] = stackOp;
+  t["aten.stack.default"] = catOp;
   t["aten.split.Tensor"] = splitOp;
   t["aten.split_with_sizes.default"] = splitOp;
   t["aten.unbind.int"] = splitOp;
