@@ -242,6 +242,14 @@ QDotFn qdotAvx512Vnni(const PackedQBlockLayout &l, bool perToken);
 /// VNNI ones; they pass calls of fewer than kQAmxMinRows rows to the latter.
 QDotFn qdotAmx(const PackedQBlockLayout &l, bool perToken);
 bool qdotAmxReads(const PackedQBlockLayout &l);
+/// Whether the AMX kernel of `l` adds offset terms (QDotAct::xo).
+bool qdotAmxOffsets(const PackedQBlockLayout &l);
+/// The f32 scales d sc_j and offsets -dmin m_j of the 8 blocks j of one
+/// Q4_K or Q5_K super-block record `rec` (PackedQBlockLayout) for its row
+/// group's 16 rows, dw[j][r] and ow[j][r]: the AVX-512 VNNI kernels'
+/// floats (qdot_avx512vnni.cpp), which the AMX kernels read too.
+void qdotSuperParamsK4(const uint8_t *rec, float (*dw)[kQRows],
+                       float (*ow)[kQRows]);
 #endif
 
 /// Rows from which the AMX kernels multiply on tiles (fewer: decode, whose

@@ -9,12 +9,14 @@
 // The weight tiles are already in the order the instruction wants: a chunk
 // of a PackedQBlockLayout tile (16 rows x 4 consecutive values, one row per
 // 32-bit lane) is one 64-byte row of TDPBSSD's second operand. 8-bit
-// symmetric tiles are read in place; 4-bit ones are split into their low and
-// high nibbles (values 4c.. and 16 + 4c..) once per row group and chunk of
-// blocks, into a buffer on the stack, and their bias (8, symmetric) taken
-// off, so that both operands are signed and the sums need no correction:
+// symmetric tiles are read in place; 4- and 5-bit ones are split into their
+// low and high nibbles (values 4c.. and 16 + 4c..), with the fifth bit from
+// the tile's plane (Q5_0, Q5_1, Q5_K), once per row group and chunk of
+// blocks, into a buffer on the stack, and their bias taken off (8 for
+// symmetric int4, 16 for Q5_0), so that both operands are signed and the
+// sums need no correction:
 //
-//   S[m][n] = sum_k w[n][k] q[m][k]       (w = u - 8 symmetric, u otherwise)
+//   S[m][n] = sum_k w[n][k] q[m][k]       (w = u - bias)
 //
 // and, per block, the integer the other x86 kernels form (qdot.h),
 //
@@ -23,16 +25,21 @@
 // computed in f32 exactly (|S| and |zp W| stay below 2^24 within a block),
 // then accumulated with the same f32 operations in the same order:
 //
-//   per block: acc += (dw[g] dx[m][b]) s   (+ o[g] (dx xsum))
-//   per token: acc += dw[g] s              (+ o[g] (xsum - 32 zp)),
+//   per block: acc += (dw dx[m][b]) s      (+ o (dx xsum))
+//   per token: acc += dw s                 (+ o (xsum - 32 zp)),
 //              y = sx acc + bias
 //
-// so that a row gives the same bits here as through the AVX-512 VNNI
-// kernels, alone or with others (decode and prefill agree).
+// with dw, o the block's scale and offset: the group's (affine), the
+// block's f16 d and m (Q5_0, Q5_1), or d sc_j and -dmin m_j of a Q4_K/Q5_K
+// super-block, decoded by the AVX-512 VNNI kernels' own function
+// (qdotSuperParamsK4). So a row gives the same bits here as through the
+// AVX-512 VNNI kernels, alone or with others (decode and prefill agree).
 //
-// Layouts other than the affine 4-bit and symmetric 8-bit ones, and fewer
-// than kQAmxMinRows rows (decode: the weight stream, not the products, is
-// the cost), take the AVX-512 VNNI kernels.
+// Q6_K (two scales per block, a K = 16 tile each) and the 8-bit asymmetric
+// layout, and calls of fewer than kQAmxMinRows rows (decode: the weight
+// stream, not the products, is the cost), take the AVX-512 VNNI kernels;
+// the ggml blocks against per-token activations the generic kernel, as on
+// every path.
 //
 //===----------------------------------------------------------------------===//
 #include "qdot.h"
@@ -108,9 +115,27 @@ void releaseTiles() { __asm__ volatile("tilerelease" ::: "memory"); }
 constexpr int64_t kChunkBlocks = 64;
 constexpr size_t kWeightTileBytes = size_t(kQBlock) * size_t(kQRows);
 
-template <unsigned Bits, bool Sym, bool PerToken, bool F16> struct Kernel {
-  static_assert(Bits == 4 || (Bits == 8 && Sym), "8-bit symmetric only");
+/// S: the weight's scheme (Affine, or a ggml block kept as a GGUF stores
+/// it: Q5_0, Q5_1, Q4_K, Q5_K; per-block activations only); Bits: its
+/// values' (4, 5 or 8); Sym: affine weights without offsets.
+template <QScheme S, unsigned Bits, bool Sym, bool PerToken, bool F16>
+struct Kernel {
+  static_assert(Bits != 8 || Sym, "8-bit symmetric only");
+  static_assert(S == QScheme::Affine || !PerToken,
+                "ggml blocks take per-block activations");
   static constexpr size_t kParamBytes = F16 ? 2 : 4;
+  /// What the stored values lose to become signed: symmetric int4 (8) and
+  /// Q5_0 (16).
+  static constexpr int kBias = S == QScheme::Q5_0                         ? 16
+                               : S == QScheme::Affine && Sym && Bits == 4 ? 8
+                                                                          : 0;
+  /// Offsets: asymmetric affine, Q5_1, Q4_K, Q5_K.
+  static constexpr bool kOffset =
+      S == QScheme::Affine ? !Sym : S != QScheme::Q5_0;
+  /// Scales and offsets per super-block of 8 blocks (Q4_K, Q5_K).
+  static constexpr bool kSuper = S == QScheme::Q4_K || S == QScheme::Q5_K;
+  /// Stored values the unpacking writes out (all but 8-bit ones).
+  static constexpr bool kUnpack = Bits != 8;
 
   static __m512 params(const uint8_t *p) {
     if constexpr (F16)
@@ -121,25 +146,52 @@ template <unsigned Bits, bool Sym, bool PerToken, bool F16> struct Kernel {
   }
   static __mmask16 laneMask(int valid) { return __mmask16((1u << valid) - 1); }
 
-  /// Unpacks blocks [b0, b1) of row group rg into buf (4-bit: int8 values
-  /// less the bias, in TDPBSSD's order) and, per token, stores each block's
-  /// W (f32, exact) in sums[b - b0].
+  /// The scales and offsets of a chunk's blocks, per super-block formats:
+  /// dw[b - c0][row], ow[b - c0][row].
+  struct SuperParams {
+    alignas(64) float dw[kSuper ? kChunkBlocks : 1][kQRows];
+    alignas(64) float ow[kSuper ? kChunkBlocks : 1][kQRows];
+  };
+
+  /// Unpacks blocks [b0, b1) of row group rg into buf (4- and 5-bit: int8
+  /// values less the bias, in TDPBSSD's order), per token stores each
+  /// block's W (f32, exact) in sums[b - b0], and per super-block decodes
+  /// the blocks' parameters into sp.
   static void unpack(const QDotWeight &w, int64_t rg, int64_t b0, int64_t b1,
-                     int8_t *buf, __m512 *sums) {
+                     int8_t *buf, __m512 *sums, SuperParams &sp) {
     const __m512i ones = _mm512_set1_epi8(1);
     const __m512i low = _mm512_set1_epi8(0x0f);
-    const __m512i bias = _mm512_set1_epi8(Sym ? 8 : 0);
+    const __m512i bias = _mm512_set1_epi8(char(kBias));
+    [[maybe_unused]] const __m512i bit4 = _mm512_set1_epi8(0x10);
     for (int64_t b = b0; b < b1; ++b) {
       const uint8_t *t = w.tile(rg, b);
+      if constexpr (kSuper)
+        if (b % 8 == 0)
+          qdotSuperParamsK4(w.scales + (size_t(rg) * size_t(w.l.scaleGroups) +
+                                        size_t(b / 8)) *
+                                           w.l.paramBytes,
+                            sp.dw + (b - b0), sp.ow + (b - b0));
       __m512i W = _mm512_setzero_si512();
-      if constexpr (Bits == 4) {
+      if constexpr (kUnpack) {
         int8_t *d = buf + size_t(b - b0) * kWeightTileBytes;
+        // The 5-bit formats' plane (packing.h): bit c of each byte is
+        // value 4c + j's fifth bit, bit 4 + c value 16 + 4c + j's.
+        [[maybe_unused]] __m512i plane;
+        if constexpr (Bits == 5)
+          plane = _mm512_loadu_si512(t + kWeightTileBytes / 2);
 #pragma GCC unroll 4
         for (int c = 0; c < 4; ++c) {
           const __m512i v = _mm512_loadu_si512(t + c * 64);
-          const __m512i lo = _mm512_sub_epi8(_mm512_and_si512(v, low), bias);
-          const __m512i hi = _mm512_sub_epi8(
-              _mm512_and_si512(_mm512_srli_epi16(v, 4), low), bias);
+          __m512i lo = _mm512_and_si512(v, low);
+          __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+          if constexpr (Bits == 5) {
+            lo = _mm512_or_si512(
+                lo, _mm512_and_si512(_mm512_slli_epi16(plane, 4 - c), bit4));
+            hi = _mm512_or_si512(
+                hi, _mm512_and_si512(_mm512_srli_epi16(plane, c), bit4));
+          }
+          lo = _mm512_sub_epi8(lo, bias);
+          hi = _mm512_sub_epi8(hi, bias);
           _mm512_store_si512(d + c * 64, lo);
           _mm512_store_si512(d + (4 + c) * 64, hi);
           if constexpr (PerToken)
@@ -166,19 +218,14 @@ template <unsigned Bits, bool Sym, bool PerToken, bool F16> struct Kernel {
     /// tile's blocks [c0, c0 + kChunkBlocks) worked out here.
     const float *xo[16];
     int64_t c0 = 0;
-    alignas(64) float own[Sym ? 1 : 16][Sym ? 1 : kChunkBlocks];
+    alignas(64) float own[kOffset ? 16 : 1][kOffset ? kChunkBlocks : 1];
   };
 
   /// acc[r] += block b's sums (at `sums`) of the 16 rows, with the weights'
-  /// parameters at `param` (dw; o when asymmetric) and, per token, the
-  /// block's weight sums W.
+  /// scales dw (and offsets ow) and, per token, the block's weight sums W.
   [[gnu::always_inline]] static inline void
   accumulate(__m512 (&acc)[16], const int32_t *sums, const Rows &rows,
-             const QDotWeight &w, size_t param, __m512 W, int64_t b) {
-    const __m512 dw = params(w.scales + param);
-    __m512 ow = _mm512_setzero_ps();
-    if constexpr (!Sym)
-      ow = params(w.offsets + param);
+             __m512 dw, __m512 ow, __m512 W, int64_t b) {
 #pragma GCC unroll 16
     for (int r = 0; r < 16; ++r) {
       __m512 s = _mm512_cvtepi32_ps(_mm512_load_si512(sums + 16 * r));
@@ -189,7 +236,7 @@ template <unsigned Bits, bool Sym, bool PerToken, bool F16> struct Kernel {
         acc[r] = _mm512_fmadd_ps(
             _mm512_mul_ps(dw, _mm512_set1_ps(rows.dx[r][b])), s, acc[r]);
       }
-      if constexpr (!Sym)
+      if constexpr (kOffset)
         acc[r] = _mm512_fmadd_ps(ow, _mm512_set1_ps(rows.xo[r][b - rows.c0]),
                                  acc[r]);
     }
@@ -201,8 +248,9 @@ template <unsigned Bits, bool Sym, bool PerToken, bool F16> struct Kernel {
       return qdotAvx512Vnni(w.l, PerToken)(w, a, M, rg0, rg1, bias, y, ldy);
     const int64_t KB = w.l.kBlocks, N = w.l.n, SG = w.l.scaleGroups;
     const TileConfig full = tileConfig(16), tail = tileConfig(int(M % 16));
-    alignas(64) int8_t buf[Bits == 4 ? kChunkBlocks * kWeightTileBytes : 64];
+    alignas(64) int8_t buf[kUnpack ? kChunkBlocks * kWeightTileBytes : 64];
     alignas(64) __m512 wsum[PerToken ? kChunkBlocks : 1];
+    SuperParams sp;
     // (Zeroed: the rows a tail tile does not store are read, not used.)
     alignas(64) int32_t sumBuf[2][16 * 16] = {};
     loadConfig(full);
@@ -216,8 +264,8 @@ template <unsigned Bits, bool Sym, bool PerToken, bool F16> struct Kernel {
       const size_t paramBase = size_t(rg) * size_t(SG) * kQRows * kParamBytes;
       for (int64_t c0 = 0; c0 < KB; c0 += kChunkBlocks) {
         const int64_t c1 = std::min(KB, c0 + kChunkBlocks);
-        if constexpr (Bits == 4 || PerToken)
-          unpack(w, rg, c0, c1, buf, wsum);
+        if constexpr (kUnpack || PerToken || kSuper)
+          unpack(w, rg, c0, c1, buf, wsum, sp);
         for (int64_t m0 = 0; m0 < M; m0 += 16) {
           const int rows = int(std::min<int64_t>(16, M - m0));
           if ((rows < 16) != tailLoaded) {
@@ -232,7 +280,7 @@ template <unsigned Bits, bool Sym, bool PerToken, bool F16> struct Kernel {
               rp.zp[r] = float(a.zp[m]);
             else
               rp.dx[r] = a.dx + m * KB;
-            if constexpr (!Sym) {
+            if constexpr (kOffset) {
               if (a.xo) {
                 rp.xo[r] = a.xo + m * KB + c0;
                 continue;
@@ -264,13 +312,27 @@ template <unsigned Bits, bool Sym, bool PerToken, bool F16> struct Kernel {
           const int8_t *xq = a.q + m0 * a.stride;
           const int8_t *wb = buf - c0 * int64_t(kWeightTileBytes);
           auto wt = [&](int64_t b) -> const void * {
-            if constexpr (Bits == 4)
+            if constexpr (kUnpack)
               return wb + b * int64_t(kWeightTileBytes);
             else
               return w.tile(rg, b);
           };
-          auto param = [&](int64_t b) {
-            return paramBase + size_t(w.l.scaleGroup(b)) * kQRows * kParamBytes;
+          // Block b's scales and offsets for the 16 rows.
+          auto scales = [&](int64_t b) {
+            if constexpr (kSuper)
+              return _mm512_load_ps(sp.dw[b - c0]);
+            else
+              return params(w.scales + paramBase +
+                            size_t(w.l.scaleGroup(b)) * kQRows * kParamBytes);
+          };
+          auto offsets = [&](int64_t b) {
+            if constexpr (!kOffset)
+              return _mm512_setzero_ps();
+            else if constexpr (kSuper)
+              return _mm512_load_ps(sp.ow[b - c0]);
+            else
+              return params(w.offsets + paramBase +
+                            size_t(w.l.scaleGroup(b)) * kQRows * kParamBytes);
           };
           auto W = [&](int64_t b) {
             if constexpr (PerToken)
@@ -300,21 +362,22 @@ template <unsigned Bits, bool Sym, bool PerToken, bool F16> struct Kernel {
             if (b + 2 < c1)
               ETLLM_AMX_MULTIPLY0(b + 2);
             if (b > c0)
-              accumulate(acc, sumBuf[1], rp, w, param(b - 1), W(b - 1), b - 1);
+              accumulate(acc, sumBuf[1], rp, scales(b - 1), offsets(b - 1),
+                         W(b - 1), b - 1);
             if (b + 1 >= c1)
               break;
             ETLLM_AMX_STORE(1, sumBuf[1], 64);
             if (b + 3 < c1)
               ETLLM_AMX_MULTIPLY1(b + 3);
-            accumulate(acc, sumBuf[0], rp, w, param(b), W(b), b);
+            accumulate(acc, sumBuf[0], rp, scales(b), offsets(b), W(b), b);
           }
 #undef ETLLM_AMX_MULTIPLY0
 #undef ETLLM_AMX_MULTIPLY1
 #undef ETLLM_AMX_MULTIPLY
           {
             const int64_t last = c1 - 1;
-            accumulate(acc, sumBuf[last % 2], rp, w, param(last), W(last),
-                       last);
+            accumulate(acc, sumBuf[last % 2], rp, scales(last), offsets(last),
+                       W(last), last);
           }
 #pragma GCC unroll 16
           for (int r = 0; r < 16; ++r)
@@ -338,8 +401,9 @@ template <unsigned Bits, bool Sym, bool PerToken, bool F16> struct Kernel {
 
 template <unsigned Bits, bool Sym, bool PerToken>
 QDotFn selectScales(const PackedQBlockLayout &l) {
-  return l.scaleType == DType::F16 ? &Kernel<Bits, Sym, PerToken, true>::run
-                                   : &Kernel<Bits, Sym, PerToken, false>::run;
+  using A16 = Kernel<QScheme::Affine, Bits, Sym, PerToken, true>;
+  using A32 = Kernel<QScheme::Affine, Bits, Sym, PerToken, false>;
+  return l.scaleType == DType::F16 ? &A16::run : &A32::run;
 }
 
 template <bool PerToken> QDotFn selectKind(const PackedQBlockLayout &l) {
@@ -349,17 +413,41 @@ template <bool PerToken> QDotFn selectKind(const PackedQBlockLayout &l) {
   return selectScales<8, true, PerToken>(l);
 }
 
+/// The ggml blocks' kernels (per-block activations; f16 parameters).
+QDotFn selectGgml(QScheme s) {
+  switch (s) {
+  case QScheme::Q5_0:
+    return &Kernel<QScheme::Q5_0, 5, true, false, true>::run;
+  case QScheme::Q5_1:
+    return &Kernel<QScheme::Q5_1, 5, false, false, true>::run;
+  case QScheme::Q4_K:
+    return &Kernel<QScheme::Q4_K, 4, false, false, true>::run;
+  case QScheme::Q5_K:
+    return &Kernel<QScheme::Q5_K, 5, false, false, true>::run;
+  default:
+    return nullptr;
+  }
+}
+
 } // namespace
 
 bool qdotAmxReads(const PackedQBlockLayout &l) {
-  return l.scheme == QScheme::Affine &&
-         (l.bits == 4 || (l.bits == 8 && l.symmetric)) &&
+  if (l.scheme != QScheme::Affine)
+    return selectGgml(l.scheme) != nullptr;
+  return (l.bits == 4 || (l.bits == 8 && l.symmetric)) &&
          (l.scaleType == DType::F16 || l.scaleType == DType::F32);
 }
 
+bool qdotAmxOffsets(const PackedQBlockLayout &l) {
+  return l.scheme == QScheme::Affine ? !l.symmetric : l.scheme != QScheme::Q5_0;
+}
+
 QDotFn qdotAmx(const PackedQBlockLayout &l, bool perToken) {
-  if (!qdotAmxReads(l))
+  // (The ggml blocks per token: the generic kernel, as on every path.)
+  if (!qdotAmxReads(l) || (perToken && l.scheme != QScheme::Affine))
     return qdotAvx512Vnni(l, perToken);
+  if (l.scheme != QScheme::Affine)
+    return selectGgml(l.scheme);
   return perToken ? selectKind<true>(l) : selectKind<false>(l);
 }
 

@@ -6,6 +6,7 @@
 #include "qdot.h"
 
 #include <algorithm>
+#include <cstring>
 
 #if ETLLM_CPU_X86
 #include "qdot_target.h"
@@ -29,6 +30,19 @@ namespace {
 
 QDotFn qdotAvx512Vnni(const PackedQBlockLayout &l, bool perToken) {
   return qdot_avx512vnni::select(l, perToken);
+}
+
+void qdotSuperParamsK4(const uint8_t *rec, float (*dw)[kQRows],
+                       float (*ow)[kQRows]) {
+  // Q4_K's and Q5_K's records decode alike (one 512-bit vector: 16 rows).
+  using K = qdot_avx512vnni::KernelGgml<QScheme::Q4_K>;
+  static_assert(sizeof(K::SuperParams::dw) == 8 * kQRows * sizeof(float) &&
+                    sizeof(K::SuperParams::ow) == 8 * kQRows * sizeof(float),
+                "one vector per block");
+  K::SuperParams p;
+  K::decodeSuper(rec, 0, p);
+  std::memcpy(dw, p.dw, sizeof p.dw);
+  std::memcpy(ow, p.ow, sizeof p.ow);
 }
 } // namespace etllm::rt::cpu
 ETLLM_CPU_TARGET_END

@@ -24,11 +24,13 @@
 #endif
 
 // For the AVX-512 kernel files: GCC 12 reports the deliberately undefined
-// pass-through operand of its AVX-512 conversion intrinsics
-// (_mm512_undefined_ps) as uninitialized.
+// pass-through operand of its AVX-512 intrinsics (_mm512_undefined_ps,
+// _mm512_undefined_epi32) as uninitialized, "maybe" or not depending on
+// where they are inlined.
 #if defined(__GNUC__) && !defined(__clang__)
 #define ETLLM_CPU_AVX512_DIAGNOSTICS                                           \
-  ETLLM_CPU_PRAGMA(GCC diagnostic ignored "-Wmaybe-uninitialized")
+  ETLLM_CPU_PRAGMA(GCC diagnostic ignored "-Wmaybe-uninitialized")             \
+  ETLLM_CPU_PRAGMA(GCC diagnostic ignored "-Wuninitialized")
 #else
 #define ETLLM_CPU_AVX512_DIAGNOSTICS
 #endif

@@ -46,8 +46,7 @@ float loadParam(const uint8_t *p, size_t i, DType t) {
 inline float ggmlValue(const PackedQBlockLayout &l, const QDotWeight &w,
                        const uint8_t *tile, int64_t rg, int64_t b, int r,
                        int i) {
-  const GgmlBlockParams p =
-      ggmlBlockParams(l, w.scales, w.offsets, rg, b, r);
+  const GgmlBlockParams p = ggmlBlockParams(l, w.scales, w.offsets, rg, b, r);
   const float x =
       p.dw[i / 16] * float(int32_t(packedValue(l, tile, r, i)) - p.bias);
   return p.hasOffset ? x + p.offset : x;
@@ -196,8 +195,7 @@ void packChunks(const QDotAct &a, int64_t M, uint8_t *dst, int64_t begin,
     }
     std::memcpy(d + kQPanelQBytes, negXsum, sizeof negXsum);
     std::memcpy(d + kQPanelQBytes + sizeof negXsum, dx, sizeof dx);
-    std::memcpy(d + kQPanelQBytes + sizeof negXsum + sizeof dx, xo,
-                sizeof xo);
+    std::memcpy(d + kQPanelQBytes + sizeof negXsum + sizeof dx, xo, sizeof xo);
     std::memcpy(d + kQPanelQBytes + sizeof negXsum + sizeof dx + sizeof xo,
                 negXsumLo, sizeof negXsumLo);
   }
@@ -323,7 +321,7 @@ void qdotF32Generic(const QDotWeight &w, const QDotF32Act &a, int64_t M,
 bool qdotNeedsOffsetTerms(Isa isa, const PackedQBlockLayout &l, int64_t M) {
 #if ETLLM_CPU_X86
   return isa == Isa::Amx && M >= kQAmxMinRows && qdotAmxReads(l) &&
-         !l.symmetric;
+         qdotAmxOffsets(l);
 #else
   (void)isa;
   (void)l;
@@ -752,13 +750,12 @@ Status qlinearQAct(ExecContext *ctx, Isa isa, const Tensor &x, int64_t M,
   bool halves = false;       // a Q6_K part whose kernel reads xsumLo
   bool offsetTerms = false;  // a part whose kernel reads xo
   for (size_t i = 0; i < n; ++i) {
-    offsetTerms =
-        offsetTerms || qdotNeedsOffsetTerms(isa, parts[i].w->l, M);
+    offsetTerms = offsetTerms || qdotNeedsOffsetTerms(isa, parts[i].w->l, M);
     fns[i] = qdotKernel(isa, parts[i].w->l, act.perToken());
-    panelReaders = panelReaders ||
-                   qdotReadsPanels(isa, parts[i].w->l, act.perToken(), M);
-    halves = halves || (fns[i] != &qdotGeneric &&
-                        parts[i].w->l.scheme == QScheme::Q6_K);
+    panelReaders =
+        panelReaders || qdotReadsPanels(isa, parts[i].w->l, act.perToken(), M);
+    halves = halves ||
+             (fns[i] != &qdotGeneric && parts[i].w->l.scheme == QScheme::Q6_K);
   }
   if (halves) {
     if (!scratch || sl.lo == 0)

@@ -143,12 +143,10 @@ std::vector<double> dequantAct(const Tensor &qa) {
       float s;
       int32_t zp = 0;
       if (l.perBlock) {
-        std::memcpy(&s,
-                    base + l.scalesOff +
-                        size_t(m * l.blocks + k / kQActBlock) * 4,
-                    4);
-        xh[size_t(m * K + k)] =
-            double(s) * int8_t(base[m * l.rowStride + k]);
+        std::memcpy(
+            &s, base + l.scalesOff + size_t(m * l.blocks + k / kQActBlock) * 4,
+            4);
+        xh[size_t(m * K + k)] = double(s) * int8_t(base[m * l.rowStride + k]);
       } else {
         std::memcpy(&s, base + l.scalesOff + size_t(m) * 4, 4);
         std::memcpy(&zp, base + l.zpOff + size_t(m) * 4, 4);
@@ -196,10 +194,9 @@ void compare(const Config &cfg, Tensor &x, const std::vector<double> &xh,
     std::vector<double> term(static_cast<size_t>(K));
     for (int64_t k = 0; k < K; ++k) {
       const GgmlBlockParams p = w.params(n, k);
-      term[size_t(k)] =
-          std::fabs(double(p.dw[(k % kQBlock) / 16]) *
-                    (int32_t(w.stored(n, k)) - p.bias)) +
-          (p.hasOffset ? std::fabs(double(p.offset)) : 0.0);
+      term[size_t(k)] = std::fabs(double(p.dw[(k % kQBlock) / 16]) *
+                                  (int32_t(w.stored(n, k)) - p.bias)) +
+                        (p.hasOffset ? std::fabs(double(p.offset)) : 0.0);
     }
     for (int64_t m = 0; m < M; ++m) {
       double s = withBias ? std::fabs(bv[size_t(n)]) : 0.0;
@@ -247,8 +244,7 @@ TEST(GgmlPacking, LosslessAndGgufSized) {
           }
         }
       if (n % kQRows == 0) { // no padding rows: the GGUF's bytes, sections
-        EXPECT_LE(w.l.totalBytes,
-                  w.dense->capacity + 2 * kQuantSectionAlign)
+        EXPECT_LE(w.l.totalBytes, w.dense->capacity + 2 * kQuantSectionAlign)
             << qschemeName(s);
       }
     }
@@ -259,10 +255,11 @@ class GgmlQLinearTest : public ConfigTest {};
 TEST_P(GgmlQLinearTest, BlockActivationsMatchPortable) {
   unsigned seed = 2000;
   // M = 1..4: decode's row tiles; 5, 8, 13: prefill's panels (tiles of 4,
-  // and 1..3 left over); N: partial vectors and row groups.
+  // and 1..3 left over); 16, 35: the AMX path's tiles of 16 rows (and a
+  // tail of 3); N: partial vectors and row groups.
   for (QScheme s : kSchemes)
     for (int64_t K : ks(s))
-      for (int64_t M : {1, 2, 3, 4, 5, 8, 13})
+      for (int64_t M : {1, 2, 3, 4, 5, 8, 13, 16, 35})
         for (int64_t N : {1, 13, 16, 33}) {
           std::mt19937 gen(seed++);
           const bool bias = seed % 2;
@@ -308,52 +305,53 @@ TEST_P(GgmlQLinearTest, ExtremeValuesDoNotOverflow) {
     GgmlWeight w = makeWeight(s, N, K, gen, /*extreme=*/true);
     std::vector<float> xv(size_t(M * K));
     for (size_t i = 0; i < xv.size(); ++i)
-      xv[i] = (i / size_t(K)) % 3 == 0 ? 1.0f
+      xv[i] = (i / size_t(K)) % 3 == 0   ? 1.0f
               : (i / size_t(K)) % 3 == 1 ? -1.0f
                                          : (i % 2 ? 1.0f : -1.0f);
     for (int64_t M1 : {int64_t(1), M}) {
       OwnedTensor qa = quantize(
           std::vector<float>(xv.begin(), xv.begin() + M1 * K), M1, K, true);
       compare(GetParam(), *qa, dequantAct(*qa), w, false, gen,
-              name(s, M1, N, K, false) + " extreme",
-              double(K - 1) * 0x1p-24);
+              name(s, M1, N, K, false) + " extreme", double(K - 1) * 0x1p-24);
     }
   }
   reportWorst("ExtremeValuesDoNotOverflow");
 }
 
-// Prefill's panels and decode's row tiles compute the same integer sums and
-// f32 steps: each row of a 13-row call equals that row run alone, bit for
-// bit.
+// Prefill's panels (and the AMX path's tiles) and decode's row tiles
+// compute the same integer sums and f32 steps: each row of a 13-, 17- or
+// 35-row call equals that row run alone, bit for bit.
 TEST_P(GgmlQLinearTest, PanelsGiveTheSameBitsAsSingleRows) {
   std::mt19937 gen(5000);
-  for (QScheme s : kSchemes) {
-    const int64_t K = ks(s).back(), N = 37, M = 13;
-    GgmlWeight w = makeWeight(s, N, K, gen);
-    std::vector<float> xv = randomFloats(size_t(M * K), gen, -3, 3);
-    OwnedTensor bias = f32Tensor({N}, randomFloats(size_t(N), gen));
-    Context ctx(GetParam().threads);
-    auto run = [&](Tensor &x, int64_t rows) {
-      OwnedTensor y = f32Output(size_t(rows * N));
-      std::vector<Tensor *> ins = {&x, w.packed, bias}, outs = {y};
-      std::vector<int64_t> ints;
-      std::vector<double> floats;
-      EXPECT_OK(qlinearPacked(makeArgs(ins, outs, ints, floats, ctx.get()),
-                              GetParam().isa));
-      return floatsOf(*y);
-    };
-    OwnedTensor qa = quantize(xv, M, K, true);
-    const std::vector<float> all = run(*qa, M);
-    for (int64_t m = 0; m < M; ++m) {
-      OwnedTensor qr = quantize(
-          std::vector<float>(xv.begin() + m * K, xv.begin() + (m + 1) * K), 1,
-          K, true);
-      const std::vector<float> one = run(*qr, 1);
-      for (int64_t n = 0; n < N; ++n)
-        ASSERT_TRUE(sameFloat(all[size_t(m * N + n)], one[size_t(n)]))
-            << qschemeName(s) << " row " << m << " column " << n;
+  for (QScheme s : kSchemes)
+    for (int64_t M : {13, 17, 35}) {
+      const int64_t K = ks(s).back(), N = 37;
+      GgmlWeight w = makeWeight(s, N, K, gen);
+      std::vector<float> xv = randomFloats(size_t(M * K), gen, -3, 3);
+      OwnedTensor bias = f32Tensor({N}, randomFloats(size_t(N), gen));
+      Context ctx(GetParam().threads);
+      auto run = [&](Tensor &x, int64_t rows) {
+        OwnedTensor y = f32Output(size_t(rows * N));
+        std::vector<Tensor *> ins = {&x, w.packed, bias}, outs = {y};
+        std::vector<int64_t> ints;
+        std::vector<double> floats;
+        EXPECT_OK(qlinearPacked(makeArgs(ins, outs, ints, floats, ctx.get()),
+                                GetParam().isa));
+        return floatsOf(*y);
+      };
+      OwnedTensor qa = quantize(xv, M, K, true);
+      const std::vector<float> all = run(*qa, M);
+      for (int64_t m = 0; m < M; ++m) {
+        OwnedTensor qr = quantize(
+            std::vector<float>(xv.begin() + m * K, xv.begin() + (m + 1) * K), 1,
+            K, true);
+        const std::vector<float> one = run(*qr, 1);
+        for (int64_t n = 0; n < N; ++n)
+          ASSERT_TRUE(sameFloat(all[size_t(m * N + n)], one[size_t(n)]))
+              << qschemeName(s) << " M=" << M << " row " << m << " column "
+              << n;
+      }
     }
-  }
 }
 
 // qembedding rows of a packed ggml table are portable's, bit for bit.
@@ -376,9 +374,8 @@ TEST_P(GgmlQLinearTest, EmbeddingRowsArePortables) {
     ASSERT_OK(qembeddingRun(makeArgs(ins, outs, ints, floats, ctx.get()), *qw));
     const std::vector<float> a = floatsOf(*got), b = floatsOf(*ref);
     for (size_t i = 0; i < a.size(); ++i)
-      ASSERT_TRUE(sameFloat(a[i], b[i]))
-          << qschemeName(s) << " element " << i << ": " << a[i] << " vs "
-          << b[i];
+      ASSERT_TRUE(sameFloat(a[i], b[i])) << qschemeName(s) << " element " << i
+                                         << ": " << a[i] << " vs " << b[i];
   }
 }
 
