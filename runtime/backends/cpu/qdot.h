@@ -250,6 +250,9 @@ bool qdotAmxOffsets(const PackedQBlockLayout &l);
 /// floats (qdot_avx512vnni.cpp), which the AMX kernels read too.
 void qdotSuperParamsK4(const uint8_t *rec, float (*dw)[kQRows],
                        float (*ow)[kQRows]);
+/// The f32 scales d sc of the two halves (values 0..15, 16..31) of the 8
+/// blocks j of one Q6_K super-block record: dw[2 j + half][r], likewise.
+void qdotSuperParamsQ6K(const uint8_t *rec, float (*dw)[kQRows]);
 #endif
 
 /// Rows from which the AMX kernels multiply on tiles (fewer: decode, whose

@@ -9,12 +9,12 @@
 // The weight tiles are already in the order the instruction wants: a chunk
 // of a PackedQBlockLayout tile (16 rows x 4 consecutive values, one row per
 // 32-bit lane) is one 64-byte row of TDPBSSD's second operand. 8-bit
-// symmetric tiles are read in place; 4- and 5-bit ones are split into their
-// low and high nibbles (values 4c.. and 16 + 4c..), with the fifth bit from
-// the tile's plane (Q5_0, Q5_1, Q5_K), once per row group and chunk of
-// blocks, into a buffer on the stack, and their bias taken off (8 for
-// symmetric int4, 16 for Q5_0), so that both operands are signed and the
-// sums need no correction:
+// symmetric tiles are read in place; 4-, 5- and 6-bit ones are split into
+// their low and high nibbles (values 4c.. and 16 + 4c..), with the high
+// bits from the tile's planes (Q5_0, Q5_1, Q5_K, Q6_K), once per row group
+// and chunk of blocks, into a buffer on the stack, and their bias taken off
+// (8 for symmetric int4, 16 for Q5_0, 32 for Q6_K), so that both operands
+// are signed and the sums need no correction:
 //
 //   S[m][n] = sum_k w[n][k] q[m][k]       (w = u - bias)
 //
@@ -31,15 +31,17 @@
 //
 // with dw, o the block's scale and offset: the group's (affine), the
 // block's f16 d and m (Q5_0, Q5_1), or d sc_j and -dmin m_j of a Q4_K/Q5_K
-// super-block, decoded by the AVX-512 VNNI kernels' own function
-// (qdotSuperParamsK4). So a row gives the same bits here as through the
+// super-block (d sc of a Q6_K half), decoded by the AVX-512 VNNI kernels'
+// own functions (qdotSuperParamsK4, qdotSuperParamsQ6K). So a row gives the same bits here as through the
 // AVX-512 VNNI kernels, alone or with others (decode and prefill agree).
 //
-// Q6_K (two scales per block, a K = 16 tile each) and the 8-bit asymmetric
-// layout, and calls of fewer than kQAmxMinRows rows (decode: the weight
-// stream, not the products, is the cost), take the AVX-512 VNNI kernels;
-// the ggml blocks against per-token activations the generic kernel, as on
-// every path.
+// Q6_K's halves (values 0..15 and 16..31) have scales of their own: each
+// half is a weight tile of its own, the other half's rows zero, and its
+// sums leave the tiles apart (twice the tile work of a block, the same
+// bits). The 8-bit asymmetric layout, and calls of fewer than kQAmxMinRows
+// rows (decode: the weight stream, not the products, is the cost), take
+// the AVX-512 VNNI kernels; the ggml blocks against per-token activations
+// the generic kernel, as on every path.
 //
 //===----------------------------------------------------------------------===//
 #include "qdot.h"
@@ -126,16 +128,24 @@ struct Kernel {
   static constexpr size_t kParamBytes = F16 ? 2 : 4;
   /// What the stored values lose to become signed: symmetric int4 (8) and
   /// Q5_0 (16).
-  static constexpr int kBias = S == QScheme::Q5_0                         ? 16
+  static constexpr int kBias = S == QScheme::Q6_K                         ? 32
+                               : S == QScheme::Q5_0                       ? 16
                                : S == QScheme::Affine && Sym && Bits == 4 ? 8
                                                                           : 0;
   /// Offsets: asymmetric affine, Q5_1, Q4_K, Q5_K.
   static constexpr bool kOffset =
-      S == QScheme::Affine ? !Sym : S != QScheme::Q5_0;
-  /// Scales and offsets per super-block of 8 blocks (Q4_K, Q5_K).
-  static constexpr bool kSuper = S == QScheme::Q4_K || S == QScheme::Q5_K;
+      S == QScheme::Affine ? !Sym : S != QScheme::Q5_0 && S != QScheme::Q6_K;
+  /// Scales (and offsets) per super-block of 8 blocks (Q4_K, Q5_K, Q6_K).
+  static constexpr bool kSuper =
+      S == QScheme::Q4_K || S == QScheme::Q5_K || S == QScheme::Q6_K;
   /// Stored values the unpacking writes out (all but 8-bit ones).
   static constexpr bool kUnpack = Bits != 8;
+  /// Products per block: Q6_K's halves (values 0..15 and 16..31) have
+  /// scales of their own, so each half is a weight tile of its own (the
+  /// other half's rows zero) and its sums leave the tiles apart.
+  static constexpr int kUnits = S == QScheme::Q6_K ? 2 : 1;
+  /// Blocks per chunk: kChunkBlocks weight tiles in the buffer.
+  static constexpr int64_t kChunk = kChunkBlocks / kUnits;
 
   static __m512 params(const uint8_t *p) {
     if constexpr (F16)
@@ -146,11 +156,11 @@ struct Kernel {
   }
   static __mmask16 laneMask(int valid) { return __mmask16((1u << valid) - 1); }
 
-  /// The scales and offsets of a chunk's blocks, per super-block formats:
-  /// dw[b - c0][row], ow[b - c0][row].
+  /// The scales and offsets of a chunk's weight tiles (blocks, or Q6_K's
+  /// halves), per super-block formats: dw[unit][row], ow[unit][row].
   struct SuperParams {
     alignas(64) float dw[kSuper ? kChunkBlocks : 1][kQRows];
-    alignas(64) float ow[kSuper ? kChunkBlocks : 1][kQRows];
+    alignas(64) float ow[kSuper && kOffset ? kChunkBlocks : 1][kQRows];
   };
 
   /// Unpacks blocks [b0, b1) of row group rg into buf (4- and 5-bit: int8
@@ -166,13 +176,48 @@ struct Kernel {
     for (int64_t b = b0; b < b1; ++b) {
       const uint8_t *t = w.tile(rg, b);
       if constexpr (kSuper)
-        if (b % 8 == 0)
-          qdotSuperParamsK4(w.scales + (size_t(rg) * size_t(w.l.scaleGroups) +
-                                        size_t(b / 8)) *
-                                           w.l.paramBytes,
-                            sp.dw + (b - b0), sp.ow + (b - b0));
+        if (b % 8 == 0) {
+          const uint8_t *rec =
+              w.scales +
+              (size_t(rg) * size_t(w.l.scaleGroups) + size_t(b / 8)) *
+                  w.l.paramBytes;
+          if constexpr (S == QScheme::Q6_K)
+            qdotSuperParamsQ6K(rec, sp.dw + 2 * (b - b0));
+          else
+            qdotSuperParamsK4(rec, sp.dw + (b - b0), sp.ow + (b - b0));
+        }
       __m512i W = _mm512_setzero_si512();
-      if constexpr (kUnpack) {
+      if constexpr (S == QScheme::Q6_K) {
+        // The tile of values 0..15 (chunks' low nibbles, rows 0-3) and that
+        // of values 16..31 (rows 4-7), the top two bits from the planes
+        // (bits 2c, 2c + 1 of each byte: to bits 4, 5).
+        int8_t *d = buf + size_t(2 * (b - b0)) * kWeightTileBytes;
+        const __m512i pl0 = _mm512_loadu_si512(t + kWeightTileBytes / 2);
+        const __m512i pl1 = _mm512_loadu_si512(t + kWeightTileBytes / 2 + 64);
+        const __m512i b45 = _mm512_set1_epi8(0x30);
+        auto top = [&](__m512i p, int c) {
+          const __m512i v = c == 0   ? _mm512_slli_epi16(p, 4)
+                            : c == 1 ? _mm512_slli_epi16(p, 2)
+                            : c == 2 ? p
+                                     : _mm512_srli_epi16(p, 2);
+          return _mm512_and_si512(v, b45);
+        };
+        const __m512i zero = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c) {
+          const __m512i v = _mm512_loadu_si512(t + c * 64);
+          const __m512i lo = _mm512_sub_epi8(
+              _mm512_or_si512(_mm512_and_si512(v, low), top(pl0, c)), bias);
+          const __m512i hi = _mm512_sub_epi8(
+              _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), low),
+                              top(pl1, c)),
+              bias);
+          _mm512_store_si512(d + c * 64, lo);
+          _mm512_store_si512(d + (4 + c) * 64, zero);
+          _mm512_store_si512(d + kWeightTileBytes + c * 64, zero);
+          _mm512_store_si512(d + kWeightTileBytes + (4 + c) * 64, hi);
+        }
+      } else if constexpr (kUnpack) {
         int8_t *d = buf + size_t(b - b0) * kWeightTileBytes;
         // The 5-bit formats' plane (packing.h): bit c of each byte is
         // value 4c + j's fifth bit, bit 4 + c value 16 + 4c + j's.
@@ -262,8 +307,8 @@ struct Kernel {
       const int valid = int(std::min<int64_t>(kQRows, N - n0));
       const __mmask16 vm = laneMask(valid);
       const size_t paramBase = size_t(rg) * size_t(SG) * kQRows * kParamBytes;
-      for (int64_t c0 = 0; c0 < KB; c0 += kChunkBlocks) {
-        const int64_t c1 = std::min(KB, c0 + kChunkBlocks);
+      for (int64_t c0 = 0; c0 < KB; c0 += kChunk) {
+        const int64_t c1 = std::min(KB, c0 + kChunk);
         if constexpr (kUnpack || PerToken || kSuper)
           unpack(w, rg, c0, c1, buf, wsum, sp);
         for (int64_t m0 = 0; m0 < M; m0 += 16) {
@@ -310,75 +355,75 @@ struct Kernel {
                          ? _mm512_setzero_ps()
                          : _mm512_maskz_loadu_ps(vm, y + (m0 + r) * ldy + n0);
           const int8_t *xq = a.q + m0 * a.stride;
-          const int8_t *wb = buf - c0 * int64_t(kWeightTileBytes);
-          auto wt = [&](int64_t b) -> const void * {
+          // The chunk's weight tiles ("units": its blocks, or Q6_K's
+          // halves), u0 <= u < u1; unit u belongs to block u / kUnits.
+          const int64_t u0 = c0 * kUnits, u1 = c1 * kUnits;
+          auto wt = [&](int64_t u) -> const void * {
             if constexpr (kUnpack)
-              return wb + b * int64_t(kWeightTileBytes);
+              return buf + (u - u0) * int64_t(kWeightTileBytes);
             else
-              return w.tile(rg, b);
+              return w.tile(rg, u);
           };
-          // Block b's scales and offsets for the 16 rows.
-          auto scales = [&](int64_t b) {
+          // Unit u's scales and offsets for the 16 rows.
+          auto scales = [&](int64_t u) {
             if constexpr (kSuper)
-              return _mm512_load_ps(sp.dw[b - c0]);
+              return _mm512_load_ps(sp.dw[u - u0]);
             else
               return params(w.scales + paramBase +
-                            size_t(w.l.scaleGroup(b)) * kQRows * kParamBytes);
+                            size_t(w.l.scaleGroup(u)) * kQRows * kParamBytes);
           };
-          auto offsets = [&](int64_t b) {
+          auto offsets = [&](int64_t u) {
             if constexpr (!kOffset)
               return _mm512_setzero_ps();
             else if constexpr (kSuper)
-              return _mm512_load_ps(sp.ow[b - c0]);
+              return _mm512_load_ps(sp.ow[u - u0]);
             else
               return params(w.offsets + paramBase +
-                            size_t(w.l.scaleGroup(b)) * kQRows * kParamBytes);
+                            size_t(w.l.scaleGroup(u)) * kQRows * kParamBytes);
           };
-          auto W = [&](int64_t b) {
+          auto W = [&](int64_t u) {
             if constexpr (PerToken)
-              return wsum[b - c0];
+              return wsum[u - u0];
             else
               return _mm512_setzero_ps();
           };
-          // Block b's products go to tile set b % 2, which is stored and
-          // then takes block b + 2; block b's sums are accumulated one
-          // block later (a load of a tile just stored waits for the
-          // stores): the tile unit multiplies blocks b + 1 and b + 2 while
-          // the vector units take block b - 1's sums.
-#define ETLLM_AMX_MULTIPLY(c, x, wt_, b)                                       \
+          auto add = [&](const int32_t *sums, int64_t u) {
+            accumulate(acc, sums, rp, scales(u), offsets(u), W(u), u / kUnits);
+          };
+          // Unit u's products go to tile set u % 2, which is stored and
+          // then takes unit u + 2; unit u's sums are accumulated one unit
+          // later (a load of a tile just stored waits for the stores): the
+          // tile unit multiplies units u + 1 and u + 2 while the vector
+          // units take unit u - 1's sums.
+#define ETLLM_AMX_MULTIPLY(c, x, wt_, u)                                       \
   do {                                                                         \
     ETLLM_AMX_ZERO(c);                                                         \
-    ETLLM_AMX_LOAD(x, xq + (b)*kQBlock, a.stride);                             \
-    ETLLM_AMX_LOAD(wt_, wt(b), 64);                                            \
+    ETLLM_AMX_LOAD(x, xq + ((u) / kUnits) * kQBlock, a.stride);                \
+    ETLLM_AMX_LOAD(wt_, wt(u), 64);                                            \
     ETLLM_AMX_DPBSSD(c, x, wt_);                                               \
   } while (0)
-#define ETLLM_AMX_MULTIPLY0(b) ETLLM_AMX_MULTIPLY(0, 2, 4, b)
-#define ETLLM_AMX_MULTIPLY1(b) ETLLM_AMX_MULTIPLY(1, 3, 5, b)
-          ETLLM_AMX_MULTIPLY0(c0);
-          if (c0 + 1 < c1)
-            ETLLM_AMX_MULTIPLY1(c0 + 1);
-          for (int64_t b = c0; b < c1; b += 2) {
+#define ETLLM_AMX_MULTIPLY0(u) ETLLM_AMX_MULTIPLY(0, 2, 4, u)
+#define ETLLM_AMX_MULTIPLY1(u) ETLLM_AMX_MULTIPLY(1, 3, 5, u)
+          ETLLM_AMX_MULTIPLY0(u0);
+          if (u0 + 1 < u1)
+            ETLLM_AMX_MULTIPLY1(u0 + 1);
+          for (int64_t u = u0; u < u1; u += 2) {
             ETLLM_AMX_STORE(0, sumBuf[0], 64);
-            if (b + 2 < c1)
-              ETLLM_AMX_MULTIPLY0(b + 2);
-            if (b > c0)
-              accumulate(acc, sumBuf[1], rp, scales(b - 1), offsets(b - 1),
-                         W(b - 1), b - 1);
-            if (b + 1 >= c1)
+            if (u + 2 < u1)
+              ETLLM_AMX_MULTIPLY0(u + 2);
+            if (u > u0)
+              add(sumBuf[1], u - 1);
+            if (u + 1 >= u1)
               break;
             ETLLM_AMX_STORE(1, sumBuf[1], 64);
-            if (b + 3 < c1)
-              ETLLM_AMX_MULTIPLY1(b + 3);
-            accumulate(acc, sumBuf[0], rp, scales(b), offsets(b), W(b), b);
+            if (u + 3 < u1)
+              ETLLM_AMX_MULTIPLY1(u + 3);
+            add(sumBuf[0], u);
           }
 #undef ETLLM_AMX_MULTIPLY0
 #undef ETLLM_AMX_MULTIPLY1
 #undef ETLLM_AMX_MULTIPLY
-          {
-            const int64_t last = c1 - 1;
-            accumulate(acc, sumBuf[last % 2], rp, scales(last), offsets(last),
-                       W(last), last);
-          }
+          add(sumBuf[(u1 - 1) % 2], u1 - 1);
 #pragma GCC unroll 16
           for (int r = 0; r < 16; ++r)
             if (r < rows)
@@ -424,6 +469,8 @@ QDotFn selectGgml(QScheme s) {
     return &Kernel<QScheme::Q4_K, 4, false, false, true>::run;
   case QScheme::Q5_K:
     return &Kernel<QScheme::Q5_K, 5, false, false, true>::run;
+  case QScheme::Q6_K:
+    return &Kernel<QScheme::Q6_K, 6, true, false, true>::run;
   default:
     return nullptr;
   }
@@ -439,7 +486,9 @@ bool qdotAmxReads(const PackedQBlockLayout &l) {
 }
 
 bool qdotAmxOffsets(const PackedQBlockLayout &l) {
-  return l.scheme == QScheme::Affine ? !l.symmetric : l.scheme != QScheme::Q5_0;
+  return l.scheme == QScheme::Affine
+             ? !l.symmetric
+             : l.scheme != QScheme::Q5_0 && l.scheme != QScheme::Q6_K;
 }
 
 QDotFn qdotAmx(const PackedQBlockLayout &l, bool perToken) {

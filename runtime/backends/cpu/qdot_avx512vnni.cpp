@@ -44,6 +44,15 @@ void qdotSuperParamsK4(const uint8_t *rec, float (*dw)[kQRows],
   std::memcpy(dw, p.dw, sizeof p.dw);
   std::memcpy(ow, p.ow, sizeof p.ow);
 }
+
+void qdotSuperParamsQ6K(const uint8_t *rec, float (*dw)[kQRows]) {
+  using K = qdot_avx512vnni::KernelGgml<QScheme::Q6_K>;
+  static_assert(sizeof(K::SuperParams::dw) == 16 * kQRows * sizeof(float),
+                "two vectors per block");
+  K::SuperParams p;
+  K::decodeSuper(rec, 0, p);
+  std::memcpy(dw, p.dw, sizeof p.dw);
+}
 } // namespace etllm::rt::cpu
 ETLLM_CPU_TARGET_END
 #endif
