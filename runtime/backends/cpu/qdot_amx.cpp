@@ -118,16 +118,16 @@ constexpr int64_t kChunkBlocks = 64;
 constexpr size_t kWeightTileBytes = size_t(kQBlock) * size_t(kQRows);
 
 /// S: the weight's scheme (Affine, or a ggml block kept as a GGUF stores
-/// it: Q5_0, Q5_1, Q4_K, Q5_K; per-block activations only); Bits: its
-/// values' (4, 5 or 8); Sym: affine weights without offsets.
+/// it: Q5_0, Q5_1, Q4_K, Q5_K, Q6_K; per-block activations only); Bits: its
+/// values' (4, 5, 6 or 8); Sym: no offsets.
 template <QScheme S, unsigned Bits, bool Sym, bool PerToken, bool F16>
 struct Kernel {
   static_assert(Bits != 8 || Sym, "8-bit symmetric only");
   static_assert(S == QScheme::Affine || !PerToken,
                 "ggml blocks take per-block activations");
   static constexpr size_t kParamBytes = F16 ? 2 : 4;
-  /// What the stored values lose to become signed: symmetric int4 (8) and
-  /// Q5_0 (16).
+  /// What the stored values lose to become signed: symmetric int4 (8),
+  /// Q5_0 (16) and Q6_K (32).
   static constexpr int kBias = S == QScheme::Q6_K                         ? 32
                                : S == QScheme::Q5_0                       ? 16
                                : S == QScheme::Affine && Sym && Bits == 4 ? 8
