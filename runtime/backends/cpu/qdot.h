@@ -68,7 +68,7 @@ struct QDotAct {
   const uint8_t *panel = nullptr;
   /// [M][kBlocks]: what an asymmetric weight's offsets multiply (xo above:
   /// xsum - 32 zp per token, dx xsum per block), worked out once per call
-  /// for the AMX kernels (qdotNeedsOffsetTerms); null otherwise (they work
+  /// for the AMX kernels (qdotAmxTiles); null otherwise (they work
   /// it out per tile).
   const float *xo = nullptr;
   bool perToken() const { return dx == nullptr; }
@@ -238,10 +238,11 @@ QDotFn qdotAvxVnni(const PackedQBlockLayout &l, bool perToken);
 QDotFn qdotAvxVnniEvex(const PackedQBlockLayout &l, bool perToken);
 QDotFn qdotAvx512(const PackedQBlockLayout &l, bool perToken);
 QDotFn qdotAvx512Vnni(const PackedQBlockLayout &l, bool perToken);
-/// The AMX kernels (qdot_amx.cpp) where qdotAmxReads(l), else the AVX-512
-/// VNNI ones; they pass calls of fewer than kQAmxMinRows rows to the latter.
+/// The AMX kernels (qdot_amx.cpp) where qdotAmxReads(l, perToken), else the
+/// AVX-512 VNNI ones; they pass calls of fewer than kQAmxMinRows rows to the
+/// latter.
 QDotFn qdotAmx(const PackedQBlockLayout &l, bool perToken);
-bool qdotAmxReads(const PackedQBlockLayout &l);
+bool qdotAmxReads(const PackedQBlockLayout &l, bool perToken);
 /// Whether the AMX kernel of `l` adds offset terms (QDotAct::xo).
 bool qdotAmxOffsets(const PackedQBlockLayout &l);
 /// The f32 scales d sc_j and offsets -dmin m_j of the 8 blocks j of one
@@ -259,14 +260,19 @@ void qdotSuperParamsQ6K(const uint8_t *rec, float (*dw)[kQRows]);
 /// cost is the weight stream; the AVX-512 VNNI kernels run it).
 inline constexpr int64_t kQAmxMinRows = 16;
 
-/// Whether the kernel qdotKernel(isa, l, perToken) of M rows reads
-/// QDotAct::xo.
-bool qdotNeedsOffsetTerms(Isa isa, const PackedQBlockLayout &l, int64_t M);
+/// Whether qdotKernel(isa, l, perToken) multiplies a call of M rows on AMX
+/// tiles (it then reads the rows, not the panels, and, where
+/// qdotAmxOffsets(l), QDotAct::xo); false off x86.
+bool qdotAmxTiles(Isa isa, const PackedQBlockLayout &l, bool perToken,
+                  int64_t M);
 
-/// Whether the kernel qdotKernel(isa, l, perToken) reads the panels of M
-/// rows (qdotPackPanels): the AMX kernels read the rows themselves.
-bool qdotReadsPanels(Isa isa, const PackedQBlockLayout &l, bool perToken,
-                     int64_t M);
+/// What an asymmetric weight's offsets multiply for row m and block b
+/// (QDotAct::xo): xsum - 32 zp per token, dx xsum per block.
+inline float qdotOffsetTerm(const QDotAct &a, int64_t m, int64_t b) {
+  const int32_t xs = a.xsum[m * a.blocks + b];
+  return a.perToken() ? float(xs - int32_t(kQBlock) * a.zp[m])
+                      : a.dx[m * a.blocks + b] * float(xs);
+}
 
 } // namespace etllm::rt::cpu
 

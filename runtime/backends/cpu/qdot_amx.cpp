@@ -32,8 +32,9 @@
 // with dw, o the block's scale and offset: the group's (affine), the
 // block's f16 d and m (Q5_0, Q5_1), or d sc_j and -dmin m_j of a Q4_K/Q5_K
 // super-block (d sc of a Q6_K half), decoded by the AVX-512 VNNI kernels'
-// own functions (qdotSuperParamsK4, qdotSuperParamsQ6K). So a row gives the same bits here as through the
-// AVX-512 VNNI kernels, alone or with others (decode and prefill agree).
+// own functions (qdotSuperParamsK4, qdotSuperParamsQ6K). So a row gives the
+// same bits here as through the AVX-512 VNNI kernels, alone or with others
+// (decode and prefill agree).
 //
 // Q6_K's halves (values 0..15 and 16..31) have scales of their own: each
 // half is a weight tile of its own, the other half's rows zero, and its
@@ -331,21 +332,8 @@ struct Kernel {
                 continue;
               }
               rp.xo[r] = rp.own[r];
-              for (int64_t b = c0; b < c1; b += 16) {
-                const __mmask16 bm =
-                    laneMask(int(std::min<int64_t>(16, c1 - b)));
-                const __m512i xs =
-                    _mm512_maskz_loadu_epi32(bm, a.xsum + m * KB + b);
-                __m512 xo;
-                if constexpr (PerToken)
-                  xo = _mm512_cvtepi32_ps(_mm512_sub_epi32(
-                      xs, _mm512_set1_epi32(int32_t(kQBlock) * a.zp[m])));
-                else
-                  xo = _mm512_mul_ps(
-                      _mm512_maskz_loadu_ps(bm, a.dx + m * KB + b),
-                      _mm512_cvtepi32_ps(xs));
-                _mm512_mask_storeu_ps(&rp.own[r][b - c0], bm, xo);
-              }
+              for (int64_t b = c0; b < c1; ++b)
+                rp.own[r][b - c0] = qdotOffsetTerm(a, m, b);
             }
           }
           __m512 acc[16];
@@ -478,9 +466,10 @@ QDotFn selectGgml(QScheme s) {
 
 } // namespace
 
-bool qdotAmxReads(const PackedQBlockLayout &l) {
+bool qdotAmxReads(const PackedQBlockLayout &l, bool perToken) {
+  // (The ggml blocks per token: the generic kernel, as on every path.)
   if (l.scheme != QScheme::Affine)
-    return selectGgml(l.scheme) != nullptr;
+    return !perToken && selectGgml(l.scheme) != nullptr;
   return (l.bits == 4 || (l.bits == 8 && l.symmetric)) &&
          (l.scaleType == DType::F16 || l.scaleType == DType::F32);
 }
@@ -492,8 +481,7 @@ bool qdotAmxOffsets(const PackedQBlockLayout &l) {
 }
 
 QDotFn qdotAmx(const PackedQBlockLayout &l, bool perToken) {
-  // (The ggml blocks per token: the generic kernel, as on every path.)
-  if (!qdotAmxReads(l) || (perToken && l.scheme != QScheme::Affine))
+  if (!qdotAmxReads(l, perToken))
     return qdotAvx512Vnni(l, perToken);
   if (l.scheme != QScheme::Affine)
     return selectGgml(l.scheme);

@@ -318,28 +318,17 @@ void qdotF32Generic(const QDotWeight &w, const QDotF32Act &a, int64_t M,
     }
 }
 
-bool qdotNeedsOffsetTerms(Isa isa, const PackedQBlockLayout &l, int64_t M) {
+bool qdotAmxTiles(Isa isa, const PackedQBlockLayout &l, bool perToken,
+                  int64_t M) {
 #if ETLLM_CPU_X86
-  return isa == Isa::Amx && M >= kQAmxMinRows && qdotAmxReads(l) &&
-         qdotAmxOffsets(l);
+  return isa == Isa::Amx && M >= kQAmxMinRows && qdotAmxReads(l, perToken);
 #else
   (void)isa;
   (void)l;
+  (void)perToken;
   (void)M;
   return false;
 #endif
-}
-
-bool qdotReadsPanels(Isa isa, const PackedQBlockLayout &l, bool perToken,
-                     int64_t M) {
-  if (qdotKernel(isa, l, perToken) == &qdotGeneric)
-    return false;
-#if ETLLM_CPU_X86
-  if (isa == Isa::Amx && M >= kQAmxMinRows && qdotAmxReads(l))
-    return false;
-#endif
-  (void)M;
-  return true;
 }
 
 QDotFn qdotKernel(Isa isa, const PackedQBlockLayout &l, bool perToken) {
@@ -746,14 +735,17 @@ Status qlinearQAct(ExecContext *ctx, Isa isa, const Tensor &x, int64_t M,
     }
   }
   QDotFn fns[kMaxQLinearGroup];
-  bool panelReaders = false; // a part whose kernel is not the generic one
+  bool panelReaders = false; // a part whose kernel reads the panels
   bool halves = false;       // a Q6_K part whose kernel reads xsumLo
   bool offsetTerms = false;  // a part whose kernel reads xo
   for (size_t i = 0; i < n; ++i) {
-    offsetTerms = offsetTerms || qdotNeedsOffsetTerms(isa, parts[i].w->l, M);
-    fns[i] = qdotKernel(isa, parts[i].w->l, act.perToken());
-    panelReaders =
-        panelReaders || qdotReadsPanels(isa, parts[i].w->l, act.perToken(), M);
+    const PackedQBlockLayout &l = parts[i].w->l;
+    fns[i] = qdotKernel(isa, l, act.perToken());
+    const bool tiles = qdotAmxTiles(isa, l, act.perToken(), M);
+#if ETLLM_CPU_X86
+    offsetTerms = offsetTerms || (tiles && qdotAmxOffsets(l));
+#endif
+    panelReaders = panelReaders || (fns[i] != &qdotGeneric && !tiles);
     halves = halves ||
              (fns[i] != &qdotGeneric && parts[i].w->l.scheme == QScheme::Q6_K);
   }
@@ -778,12 +770,8 @@ Status qlinearQAct(ExecContext *ctx, Isa isa, const Tensor &x, int64_t M,
     float *xo = reinterpret_cast<float *>(scratch + sl.token.total() + sl.lo +
                                           sl.panels);
     for (int64_t m = 0; m < M; ++m)
-      for (int64_t b = 0; b < KB; ++b) {
-        const int32_t xs = act.xsum[m * KB + b];
-        xo[m * KB + b] = act.perToken()
-                             ? float(xs - int32_t(kQBlock) * act.zp[m])
-                             : act.dx[m * KB + b] * float(xs);
-      }
+      for (int64_t b = 0; b < KB; ++b)
+        xo[m * KB + b] = qdotOffsetTerm(act, m, b);
     act.xo = xo;
   }
   if (ctx && sl.panels != 0 && panelReaders) {
