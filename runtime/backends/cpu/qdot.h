@@ -103,6 +103,8 @@ inline constexpr int64_t kQPanelMinRows = 5;
 ///   int8  q[4][kQPanelRows][8]  values 8j..8j+7 of row i at (j * R + i) * 8
 ///                               (rows 2r and 2r + 1: 16 bytes, an operand)
 ///   int32 init[R / 2][4]        8 (-xsum) of rows 2r, 2r, 2r + 1, 2r + 1
+///                               (per token + 256 zp: -8 (xsum - 32 zp),
+///                               the 4-bit kD times xsum - 32 zp)
 ///   f32   dx[R / 2][4]          the scales in the same pattern (per block);
 ///                               per token the zero points (int32)
 ///   f32   xo[R / 2][4]          xo (above) in the same pattern

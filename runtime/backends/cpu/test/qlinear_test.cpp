@@ -326,9 +326,11 @@ TEST_P(QLinearTest, PrefillLarge) {
 /// and 45: pairs of row groups and one left over.
 /// Runs the M rows of one random case together (panels) and each row on
 /// its own (the row tile), and expects the same bits.
+/// nonNegative: rows whose values are made >= 0 (per token asymmetric,
+/// their zero point is -128: -zp is not a byte).
 void expectPanelsMatchRows(const WeightCase &wc, int64_t M, int64_t N,
-                           int actKind, std::mt19937 &gen, Isa isa,
-                           int threads) {
+                           int actKind, std::mt19937 &gen, Isa isa, int threads,
+                           const std::vector<int64_t> &nonNegative = {}) {
   const int64_t K = wc.k;
   const bool perBlock = actKind == 0, sym = actKind != 2;
   const DType st = N == 33 ? DType::F16 : DType::F32;
@@ -336,6 +338,9 @@ void expectPanelsMatchRows(const WeightCase &wc, int64_t M, int64_t N,
   std::vector<float> xv = randomFloats(size_t(M * K), gen, -3.0f, 3.0f);
   for (int64_t i = 0; i < M * K; ++i) // varied zero points
     xv[size_t(i)] += float((i / K) % 3);
+  for (int64_t m : nonNegative)
+    for (int64_t k = 0; k < K; ++k)
+      xv[size_t(m * K + k)] = std::fabs(xv[size_t(m * K + k)]);
   OwnedTensor bias = f32Tensor({N}, randomFloats(size_t(N), gen));
   Context ctx(threads);
   auto run = [&](Tensor &x, int64_t rows) {
@@ -407,6 +412,25 @@ TEST_P(QLinearTest, ManyRowsMatchPortableAndSingleRows) {
                            std::to_string(actKind));
       }
   reportWorst("ManyRowsMatchPortableAndSingleRows");
+}
+
+/// The arm64 prefill tiles of 16 rows (two panels; a last tile of one or two
+/// panels) take a per-token zero point into their integer chains when every
+/// row's -zp is a byte, else subtract zp times the weight sums per output:
+/// 9, 16, 21 and 40 rows, with a row of non-negative values (zero point
+/// -128) in none, the first or the last tile. Each row must give the bits it
+/// gives alone (decode) on every path.
+TEST_P(QLinearTest, TallTilesGiveTheSameBitsWithAnyZeroPoint) {
+  std::mt19937 gen(1402);
+  for (const WeightCase &wc :
+       {WeightCase{4, true, 32, 96}, WeightCase{4, false, 64, 128},
+        WeightCase{8, true, 32, 64}})
+    for (int64_t M : {9, 16, 21, 40})
+      for (const std::vector<int64_t> &nonNeg :
+           std::vector<std::vector<int64_t>>{{}, {3}, {M - 1}})
+        for (int actKind : {1, 2})
+          expectPanelsMatchRows(wc, M, 33, actKind, gen, GetParam().isa,
+                                GetParam().threads, nonNeg);
 }
 
 /// More blocks than the AMX kernels unpack at a time (64): K = 2080 is 65
@@ -525,7 +549,7 @@ TEST_P(QLinearTest, ZeroPointsBeyondAByte) {
     for (int32_t zp : {-129, -128, 128, 129, 300, -1000}) {
       RandomQWeight w =
           makeRandomQWeight(N, K, bits, true, 32, DType::F32, gen);
-      for (int64_t M : {1, 3}) {
+      for (int64_t M : {1, 3, 9, 20}) { // decode tiles, prefill panels
         QuantInfo aq;
         aq.bits = 8;
         aq.symmetric = false;
