@@ -154,39 +154,48 @@ constexpr const char *cmpName(Cmp op) {
   return "?";
 }
 
-template <Cmp Op, typename V> bool compare(V x, V y) {
-  if constexpr (Op == Cmp::Eq)
+/// x op y, the comparison chosen per element: comparisons build masks,
+/// never a model's hot path, and one kernel per comparison (every dtype,
+/// the broadcast loops) cost ~40 KB of code each on arm64.
+template <typename V> bool compare(Cmp op, V x, V y) {
+  switch (op) {
+  case Cmp::Eq:
     return x == y;
-  else if constexpr (Op == Cmp::Ne)
+  case Cmp::Ne:
     return x != y;
-  else if constexpr (Op == Cmp::Lt)
+  case Cmp::Lt:
     return x < y;
-  else if constexpr (Op == Cmp::Le)
+  case Cmp::Le:
     return x <= y;
-  else if constexpr (Op == Cmp::Gt)
+  case Cmp::Gt:
     return x > y;
-  else
+  case Cmp::Ge:
     return x >= y;
+  case Cmp::And:
+  case Cmp::Or:
+    break;
+  }
+  return false;
 }
 
-template <Cmp Op, typename T> bool applyCmp(T x, T y) {
-  if constexpr (Op == Cmp::And)
+template <typename T> bool applyCmp(Cmp op, T x, T y) {
+  if (op == Cmp::And)
     return isNonZero(x) && isNonZero(y);
-  else if constexpr (Op == Cmp::Or)
+  if (op == Cmp::Or)
     return isNonZero(x) || isNonZero(y);
-  else if constexpr (kIsFloat<T>)
-    return compare<Op>(toF32(x), toF32(y));
+  if constexpr (kIsFloat<T>)
+    return compare(op, toF32(x), toF32(y));
   else if constexpr (kIsBool<T>)
-    return compare<Op>(x.v, y.v);
+    return compare(op, x.v, y.v);
   else
-    return compare<Op>(x, y);
+    return compare(op, x, y);
 }
 
 /// Comparisons: out is Bool. logical_and/or: out is Bool or the input dtype
 /// (holding 0/1).
-template <Cmp Op> Status compareKernel(const KernelArgs &a) {
-  constexpr const char *op = cmpName(Op);
-  constexpr bool logical = Op == Cmp::And || Op == Cmp::Or;
+Status compareKernel(const KernelArgs &a, Cmp cmp) {
+  const char *op = cmpName(cmp);
+  const bool logical = cmp == Cmp::And || cmp == Cmp::Or;
   const Tensor &x = *a.inputs[0], &y = *a.inputs[1];
   Tensor &out = *a.outputs[0];
   if (x.dtype != y.dtype ||
@@ -205,12 +214,12 @@ template <Cmp Op> Status compareKernel(const KernelArgs &a) {
     if (out.dtype == DType::Bool) {
       uint8_t *po = out.ptr<uint8_t>();
       forEachIndex<2>(s, strides, [&](int64_t o, const int64_t *off) {
-        po[o] = uint8_t(applyCmp<Op, T>(px[off[0]], py[off[1]]));
+        po[o] = uint8_t(applyCmp<T>(cmp, px[off[0]], py[off[1]]));
       });
     } else {
       T *po = out.ptr<T>();
       forEachIndex<2>(s, strides, [&](int64_t o, const int64_t *off) {
-        po[o] = fromBool<T>(applyCmp<Op, T>(px[off[0]], py[off[1]]));
+        po[o] = fromBool<T>(applyCmp<T>(cmp, px[off[0]], py[off[1]]));
       });
     }
     return Status();
@@ -456,17 +465,17 @@ Status kernelPow(const KernelArgs &a) { return binaryKernel<Bin::Pow>(a); }
 Status kernelMaximum(const KernelArgs &a) { return binaryKernel<Bin::Max>(a); }
 Status kernelMinimum(const KernelArgs &a) { return binaryKernel<Bin::Min>(a); }
 Status kernelLogicalAnd(const KernelArgs &a) {
-  return compareKernel<Cmp::And>(a);
+  return compareKernel(a, Cmp::And);
 }
 Status kernelLogicalOr(const KernelArgs &a) {
-  return compareKernel<Cmp::Or>(a);
+  return compareKernel(a, Cmp::Or);
 }
-Status kernelEq(const KernelArgs &a) { return compareKernel<Cmp::Eq>(a); }
-Status kernelNe(const KernelArgs &a) { return compareKernel<Cmp::Ne>(a); }
-Status kernelLt(const KernelArgs &a) { return compareKernel<Cmp::Lt>(a); }
-Status kernelLe(const KernelArgs &a) { return compareKernel<Cmp::Le>(a); }
-Status kernelGt(const KernelArgs &a) { return compareKernel<Cmp::Gt>(a); }
-Status kernelGe(const KernelArgs &a) { return compareKernel<Cmp::Ge>(a); }
+Status kernelEq(const KernelArgs &a) { return compareKernel(a, Cmp::Eq); }
+Status kernelNe(const KernelArgs &a) { return compareKernel(a, Cmp::Ne); }
+Status kernelLt(const KernelArgs &a) { return compareKernel(a, Cmp::Lt); }
+Status kernelLe(const KernelArgs &a) { return compareKernel(a, Cmp::Le); }
+Status kernelGt(const KernelArgs &a) { return compareKernel(a, Cmp::Gt); }
+Status kernelGe(const KernelArgs &a) { return compareKernel(a, Cmp::Ge); }
 
 Status kernelWhere(const KernelArgs &a) {
   const char *op = opName(OpId::Where);
