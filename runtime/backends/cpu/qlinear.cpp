@@ -222,8 +222,11 @@ void packPairs(const QDotAct &a, int64_t M, uint8_t *dst, int64_t begin,
       // Lanes 2h and 2h + 1 of the pair's pattern (h: i's place in it).
       const int64_t l0 = (i / 2) * 4 + (i % 2) * 2;
       for (int64_t l = l0; l < l0 + 2; ++l) {
-        // kD xsum - 32 kD zp for the 4-bit kD = -8 (other kD: a multiple).
-        init[l] = 8 * -xsum + (perToken ? 256 * a.zp[m] : 0);
+        // kD xsum - 32 kD zp for the 4-bit kD = -8 (other kD: a multiple);
+        // wrapping, as the kernels' int32 lanes do, for a zero point a
+        // program made far beyond a byte.
+        init[l] = int32_t(uint32_t(8 * -xsum) +
+                          (perToken ? uint32_t(a.zp[m]) * 256u : 0u));
         if (perToken) {
           zp[l] = a.zp[m];
           xo[l] = float(xsum - int32_t(kQBlock) * a.zp[m]);

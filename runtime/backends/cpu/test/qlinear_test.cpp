@@ -416,7 +416,7 @@ TEST_P(QLinearTest, ManyRowsMatchPortableAndSingleRows) {
 
 /// The arm64 prefill tiles of 16 rows (two panels; a last tile of one or two
 /// panels) take a per-token zero point into their integer chains when every
-/// row's -zp is a byte, else subtract zp times the weight sums per output:
+/// row's -zp is a byte, else the 16 rows take the row tiles:
 /// 9, 16, 21 and 40 rows, with a row of non-negative values (zero point
 /// -128) in none, the first or the last tile. Each row must give the bits it
 /// gives alone (decode) on every path.
