@@ -16,6 +16,8 @@ PKGS=(
   libflatbuffers-dev flatbuffers-compiler libyaml-cpp-dev libfmt-dev
   libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev
   libsentencepiece-dev libpcre2-dev nlohmann-json3-dev libpthreadpool-dev
+  # images for vision encoders (runtime/image): PNG and JPEG decoding
+  libpng-dev libjpeg-dev
   # the Python package (python/, docs/Python.md): PyTorch, numpy, pytest,
   # jinja2 and pybind11 come from PyPI into the project's virtual
   # environment (scripts/venv.sh, made below); python3-venv and python3-dev

@@ -27,10 +27,16 @@ from ._export import (ExportError, export, export_llm, export_meta,
                       load_config, write_safetensors)
 from ._runtime import Generation, Program, Runner
 
+try:  # a runtime built with libpng and libjpeg (runtime/image)
+    from ._etllm import preprocess_image
+except ImportError:  # pragma: no cover
+    preprocess_image = None
+
 __all__ = [
     "Error", "ExportConfig", "ExportError", "Generation", "Program", "Runner",
     "Tester", "export", "export_config_schema", "export_llm", "export_meta",
-    "hf_hub_cache_dir", "load_config", "plan_memory", "recipe_aliases",
+    "hf_hub_cache_dir", "load_config", "plan_memory", "preprocess_image",
+    "recipe_aliases",
     "recipe_names", "resolve_hf_id", "serialize", "supported_aten_ops",
     "write_safetensors",
 ]

@@ -7,6 +7,8 @@
 //                 graph), the Tester, the hub cache, the safetensors writer
 //   Runtime.cpp   Program (load a .pte, call its methods) and Runner
 //                 (generate text with the runtime's tokenizer and sampler)
+//   Image.cpp     preprocess_image (runtime/image; when the runtime was
+//                 built with libpng and libjpeg)
 //
 //===----------------------------------------------------------------------===//
 #ifndef ETLLM_PYTHON_BINDINGS_H
@@ -27,6 +29,7 @@ struct Error : std::runtime_error {
 
 void bindCompiler(pybind11::module_ &m);
 void bindRuntime(pybind11::module_ &m);
+void bindImage(pybind11::module_ &m);
 
 } // namespace etllm::python
 

@@ -16,4 +16,7 @@ PYBIND11_MODULE(_etllm, m) {
   py::register_exception<etllm::python::Error>(m, "Error", PyExc_RuntimeError);
   etllm::python::bindCompiler(m);
   etllm::python::bindRuntime(m);
+#ifdef ETLLM_PYTHON_IMAGES
+  etllm::python::bindImage(m);
+#endif
 }

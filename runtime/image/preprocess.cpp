@@ -1,0 +1,203 @@
+//===- preprocess.cpp - An image processor's steps
+//-------------------------===//
+//
+// transformers' PilBackend._preprocess: resize (PIL), center_crop, rescale
+// (uint8 -> float64 times the factor -> float32), normalize ((x - mean) /
+// std in float32), channels first.
+//
+//===----------------------------------------------------------------------===//
+#include "etllm/runtime/image/preprocess.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+namespace etllm::rt::image {
+namespace {
+
+using json = nlohmann::json;
+
+/// Limits on what a config may ask for (a 64 Mpx canvas at most).
+constexpr int64_t kMaxSide = 16384;
+
+Status sideValue(const json &v, const std::string &where, int64_t &out) {
+  if (!v.is_number_integer() || v.get<int64_t>() < 1 ||
+      v.get<int64_t>() > kMaxSide)
+    return Error(where + " must be an integer in [1, " +
+                 std::to_string(kMaxSide) + "], not " + v.dump());
+  out = v.get<int64_t>();
+  return Status();
+}
+
+Status boolValue(const json &cfg, const char *key, const std::string &name,
+                 bool &out) {
+  if (!cfg.contains(key))
+    return Status();
+  if (!cfg[key].is_boolean())
+    return Error(name + ": " + key + " must be true or false, not " +
+                 cfg[key].dump());
+  out = cfg[key].get<bool>();
+  return Status();
+}
+
+Status triple(const json &cfg, const char *key, const std::string &name,
+              bool positive, float (&out)[3]) {
+  if (!cfg.contains(key))
+    return Status();
+  const json &v = cfg[key];
+  if (v.is_number()) {
+    out[0] = out[1] = out[2] = v.get<float>();
+  } else if (v.is_array() && v.size() == 3 && v[0].is_number() &&
+             v[1].is_number() && v[2].is_number()) {
+    for (int i = 0; i < 3; ++i)
+      out[i] = v[size_t(i)].get<float>();
+  } else {
+    return Error(name + ": " + key + " must be a number or 3 numbers, not " +
+                 v.dump());
+  }
+  for (float f : out)
+    if (!std::isfinite(f) || (positive && !(f > 0.0f)))
+      return Error(name + ": " + key + " must hold finite" +
+                   (positive ? " positive" : "") + " numbers, not " + v.dump());
+  return Status();
+}
+
+} // namespace
+
+Status parsePreprocessorConfig(const std::string &text, const std::string &name,
+                               PreprocessConfig &out) {
+  json cfg = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (cfg.is_discarded() || !cfg.is_object())
+    return Error(name + ": not a JSON object");
+  PreprocessConfig c;
+  ETLLM_RETURN_IF_ERROR(boolValue(cfg, "do_resize", name, c.doResize));
+  ETLLM_RETURN_IF_ERROR(boolValue(cfg, "do_center_crop", name, c.doCenterCrop));
+  ETLLM_RETURN_IF_ERROR(boolValue(cfg, "do_rescale", name, c.doRescale));
+  ETLLM_RETURN_IF_ERROR(boolValue(cfg, "do_normalize", name, c.doNormalize));
+  for (const char *unsupported : {"do_image_splitting", "do_pan_and_scan"}) {
+    bool on = false;
+    ETLLM_RETURN_IF_ERROR(boolValue(cfg, unsupported, name, on));
+    if (on)
+      return Error(name + ": " + unsupported + " true is not supported");
+  }
+  if (c.doResize) {
+    if (!cfg.contains("size") || !cfg["size"].is_object())
+      return Error(name + ": do_resize needs a size object");
+    const json &size = cfg["size"];
+    const bool shortest =
+        size.contains("shortest_edge") && !size["shortest_edge"].is_null();
+    const bool longest =
+        size.contains("longest_edge") && !size["longest_edge"].is_null();
+    if (longest)
+      return Error(name + ": size.longest_edge " + size["longest_edge"].dump() +
+                   " is not supported");
+    if (shortest) {
+      ETLLM_RETURN_IF_ERROR(sideValue(size["shortest_edge"],
+                                      name + ": size.shortest_edge",
+                                      c.shortestEdge));
+    } else if (size.contains("height") && size.contains("width")) {
+      ETLLM_RETURN_IF_ERROR(
+          sideValue(size["height"], name + ": size.height", c.resizeHeight));
+      ETLLM_RETURN_IF_ERROR(
+          sideValue(size["width"], name + ": size.width", c.resizeWidth));
+    } else {
+      return Error(name + ": size " + size.dump() +
+                   " needs shortest_edge, or height and width");
+    }
+    if (cfg.contains("resample")) {
+      if (!cfg["resample"].is_number_integer())
+        return Error(name + ": resample must be an integer, not " +
+                     cfg["resample"].dump());
+      Status st = resampleFromPil(cfg["resample"].get<int64_t>(), c.resample);
+      if (!st.ok())
+        return Error(name + ": " + st.message());
+    }
+  }
+  if (c.doCenterCrop) {
+    if (!cfg.contains("crop_size"))
+      return Error(name + ": do_center_crop needs crop_size");
+    const json &crop = cfg["crop_size"];
+    if (crop.is_number_integer()) {
+      ETLLM_RETURN_IF_ERROR(
+          sideValue(crop, name + ": crop_size", c.cropHeight));
+      c.cropWidth = c.cropHeight;
+    } else if (crop.is_object() && crop.contains("height") &&
+               crop.contains("width")) {
+      ETLLM_RETURN_IF_ERROR(
+          sideValue(crop["height"], name + ": crop_size.height", c.cropHeight));
+      ETLLM_RETURN_IF_ERROR(
+          sideValue(crop["width"], name + ": crop_size.width", c.cropWidth));
+    } else {
+      return Error(name + ": crop_size " + crop.dump() +
+                   " needs height and width");
+    }
+  }
+  if (c.doRescale && cfg.contains("rescale_factor")) {
+    const json &f = cfg["rescale_factor"];
+    if (!f.is_number() || !std::isfinite(f.get<double>()) ||
+        !(f.get<double>() > 0.0))
+      return Error(name +
+                   ": rescale_factor must be a finite positive number, "
+                   "not " +
+                   f.dump());
+    c.rescaleFactor = f.get<double>();
+  }
+  if (c.doNormalize) {
+    ETLLM_RETURN_IF_ERROR(triple(cfg, "image_mean", name, false, c.mean));
+    ETLLM_RETURN_IF_ERROR(triple(cfg, "image_std", name, true, c.std));
+  }
+  out = c;
+  return Status();
+}
+
+Status preprocess(const Image &img, const PreprocessConfig &config,
+                  Pixels &out) {
+  if (img.width < 1 || img.height < 1 ||
+      img.rgb.size() != size_t(img.width * img.height * 3))
+    return Error("preprocess: an empty or inconsistent image");
+  Image cur = img;
+  if (config.doResize) {
+    int64_t h = config.resizeHeight, w = config.resizeWidth;
+    if (config.shortestEdge > 0) {
+      // transformers' get_resize_output_image_size, default_to_square off:
+      // the short side to the edge, the long one int(edge * long / short).
+      const int64_t shortSide = std::min(img.width, img.height);
+      const int64_t longSide = std::max(img.width, img.height);
+      const int64_t newShort = config.shortestEdge;
+      const int64_t newLong =
+          int64_t(double(newShort * longSide) / double(shortSide));
+      if (newLong < 1 || newLong > kMaxSide)
+        return Error("preprocess: resizing the " + std::to_string(img.width) +
+                     " x " + std::to_string(img.height) +
+                     " image to a shortest edge of " +
+                     std::to_string(newShort) + " gives a side of " +
+                     std::to_string(newLong) + " pixels");
+      if (img.width <= img.height) {
+        w = newShort;
+        h = newLong;
+      } else {
+        h = newShort;
+        w = newLong;
+      }
+    }
+    cur = resize(cur, w, h, config.resample);
+  }
+  if (config.doCenterCrop)
+    cur = centerCrop(cur, config.cropWidth, config.cropHeight);
+  const int64_t H = cur.height, W = cur.width;
+  out.height = H;
+  out.width = W;
+  out.chw.resize(size_t(3 * H * W));
+  for (int c = 0; c < 3; ++c)
+    for (int64_t i = 0; i < H * W; ++i) {
+      float v = float(cur.rgb[size_t(i * 3 + c)]);
+      if (config.doRescale)
+        v = float(double(cur.rgb[size_t(i * 3 + c)]) * config.rescaleFactor);
+      if (config.doNormalize)
+        v = (v - config.mean[c]) / config.std[c];
+      out.chw[size_t(c * H * W + i)] = v;
+    }
+  return Status();
+}
+
+} // namespace etllm::rt::image

@@ -1,0 +1,200 @@
+//===- resample.cpp - Pillow's resize, center crop ------------------------===//
+//
+// Pillow's Image.resize for 8-bit images (src/libImaging/Resample.c):
+// separable convolution, horizontal pass first (only over the rows the
+// vertical pass reads) into an 8-bit image, then vertical; per output pixel
+// the filter's weights over the input pixels within its support (scaled by
+// the reduction factor), normalized in double, then rounded to fixed point
+// with 22 fractional bits; the sum starts at one half and is cut back to 8
+// bits with clamping. The same operations in the same order give the same
+// bytes, which is what a vision encoder's reference pixels are compared to.
+// No library does this outside Pillow (a C library with no C API meant for
+// embedding), hence this file.
+//
+//===----------------------------------------------------------------------===//
+#include "etllm/runtime/image/image.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace etllm::rt::image {
+namespace {
+
+constexpr int kPrecisionBits = 32 - 8 - 2;
+
+double bilinear(double x) {
+  if (x < 0.0)
+    x = -x;
+  return x < 1.0 ? 1.0 - x : 0.0;
+}
+
+double bicubic(double x) {
+  constexpr double a = -0.5;
+  if (x < 0.0)
+    x = -x;
+  if (x < 1.0)
+    return ((a + 2.0) * x - (a + 3.0)) * x * x + 1;
+  if (x < 2.0)
+    return (((x - 5) * x + 8) * x - 4) * a;
+  return 0.0;
+}
+
+/// Each output pixel's first input pixel, count and fixed-point weights
+/// (ksize per pixel), as Pillow's precompute_coeffs and
+/// normalize_coeffs_8bpc.
+struct Coeffs {
+  int ksize = 0;
+  std::vector<int> bounds; // [out][2]: first, count
+  std::vector<int32_t> k;  // [out][ksize]
+};
+
+Coeffs coeffs(int64_t inSize, int64_t outSize, Resample filter) {
+  const double support0 = filter == Resample::Bicubic ? 2.0 : 1.0;
+  const double scale = double(inSize) / double(outSize);
+  const double filterscale = scale < 1.0 ? 1.0 : scale;
+  const double support = support0 * filterscale;
+  Coeffs c;
+  c.ksize = int(std::ceil(support)) * 2 + 1;
+  c.bounds.resize(size_t(outSize) * 2);
+  c.k.assign(size_t(outSize) * size_t(c.ksize), 0);
+  std::vector<double> w(size_t(c.ksize));
+  for (int64_t xx = 0; xx < outSize; ++xx) {
+    const double center = (double(xx) + 0.5) * scale;
+    const double ss = 1.0 / filterscale;
+    int xmin = int(center - support + 0.5);
+    if (xmin < 0)
+      xmin = 0;
+    int xmax = int(center + support + 0.5);
+    if (xmax > inSize)
+      xmax = int(inSize);
+    xmax -= xmin;
+    double ww = 0.0;
+    for (int x = 0; x < xmax; ++x) {
+      const double v = (filter == Resample::Bicubic ? bicubic : bilinear)(
+          (double(x + xmin) - center + 0.5) * ss);
+      w[size_t(x)] = v;
+      ww += v;
+    }
+    int32_t *k = &c.k[size_t(xx) * size_t(c.ksize)];
+    for (int x = 0; x < xmax; ++x) {
+      const double v = ww != 0.0 ? w[size_t(x)] / ww : w[size_t(x)];
+      k[x] = v < 0 ? int32_t(-0.5 + v * (1 << kPrecisionBits))
+                   : int32_t(0.5 + v * (1 << kPrecisionBits));
+    }
+    c.bounds[size_t(xx) * 2] = xmin;
+    c.bounds[size_t(xx) * 2 + 1] = xmax;
+  }
+  return c;
+}
+
+uint8_t clip8(int32_t in) {
+  const int32_t v = in >> kPrecisionBits;
+  return uint8_t(v < 0 ? 0 : v > 255 ? 255 : v);
+}
+
+} // namespace
+
+Status resampleFromPil(int64_t code, Resample &out) {
+  switch (code) {
+  case 2:
+    out = Resample::Bilinear;
+    return Status();
+  case 3:
+    out = Resample::Bicubic;
+    return Status();
+  default:
+    return Error("resample " + std::to_string(code) +
+                 " is not supported (2: bilinear, 3: bicubic)");
+  }
+}
+
+Image resize(const Image &in, int64_t width, int64_t height, Resample filter) {
+  if (width == in.width && height == in.height)
+    return in;
+  const Coeffs h = coeffs(in.width, width, filter);
+  const Coeffs v = coeffs(in.height, height, filter);
+  // The rows the vertical pass reads.
+  const int64_t first = v.bounds[0];
+  const int64_t last =
+      v.bounds[size_t(height) * 2 - 2] + v.bounds[size_t(height) * 2 - 1];
+  Image tmp;
+  const Image *src = &in;
+  int64_t rowOffset = 0;
+  if (width != in.width) {
+    tmp.width = width;
+    tmp.height = last - first;
+    tmp.rgb.resize(size_t(tmp.width * tmp.height * 3));
+    for (int64_t y = 0; y < tmp.height; ++y) {
+      const uint8_t *row = in.rgb.data() + size_t((y + first) * in.width * 3);
+      uint8_t *o = tmp.rgb.data() + size_t(y * width * 3);
+      for (int64_t xx = 0; xx < width; ++xx) {
+        const int xmin = h.bounds[size_t(xx) * 2],
+                  xmax = h.bounds[size_t(xx) * 2 + 1];
+        const int32_t *k = &h.k[size_t(xx) * size_t(h.ksize)];
+        int32_t s[3] = {1 << (kPrecisionBits - 1), 1 << (kPrecisionBits - 1),
+                        1 << (kPrecisionBits - 1)};
+        for (int x = 0; x < xmax; ++x)
+          for (int ch = 0; ch < 3; ++ch)
+            s[ch] += int32_t(row[size_t(x + xmin) * 3 + size_t(ch)]) * k[x];
+        for (int ch = 0; ch < 3; ++ch)
+          o[xx * 3 + ch] = clip8(s[ch]);
+      }
+    }
+    src = &tmp;
+    rowOffset = first;
+  }
+  if (height == in.height)
+    return tmp; // only the horizontal pass (first = 0, all rows)
+  Image out;
+  out.width = src->width;
+  out.height = height;
+  out.rgb.resize(size_t(out.width * height * 3));
+  for (int64_t yy = 0; yy < height; ++yy) {
+    const int ymin = int(v.bounds[size_t(yy) * 2] - rowOffset),
+              ymax = v.bounds[size_t(yy) * 2 + 1];
+    const int32_t *k = &v.k[size_t(yy) * size_t(v.ksize)];
+    uint8_t *o = out.rgb.data() + size_t(yy * out.width * 3);
+    for (int64_t x = 0; x < out.width * 3; ++x) {
+      int32_t s = 1 << (kPrecisionBits - 1);
+      for (int y = 0; y < ymax; ++y)
+        s += int32_t(src->rgb[size_t((y + ymin) * src->width * 3 + x)]) * k[y];
+      o[x] = clip8(s);
+    }
+  }
+  return out;
+}
+
+Image centerCrop(const Image &in, int64_t width, int64_t height) {
+  Image out;
+  out.width = width;
+  out.height = height;
+  out.rgb.assign(size_t(width * height * 3), 0);
+  // transformers' center_crop: the crop's offset in the image, or where
+  // the image goes in a larger (zero) canvas; Python's // floors.
+  auto floorDiv2 = [](int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); };
+  const int64_t top = floorDiv2(in.height - height);
+  const int64_t left = floorDiv2(in.width - width);
+  if (top >= 0 && left >= 0) {
+    for (int64_t y = 0; y < height; ++y)
+      std::copy_n(in.rgb.data() + size_t(((y + top) * in.width + left) * 3),
+                  size_t(width * 3), out.rgb.data() + size_t(y * width * 3));
+    return out;
+  }
+  // Padding: the image in a max(h, H) x max(w, W) canvas at
+  // ceil((new - orig) / 2), then the crop of that canvas.
+  const int64_t ch = std::max(height, in.height),
+                cw = std::max(width, in.width);
+  const int64_t padTop = (ch - in.height + 1) / 2,
+                padLeft = (cw - in.width + 1) / 2;
+  std::vector<uint8_t> canvas(size_t(ch * cw * 3), 0);
+  for (int64_t y = 0; y < in.height; ++y)
+    std::copy_n(in.rgb.data() + size_t(y * in.width * 3), size_t(in.width * 3),
+                canvas.data() + size_t(((y + padTop) * cw + padLeft) * 3));
+  const int64_t t2 = (ch - height) / 2, l2 = (cw - width) / 2;
+  for (int64_t y = 0; y < height; ++y)
+    std::copy_n(canvas.data() + size_t(((y + t2) * cw + l2) * 3),
+                size_t(width * 3), out.rgb.data() + size_t(y * width * 3));
+  return out;
+}
+
+} // namespace etllm::rt::image

@@ -1,0 +1,55 @@
+//===- preprocess.h - An image processor's steps, as its config says -*- C++
+//-*-===//
+//
+// The preprocessing a Hugging Face image processor (its PIL backend: CLIP,
+// SigLIP and the processors built on them) applies before the vision
+// encoder, configured by its preprocessor_config.json: resize (to a
+// shortest edge keeping the aspect ratio, or to a fixed size), center crop,
+// rescale and normalize; the result is float32 channels-first pixels equal
+// to the processor's `pixel_values` (the same float operations).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ETLLM_RUNTIME_IMAGE_PREPROCESS_H
+#define ETLLM_RUNTIME_IMAGE_PREPROCESS_H
+
+#include "etllm/runtime/image/image.h"
+
+namespace etllm::rt::image {
+
+/// preprocessor_config.json's keys (transformers' names); the defaults are
+/// transformers' BaseImageProcessor defaults where the config is silent.
+struct PreprocessConfig {
+  bool doResize = true;
+  int64_t shortestEdge = 0;                  // size.shortest_edge, or
+  int64_t resizeHeight = 0, resizeWidth = 0; // size.height / size.width
+  Resample resample = Resample::Bilinear;
+  bool doCenterCrop = false;
+  int64_t cropHeight = 0, cropWidth = 0;
+  bool doRescale = true;
+  double rescaleFactor = 1.0 / 255.0;
+  bool doNormalize = true;
+  float mean[3] = {0.5f, 0.5f, 0.5f};
+  float std[3] = {0.5f, 0.5f, 0.5f};
+};
+
+/// Reads a preprocessor_config.json's text; `name` names it in errors. A
+/// key with a value this code does not implement (another resample filter,
+/// a size with both shortest and longest edges, image splitting) is
+/// refused naming the key and the value.
+Status parsePreprocessorConfig(const std::string &text, const std::string &name,
+                               PreprocessConfig &out);
+
+/// The pixels: [3][H][W] float32, and H and W.
+struct Pixels {
+  int64_t height = 0;
+  int64_t width = 0;
+  std::vector<float> chw;
+};
+
+/// The config's steps on `img`, in the processor's order.
+Status preprocess(const Image &img, const PreprocessConfig &config,
+                  Pixels &out);
+
+} // namespace etllm::rt::image
+
+#endif // ETLLM_RUNTIME_IMAGE_PREPROCESS_H

@@ -1,0 +1,116 @@
+"""The runtime's image preprocessing (runtime/image, etllm.preprocess_image)
+against transformers' own image processors (their PIL backend: the classes
+CLIPImageProcessorPil and SiglipImageProcessorPil, made from the same
+preprocessor_config.json values) on images of different sizes and formats:
+PNG (RGB, RGBA, gray, palette) and JPEG (baseline, progressive). The pixels
+must agree within 1e-5 (they are computed with the same operations: equal
+in practice)."""
+
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import etllm
+
+transformers = pytest.importorskip("transformers")
+
+CLIP = {
+    "do_resize": True, "size": {"shortest_edge": 224}, "resample": 3,
+    "do_center_crop": True, "crop_size": {"height": 224, "width": 224},
+    "do_rescale": True, "rescale_factor": 0.00392156862745098,
+    "do_normalize": True,
+    "image_mean": [0.48145466, 0.4578275, 0.40821073],
+    "image_std": [0.26862954, 0.26130258, 0.27577711],
+}
+SIGLIP = {
+    "do_resize": True, "size": {"height": 224, "width": 224}, "resample": 3,
+    "do_rescale": True, "rescale_factor": 0.00392156862745098,
+    "do_normalize": True, "image_mean": [0.5, 0.5, 0.5],
+    "image_std": [0.5, 0.5, 0.5],
+}
+# A small-side upscale with bilinear resampling and a crop larger than
+# the resized image on one side (center_crop pads).
+BILINEAR = {
+    "do_resize": True, "size": {"shortest_edge": 40}, "resample": 2,
+    "do_center_crop": True, "crop_size": {"height": 48, "width": 36},
+    "do_rescale": True, "rescale_factor": 0.00392156862745098,
+    "do_normalize": True, "image_mean": [0.1, 0.2, 0.3],
+    "image_std": [0.7, 0.8, 0.9],
+}
+
+
+def _photo(w, h, seed):
+    """A smooth picture with noise (what JPEG is made for)."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:h, 0:w]
+    base = np.stack([x * 255.0 / max(w - 1, 1), y * 255.0 / max(h - 1, 1),
+                     (x + y) * 127.0 / max(w + h - 2, 1)], axis=-1)
+    noisy = base + rng.normal(0, 12, base.shape)
+    return np.clip(noisy, 0, 255).astype(np.uint8)
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    d = tmp_path_factory.mktemp("images")
+    rng = np.random.default_rng(7)
+    out = []
+    p = d / "noise_rgb.png"
+    Image.fromarray(rng.integers(0, 256, (300, 451, 3), dtype=np.uint8)).save(p)
+    out.append(p)
+    p = d / "rgba.png"
+    rgba = np.concatenate([_photo(200, 317, 1),
+                           rng.integers(0, 256, (317, 200, 1), dtype=np.uint8)],
+                          axis=-1)
+    Image.fromarray(rgba, "RGBA").save(p)
+    out.append(p)
+    p = d / "gray.png"
+    Image.fromarray(_photo(64, 50, 2)[..., 0], "L").save(p)
+    out.append(p)
+    p = d / "palette.png"
+    Image.fromarray(_photo(97, 131, 3)).quantize(64).save(p)
+    out.append(p)
+    p = d / "photo.jpg"
+    Image.fromarray(_photo(640, 480, 4)).save(p, quality=90)
+    out.append(p)
+    p = d / "progressive.jpg"
+    Image.fromarray(_photo(123, 457, 5)).save(p, quality=85, progressive=True)
+    out.append(p)
+    return out
+
+
+@pytest.mark.parametrize("cfg,cls", [
+    (CLIP, "CLIPImageProcessorPil"),
+    (SIGLIP, "SiglipImageProcessorPil"),
+    (BILINEAR, "CLIPImageProcessorPil"),
+])
+def test_pixels_match_the_processor(images, cfg, cls):
+    if etllm.preprocess_image is None:
+        pytest.skip("the runtime was built without libpng/libjpeg")
+    processor = getattr(transformers, cls)(**cfg)
+    for path in images:
+        with Image.open(path) as im:
+            ref = processor(im, return_tensors="np")["pixel_values"][0]
+        got = etllm.preprocess_image(str(path), json.dumps(cfg))
+        assert got.shape == ref.shape, path.name
+        assert got.dtype == np.float32
+        diff = float(np.abs(got - ref).max())
+        assert diff <= 1e-5, f"{path.name} ({cls}): max |diff| {diff}"
+
+
+def test_bad_inputs_are_one_error(tmp_path):
+    if etllm.preprocess_image is None:
+        pytest.skip("the runtime was built without libpng/libjpeg")
+    p = tmp_path / "broken.png"
+    good = tmp_path / "good.png"
+    Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(good)
+    p.write_bytes(good.read_bytes()[:40])
+    with pytest.raises(etllm.Error, match="broken.png"):
+        etllm.preprocess_image(str(p), json.dumps(CLIP))
+    with pytest.raises(etllm.Error, match="resample"):
+        etllm.preprocess_image(str(good), json.dumps({**CLIP, "resample": 1}))
+    gif = tmp_path / "x.gif"
+    Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(gif)
+    with pytest.raises(etllm.Error, match="not a PNG or JPEG"):
+        etllm.preprocess_image(str(gif), json.dumps(CLIP))
