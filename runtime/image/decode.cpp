@@ -31,6 +31,19 @@ struct Jump {
   char message[JMSG_LENGTH_MAX > 256 ? JMSG_LENGTH_MAX : 256] = {};
 };
 
+/// Whether a header's w x h is outside `limits`; if so, sets overLimit and
+/// keeps the sizes in `out` for checkSize's message.
+bool overLimits(int64_t w, int64_t h, const DecodeLimits &limits, Image &out,
+                bool &overLimit) {
+  if (w > 0 && h > 0 && w <= limits.maxWidth && h <= limits.maxHeight &&
+      w * h <= limits.maxPixels)
+    return false;
+  overLimit = true;
+  out.width = w;
+  out.height = h;
+  return true;
+}
+
 Status checkSize(const std::string &name, int64_t w, int64_t h,
                  const DecodeLimits &limits) {
   if (w <= 0 || h <= 0)
@@ -42,6 +55,19 @@ Status checkSize(const std::string &name, int64_t w, int64_t h,
                  std::to_string(limits.maxWidth) + " x " +
                  std::to_string(limits.maxHeight) + ", " +
                  std::to_string(limits.maxPixels) + " pixels)");
+  return Status();
+}
+
+/// A decoder's result as one Status: a header over the limits, a library
+/// error, or the image (moved to `out`).
+Status outcome(const std::string &name, const char *format, bool ok,
+               bool overLimit, const Jump &jump, const DecodeLimits &limits,
+               Image &img, Image &out) {
+  if (overLimit)
+    return checkSize(name, img.width, img.height, limits);
+  if (!ok)
+    return Error(name + ": not a valid " + format + ": " + jump.message);
+  out = std::move(img);
   return Status();
 }
 
@@ -107,13 +133,8 @@ bool readPng(png_structp png, png_infop info, Jump &jump, PngInput &in,
   png_read_info(png, info);
   const int64_t w = png_get_image_width(png, info);
   const int64_t h = png_get_image_height(png, info);
-  if (w <= 0 || h <= 0 || w > limits.maxWidth || h > limits.maxHeight ||
-      w * h > limits.maxPixels) {
-    overLimit = true;
-    out.width = w;
-    out.height = h;
+  if (overLimits(w, h, limits, out, overLimit))
     return false;
-  }
   const int colorType = png_get_color_type(png, info);
   if (png_get_bit_depth(png, info) == 16)
     png_set_strip_16(png);
@@ -171,12 +192,7 @@ Status decodePng(const uint8_t *data, size_t size, const std::string &name,
   const bool ok =
       readPng(png, info, jump, in, limits, img, rows, rgba, overLimit);
   png_destroy_read_struct(&png, &info, nullptr);
-  if (overLimit)
-    return checkSize(name, img.width, img.height, limits);
-  if (!ok)
-    return Error(name + ": not a valid PNG: " + jump.message);
-  out = std::move(img);
-  return Status();
+  return outcome(name, "PNG", ok, overLimit, jump, limits, img, out);
 }
 
 //===----------------------------------------------------------------------===//
@@ -226,13 +242,8 @@ bool readJpeg(jpeg_decompress_struct &cinfo, Jump &jump, const uint8_t *data,
   jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
   jpeg_read_header(&cinfo, TRUE);
   const int64_t w = cinfo.image_width, h = cinfo.image_height;
-  if (w <= 0 || h <= 0 || w > limits.maxWidth || h > limits.maxHeight ||
-      w * h > limits.maxPixels) {
-    overLimit = true;
-    out.width = w;
-    out.height = h;
+  if (overLimits(w, h, limits, out, overLimit))
     return false;
-  }
   switch (cinfo.jpeg_color_space) {
   case JCS_GRAYSCALE:
   case JCS_YCbCr:
@@ -281,12 +292,7 @@ Status decodeJpeg(const uint8_t *data, size_t size, const std::string &name,
   Image img;
   const bool ok = readJpeg(cinfo, jump, data, size, limits, img, overLimit);
   jpeg_destroy_decompress(&cinfo);
-  if (overLimit)
-    return checkSize(name, img.width, img.height, limits);
-  if (!ok)
-    return Error(name + ": not a valid JPEG: " + jump.message);
-  out = std::move(img);
-  return Status();
+  return outcome(name, "JPEG", ok, overLimit, jump, limits, img, out);
 }
 
 } // namespace

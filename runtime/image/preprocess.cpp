@@ -29,6 +29,13 @@ Status sideValue(const json &v, const std::string &where, int64_t &out) {
   return Status();
 }
 
+/// `obj`'s height and width (where: the key, for errors).
+Status heightWidth(const json &obj, const std::string &where, int64_t &h,
+                   int64_t &w) {
+  ETLLM_RETURN_IF_ERROR(sideValue(obj["height"], where + ".height", h));
+  return sideValue(obj["width"], where + ".width", w);
+}
+
 Status boolValue(const json &cfg, const char *key, const std::string &name,
                  bool &out) {
   if (!cfg.contains(key))
@@ -97,9 +104,7 @@ Status parsePreprocessorConfig(const std::string &text, const std::string &name,
                                       c.shortestEdge));
     } else if (size.contains("height") && size.contains("width")) {
       ETLLM_RETURN_IF_ERROR(
-          sideValue(size["height"], name + ": size.height", c.resizeHeight));
-      ETLLM_RETURN_IF_ERROR(
-          sideValue(size["width"], name + ": size.width", c.resizeWidth));
+          heightWidth(size, name + ": size", c.resizeHeight, c.resizeWidth));
     } else {
       return Error(name + ": size " + size.dump() +
                    " needs shortest_edge, or height and width");
@@ -124,9 +129,7 @@ Status parsePreprocessorConfig(const std::string &text, const std::string &name,
     } else if (crop.is_object() && crop.contains("height") &&
                crop.contains("width")) {
       ETLLM_RETURN_IF_ERROR(
-          sideValue(crop["height"], name + ": crop_size.height", c.cropHeight));
-      ETLLM_RETURN_IF_ERROR(
-          sideValue(crop["width"], name + ": crop_size.width", c.cropWidth));
+          heightWidth(crop, name + ": crop_size", c.cropHeight, c.cropWidth));
     } else {
       return Error(name + ": crop_size " + crop.dump() +
                    " needs height and width");
