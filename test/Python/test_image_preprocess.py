@@ -1,7 +1,9 @@
 """The runtime's image preprocessing (runtime/image, etllm.preprocess_image)
 against transformers' own image processors (their PIL backend: the classes
-CLIPImageProcessorPil and SiglipImageProcessorPil, made from the same
-preprocessor_config.json values) on images of different sizes and formats:
+CLIPImageProcessorPil, SiglipImageProcessorPil and Gemma3ImageProcessorPil,
+made from the same preprocessor_config.json values: CLIP at 224, LLaVA-1.5's
+CLIP at 336, SigLIP, Gemma 3's SigLIP at 896) on images of different sizes
+and formats:
 PNG (RGB, RGBA, gray, palette) and JPEG (baseline, progressive). The pixels
 must agree within 1e-5 (they are computed with the same operations: equal
 in practice)."""
@@ -26,6 +28,16 @@ CLIP = {
 }
 SIGLIP = {
     "do_resize": True, "size": {"height": 224, "width": 224}, "resample": 3,
+    "do_rescale": True, "rescale_factor": 0.00392156862745098,
+    "do_normalize": True, "image_mean": [0.5, 0.5, 0.5],
+    "image_std": [0.5, 0.5, 0.5],
+}
+# LLaVA-1.5's (CLIP ViT-L/14 at 336) and Gemma 3's (SigLIP at 896,
+# bilinear, no crop) preprocessor_config.json values.
+LLAVA = {**CLIP, "size": {"shortest_edge": 336},
+         "crop_size": {"height": 336, "width": 336}}
+GEMMA3 = {
+    "do_resize": True, "size": {"height": 896, "width": 896}, "resample": 2,
     "do_rescale": True, "rescale_factor": 0.00392156862745098,
     "do_normalize": True, "image_mean": [0.5, 0.5, 0.5],
     "image_std": [0.5, 0.5, 0.5],
@@ -83,6 +95,8 @@ def images(tmp_path_factory):
 @pytest.mark.parametrize("cfg,cls", [
     (CLIP, "CLIPImageProcessorPil"),
     (SIGLIP, "SiglipImageProcessorPil"),
+    (LLAVA, "CLIPImageProcessorPil"),
+    (GEMMA3, "Gemma3ImageProcessorPil"),
     (BILINEAR, "CLIPImageProcessorPil"),
 ])
 def test_pixels_match_the_processor(images, cfg, cls):
@@ -110,6 +124,10 @@ def test_bad_inputs_are_one_error(tmp_path):
         etllm.preprocess_image(str(p), json.dumps(CLIP))
     with pytest.raises(etllm.Error, match="resample"):
         etllm.preprocess_image(str(good), json.dumps({**CLIP, "resample": 1}))
+    # SmolVLM / Idefics3: LANCZOS and image splitting are not implemented.
+    idefics3 = {**SIGLIP, "resample": 1, "do_image_splitting": True}
+    with pytest.raises(etllm.Error, match="resample|do_image_splitting"):
+        etllm.preprocess_image(str(good), json.dumps(idefics3))
     gif = tmp_path / "x.gif"
     Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(gif)
     with pytest.raises(etllm.Error, match="not a PNG or JPEG"):
