@@ -58,6 +58,12 @@ set(ENV{PKG_CONFIG_SYSROOT_DIR} "${ETLLM_ARM64_SYSROOT}")
 unset(ENV{PKG_CONFIG_PATH})
 
 # The shared libraries' own dependencies resolve in the unpacked tree.
+# Debian's multiarch headers (libjpeg's jconfig.h) live under the triple.
+set(CMAKE_C_STANDARD_INCLUDE_DIRECTORIES
+    "${ETLLM_ARM64_SYSROOT}/usr/include/${ETLLM_CROSS_TRIPLE}")
+set(CMAKE_CXX_STANDARD_INCLUDE_DIRECTORIES
+    "${ETLLM_ARM64_SYSROOT}/usr/include/${ETLLM_CROSS_TRIPLE}")
+
 set(CMAKE_EXE_LINKER_FLAGS_INIT
     "-Wl,-rpath-link,${ETLLM_ARM64_SYSROOT}/usr/lib/${ETLLM_CROSS_TRIPLE}")
 set(CMAKE_SHARED_LINKER_FLAGS_INIT "${CMAKE_EXE_LINKER_FLAGS_INIT}")

@@ -30,6 +30,8 @@ PKGS=(
   libgtest-dev libgmock-dev
   libflatbuffers-dev libflatbuffers2 flatbuffers-compiler-dev
   nlohmann-json3-dev:all
+  # runtime/image: PNG (with zlib) and JPEG
+  libpng-dev libpng16-16 zlib1g-dev zlib1g libjpeg62-turbo-dev libjpeg62-turbo
 )
 
 SUDO=""
@@ -90,4 +92,13 @@ find "$DIR/usr/lib" -type l -lname '/*' | while read -r link; do
   case $target in "$DIR"/*) continue ;; esac
   ln -sfn "$DIR$target" "$link"
 done
+# Debian 12 merges /lib into /usr/lib: the shared libraries some packages
+# put in lib/ (zlib's libz.so.1) are linked into usr/lib/TRIPLE, where the
+# build tree's RUNPATH looks for them at run time.
+if [ -d "$DIR/lib/aarch64-linux-gnu" ]; then
+  for f in "$DIR"/lib/aarch64-linux-gnu/*; do
+    dest="$DIR/usr/lib/aarch64-linux-gnu/$(basename "$f")"
+    [ -e "$dest" ] || ln -s "$f" "$dest"
+  done
+fi
 echo "arm64-sysroot: $DIR ($fetched package(s) fetched)"
