@@ -39,6 +39,44 @@ double bicubic(double x) {
   return 0.0;
 }
 
+double sinc(double x) {
+  if (x == 0.0)
+    return 1.0;
+  x = x * M_PI;
+  return std::sin(x) / x;
+}
+
+/// Lanczos-3: sinc windowed by a sinc three times wider.
+double lanczos(double x) {
+  if (-3.0 <= x && x < 3.0)
+    return sinc(x) * sinc(x / 3);
+  return 0.0;
+}
+
+double support(Resample filter) {
+  switch (filter) {
+  case Resample::Lanczos:
+    return 3.0;
+  case Resample::Bicubic:
+    return 2.0;
+  case Resample::Bilinear:
+    break;
+  }
+  return 1.0;
+}
+
+double weight(Resample filter, double x) {
+  switch (filter) {
+  case Resample::Lanczos:
+    return lanczos(x);
+  case Resample::Bicubic:
+    return bicubic(x);
+  case Resample::Bilinear:
+    break;
+  }
+  return bilinear(x);
+}
+
 /// Each output pixel's first input pixel, count and fixed-point weights
 /// (ksize per pixel), as Pillow's precompute_coeffs and
 /// normalize_coeffs_8bpc.
@@ -49,29 +87,28 @@ struct Coeffs {
 };
 
 Coeffs coeffs(int64_t inSize, int64_t outSize, Resample filter) {
-  const double support0 = filter == Resample::Bicubic ? 2.0 : 1.0;
+  const double support0 = support(filter);
   const double scale = double(inSize) / double(outSize);
   const double filterscale = scale < 1.0 ? 1.0 : scale;
-  const double support = support0 * filterscale;
+  const double reach = support0 * filterscale;
   Coeffs c;
-  c.ksize = int(std::ceil(support)) * 2 + 1;
+  c.ksize = int(std::ceil(reach)) * 2 + 1;
   c.bounds.resize(size_t(outSize) * 2);
   c.k.assign(size_t(outSize) * size_t(c.ksize), 0);
   std::vector<double> w(size_t(c.ksize));
   for (int64_t xx = 0; xx < outSize; ++xx) {
     const double center = (double(xx) + 0.5) * scale;
     const double ss = 1.0 / filterscale;
-    int xmin = int(center - support + 0.5);
+    int xmin = int(center - reach + 0.5);
     if (xmin < 0)
       xmin = 0;
-    int xmax = int(center + support + 0.5);
+    int xmax = int(center + reach + 0.5);
     if (xmax > inSize)
       xmax = int(inSize);
     xmax -= xmin;
     double ww = 0.0;
     for (int x = 0; x < xmax; ++x) {
-      const double v = (filter == Resample::Bicubic ? bicubic : bilinear)(
-          (double(x + xmin) - center + 0.5) * ss);
+      const double v = weight(filter, (double(x + xmin) - center + 0.5) * ss);
       w[size_t(x)] = v;
       ww += v;
     }
@@ -96,6 +133,9 @@ uint8_t clip8(int32_t in) {
 
 Status resampleFromPil(int64_t code, Resample &out) {
   switch (code) {
+  case 1:
+    out = Resample::Lanczos;
+    return Status();
   case 2:
     out = Resample::Bilinear;
     return Status();
@@ -104,7 +144,7 @@ Status resampleFromPil(int64_t code, Resample &out) {
     return Status();
   default:
     return Error("resample " + std::to_string(code) +
-                 " is not supported (2: bilinear, 3: bicubic)");
+                 " is not supported (1: lanczos, 2: bilinear, 3: bicubic)");
   }
 }
 

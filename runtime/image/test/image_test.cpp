@@ -206,7 +206,7 @@ TEST(Resize, IdentityAndConstants) {
     flat.rgb[i + 2] = 250;
   }
   // A constant image stays constant (the weights sum to one) at any size.
-  for (Resample r : {Resample::Bilinear, Resample::Bicubic})
+  for (Resample r : {Resample::Lanczos, Resample::Bilinear, Resample::Bicubic})
     for (auto [w, h] : {std::pair<int64_t, int64_t>{5, 9},
                         {37, 7},
                         {80, 23},
@@ -265,7 +265,8 @@ TEST(PreprocessConfig, ReadsAndRefuses) {
   };
   refuse("[1]", "JSON object");
   refuse("{", "JSON object");
-  refuse(R"({"size": {"shortest_edge": 224}, "resample": 1})", "resample");
+  refuse(R"({"size": {"shortest_edge": 224}, "resample": 4})", "resample");
+  refuse(R"({"size": {"shortest_edge": 224}, "resample": 0})", "resample");
   refuse(R"({"size": {"shortest_edge": 0}})", "shortest_edge");
   refuse(R"({"size": {"shortest_edge": 224, "longest_edge": 512}})",
          "longest_edge");

@@ -52,14 +52,15 @@ Status load(const std::string &path, Image &out,
             const DecodeLimits &limits = {});
 
 /// Pillow's resampling filters (Image.Resampling) that resize() does.
-enum class Resample : uint8_t { Bilinear, Bicubic };
+enum class Resample : uint8_t { Lanczos, Bilinear, Bicubic };
 
-/// Resample from a preprocessor config's `resample` (Pillow's codes: 2
-/// bilinear, 3 bicubic); other filters are refused.
+/// Resample from a preprocessor config's `resample` (Pillow's codes: 1
+/// lanczos, 2 bilinear, 3 bicubic); other filters are refused.
 Status resampleFromPil(int64_t code, Resample &out);
 
 /// `in` resized to width x height as Pillow's Image.resize does for an RGB
-/// image (no box, no reducing gap): the same bytes. Sizes of at least 1.
+/// image (no box, no reducing gap): the same bytes (Pillow 12: Pillow 13
+/// does the vertical pass first for some sizes). Sizes of at least 1.
 Image resize(const Image &in, int64_t width, int64_t height, Resample filter);
 
 /// The center width x height of `in` as transformers' center_crop takes it
