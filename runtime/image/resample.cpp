@@ -53,28 +53,19 @@ double lanczos(double x) {
   return 0.0;
 }
 
-double support(Resample filter) {
-  switch (filter) {
-  case Resample::Lanczos:
-    return 3.0;
-  case Resample::Bicubic:
-    return 2.0;
-  case Resample::Bilinear:
-    break;
-  }
-  return 1.0;
-}
+/// A filter and its support (in input pixels at scale 1).
+struct Filter {
+  double (*weight)(double);
+  double support;
+};
 
-double weight(Resample filter, double x) {
-  switch (filter) {
-  case Resample::Lanczos:
-    return lanczos(x);
-  case Resample::Bicubic:
-    return bicubic(x);
-  case Resample::Bilinear:
-    break;
-  }
-  return bilinear(x);
+Filter filterOf(Resample r) {
+  static constexpr Filter kFilters[] = {
+      {lanczos, 3.0},  // Resample::Lanczos
+      {bilinear, 1.0}, // Resample::Bilinear
+      {bicubic, 2.0},  // Resample::Bicubic
+  };
+  return kFilters[static_cast<size_t>(r)];
 }
 
 /// Each output pixel's first input pixel, count and fixed-point weights
@@ -87,7 +78,8 @@ struct Coeffs {
 };
 
 Coeffs coeffs(int64_t inSize, int64_t outSize, Resample filter) {
-  const double support0 = support(filter);
+  const Filter f = filterOf(filter);
+  const double support0 = f.support;
   const double scale = double(inSize) / double(outSize);
   const double filterscale = scale < 1.0 ? 1.0 : scale;
   const double reach = support0 * filterscale;
@@ -108,7 +100,7 @@ Coeffs coeffs(int64_t inSize, int64_t outSize, Resample filter) {
     xmax -= xmin;
     double ww = 0.0;
     for (int x = 0; x < xmax; ++x) {
-      const double v = weight(filter, (double(x + xmin) - center + 0.5) * ss);
+      const double v = f.weight((double(x + xmin) - center + 0.5) * ss);
       w[size_t(x)] = v;
       ww += v;
     }
