@@ -17,8 +17,19 @@ namespace {
 
 using json = nlohmann::json;
 
-/// Limits on what a config may ask for (a 64 Mpx canvas at most).
+/// Limits on what a config may ask for: 16384 a side, and an output of
+/// at most 16 Mpx (192 MiB of float pixels; vision encoders take 1 Mpx or
+/// less), checked before anything is allocated.
 constexpr int64_t kMaxSide = 16384;
+constexpr int64_t kMaxOutputPixels = int64_t(16) << 20;
+
+Status checkArea(int64_t h, int64_t w, const std::string &what) {
+  if (h * w > kMaxOutputPixels)
+    return Error(what + " is " + std::to_string(w) + " x " + std::to_string(h) +
+                 " pixels, more than the limit of " +
+                 std::to_string(kMaxOutputPixels) + " pixels");
+  return Status();
+}
 
 Status sideValue(const json &v, const std::string &where, int64_t &out) {
   if (!v.is_number_integer() || v.get<int64_t>() < 1 ||
@@ -33,7 +44,8 @@ Status sideValue(const json &v, const std::string &where, int64_t &out) {
 Status heightWidth(const json &obj, const std::string &where, int64_t &h,
                    int64_t &w) {
   ETLLM_RETURN_IF_ERROR(sideValue(obj["height"], where + ".height", h));
-  return sideValue(obj["width"], where + ".width", w);
+  ETLLM_RETURN_IF_ERROR(sideValue(obj["width"], where + ".width", w));
+  return checkArea(h, w, where);
 }
 
 Status boolValue(const json &cfg, const char *key, const std::string &name,
@@ -182,6 +194,7 @@ Status preprocess(const Image &img, const PreprocessConfig &config,
         h = newShort;
         w = newLong;
       }
+      ETLLM_RETURN_IF_ERROR(checkArea(h, w, "preprocess: the resized image"));
     }
     cur = resize(cur, w, h, config.resample);
   }

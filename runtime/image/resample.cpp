@@ -201,31 +201,27 @@ Image centerCrop(const Image &in, int64_t width, int64_t height) {
   out.width = width;
   out.height = height;
   out.rgb.assign(size_t(width * height * 3), 0);
-  // transformers' center_crop: the crop's offset in the image, or where
-  // the image goes in a larger (zero) canvas; Python's // floors.
+  // transformers' center_crop: top = (H - h) // 2 and left = (W - w) // 2
+  // (Python's floor). Where the crop is larger on a side it pads the image
+  // into a zero canvas at ceil((h - H) / 2) and crops that canvas from its
+  // start, which is again image row y + (H - h) // 2: output pixel (y, x)
+  // is image pixel (y + oy, x + ox), or zero outside the image (no canvas
+  // is made).
   auto floorDiv2 = [](int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); };
-  const int64_t top = floorDiv2(in.height - height);
-  const int64_t left = floorDiv2(in.width - width);
-  if (top >= 0 && left >= 0) {
-    for (int64_t y = 0; y < height; ++y)
-      std::copy_n(in.rgb.data() + size_t(((y + top) * in.width + left) * 3),
-                  size_t(width * 3), out.rgb.data() + size_t(y * width * 3));
+  const int64_t oy = floorDiv2(in.height - height);
+  const int64_t ox = floorDiv2(in.width - width);
+  const int64_t x0 = std::max<int64_t>(0, -ox);
+  const int64_t x1 = std::min(width, in.width - ox);
+  if (x1 <= x0)
     return out;
+  for (int64_t y = 0; y < height; ++y) {
+    const int64_t sy = y + oy;
+    if (sy < 0 || sy >= in.height)
+      continue;
+    std::copy_n(in.rgb.data() + size_t((sy * in.width + x0 + ox) * 3),
+                size_t((x1 - x0) * 3),
+                out.rgb.data() + size_t((y * width + x0) * 3));
   }
-  // Padding: the image in a max(h, H) x max(w, W) canvas at
-  // ceil((new - orig) / 2), then the crop of that canvas.
-  const int64_t ch = std::max(height, in.height),
-                cw = std::max(width, in.width);
-  const int64_t padTop = (ch - in.height + 1) / 2,
-                padLeft = (cw - in.width + 1) / 2;
-  std::vector<uint8_t> canvas(size_t(ch * cw * 3), 0);
-  for (int64_t y = 0; y < in.height; ++y)
-    std::copy_n(in.rgb.data() + size_t(y * in.width * 3), size_t(in.width * 3),
-                canvas.data() + size_t(((y + padTop) * cw + padLeft) * 3));
-  const int64_t t2 = (ch - height) / 2, l2 = (cw - width) / 2;
-  for (int64_t y = 0; y < height; ++y)
-    std::copy_n(canvas.data() + size_t(((y + t2) * cw + l2) * 3),
-                size_t(width * 3), out.rgb.data() + size_t(y * width * 3));
   return out;
 }
 

@@ -136,3 +136,25 @@ def test_bad_inputs_are_one_error(tmp_path):
     Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(gif)
     with pytest.raises(etllm.Error, match="not a PNG or JPEG"):
         etllm.preprocess_image(str(gif), json.dumps(CLIP))
+
+
+@pytest.mark.parametrize("w,h,cw,ch", [
+    (10, 7, 13, 4), (10, 7, 4, 13), (9, 9, 12, 12), (12, 5, 7, 9),
+    (5, 12, 9, 7), (8, 8, 3, 5),
+])
+def test_center_crop_pads_as_transformers(tmp_path, w, h, cw, ch):
+    """Crops larger on one side, both or neither, odd and even margins."""
+    if etllm.preprocess_image is None:
+        pytest.skip("the runtime was built without libpng/libjpeg")
+    rng = np.random.default_rng(w * 100 + h)
+    path = tmp_path / "c.png"
+    Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)).save(path)
+    cfg = {"do_resize": False, "do_center_crop": True,
+           "crop_size": {"height": ch, "width": cw}, "do_rescale": True,
+           "rescale_factor": 0.00392156862745098, "do_normalize": False}
+    processor = transformers.CLIPImageProcessorPil(**cfg)
+    with Image.open(path) as im:
+        ref = processor(im, return_tensors="np")["pixel_values"][0]
+    got = etllm.preprocess_image(str(path), json.dumps(cfg))
+    assert got.shape == ref.shape == (3, ch, cw)
+    assert float(np.abs(got - ref).max()) <= 1e-5

@@ -272,6 +272,12 @@ TEST(PreprocessConfig, ReadsAndRefuses) {
          "longest_edge");
   refuse(R"({"size": {"height": 224}})", "size");
   refuse(R"({"size": {"height": 224, "width": 99999999}})", "size.width");
+  // Each side allowed, the area not: 16384 x 16384 floats would be 3 GiB.
+  refuse(R"({"size": {"height": 16384, "width": 16384}})",
+         "more than the limit");
+  refuse(R"({"do_resize": false, "do_center_crop": true,
+             "crop_size": {"height": 8000, "width": 8000}})",
+         "crop_size");
   refuse(R"({"do_resize": false, "do_center_crop": true})", "crop_size");
   refuse(R"({"do_resize": false, "image_std": [1, 0, 1]})", "image_std");
   refuse(R"({"do_resize": false, "image_mean": [1, 2]})", "image_mean");
@@ -279,6 +285,21 @@ TEST(PreprocessConfig, ReadsAndRefuses) {
   refuse(R"({"do_resize": "yes"})", "do_resize");
   refuse(R"({"do_resize": false, "do_image_splitting": true})",
          "do_image_splitting");
+}
+
+TEST(Preprocess, ResizedAreaIsBounded) {
+  Image img;
+  img.width = 1;
+  img.height = 4;
+  img.rgb.assign(12, 7);
+  PreprocessConfig c;
+  c.shortestEdge = 4096; // 4096 x 16384: each side allowed, not the area
+  c.doCenterCrop = false;
+  Pixels px;
+  Status st = preprocess(img, c, px);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("more than the limit"), std::string::npos)
+      << st.message();
 }
 
 TEST(Preprocess, ChannelsFirstRescaledNormalized) {
