@@ -196,6 +196,15 @@ Status preprocess(const Image &img, const PreprocessConfig &config,
       }
       ETLLM_RETURN_IF_ERROR(checkArea(h, w, "preprocess: the resized image"));
     }
+    // The horizontal pass first (as Pillow 12): an 8-bit image of the new
+    // width and the old height, bounded too (at 4 times the output's
+    // pixels: 192 MiB).
+    if (w * img.height > 4 * kMaxOutputPixels)
+      return Error(
+          "preprocess: resizing the " + std::to_string(img.width) + " x " +
+          std::to_string(img.height) + " image to " + std::to_string(w) +
+          " x " + std::to_string(h) + " needs more than the limit of " +
+          std::to_string(4 * kMaxOutputPixels) + " intermediate pixels");
     cur = resize(cur, w, h, config.resample);
   }
   if (config.doCenterCrop)

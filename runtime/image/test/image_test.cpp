@@ -302,6 +302,21 @@ TEST(Preprocess, ResizedAreaIsBounded) {
       << st.message();
 }
 
+TEST(Preprocess, ResizeIntermediateIsBounded) {
+  Image img; // 1 x 16384: a decodable image
+  img.width = 1;
+  img.height = 16384;
+  img.rgb.assign(size_t(16384 * 3), 7);
+  PreprocessConfig c;
+  c.resizeHeight = 1000; // 16000 x 1000 is within the output limit, but
+  c.resizeWidth = 16000; // the 16000 x 16384 horizontal pass is not
+  Pixels px;
+  Status st = preprocess(img, c, px);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("intermediate"), std::string::npos)
+      << st.message();
+}
+
 TEST(Preprocess, ChannelsFirstRescaledNormalized) {
   Image img;
   img.width = 2;
