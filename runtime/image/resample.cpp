@@ -140,45 +140,41 @@ Status resampleFromPil(int64_t code, Resample &out) {
   }
 }
 
-Image resize(const Image &in, int64_t width, int64_t height, Resample filter) {
-  if (width == in.width && height == in.height)
-    return in;
-  const Coeffs h = coeffs(in.width, width, filter);
-  const Coeffs v = coeffs(in.height, height, filter);
-  // The rows the vertical pass reads.
-  const int64_t first = v.bounds[0];
-  const int64_t last =
-      v.bounds[size_t(height) * 2 - 2] + v.bounds[size_t(height) * 2 - 1];
-  Image tmp;
-  const Image *src = &in;
-  int64_t rowOffset = 0;
-  if (width != in.width) {
-    tmp.width = width;
-    tmp.height = last - first;
-    tmp.rgb.resize(size_t(tmp.width * tmp.height * 3));
-    for (int64_t y = 0; y < tmp.height; ++y) {
-      const uint8_t *row = in.rgb.data() + size_t((y + first) * in.width * 3);
-      uint8_t *o = tmp.rgb.data() + size_t(y * width * 3);
-      for (int64_t xx = 0; xx < width; ++xx) {
-        const int xmin = h.bounds[size_t(xx) * 2],
-                  xmax = h.bounds[size_t(xx) * 2 + 1];
-        const int32_t *k = &h.k[size_t(xx) * size_t(h.ksize)];
-        int32_t s[3] = {1 << (kPrecisionBits - 1), 1 << (kPrecisionBits - 1),
-                        1 << (kPrecisionBits - 1)};
-        for (int x = 0; x < xmax; ++x)
-          for (int ch = 0; ch < 3; ++ch)
-            s[ch] += int32_t(row[size_t(x + xmin) * 3 + size_t(ch)]) * k[x];
-        for (int ch = 0; ch < 3; ++ch)
-          o[xx * 3 + ch] = clip8(s[ch]);
-      }
-    }
-    src = &tmp;
-    rowOffset = first;
-  }
-  if (height == in.height)
-    return tmp; // only the horizontal pass (first = 0, all rows)
+namespace {
+
+/// Pillow's horizontal pass: rows [first, first + rows) of `in` to `h`'s
+/// width.
+Image horizontalPass(const Image &in, const Coeffs &h, int64_t width,
+                     int64_t first, int64_t rows) {
   Image out;
-  out.width = src->width;
+  out.width = width;
+  out.height = rows;
+  out.rgb.resize(size_t(width * rows * 3));
+  for (int64_t y = 0; y < rows; ++y) {
+    const uint8_t *row = in.rgb.data() + size_t((y + first) * in.width * 3);
+    uint8_t *o = out.rgb.data() + size_t(y * width * 3);
+    for (int64_t xx = 0; xx < width; ++xx) {
+      const int xmin = h.bounds[size_t(xx) * 2],
+                xmax = h.bounds[size_t(xx) * 2 + 1];
+      const int32_t *k = &h.k[size_t(xx) * size_t(h.ksize)];
+      int32_t s[3] = {1 << (kPrecisionBits - 1), 1 << (kPrecisionBits - 1),
+                      1 << (kPrecisionBits - 1)};
+      for (int x = 0; x < xmax; ++x)
+        for (int ch = 0; ch < 3; ++ch)
+          s[ch] += int32_t(row[size_t(x + xmin) * 3 + size_t(ch)]) * k[x];
+      for (int ch = 0; ch < 3; ++ch)
+        o[xx * 3 + ch] = clip8(s[ch]);
+    }
+  }
+  return out;
+}
+
+/// Pillow's vertical pass: `in` (whose row 0 is input row `rowOffset`) to
+/// `v`'s height.
+Image verticalPass(const Image &in, const Coeffs &v, int64_t height,
+                   int64_t rowOffset) {
+  Image out;
+  out.width = in.width;
   out.height = height;
   out.rgb.resize(size_t(out.width * height * 3));
   for (int64_t yy = 0; yy < height; ++yy) {
@@ -189,11 +185,43 @@ Image resize(const Image &in, int64_t width, int64_t height, Resample filter) {
     for (int64_t x = 0; x < out.width * 3; ++x) {
       int32_t s = 1 << (kPrecisionBits - 1);
       for (int y = 0; y < ymax; ++y)
-        s += int32_t(src->rgb[size_t((y + ymin) * src->width * 3 + x)]) * k[y];
+        s += int32_t(in.rgb[size_t((y + ymin) * in.width * 3 + x)]) * k[y];
       o[x] = clip8(s);
     }
   }
   return out;
+}
+
+} // namespace
+
+bool resizesHorizontallyFirst(int64_t inWidth, int64_t inHeight, int64_t width,
+                              int64_t height) {
+  // Pillow 13: the vertical pass first when the height shrinks by more than
+  // twice what the width shrinks (Pillow 12 and older: always horizontal).
+  const int64_t dh = inHeight - height, dw = inWidth - width;
+  return !(dh > 0 && dh > dw * 2);
+}
+
+Image resize(const Image &in, int64_t width, int64_t height, Resample filter) {
+  if (width == in.width && height == in.height)
+    return in;
+  const Coeffs h = coeffs(in.width, width, filter);
+  const Coeffs v = coeffs(in.height, height, filter);
+  if (!resizesHorizontallyFirst(in.width, in.height, width, height)) {
+    // The height changes here (it shrinks), the width maybe.
+    Image tmp = verticalPass(in, v, height, 0);
+    return width == in.width ? tmp : horizontalPass(tmp, h, width, 0, height);
+  }
+  if (width == in.width)
+    return verticalPass(in, v, height, 0);
+  // Horizontally first, over the rows the vertical pass reads.
+  const int64_t first = v.bounds[0];
+  const int64_t last =
+      v.bounds[size_t(height) * 2 - 2] + v.bounds[size_t(height) * 2 - 1];
+  Image tmp = horizontalPass(in, h, width, first, last - first);
+  if (height == in.height)
+    return tmp; // first = 0 and every row
+  return verticalPass(tmp, v, height, first);
 }
 
 Image centerCrop(const Image &in, int64_t width, int64_t height) {

@@ -6,7 +6,8 @@ CLIP at 336, SigLIP, Gemma 3's SigLIP at 896) on images of different sizes
 and formats:
 PNG (RGB, RGBA, gray, palette) and JPEG (baseline, progressive). The pixels
 must agree within 1e-5 (they are computed with the same operations: equal
-in practice)."""
+in practice). Pillow 13 is the reference (python/requirements.txt): its
+resize chooses the order of its two passes, which Pillow 12 did not."""
 
 import json
 
@@ -158,3 +159,24 @@ def test_center_crop_pads_as_transformers(tmp_path, w, h, cw, ch):
     got = etllm.preprocess_image(str(path), json.dumps(cfg))
     assert got.shape == ref.shape == (3, ch, cw)
     assert float(np.abs(got - ref).max()) <= 1e-5
+
+
+@pytest.mark.parametrize("resample", [1, 2, 3])
+def test_resize_matches_pillow_across_sizes(tmp_path, resample):
+    """Pillow's own resize on 40 random size pairs (up, down, mixed: both
+    orders of its two passes), byte for byte."""
+    if etllm.preprocess_image is None:
+        pytest.skip("the runtime was built without libpng/libjpeg")
+    rng = np.random.default_rng(resample)
+    path = tmp_path / "r.png"
+    for _ in range(40):
+        w, h, W, H = (int(v) for v in rng.integers(3, 160, 4))
+        a = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+        Image.fromarray(a).save(path)
+        cfg = {"do_resize": True, "size": {"height": H, "width": W},
+               "resample": resample, "do_rescale": False,
+               "do_normalize": False}
+        got = etllm.preprocess_image(str(path), json.dumps(cfg))
+        ref = np.array(Image.fromarray(a).resize((W, H), resample=resample))
+        assert np.array_equal(got.transpose(1, 2, 0), ref.astype(np.float32)), \
+            (w, h, W, H, resample)

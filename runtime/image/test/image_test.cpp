@@ -222,6 +222,16 @@ TEST(Resize, IdentityAndConstants) {
     }
 }
 
+/// Pillow 13's order of the two passes: vertical first only when the height
+/// shrinks by more than twice what the width shrinks.
+TEST(Resize, PassOrder) {
+  EXPECT_TRUE(resizesHorizontallyFirst(300, 300, 200, 199));  // 101 <= 200
+  EXPECT_FALSE(resizesHorizontallyFirst(300, 300, 250, 100)); // 200 > 100
+  EXPECT_FALSE(resizesHorizontallyFirst(200, 317, 224, 224)); // 93 > -48
+  EXPECT_TRUE(resizesHorizontallyFirst(100, 100, 130, 120));  // grows
+  EXPECT_TRUE(resizesHorizontallyFirst(200, 300, 150, 200));  // 100 = 100
+}
+
 TEST(CenterCrop, CropAndPad) {
   Image img;
   img.width = 5;

@@ -59,9 +59,16 @@ enum class Resample : uint8_t { Lanczos, Bilinear, Bicubic };
 Status resampleFromPil(int64_t code, Resample &out);
 
 /// `in` resized to width x height as Pillow's Image.resize does for an RGB
-/// image (no box, no reducing gap): the same bytes (Pillow 12: Pillow 13
-/// does the vertical pass first for some sizes). Sizes of at least 1.
+/// image (no box, no reducing gap): the same bytes, with Pillow 13's order
+/// of the two passes (resizesHorizontallyFirst). Sizes of at least 1.
 Image resize(const Image &in, int64_t width, int64_t height, Resample filter);
+
+/// Whether Pillow 13 resizes inW x inH to w x h horizontally first: unless
+/// the height shrinks by more than twice what the width shrinks (Pillow 12
+/// and older always go horizontally first; both orders round to 8 bits in
+/// between, so the bytes differ where the orders do).
+bool resizesHorizontallyFirst(int64_t inWidth, int64_t inHeight, int64_t width,
+                              int64_t height);
 
 /// The center width x height of `in` as transformers' center_crop takes it
 /// (top = (H - h) // 2, left = (W - w) // 2); where `in` is smaller the
