@@ -297,34 +297,28 @@ TEST(PreprocessConfig, ReadsAndRefuses) {
          "do_image_splitting");
 }
 
-TEST(Preprocess, ResizedAreaIsBounded) {
+/// A gray 1-pixel-wide image of `height` rows, and what preprocessing it
+/// with `c` says.
+std::string refusal(int64_t height, const PreprocessConfig &c) {
   Image img;
   img.width = 1;
-  img.height = 4;
-  img.rgb.assign(12, 7);
-  PreprocessConfig c;
-  c.shortestEdge = 4096; // 4096 x 16384: each side allowed, not the area
-  c.doCenterCrop = false;
+  img.height = height;
+  img.rgb.assign(size_t(height * 3), 7);
   Pixels px;
   Status st = preprocess(img, c, px);
-  ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("more than the limit"), std::string::npos)
-      << st.message();
+  return st.ok() ? "" : st.message();
 }
 
-TEST(Preprocess, ResizeIntermediateIsBounded) {
-  Image img; // 1 x 16384: a decodable image
-  img.width = 1;
-  img.height = 16384;
-  img.rgb.assign(size_t(16384 * 3), 7);
-  PreprocessConfig c;
-  c.resizeHeight = 1000; // 16000 x 1000 is within the output limit, but
-  c.resizeWidth = 16000; // the 16000 x 16384 horizontal pass is not
-  Pixels px;
-  Status st = preprocess(img, c, px);
-  ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("intermediate"), std::string::npos)
-      << st.message();
+/// Sizes each within its bound but not their product: refused before
+/// anything is allocated.
+TEST(Preprocess, AreasAreBounded) {
+  PreprocessConfig area;
+  area.shortestEdge = 4096; // 4096 x 16384
+  EXPECT_NE(refusal(4, area).find("more than the limit"), std::string::npos);
+  PreprocessConfig wide;    // 16000 x 1000 is within the output limit, but
+  wide.resizeHeight = 1000; // from 1 x 16384 the 16000 x 16384 horizontal
+  wide.resizeWidth = 16000; // pass is not
+  EXPECT_NE(refusal(16384, wide).find("intermediate"), std::string::npos);
 }
 
 TEST(Preprocess, ChannelsFirstRescaledNormalized) {
