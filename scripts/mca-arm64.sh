@@ -84,17 +84,16 @@ decode_kernels() {
 }
 # etllm's 4-bit prefill tiles are 16 activation rows (two panels) against 4
 # weight rows (dotprod) or one weight pair (i8mm); per token (8da4w) they
-# fold the zero point into the chains (Zp 1; a tile with a row whose -zp is
-# not a byte takes the row tiles). The MACs are the tile's own (16 x 4 x 32,
+# fold the zero point into the chains (a tile with a row whose -zp is not a
+# byte takes the row tiles). The MACs are the tile's own (16 x 4 x 32,
 # 16 x 2 x 32), not the dot products' (the fold's products add none).
-ZP='.*::Zp\)'
 prefill_kernels() {
   local cpu=$1
-  echo "etllm dotprod (Q4_0 x Q8_0), 16 rows x 4 weight rows|etllm-dotprod|Kernel<4u, true, true, false>::tallTile<2, |inner|2048"
-  echo "etllm dotprod (8da4w), 16 x 4|etllm-dotprod|Kernel<4u, true, false, true>::tallTile<2, ${ZP}1>|inner|2048"
+  echo "etllm dotprod (Q4_0 x Q8_0), 16 rows x 4 weight rows|etllm-dotprod|Kernel<4u, true, true, false>::tallTile<2>|inner|2048"
+  echo "etllm dotprod (8da4w), 16 x 4|etllm-dotprod|Kernel<4u, true, false, true>::tallTile<2>|inner|2048"
   if [ "$cpu" != cortex-a76 ]; then
-    echo "etllm i8mm (Q4_0 x Q8_0), 16 rows x 2 weight rows|etllm-i8mm|Kernel<4u, true, true, false>::mmlaTall<0, 2, |inner|1024"
-    echo "etllm i8mm (8da4w), 16 x 2|etllm-i8mm|Kernel<4u, true, false, true>::mmlaTall<0, 2, ${ZP}1>|inner|1024"
+    echo "etllm i8mm (Q4_0 x Q8_0), 16 rows x 2 weight rows|etllm-i8mm|Kernel<4u, true, true, false>::mmlaTall<0, 2>|inner|1024"
+    echo "etllm i8mm (8da4w), 16 x 2|etllm-i8mm|Kernel<4u, true, false, true>::mmlaTall<0, 2>|inner|1024"
     echo "llama.cpp ggml_vec_dot_q4_0_q8_0 (nrc 2, i8mm)|ll-quants|ggml_vec_dot_q4_0_q8_0|smmla|auto"
     echo "llama.cpp ggml_gemm_q4_0_4x8_q8_0 (i8mm)|ll-repack|ggml_gemm_q4_0_4x8_q8_0|inner|auto"
   fi

@@ -170,7 +170,9 @@ Status preprocess(const Image &img, const PreprocessConfig &config,
   if (img.width < 1 || img.height < 1 ||
       img.rgb.size() != size_t(img.width * img.height * 3))
     return Error("preprocess: an empty or inconsistent image");
-  Image cur = img;
+  // The image as each step leaves it (no copy where a step is skipped).
+  const Image *cur = &img;
+  Image resized, cropped;
   if (config.doResize) {
     int64_t h = config.resizeHeight, w = config.resizeWidth;
     if (config.shortestEdge > 0) {
@@ -196,28 +198,34 @@ Status preprocess(const Image &img, const PreprocessConfig &config,
       }
       ETLLM_RETURN_IF_ERROR(checkArea(h, w, "preprocess: the resized image"));
     }
-    // The horizontal pass first (as Pillow 12): an 8-bit image of the new
-    // width and the old height, bounded too (at 4 times the output's
-    // pixels: 192 MiB).
-    if (w * img.height > 4 * kMaxOutputPixels)
+    // The first of resize's two passes makes an 8-bit image of the new
+    // width and the old height (or, vertically first, the reverse),
+    // bounded too (at 4 times the output's pixels: 192 MiB).
+    const int64_t between =
+        resizesHorizontallyFirst(img.width, img.height, w, h) ? w * img.height
+                                                              : img.width * h;
+    if (between > 4 * kMaxOutputPixels)
       return Error(
           "preprocess: resizing the " + std::to_string(img.width) + " x " +
           std::to_string(img.height) + " image to " + std::to_string(w) +
           " x " + std::to_string(h) + " needs more than the limit of " +
           std::to_string(4 * kMaxOutputPixels) + " intermediate pixels");
-    cur = resize(cur, w, h, config.resample);
+    resized = resize(img, w, h, config.resample);
+    cur = &resized;
   }
-  if (config.doCenterCrop)
-    cur = centerCrop(cur, config.cropWidth, config.cropHeight);
-  const int64_t H = cur.height, W = cur.width;
+  if (config.doCenterCrop) {
+    cropped = centerCrop(*cur, config.cropWidth, config.cropHeight);
+    cur = &cropped;
+  }
+  const int64_t H = cur->height, W = cur->width;
   out.height = H;
   out.width = W;
   out.chw.resize(size_t(3 * H * W));
   for (int c = 0; c < 3; ++c)
     for (int64_t i = 0; i < H * W; ++i) {
-      float v = float(cur.rgb[size_t(i * 3 + c)]);
-      if (config.doRescale)
-        v = float(double(cur.rgb[size_t(i * 3 + c)]) * config.rescaleFactor);
+      const uint8_t u = cur->rgb[size_t(i * 3 + c)];
+      float v =
+          config.doRescale ? float(double(u) * config.rescaleFactor) : float(u);
       if (config.doNormalize)
         v = (v - config.mean[c]) / config.std[c];
       out.chw[size_t(c * H * W + i)] = v;

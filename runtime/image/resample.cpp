@@ -79,10 +79,10 @@ struct Coeffs {
 
 Coeffs coeffs(int64_t inSize, int64_t outSize, Resample filter) {
   const Filter f = filterOf(filter);
-  const double support0 = f.support;
   const double scale = double(inSize) / double(outSize);
   const double filterscale = scale < 1.0 ? 1.0 : scale;
-  const double reach = support0 * filterscale;
+  const double reach = f.support * filterscale;
+  const double ss = 1.0 / filterscale;
   Coeffs c;
   c.ksize = int(std::ceil(reach)) * 2 + 1;
   c.bounds.resize(size_t(outSize) * 2);
@@ -90,7 +90,6 @@ Coeffs coeffs(int64_t inSize, int64_t outSize, Resample filter) {
   std::vector<double> w(size_t(c.ksize));
   for (int64_t xx = 0; xx < outSize; ++xx) {
     const double center = (double(xx) + 0.5) * scale;
-    const double ss = 1.0 / filterscale;
     int xmin = int(center - reach + 0.5);
     if (xmin < 0)
       xmin = 0;
@@ -205,15 +204,14 @@ bool resizesHorizontallyFirst(int64_t inWidth, int64_t inHeight, int64_t width,
 Image resize(const Image &in, int64_t width, int64_t height, Resample filter) {
   if (width == in.width && height == in.height)
     return in;
-  const Coeffs h = coeffs(in.width, width, filter);
+  // Each pass's coefficients only where it runs (the vertical ones also
+  // bound the rows a horizontal-first pass reads).
   const Coeffs v = coeffs(in.height, height, filter);
-  if (!resizesHorizontallyFirst(in.width, in.height, width, height)) {
-    // The height changes here (it shrinks), the width maybe.
-    Image tmp = verticalPass(in, v, height, 0);
-    return width == in.width ? tmp : horizontalPass(tmp, h, width, 0, height);
-  }
   if (width == in.width)
     return verticalPass(in, v, height, 0);
+  const Coeffs h = coeffs(in.width, width, filter);
+  if (!resizesHorizontallyFirst(in.width, in.height, width, height))
+    return horizontalPass(verticalPass(in, v, height, 0), h, width, 0, height);
   // Horizontally first, over the rows the vertical pass reads.
   const int64_t first = v.bounds[0];
   const int64_t last =
