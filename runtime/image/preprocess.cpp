@@ -198,12 +198,10 @@ Status preprocess(const Image &img, const PreprocessConfig &config,
       }
       ETLLM_RETURN_IF_ERROR(checkArea(h, w, "preprocess: the resized image"));
     }
-    // The first of resize's two passes makes an 8-bit image of the new
-    // width and the old height (or, vertically first, the reverse),
-    // bounded too (at 4 times the output's pixels: 192 MiB).
-    const int64_t between =
-        resizesHorizontallyFirst(img.width, img.height, w, h) ? w * img.height
-                                                              : img.width * h;
+    // Bounded as if the horizontal pass ran first (an 8-bit image of the
+    // new width and the old height), whichever order resize takes: at 4
+    // times the output's pixels (192 MiB).
+    const int64_t between = w * img.height;
     if (between > 4 * kMaxOutputPixels)
       return Error(
           "preprocess: resizing the " + std::to_string(img.width) + " x " +
