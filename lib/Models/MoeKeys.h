@@ -1,5 +1,4 @@
-//===- MoeKeys.h - The config keys of mixture-of-experts families -*- C++
-//-*-===//
+//===- MoeKeys.h - Config keys of mixture-of-experts families -*- C++ -*-===//
 //
 // Private to lib/Models: the ConfigKeys a MoE family's config class has,
 // spelled once, with the GGUF key llama.cpp's converter writes for each

@@ -12,9 +12,32 @@
 
 namespace etllm::models {
 
+FamilySpec renamed(FamilySpec base, const char *hfArchitecture,
+                   const char *hfModelType, const char *classPrefix) {
+  base.hfArchitecture = hfArchitecture;
+  base.hfModelType = hfModelType;
+  base.classPrefix = classPrefix;
+  return base;
+}
+
+namespace {
+FamilySpec withId(FamilySpec spec, const char *id) {
+  spec.id = id;
+  return spec;
+}
+} // namespace
+
+#define ETLLM_FAMILY(id, fn, make)                                             \
+  const FamilySpec &fn() {                                                     \
+    static const FamilySpec spec = withId(make(), #id);                        \
+    return spec;                                                               \
+  }
+#include "Families.inc"
+#undef ETLLM_FAMILY
+
 const std::vector<const FamilySpec *> &families() {
   static const std::vector<const FamilySpec *> table = {
-#define ETLLM_FAMILY(id, fn) &fn(),
+#define ETLLM_FAMILY(id, fn, make) &fn(),
 #include "Families.inc"
 #undef ETLLM_FAMILY
   };

@@ -31,102 +31,96 @@
 
 namespace etllm::models {
 
-const FamilySpec &deepseekV3Family() {
-  static const FamilySpec spec = [] {
-    FamilySpec s = deepseekV2Family();
-    s.id = "deepseekv3";
-    s.hfArchitecture = "DeepseekV3ForCausalLM";
-    s.hfModelType = "deepseek_v3";
-    s.classPrefix = "DeepseekV3";
+FamilySpec makeDeepseekV3Family() {
+  FamilySpec s = renamed(deepseekV2Family(), "DeepseekV3ForCausalLM",
+                         "deepseek_v3", "DeepseekV3");
 
-    // DeepseekV3Config's defaults.
-    s.hf.maxPositionEmbeddings = 4096;
-    s.hf.bosTokenId = 0;
-    s.hf.eosTokenId = 1;
-    s.hf.mlpBiasKey = false;
-    s.moe.router = MoeRouterForm::Module;
-    s.moe.routerClass = "TopkRouter";
-    s.moe.blockClass = "MoE";
-    s.moe.scoring = MoeScoring::Sigmoid;
-    s.moe.topkMethod = MoeTopkMethod::NoauxTc;
-    // V2's selection keys give way to V3's (topk_method is a constant).
-    std::vector<ConfigKey> keys;
-    for (ConfigKey k : s.hf.keys) {
-      switch (k.field) {
-      case ConfigField::MoeTopkMethod:
-      case ConfigField::NumExpertGroups:
-      case ConfigField::TopkGroup:
-      case ConfigField::NormTopkProb:
-        continue;
-      default:
-        break;
-      }
-      keys.push_back(k);
+  // DeepseekV3Config's defaults.
+  s.hf.maxPositionEmbeddings = 4096;
+  s.hf.bosTokenId = 0;
+  s.hf.eosTokenId = 1;
+  s.hf.mlpBiasKey = false;
+  s.moe.router = MoeRouterForm::Module;
+  s.moe.routerClass = "TopkRouter";
+  s.moe.blockClass = "MoE";
+  s.moe.scoring = MoeScoring::Sigmoid;
+  s.moe.topkMethod = MoeTopkMethod::NoauxTc;
+  // V2's selection keys give way to V3's (topk_method is a constant).
+  std::vector<ConfigKey> keys;
+  for (ConfigKey k : s.hf.keys) {
+    switch (k.field) {
+    case ConfigField::MoeTopkMethod:
+    case ConfigField::NumExpertGroups:
+    case ConfigField::TopkGroup:
+    case ConfigField::NormTopkProb:
+      continue;
+    default:
+      break;
     }
-    // n_group / topk_group: GGUF expert_group_count / _used_count, one
-    // group when absent (llama.cpp: no grouping).
-    for (ConfigKey k : {moe_keys::numExpertGroups(8), moe_keys::topkGroup(4)}) {
-      k.ggufDefault = 1;
-      keys.push_back(k);
+    keys.push_back(k);
+  }
+  // n_group / topk_group: GGUF expert_group_count / _used_count, one
+  // group when absent (llama.cpp: no grouping).
+  for (ConfigKey k : {moe_keys::numExpertGroups(8), moe_keys::topkGroup(4)}) {
+    k.ggufDefault = 1;
+    keys.push_back(k);
+  }
+  keys.push_back(
+      moe_keys::normTopkProb(true, GgufKey::ExpertWeightsNorm, false));
+  s.hf.keys = keys;
+  for (ConfigKey &k : s.hf.keys) {
+    switch (k.field) {
+    case ConfigField::FirstKDenseReplace:
+      k.hfDefault = 3;
+      break;
+    case ConfigField::MoeIntermediateSize:
+      k.hfDefault = 2048;
+      break;
+    case ConfigField::NumExperts:
+      k.hfDefault = 256;
+      break;
+    case ConfigField::NumSharedExperts:
+      k.hfDefault = 1;
+      break;
+    case ConfigField::NumExpertsPerTok:
+      k.hfDefault = 8;
+      break;
+    case ConfigField::RoutedScalingFactor:
+      k.hfDefault = 2.5;
+      break;
+    default:
+      break;
     }
-    keys.push_back(
-        moe_keys::normTopkProb(true, GgufKey::ExpertWeightsNorm, false));
-    s.hf.keys = keys;
-    for (ConfigKey &k : s.hf.keys) {
-      switch (k.field) {
-      case ConfigField::FirstKDenseReplace:
-        k.hfDefault = 3;
-        break;
-      case ConfigField::MoeIntermediateSize:
-        k.hfDefault = 2048;
-        break;
-      case ConfigField::NumExperts:
-        k.hfDefault = 256;
-        break;
-      case ConfigField::NumSharedExperts:
-        k.hfDefault = 1;
-        break;
-      case ConfigField::NumExpertsPerTok:
-        k.hfDefault = 8;
-        break;
-      case ConfigField::RoutedScalingFactor:
-        k.hfDefault = 2.5;
-        break;
-      default:
-        break;
-      }
-    }
-    using K = ConstantKey::Kind;
-    s.hf.constants = {
-        {"attention_bias", K::Bool, 0, 0, nullptr, /*enforced=*/true},
-        // DeepSeek's layout of the rope part (the only one llama.cpp has).
-        {"rope_interleave", K::Bool, 1, 0, nullptr, /*enforced=*/true},
-        {"pretraining_tp", K::Int, 1},
-        // DeepseekV3TopkRouter's only routing (DeepSeek's config.json).
-        {"topk_method", K::String, 0, 0, "noaux_tc", /*enforced=*/true},
-        {"scoring_func", K::String, 0, 0, "sigmoid", /*enforced=*/true},
-    };
-    // After the gating function, in the converter's order.
-    moe_keys::insertMetadataAfter(
-        s.gguf.metadata, GgufKey::ExpertGatingFunc,
-        {GgufKey::ExpertGroupCount, GgufKey::ExpertGroupUsedCount});
-    s.gguf.tensors.push_back({GgufTensor::FfnExpProbsB, HfModule::MoeRouterBias});
+  }
+  using K = ConstantKey::Kind;
+  s.hf.constants = {
+      {"attention_bias", K::Bool, 0, 0, nullptr, /*enforced=*/true},
+      // DeepSeek's layout of the rope part (the only one llama.cpp has).
+      {"rope_interleave", K::Bool, 1, 0, nullptr, /*enforced=*/true},
+      {"pretraining_tp", K::Int, 1},
+      // DeepseekV3TopkRouter's only routing (DeepSeek's config.json).
+      {"topk_method", K::String, 0, 0, "noaux_tc", /*enforced=*/true},
+      {"scoring_func", K::String, 0, 0, "sigmoid", /*enforced=*/true},
+  };
+  // After the gating function, in the converter's order.
+  moe_keys::insertMetadataAfter(
+      s.gguf.metadata, GgufKey::ExpertGatingFunc,
+      {GgufKey::ExpertGroupCount, GgufKey::ExpertGroupUsedCount});
+  s.gguf.tensors.push_back({GgufTensor::FfnExpProbsB, HfModule::MoeRouterBias});
 
-    s.gguf.identityValue = 2; // sigmoid
-    s.gguf.identityDefault = false;
+  s.gguf.identityValue = 2; // sigmoid
+  s.gguf.identityDefault = false;
 
-    // V3-like: q LoRA and V3's YaRN mscales (1, 1).
-    s.generator.tiny.qLoraRank = 48;
-    s.generator.tiny.ropeScaling = "yarn:4:32:1:1";
-    // 8 experts in 4 groups of 2 (noaux_tc ranks a group by its two best),
-    // the 2 best groups kept, top-2.
-    s.generator.tiny.experts = 8;
-    s.generator.tiny.expertGroups = 4;
-    s.generator.tiny.topkGroup = 2;
-    s.generator.presets.clear();
-    return s;
-  }();
-  return spec;
+  // V3-like: q LoRA and V3's YaRN mscales (1, 1).
+  s.generator.tiny.qLoraRank = 48;
+  s.generator.tiny.ropeScaling = "yarn:4:32:1:1";
+  // 8 experts in 4 groups of 2 (noaux_tc ranks a group by its two best),
+  // the 2 best groups kept, top-2.
+  s.generator.tiny.experts = 8;
+  s.generator.tiny.expertGroups = 4;
+  s.generator.tiny.topkGroup = 2;
+  s.generator.presets.clear();
+  return s;
 }
 
 } // namespace etllm::models

@@ -10,50 +10,43 @@
 
 namespace etllm::models {
 
-const FamilySpec &gemmaFamily() {
-  static const FamilySpec spec = [] {
-    FamilySpec s;
-    s.id = "gemma";
-    s.hfArchitecture = "GemmaForCausalLM";
-    s.hfModelType = "gemma";
-    s.classPrefix = "Gemma";
-    s.traits.normAddsOne = true;
-    s.traits.scaleEmbeddings = true;
+FamilySpec makeGemmaFamily() {
+  FamilySpec s = renamed(FamilySpec(), "GemmaForCausalLM", "gemma", "Gemma");
+  s.traits.normAddsOne = true;
+  s.traits.scaleEmbeddings = true;
 
-    s.hf.maxPositionEmbeddings = 8192;
-    s.hf.rmsNormEps = 1e-6;
-    s.hf.tieWordEmbeddings = true;
-    s.hf.hiddenAct = "gelu_pytorch_tanh";
-    s.hf.bosTokenId = 2;
-    s.hf.eosTokenId = 1;
-    s.hf.padTokenId = 0;
-    s.hf.headDim = 256;
-    // GemmaConfig keeps the legacy hidden_act and a hidden_activation that
-    // wins when set.
-    s.hf.activationKeys = {"hidden_activation", "hidden_act"};
-    s.hf.activationWriteKey = "hidden_act";
-    s.hf.ropeScaling = RopeScalingKey::Unsupported;
-    s.hf.constants = {{"hidden_activation", ConstantKey::Kind::Null}};
+  s.hf.maxPositionEmbeddings = 8192;
+  s.hf.rmsNormEps = 1e-6;
+  s.hf.tieWordEmbeddings = true;
+  s.hf.hiddenAct = "gelu_pytorch_tanh";
+  s.hf.bosTokenId = 2;
+  s.hf.eosTokenId = 1;
+  s.hf.padTokenId = 0;
+  s.hf.headDim = 256;
+  // GemmaConfig keeps the legacy hidden_act and a hidden_activation that
+  // wins when set.
+  s.hf.activationKeys = {"hidden_activation", "hidden_act"};
+  s.hf.activationWriteKey = "hidden_act";
+  s.hf.ropeScaling = RopeScalingKey::Unsupported;
+  s.hf.constants = {{"hidden_activation", ConstantKey::Kind::Null}};
 
-    s.gguf.arch = "gemma";
-    s.gguf.normWeightsIncludeOne = true;
-    s.gguf.dropsLmHead = true;
-    s.gguf.metadata = {
-        GgufKey::ContextLength, GgufKey::EmbeddingLength,
-        GgufKey::BlockCount,    GgufKey::FeedForwardLength,
-        GgufKey::HeadCount,     GgufKey::HeadCountKv,
-        GgufKey::RmsEpsilon,    GgufKey::KeyLength,
-        GgufKey::ValueLength,   GgufKey::FileType,
-    };
-    s.gguf.tensors = llamaFamily().gguf.tensors;
+  s.gguf.arch = "gemma";
+  s.gguf.normWeightsIncludeOne = true;
+  s.gguf.dropsLmHead = true;
+  s.gguf.metadata = {
+      GgufKey::ContextLength, GgufKey::EmbeddingLength,
+      GgufKey::BlockCount,    GgufKey::FeedForwardLength,
+      GgufKey::HeadCount,     GgufKey::HeadCountKv,
+      GgufKey::RmsEpsilon,    GgufKey::KeyLength,
+      GgufKey::ValueLength,   GgufKey::FileType,
+  };
+  s.gguf.tensors = llamaFamily().gguf.tensors;
 
-    s.generator.vocab = SyntheticVocab::GemmaSentencePiece;
-    s.generator.tiny.headDim = 32;
-    s.generator.tiny.tied = true;
-    s.generator.tiny.rmsEps = 1e-6;
-    return s;
-  }();
-  return spec;
+  s.generator.vocab = SyntheticVocab::GemmaSentencePiece;
+  s.generator.tiny.headDim = 32;
+  s.generator.tiny.tied = true;
+  s.generator.tiny.rmsEps = 1e-6;
+  return s;
 }
 
 } // namespace etllm::models

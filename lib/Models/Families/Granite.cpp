@@ -15,65 +15,59 @@
 
 namespace etllm::models {
 
-const FamilySpec &graniteFamily() {
-  static const FamilySpec spec = [] {
-    FamilySpec s = llamaFamily();
-    s.id = "granite";
-    s.hfArchitecture = "GraniteForCausalLM";
-    s.hfModelType = "granite";
-    s.classPrefix = "Granite";
-    s.llama2c = false;
+FamilySpec makeGraniteFamily() {
+  FamilySpec s =
+      renamed(llamaFamily(), "GraniteForCausalLM", "granite", "Granite");
+  s.llama2c = false;
 
-    // GraniteConfig: Llama's defaults, no head_dim, no pretraining_tp.
-    s.hf.headDimKey = HeadDimKey::Never;
-    s.hf.constants.clear();
-    auto multiplier = [](const char *hf, GgufKey gguf, ConfigField field) {
-      ConfigKey k;
-      k.hf = hf;
-      k.gguf = gguf;
-      k.field = field;
-      k.hfDefault = k.ggufDefault = 1.0;
-      k.range = KeyRange::Positive;
-      return k;
-    };
-    ConfigKey attention =
-        multiplier("attention_multiplier", GgufKey::AttentionScale,
-                   ConfigField::AttentionMultiplier);
-    // llama.cpp takes a missing attention.scale as head_dim^-0.5.
-    attention.ggufDefault = 0;
-    attention.range = KeyRange::NonNegative;
-    s.hf.keys = {
-        multiplier("embedding_multiplier", GgufKey::EmbeddingScale,
-                   ConfigField::EmbeddingMultiplier),
-        multiplier("logits_scaling", GgufKey::LogitScale,
-                   ConfigField::LogitsScaling),
-        multiplier("residual_multiplier", GgufKey::ResidualScale,
-                   ConfigField::ResidualMultiplier),
-        attention,
-    };
+  // GraniteConfig: Llama's defaults, no head_dim, no pretraining_tp.
+  s.hf.headDimKey = HeadDimKey::Never;
+  s.hf.constants.clear();
+  auto multiplier = [](const char *hf, GgufKey gguf, ConfigField field) {
+    ConfigKey k;
+    k.hf = hf;
+    k.gguf = gguf;
+    k.field = field;
+    k.hfDefault = k.ggufDefault = 1.0;
+    k.range = KeyRange::Positive;
+    return k;
+  };
+  ConfigKey attention =
+      multiplier("attention_multiplier", GgufKey::AttentionScale,
+                 ConfigField::AttentionMultiplier);
+  // llama.cpp takes a missing attention.scale as head_dim^-0.5.
+  attention.ggufDefault = 0;
+  attention.range = KeyRange::NonNegative;
+  s.hf.keys = {
+      multiplier("embedding_multiplier", GgufKey::EmbeddingScale,
+                 ConfigField::EmbeddingMultiplier),
+      multiplier("logits_scaling", GgufKey::LogitScale,
+                 ConfigField::LogitsScaling),
+      multiplier("residual_multiplier", GgufKey::ResidualScale,
+                 ConfigField::ResidualMultiplier),
+      attention,
+  };
 
-    s.gguf.arch = "granite";
-    s.gguf.readsBack = true;
-    // LlamaModel's keys, then GraniteModel's.
-    s.gguf.metadata.push_back(GgufKey::AttentionScale);
-    s.gguf.metadata.push_back(GgufKey::EmbeddingScale);
-    s.gguf.metadata.push_back(GgufKey::ResidualScale);
-    s.gguf.metadata.push_back(GgufKey::LogitScale);
+  s.gguf.arch = "granite";
+  s.gguf.readsBack = true;
+  // LlamaModel's keys, then GraniteModel's.
+  s.gguf.metadata.push_back(GgufKey::AttentionScale);
+  s.gguf.metadata.push_back(GgufKey::EmbeddingScale);
+  s.gguf.metadata.push_back(GgufKey::ResidualScale);
+  s.gguf.metadata.push_back(GgufKey::LogitScale);
 
-    s.generator.presets.clear();
-    s.generator.llama3RopeScaling = false;
-    s.generator.tiny.tied = true;
-    // The multipliers of granite-3.1-2b (attention_multiplier 1/64 there,
-    // 1/head_dim here).
-    s.generator.configure = [](formats::ModelConfig &c) {
-      c.embeddingMultiplier = 12.0;
-      c.residualMultiplier = 0.22;
-      c.logitsScaling = 8.0;
-      c.attentionMultiplier = 1.0 / static_cast<double>(c.headDim);
-    };
-    return s;
-  }();
-  return spec;
+  s.generator.presets.clear();
+  s.generator.llama3RopeScaling = false;
+  s.generator.tiny.tied = true;
+  // The multipliers of granite-3.1-2b (attention_multiplier 1/64 there,
+  // 1/head_dim here).
+  s.generator.configure = [](formats::ModelConfig &c) {
+    c.embeddingMultiplier = 12.0;
+    c.residualMultiplier = 0.22;
+    c.logitsScaling = 8.0;
+    c.attentionMultiplier = 1.0 / static_cast<double>(c.headDim);
+  };
+  return s;
 }
 
 } // namespace etllm::models

@@ -6,75 +6,56 @@
 // rope_freqs tensor. llama2.c checkpoints (run.c) are Llamas too.
 //
 //===----------------------------------------------------------------------===//
+#include "../SpecTables.h"
 #include "FamilyList.h"
 
 namespace etllm::models {
 
-const FamilySpec &llamaFamily() {
-  static const FamilySpec spec = [] {
-    FamilySpec s;
-    s.id = "llama";
-    s.hfArchitecture = "LlamaForCausalLM";
-    s.hfModelType = "llama";
-    s.classPrefix = "Llama";
+FamilySpec makeLlamaFamily() {
+  FamilySpec s = renamed(FamilySpec(), "LlamaForCausalLM", "llama", "Llama");
 
-    s.hf.maxPositionEmbeddings = 2048;
-    s.hf.rmsNormEps = 1e-6;
-    s.hf.bosTokenId = 1;
-    s.hf.eosTokenId = 2;
-    s.hf.bias = BiasRule::AttentionBiasKey;
-    s.hf.mlpBiasKey = true;
-    s.hf.constants = {{"pretraining_tp", ConstantKey::Kind::Int, 1}};
+  s.hf.maxPositionEmbeddings = 2048;
+  s.hf.rmsNormEps = 1e-6;
+  s.hf.bosTokenId = 1;
+  s.hf.eosTokenId = 2;
+  s.hf.bias = BiasRule::AttentionBiasKey;
+  s.hf.mlpBiasKey = true;
+  s.hf.constants = {{"pretraining_tp", ConstantKey::Kind::Int, 1}};
 
-    s.gguf.arch = "llama";
-    s.gguf.permutesQk = true;
-    s.gguf.metadata = {
-        GgufKey::BlockCount,        GgufKey::ContextLength,
-        GgufKey::EmbeddingLength,   GgufKey::FeedForwardLength,
-        GgufKey::HeadCount,         GgufKey::HeadCountKv,
-        GgufKey::RopeScalingLinear, GgufKey::RopeFreqBase,
-        GgufKey::RmsEpsilon,        GgufKey::KeyLength,
-        GgufKey::ValueLength,       GgufKey::FileType,
-        GgufKey::VocabSize,         GgufKey::RopeDimensionCount,
-    };
-    s.gguf.tensors = {
-        {GgufTensor::TokenEmbd, HfModule::Embed},
-        {GgufTensor::OutputNorm, HfModule::FinalNorm},
-        {GgufTensor::Output, HfModule::LmHead},
-        {GgufTensor::AttnNorm, HfModule::InputNorm},
-        {GgufTensor::AttnQ, HfModule::QProj},
-        {GgufTensor::AttnK, HfModule::KProj},
-        {GgufTensor::AttnV, HfModule::VProj},
-        {GgufTensor::AttnOut, HfModule::OProj},
-        {GgufTensor::FfnNorm, HfModule::PostAttentionNorm},
-        {GgufTensor::FfnGate, HfModule::GateProj},
-        {GgufTensor::FfnUp, HfModule::UpProj},
-        {GgufTensor::FfnDown, HfModule::DownProj},
-    };
+  s.gguf.arch = "llama";
+  s.gguf.permutesQk = true;
+  // TextModel's keys, then LlamaModel's.
+  s.gguf.metadata = textModelMetadata();
+  s.gguf.metadata.push_back(GgufKey::VocabSize);
+  s.gguf.metadata.push_back(GgufKey::RopeDimensionCount);
+  s.gguf.tensors = {
+      {GgufTensor::TokenEmbd, HfModule::Embed},
+      {GgufTensor::OutputNorm, HfModule::FinalNorm},
+      {GgufTensor::Output, HfModule::LmHead},
+      {GgufTensor::AttnNorm, HfModule::InputNorm},
+      {GgufTensor::AttnQ, HfModule::QProj},
+      {GgufTensor::AttnK, HfModule::KProj},
+      {GgufTensor::AttnV, HfModule::VProj},
+      {GgufTensor::AttnOut, HfModule::OProj},
+      {GgufTensor::FfnNorm, HfModule::PostAttentionNorm},
+      {GgufTensor::FfnGate, HfModule::GateProj},
+      {GgufTensor::FfnUp, HfModule::UpProj},
+      {GgufTensor::FfnDown, HfModule::DownProj},
+  };
 
-    s.generator.vocab = SyntheticVocab::SentencePiece;
-    s.generator.llama3RopeScaling = true;
-    GeneratorPreset llama32;
-    llama32.name = "llama-3.2-1b";
-    llama32.hidden = 2048;
-    llama32.layers = 16;
-    llama32.heads = 32;
-    llama32.kvHeads = 8;
-    llama32.headDim = 64;
-    llama32.ffn = 8192;
-    llama32.vocabSize = 128256;
-    llama32.maxSeq = 131072;
-    llama32.tied = true;
-    llama32.ropeTheta = 500000.0;
-    llama32.rmsEps = 1e-5;
-    llama32.ropeScaling = "llama3";
-    llama32.vocab = SyntheticVocab::Llama3Bpe;
-    s.generator.presets = {llama32};
+  s.generator.vocab = SyntheticVocab::SentencePiece;
+  s.generator.llama3RopeScaling = true;
+  GeneratorPreset llama32 =
+      sizedPreset("llama-3.2-1b", 2048, 16, 32, 8, 64, 8192, 128256, 131072);
+  llama32.tied = true;
+  llama32.ropeTheta = 500000.0;
+  llama32.rmsEps = 1e-5;
+  llama32.ropeScaling = "llama3";
+  llama32.vocab = SyntheticVocab::Llama3Bpe;
+  s.generator.presets = {llama32};
 
-    s.llama2c = true;
-    return s;
-  }();
-  return spec;
+  s.llama2c = true;
+  return s;
 }
 
 } // namespace etllm::models

@@ -9,31 +9,25 @@
 
 namespace etllm::models {
 
-const FamilySpec &mistralFamily() {
-  static const FamilySpec spec = [] {
-    FamilySpec s;
-    s.id = "mistral";
-    s.hfArchitecture = "MistralForCausalLM";
-    s.hfModelType = "mistral";
-    s.classPrefix = "Mistral";
+FamilySpec makeMistralFamily() {
+  FamilySpec s =
+      renamed(FamilySpec(), "MistralForCausalLM", "mistral", "Mistral");
 
-    s.hf.maxPositionEmbeddings = 4096 * 32;
-    s.hf.rmsNormEps = 1e-6;
-    s.hf.bosTokenId = 1;
-    s.hf.eosTokenId = 2;
-    s.hf.bias = BiasRule::None;
-    s.hf.ropeScaling = RopeScalingKey::IfSet;
-    s.hf.slidingWindow = SlidingWindowRule::AllLayers;
+  s.hf.maxPositionEmbeddings = 4096 * 32;
+  s.hf.rmsNormEps = 1e-6;
+  s.hf.bosTokenId = 1;
+  s.hf.eosTokenId = 2;
+  s.hf.bias = BiasRule::None;
+  s.hf.ropeScaling = RopeScalingKey::IfSet;
+  s.hf.slidingWindow = SlidingWindowRule::AllLayers;
 
-    // LlamaModel's conversion, under arch "llama".
-    s.gguf = llamaFamily().gguf;
-    s.gguf.readsBack = false;
+  // LlamaModel's conversion, under arch "llama".
+  s.gguf = llamaFamily().gguf;
+  s.gguf.readsBack = false;
 
-    s.generator.vocab = SyntheticVocab::SentencePiece;
-    s.generator.tiny.slidingWindow = 64;
-    return s;
-  }();
-  return spec;
+  s.generator.vocab = SyntheticVocab::SentencePiece;
+  s.generator.tiny.slidingWindow = 64;
+  return s;
 }
 
 } // namespace etllm::models

@@ -21,52 +21,46 @@
 
 namespace etllm::models {
 
-const FamilySpec &mixtralFamily() {
-  static const FamilySpec spec = [] {
-    FamilySpec s = mistralFamily();
-    s.id = "mixtral";
-    s.hfArchitecture = "MixtralForCausalLM";
-    s.hfModelType = "mixtral";
-    s.classPrefix = "Mixtral";
-    s.blocks.mlp = MlpBlock::SparseMoe;
-    auto name = [&](HfModule m, const char *n) {
-      s.hfNames[static_cast<size_t>(m)] = n;
-    };
-    name(HfModule::Moe, "block_sparse_moe");
-    name(HfModule::MoeRouter, "block_sparse_moe.gate");
-    name(HfModule::MoeExperts, "block_sparse_moe.experts");
-    name(HfModule::ExpertGateProj, "w1");
-    name(HfModule::ExpertUpProj, "w3");
-    name(HfModule::ExpertDownProj, "w2");
-    s.moe.layers = MoeLayerRule::AllLayers;
-    s.moe.normTopkProb = true;
-    s.moe.expertClass = "BlockSparseTop2MLP";
+FamilySpec makeMixtralFamily() {
+  FamilySpec s =
+      renamed(mistralFamily(), "MixtralForCausalLM", "mixtral", "Mixtral");
+  s.blocks.mlp = MlpBlock::SparseMoe;
+  auto name = [&](HfModule m, const char *n) {
+    s.hfNames[static_cast<size_t>(m)] = n;
+  };
+  name(HfModule::Moe, "block_sparse_moe");
+  name(HfModule::MoeRouter, "block_sparse_moe.gate");
+  name(HfModule::MoeExperts, "block_sparse_moe.experts");
+  name(HfModule::ExpertGateProj, "w1");
+  name(HfModule::ExpertUpProj, "w3");
+  name(HfModule::ExpertDownProj, "w2");
+  s.moe.layers = MoeLayerRule::AllLayers;
+  s.moe.normTopkProb = true;
+  s.moe.expertClass = "BlockSparseTop2MLP";
 
-    s.hf.rmsNormEps = 1e-5;
-    s.hf.ropeTheta = 1e6;
-    s.hf.keys = {moe_keys::numExperts("num_local_experts", 8),
-                 moe_keys::numExpertsPerTok(2)};
-    s.hf.constants = {
-        {"router_aux_loss_coef", ConstantKey::Kind::Double, 0, 0.001},
-        {"router_jitter_noise", ConstantKey::Kind::Double, 0, 0.0}};
+  s.hf.rmsNormEps = 1e-5;
+  s.hf.ropeTheta = 1e6;
+  s.hf.keys = {moe_keys::numExperts("num_local_experts", 8),
+               moe_keys::numExpertsPerTok(2)};
+  s.hf.constants = {
+      {"router_aux_loss_coef", ConstantKey::Kind::Double, 0, 0.001},
+      {"router_jitter_noise", ConstantKey::Kind::Double, 0, 0.0}};
 
-    // LlamaModel's conversion under "llama", with the expert counts after
-    // the norm epsilon (TextModel.set_gguf_parameters).
-    s.gguf = llamaFamily().gguf;
-    s.gguf.readsBack = true;
-    s.gguf.readsBackWithKey = GgufKey::ExpertCount;
-    moe_keys::insertExpertMetadata(s.gguf.metadata);
-    for (const GgufTensorName &t : moe_keys::routedExpertTensors())
-      s.gguf.tensors.push_back(t);
+  // LlamaModel's conversion under "llama", with the expert counts after
+  // the norm epsilon (TextModel.set_gguf_parameters).
+  s.gguf = llamaFamily().gguf;
+  s.gguf.readsBack = true;
+  s.gguf.readsBackWithKey = GgufKey::ExpertCount;
+  moe_keys::insertExpertMetadata(s.gguf.metadata);
+  for (const GgufTensorName &t : moe_keys::routedExpertTensors())
+    s.gguf.tensors.push_back(t);
 
-    s.generator.vocab = SyntheticVocab::SentencePiece;
-    s.generator.tiny.slidingWindow = 0;
-    s.generator.tiny.ropeTheta = 1e6;
-    s.generator.tiny.experts = 8;
-    s.generator.tiny.expertsPerTok = 2;
-    return s;
-  }();
-  return spec;
+  s.generator.vocab = SyntheticVocab::SentencePiece;
+  s.generator.tiny.slidingWindow = 0;
+  s.generator.tiny.ropeTheta = 1e6;
+  s.generator.tiny.experts = 8;
+  s.generator.tiny.expertsPerTok = 2;
+  return s;
 }
 
 } // namespace etllm::models

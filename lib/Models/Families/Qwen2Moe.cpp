@@ -24,47 +24,41 @@
 
 namespace etllm::models {
 
-const FamilySpec &qwen2MoeFamily() {
-  static const FamilySpec spec = [] {
-    FamilySpec s = qwen2Family();
-    s.id = "qwen2moe";
-    s.hfArchitecture = "Qwen2MoeForCausalLM";
-    s.hfModelType = "qwen2_moe";
-    s.classPrefix = "Qwen2Moe";
-    s.blocks.mlp = MlpBlock::SparseMoe;
-    s.moe.layers = MoeLayerRule::SparseStep;
-    s.moe.sharedExpert = SharedExpertKind::SigmoidGated;
+FamilySpec makeQwen2MoeFamily() {
+  FamilySpec s =
+      renamed(qwen2Family(), "Qwen2MoeForCausalLM", "qwen2_moe", "Qwen2Moe");
+  s.blocks.mlp = MlpBlock::SparseMoe;
+  s.moe.layers = MoeLayerRule::SparseStep;
+  s.moe.sharedExpert = SharedExpertKind::SigmoidGated;
 
-    s.hf.maxPositionEmbeddings = 32768;
-    s.hf.rmsNormEps = 1e-6;
-    s.hf.keys = {
-        moe_keys::numExperts("num_experts", 60),
-        moe_keys::numExpertsPerTok(4),
-        moe_keys::moeIntermediateSize(1408),
-        moe_keys::sharedExpertIntermediateSize(5632),
-        moe_keys::normTopkProb(false, GgufKey::None, false),
-        moe_keys::decoderSparseStep(),
-        moe_keys::mlpOnlyLayers(),
-    };
-    s.hf.constants = {
-        {"router_aux_loss_coef", ConstantKey::Kind::Double, 0, 0.001}};
+  s.hf.maxPositionEmbeddings = 32768;
+  s.hf.rmsNormEps = 1e-6;
+  s.hf.keys = {
+      moe_keys::numExperts("num_experts", 60),
+      moe_keys::numExpertsPerTok(4),
+      moe_keys::moeIntermediateSize(1408),
+      moe_keys::sharedExpertIntermediateSize(5632),
+      moe_keys::normTopkProb(false, GgufKey::None, false),
+      moe_keys::decoderSparseStep(),
+      moe_keys::mlpOnlyLayers(),
+  };
+  s.hf.constants = {
+      {"router_aux_loss_coef", ConstantKey::Kind::Double, 0, 0.001}};
 
-    s.gguf.arch = "qwen2moe";
-    moe_keys::insertExpertMetadata(s.gguf.metadata);
-    s.gguf.metadata.push_back(GgufKey::ExpertFeedForwardLength);
-    s.gguf.metadata.push_back(GgufKey::ExpertSharedFeedForwardLength);
-    for (const GgufTensorName &t : moe_keys::routedExpertTensors())
-      s.gguf.tensors.push_back(t);
-    for (const GgufTensorName &t : moe_keys::sharedExpertTensors(true))
-      s.gguf.tensors.push_back(t);
+  s.gguf.arch = "qwen2moe";
+  moe_keys::insertExpertMetadata(s.gguf.metadata);
+  s.gguf.metadata.push_back(GgufKey::ExpertFeedForwardLength);
+  s.gguf.metadata.push_back(GgufKey::ExpertSharedFeedForwardLength);
+  for (const GgufTensorName &t : moe_keys::routedExpertTensors())
+    s.gguf.tensors.push_back(t);
+  for (const GgufTensorName &t : moe_keys::sharedExpertTensors(true))
+    s.gguf.tensors.push_back(t);
 
-    s.generator.tiny.experts = 8;
-    s.generator.tiny.expertsPerTok = 4;
-    s.generator.tiny.moeFfn = 32;
-    s.generator.tiny.sharedFfn = 96;
-    return s;
-  }();
-  return spec;
+  s.generator.tiny.experts = 8;
+  s.generator.tiny.expertsPerTok = 4;
+  s.generator.tiny.moeFfn = 32;
+  s.generator.tiny.sharedFfn = 96;
+  return s;
 }
 
 } // namespace etllm::models

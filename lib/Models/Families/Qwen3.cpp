@@ -9,27 +9,20 @@
 
 namespace etllm::models {
 
-const FamilySpec &qwen3Family() {
-  static const FamilySpec spec = [] {
-    FamilySpec s = qwen2Family();
-    s.id = "qwen3";
-    s.hfArchitecture = "Qwen3ForCausalLM";
-    s.hfModelType = "qwen3";
-    s.classPrefix = "Qwen3";
-    s.traits.qkNorm = true;
+FamilySpec makeQwen3Family() {
+  FamilySpec s = renamed(qwen2Family(), "Qwen3ForCausalLM", "qwen3", "Qwen3");
+  s.traits.qkNorm = true;
 
-    s.hf.headDim = 128;
-    s.hf.headDimKey = HeadDimKey::Always;
-    s.hf.bias = BiasRule::AttentionBiasKey;
+  s.hf.headDim = 128;
+  s.hf.headDimKey = HeadDimKey::Always;
+  s.hf.bias = BiasRule::AttentionBiasKey;
 
-    s.gguf.arch = "qwen3";
-    s.gguf.tensors.push_back({GgufTensor::AttnQNorm, HfModule::QNorm});
-    s.gguf.tensors.push_back({GgufTensor::AttnKNorm, HfModule::KNorm});
+  s.gguf.arch = "qwen3";
+  s.gguf.tensors.push_back({GgufTensor::AttnQNorm, HfModule::QNorm});
+  s.gguf.tensors.push_back({GgufTensor::AttnKNorm, HfModule::KNorm});
 
-    s.generator.tiny.headDim = 32;
-    return s;
-  }();
-  return spec;
+  s.generator.tiny.headDim = 32;
+  return s;
 }
 
 } // namespace etllm::models

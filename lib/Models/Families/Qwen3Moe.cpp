@@ -15,63 +15,50 @@
 //
 //===----------------------------------------------------------------------===//
 #include "../MoeKeys.h"
+#include "../SpecTables.h"
 #include "FamilyList.h"
 
 namespace etllm::models {
 
-const FamilySpec &qwen3MoeFamily() {
-  static const FamilySpec spec = [] {
-    FamilySpec s = qwen3Family();
-    s.id = "qwen3moe";
-    s.hfArchitecture = "Qwen3MoeForCausalLM";
-    s.hfModelType = "qwen3_moe";
-    s.classPrefix = "Qwen3Moe";
-    s.blocks.mlp = MlpBlock::SparseMoe;
-    s.moe.layers = MoeLayerRule::SparseStep;
+FamilySpec makeQwen3MoeFamily() {
+  FamilySpec s =
+      renamed(qwen3Family(), "Qwen3MoeForCausalLM", "qwen3_moe", "Qwen3Moe");
+  s.blocks.mlp = MlpBlock::SparseMoe;
+  s.moe.layers = MoeLayerRule::SparseStep;
 
-    s.hf.headDim = 0; // getattr(config, "head_dim", hidden / heads)
-    s.hf.maxPositionEmbeddings = 32768;
-    s.hf.rmsNormEps = 1e-6;
-    s.hf.keys = {
-        moe_keys::numExperts("num_experts", 128),
-        moe_keys::numExpertsPerTok(8),
-        moe_keys::moeIntermediateSize(768),
-        moe_keys::normTopkProb(false, GgufKey::None, true),
-        moe_keys::decoderSparseStep(),
-        moe_keys::mlpOnlyLayers(),
-    };
-    s.hf.constants = {
-        {"router_aux_loss_coef", ConstantKey::Kind::Double, 0, 0.001}};
+  s.hf.headDim = 0; // getattr(config, "head_dim", hidden / heads)
+  s.hf.maxPositionEmbeddings = 32768;
+  s.hf.rmsNormEps = 1e-6;
+  s.hf.keys = {
+      moe_keys::numExperts("num_experts", 128),
+      moe_keys::numExpertsPerTok(8),
+      moe_keys::moeIntermediateSize(768),
+      moe_keys::normTopkProb(false, GgufKey::None, true),
+      moe_keys::decoderSparseStep(),
+      moe_keys::mlpOnlyLayers(),
+  };
+  s.hf.constants = {
+      {"router_aux_loss_coef", ConstantKey::Kind::Double, 0, 0.001}};
 
-    s.gguf.arch = "qwen3moe";
-    moe_keys::insertExpertMetadata(s.gguf.metadata);
-    s.gguf.metadata.push_back(GgufKey::ExpertFeedForwardLength);
-    for (const GgufTensorName &t : moe_keys::routedExpertTensors())
-      s.gguf.tensors.push_back(t);
+  s.gguf.arch = "qwen3moe";
+  moe_keys::insertExpertMetadata(s.gguf.metadata);
+  s.gguf.metadata.push_back(GgufKey::ExpertFeedForwardLength);
+  for (const GgufTensorName &t : moe_keys::routedExpertTensors())
+    s.gguf.tensors.push_back(t);
 
-    s.generator.tiny.experts = 8;
-    s.generator.tiny.expertsPerTok = 4;
-    s.generator.tiny.moeFfn = 32;
-    GeneratorPreset big;
-    big.name = "qwen3-30b-a3b";
-    big.hidden = 2048;
-    big.layers = 48;
-    big.heads = 32;
-    big.kvHeads = 4;
-    big.headDim = 128;
-    big.ffn = 6144;
-    big.vocabSize = 151936;
-    big.maxSeq = 40960;
-    big.tied = false;
-    big.ropeTheta = 1e6;
-    big.rmsEps = 1e-6;
-    big.experts = 128;
-    big.expertsPerTok = 8;
-    big.moeFfn = 768;
-    s.generator.presets = {big};
-    return s;
-  }();
-  return spec;
+  s.generator.tiny.experts = 8;
+  s.generator.tiny.expertsPerTok = 4;
+  s.generator.tiny.moeFfn = 32;
+  GeneratorPreset big =
+      sizedPreset("qwen3-30b-a3b", 2048, 48, 32, 4, 128, 6144, 151936, 40960);
+  big.tied = false;
+  big.ropeTheta = 1e6;
+  big.rmsEps = 1e-6;
+  big.experts = 128;
+  big.expertsPerTok = 8;
+  big.moeFfn = 768;
+  s.generator.presets = {big};
+  return s;
 }
 
 } // namespace etllm::models
