@@ -1,90 +1,18 @@
-//===- ArchitecturesTest.cpp - Every architecture runs end to end ---------===//
+//===- ArchitecturesTest.cpp - GGUF's quantized blocks through recipes ----===//
 //
-// A random-weight model of every supported architecture, from a Hugging Face
-// directory and from a GGUF file, goes through the portable and the
-// cpu-fp32 recipes; every stage's program runs and agrees with the
-// exported graph (level A) on the portable reference kernels.
+// GGUF files whose weights arrive quantized go through the quantized
+// recipes; every stage's program runs and agrees with the float program
+// within each recipe's bound. (Every family through portable and cpu-fp32,
+// from Hugging Face and GGUF: FamiliesTest.cpp.)
 //
 //===----------------------------------------------------------------------===//
-#include "etllm/Testing/Generator.h"
+#include "PipelineTestUtil.h"
 #include "etllm/Pipeline/Tester.h"
+#include "etllm/Testing/Generator.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <ostream>
-
-namespace {
-
-struct Case {
-  std::string arch, format;
-};
-
-// Names the case in gtest's output (instead of a dump of its bytes).
-[[maybe_unused]] void PrintTo(const Case &c, std::ostream *os) {
-  *os << c.arch << "/" << c.format;
-}
-
-/// Removes a generated checkpoint when the test ends.
-struct RemoveOnExit {
-  std::string path;
-  ~RemoveOnExit() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
-
-class Architectures : public ::testing::TestWithParam<Case> {};
-
-std::string checkpointFor(const Case &c) {
-  std::string dir =
-      testing::TempDir() + "/etllm_arch_" + c.arch + "_" + c.format;
-  std::string out = c.format == "hf" ? dir : dir + ".gguf";
-  etllm::formats::GeneratorOptions o;
-  o.arch = c.arch;
-  o.format = c.format;
-  o.layers = 2;
-  o.seed = 11;
-  o.output = out;
-  std::filesystem::remove_all(out);
-  auto st = etllm::formats::generateCheckpoint(o);
-  EXPECT_TRUE(st.ok()) << st.message();
-  return out;
-}
-
-TEST_P(Architectures, EveryStageAgreesWithTheExportedGraph) {
-  std::string ckpt = checkpointFor(GetParam());
-  RemoveOnExit cleanup{ckpt};
-  for (const char *recipe : {"portable", "cpu-fp32"}) {
-    etllm::ImportOptions io;
-    io.maxSeqLen = 32;
-    etllm::Tester t(ckpt, io);
-    t.import();
-    for (etllm::StageSpec &s : etllm::recipeStages(recipe, {})) {
-      t.runStage(s);
-      t.runAndCompare(1e-3, 1e-3, "import");
-    }
-    t.checkNot("etllm.softmax")
-        .check("etllm.sdpa")
-        .checkNot("etllm.buffer.write");
-    EXPECT_TRUE(t.ok()) << recipe << "\n" << t.report();
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    AllArchitectures, Architectures,
-    ::testing::Values(Case{"llama", "hf"}, Case{"llama", "gguf"},
-                      Case{"qwen2", "hf"}, Case{"qwen2", "gguf"},
-                      Case{"qwen3", "hf"}, Case{"qwen3", "gguf"},
-                      Case{"mistral", "hf"}, Case{"mistral", "gguf"},
-                      Case{"phi3", "hf"}, Case{"phi3", "gguf"},
-                      Case{"gemma", "hf"}, Case{"gemma", "gguf"},
-                      Case{"gemma2", "hf"}, Case{"gemma2", "gguf"}),
-    [](const testing::TestParamInfo<Case> &info) {
-      return info.param.arch + "_" + info.param.format;
-    });
-
-} // namespace
 
 namespace {
 
@@ -105,9 +33,8 @@ TEST_P(GgufBlocks, QuantizeStageKeepsExactValues) {
   o.ggufType = type == "q4_0" ? etllm::formats::DType::Q4_0
                               : etllm::formats::DType::Q8_0;
   o.output = out;
-  RemoveOnExit cleanup{out};
-  auto st = etllm::formats::generateCheckpoint(o);
-  ASSERT_TRUE(st.ok()) << st.message();
+  etllm::test::RemoveOnExit cleanup{out};
+  ASSERT_TRUE(etllm::test::generate(o));
   // cpu-int4 weight-only (f32 activations): exact weights, f32
   // arithmetic at every stage. With its default int8 activations (per
   // block) and with 8da4w's (per token) only the activations add error.
@@ -159,9 +86,8 @@ TEST_P(GgufKeptBlocks, EveryStageAgreesWithTheFloatProgram) {
   ASSERT_TRUE(dt.ok());
   o.ggufType = *dt;
   o.output = out;
-  RemoveOnExit cleanup{out};
-  auto st = etllm::formats::generateCheckpoint(o);
-  ASSERT_TRUE(st.ok()) << st.message();
+  etllm::test::RemoveOnExit cleanup{out};
+  ASSERT_TRUE(etllm::test::generate(o));
   for (int variant = 0; variant < 2; ++variant) {
     etllm::RecipeOptions ro;
     if (variant == 0)

@@ -8,18 +8,15 @@
 // test shares nothing with the reference but the token ids.
 //
 //===----------------------------------------------------------------------===//
-#include "etllm/Testing/Generator.h"
-#include "etllm/InitAll.h"
+#include "PipelineTestUtil.h"
 #include "etllm/Pipeline/Stage.h"
+#include "etllm/Testing/Generator.h"
 #include "etllm/runtime/backend.h"
 #include "etllm/runtime/bench/traffic.h"
 #include "etllm/runtime/llm/perplexity.h"
 #include "etllm/runtime/program.h"
 #include "etllm/runtime/tokenizer.h"
 #include "etllm/schema/program_generated.h"
-
-#include "mlir/IR/DialectRegistry.h"
-#include "mlir/IR/MLIRContext.h"
 
 #include <gtest/gtest.h>
 
@@ -45,25 +42,11 @@ std::string storiesTokenizer() {
 std::string exportStories(const std::string &recipe, bool lastLogitsOnly,
                           int64_t maxSeqLen = 128,
                           const std::string &checkpoint = stories()) {
-  mlir::DialectRegistry registry;
-  etllm::registerAllDialects(registry);
-  etllm::registerAllPasses();
-  mlir::MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
-  etllm::StagePipeline p;
-  etllm::ImportOptions io;
-  io.maxSeqLen = maxSeqLen;
-  io.lastLogitsOnly = lastLogitsOnly;
-  p.add(etllm::makeImportStage(io));
-  for (auto &s : etllm::recipeStages(recipe, {}))
-    p.add(etllm::makePassStage(s));
-  etllm::SerializeOptions so;
-  so.hashInputs = false;
-  so.pipeline = recipe;
-  p.add(etllm::makeSerializeStage(so));
-  auto out = p.run(etllm::Artifact::checkpoint(checkpoint), ctx);
-  EXPECT_TRUE(bool(out)) << (out ? "" : llvm::toString(out.takeError()));
-  return out ? out->program : std::string();
+  etllm::test::ExportForTest o;
+  o.recipe = o.pipelineName = recipe;
+  o.maxSeqLen = maxSeqLen;
+  o.lastLogitsOnly = lastLogitsOnly;
+  return etllm::test::exportBytes(checkpoint, o);
 }
 
 std::shared_ptr<rt::Program> load(const std::string &bytes) {

@@ -7,9 +7,10 @@
 // portable reference kernels.
 //
 //===----------------------------------------------------------------------===//
-#include "etllm/Testing/Generator.h"
+#include "PipelineTestUtil.h"
 #include "etllm/Models/Registry.h"
 #include "etllm/Pipeline/Tester.h"
+#include "etllm/Testing/Generator.h"
 
 #include <gtest/gtest.h>
 
@@ -42,13 +43,7 @@ TEST_P(Families, EveryStageAgreesWithTheExportedGraph) {
   const Case &c = GetParam();
   std::string out = testing::TempDir() + "/etllm_families_" + c.family +
                     (c.format == "hf" ? "" : ".gguf");
-  struct Remove {
-    std::string path;
-    ~Remove() {
-      std::error_code ec;
-      std::filesystem::remove_all(path, ec);
-    }
-  } cleanup{out};
+  etllm::test::RemoveOnExit cleanup{out};
   etllm::formats::GeneratorOptions o;
   o.arch = c.family;
   o.format = c.format;
@@ -63,9 +58,7 @@ TEST_P(Families, EveryStageAgreesWithTheExportedGraph) {
     o.layers = spec->hf.slidingWindowPattern + 1;
   o.seed = 13;
   o.output = out;
-  std::filesystem::remove_all(out);
-  auto st = etllm::formats::generateCheckpoint(o);
-  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_TRUE(etllm::test::generate(o));
   // The sparse layers of the generated config (DeepSeek-V2's layer 0 is
   // dense: first_k_dense_replace 1).
   auto config = etllm::formats::generatorConfig(o);
@@ -74,14 +67,9 @@ TEST_P(Families, EveryStageAgreesWithTheExportedGraph) {
   for (bool sparse : config->layerIsMoe)
     moeLayers += sparse;
   for (const char *recipe : {"portable", "cpu-fp32"}) {
-    etllm::ImportOptions io;
-    io.maxSeqLen = 32;
-    etllm::Tester t(out, io);
-    t.import();
-    for (etllm::StageSpec &s : etllm::recipeStages(recipe, {})) {
-      t.runStage(s);
-      t.runAndCompare(1e-3, 1e-3, "import");
-    }
+    auto tester =
+        etllm::test::stagesAgreeWithImport(out, recipe, {}, 1e-3, 1e-3);
+    etllm::Tester &t = *tester;
     // The attention's softmax is fused into sdpa; a mixture-of-experts
     // block becomes one etllm.moe per layer (its router's softmax and
     // top-k inside it).

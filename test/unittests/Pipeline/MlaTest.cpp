@@ -8,8 +8,9 @@
 // (q_proj) and V3 (q LoRA); the only caches left are the latent ones.
 //
 //===----------------------------------------------------------------------===//
-#include "etllm/Testing/Generator.h"
+#include "PipelineTestUtil.h"
 #include "etllm/Pipeline/Tester.h"
+#include "etllm/Testing/Generator.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -39,33 +40,20 @@ TEST_P(LatentCache, EveryStageAgreesWithTheExportedGraph) {
   std::string out = testing::TempDir() + "/etllm_mla_" +
                     std::to_string(::getpid()) + "_" + c.family +
                     (c.format == "hf" ? "" : ".gguf");
-  struct Remove {
-    std::string path;
-    ~Remove() {
-      std::error_code ec;
-      std::filesystem::remove_all(path, ec);
-    }
-  } cleanup{out};
+  etllm::test::RemoveOnExit cleanup{out};
   etllm::formats::GeneratorOptions o;
   o.arch = c.family;
   o.format = c.format;
   o.layers = 2;
   o.seed = 21;
   o.output = out;
-  std::filesystem::remove_all(out);
-  auto st = etllm::formats::generateCheckpoint(o);
-  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_TRUE(etllm::test::generate(o));
   for (const char *recipe : {"portable", "cpu-fp32"}) {
-    etllm::ImportOptions io;
-    io.maxSeqLen = 32;
-    etllm::Tester t(out, io);
-    t.import();
     etllm::RecipeOptions ro;
     ro.mlaCache = etllm::MlaCacheForm::Latent;
-    for (etllm::StageSpec &s : etllm::recipeStages(recipe, ro)) {
-      t.runStage(s);
-      t.runAndCompare(1e-4, 1e-4, "import");
-    }
+    auto tester =
+        etllm::test::stagesAgreeWithImport(out, recipe, ro, 1e-4, 1e-4);
+    etllm::Tester &t = *tester;
     t.checkCount("etllm.sdpa", 2)
         .checkNot("etllm.softmax")
         .checkNot("etllm.buffer.write")

@@ -7,6 +7,7 @@
 // (tok512.bin) comes back byte-identical.
 //
 //===----------------------------------------------------------------------===//
+#include "PipelineTestUtil.h"
 #include "etllm/InitAll.h"
 #include "etllm/Pipeline/Stage.h"
 #include "etllm/runtime/llm/runner.h"
@@ -30,24 +31,10 @@ std::string shared() { return ETLLM_SHARED_DIR; }
 /// Exports `model` with the portable recipe into program bytes.
 std::string exportProgram(const std::string &model,
                           const std::string &tokenizer = "") {
-  mlir::DialectRegistry registry;
-  etllm::registerAllDialects(registry);
-  etllm::registerAllPasses();
-  mlir::MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
-  etllm::StagePipeline p;
-  etllm::ImportOptions io;
-  io.maxSeqLen = 32;
-  p.add(etllm::makeImportStage(io));
-  for (auto &s : etllm::recipeStages("portable", {}))
-    p.add(etllm::makePassStage(s));
-  etllm::SerializeOptions so;
-  so.hashInputs = false;
-  so.tokenizerPath = tokenizer;
-  p.add(etllm::makeSerializeStage(so));
-  auto out = p.run(etllm::Artifact::checkpoint(model), ctx);
-  EXPECT_TRUE(bool(out)) << (out ? "" : llvm::toString(out.takeError()));
-  return out ? out->program : std::string();
+  etllm::test::ExportForTest o;
+  o.maxSeqLen = 32;
+  o.tokenizer = tokenizer;
+  return etllm::test::exportBytes(model, o);
 }
 
 TEST(ProgramTokenizer, GgufLlamaVocabularyPassesTheTestVectors) {

@@ -8,13 +8,12 @@
 //
 //===----------------------------------------------------------------------===//
 #include "etllm/Serialize/Streaming.h"
+#include "PipelineTestUtil.h"
 
-#include "etllm/Testing/Generator.h"
-#include "etllm/InitAll.h"
 #include "etllm/Pipeline/Stage.h"
+#include "etllm/Testing/Generator.h"
 
 #include "mlir/IR/Diagnostics.h"
-#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/Location.h"
 #include "mlir/IR/MLIRContext.h"
 
@@ -142,24 +141,12 @@ TEST(OrderedProducer, FailuresStopAndReportInItemOrder) {
 
 std::string exportWith(const std::string &model, const std::string &recipe,
                        unsigned threads) {
-  mlir::DialectRegistry registry;
-  etllm::registerAllDialects(registry);
-  etllm::registerAllPasses();
-  mlir::MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
-  etllm::StagePipeline p;
-  etllm::ImportOptions io;
-  io.maxSeqLen = 64;
-  p.add(etllm::makeImportStage(io));
-  for (auto &s : etllm::recipeStages(recipe, {}))
-    p.add(etllm::makePassStage(s));
-  etllm::SerializeOptions so;
-  so.hashInputs = true; // the hasher runs next to the producers
-  so.threads = threads;
-  p.add(etllm::makeSerializeStage(so));
-  auto out = p.run(etllm::Artifact::checkpoint(model), ctx);
-  EXPECT_TRUE(bool(out)) << (out ? "" : llvm::toString(out.takeError()));
-  return out ? out->program : std::string();
+  etllm::test::ExportForTest o;
+  o.recipe = recipe;
+  o.maxSeqLen = 64;
+  o.hashInputs = true; // the hasher runs next to the producers
+  o.threads = threads;
+  return etllm::test::exportBytes(model, o);
 }
 
 TEST(ParallelExport, OneThreadAndManyWriteTheSameBytes) {

@@ -1,0 +1,59 @@
+//===- PipelineTestUtil.h - What the pipeline tests share -------*- C++ -*-===//
+//
+// Generated checkpoints removed when a test ends, a checkpoint exported
+// into program bytes through a recipe, and the stage-by-stage comparison
+// with the exported graph that the architecture tests run.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ETLLM_TEST_PIPELINE_PIPELINETESTUTIL_H
+#define ETLLM_TEST_PIPELINE_PIPELINETESTUTIL_H
+
+#include "etllm/Pipeline/Pipelines.h"
+#include "etllm/Pipeline/Tester.h"
+#include "etllm/Testing/Generator.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace etllm::test {
+
+/// Removes a file or directory when the test ends.
+struct RemoveOnExit {
+  std::string path;
+  ~RemoveOnExit();
+};
+
+/// Generates the checkpoint `o` describes at `o.output` (replacing what was
+/// there); a failure fails the test and returns false.
+bool generate(const formats::GeneratorOptions &o);
+
+/// How exportBytes exports.
+struct ExportForTest {
+  std::string recipe = "portable";
+  int64_t maxSeqLen = 128;
+  bool lastLogitsOnly = false;
+  /// The serializer's hasher (next to the producers) and its threads.
+  bool hashInputs = false;
+  unsigned threads = 0;
+  /// A tokenizer file to embed ("": none).
+  std::string tokenizer;
+  /// Recorded as the program's pipeline ("": none).
+  std::string pipelineName;
+};
+
+/// `checkpoint` through import, the recipe's stages and the serializer:
+/// the program's bytes ("" and a test failure on an error).
+std::string exportBytes(const std::string &checkpoint, const ExportForTest &o);
+
+/// Runs every stage of `recipe` on `checkpoint` (max_seq_len 32), each
+/// stage's program compared with the exported graph within atol/rtol;
+/// returns the Tester for the caller's checks of the final IR.
+std::unique_ptr<Tester> stagesAgreeWithImport(const std::string &checkpoint,
+                                              const std::string &recipe,
+                                              const RecipeOptions &options,
+                                              double atol, double rtol);
+
+} // namespace etllm::test
+
+#endif // ETLLM_TEST_PIPELINE_PIPELINETESTUTIL_H
