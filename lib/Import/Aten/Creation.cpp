@@ -62,17 +62,11 @@ LogicalResult fullOp(Importer &I, const json &) {
 }
 
 /// zeros_like, ones_like, full_like, empty_like.
-LogicalResult fullLikeOp(Importer &I, const json &) {
-  FailureOr<RankedTensorType> rt = I.resultType();
-  if (failed(rt))
-    return failure();
-  FailureOr<Value> x = I.tensorArg("self");
-  if (failed(x))
-    return failure();
+LogicalResult fullLikeOp(Importer &I, RankedTensorType rt, Value x) {
   FailureOr<double> value = fillValue(I);
   if (failed(value))
     return failure();
-  return I.setResult(I.emit<FullLikeOp>(*rt, *x, I.b.getF64FloatAttr(*value)));
+  return I.setResult(I.emit<FullLikeOp>(rt, x, I.b.getF64FloatAttr(*value)));
 }
 
 LogicalResult scalarTensorOp(Importer &I, const json &) {
@@ -85,17 +79,12 @@ LogicalResult scalarTensorOp(Importer &I, const json &) {
   return I.setResult(I.scalar(*v, rt->getElementType()));
 }
 
-template <typename OpTy> LogicalResult triOp(Importer &I, const json &) {
-  FailureOr<RankedTensorType> rt = I.resultType();
-  if (failed(rt))
-    return failure();
-  FailureOr<Value> x = I.tensorArg("self");
-  if (failed(x))
-    return failure();
+template <typename OpTy>
+LogicalResult triOp(Importer &I, RankedTensorType rt, Value x) {
   FailureOr<int64_t> diag = I.optionalIntArg("diagonal", 0);
   if (failed(diag))
     return failure();
-  return I.setResult(I.emit<OpTy>(*rt, *x, I.b.getI64IntegerAttr(*diag)));
+  return I.setResult(I.emit<OpTy>(rt, x, I.b.getI64IntegerAttr(*diag)));
 }
 
 } // namespace
@@ -111,10 +100,10 @@ void registerCreationHandlers(HandlerTable &t) {
     t[n] = fullOp;
   for (const char *n : {"aten.zeros_like.default", "aten.ones_like.default",
                         "aten.full_like.default", "aten.empty_like.default"})
-    t[n] = fullLikeOp;
+    t[n] = withTensor(fullLikeOp);
   t["aten.scalar_tensor.default"] = scalarTensorOp;
-  t["aten.triu.default"] = triOp<TriuOp>;
-  t["aten.tril.default"] = triOp<TrilOp>;
+  t["aten.triu.default"] = withTensor(triOp<TriuOp>);
+  t["aten.tril.default"] = withTensor(triOp<TrilOp>);
 }
 
 } // namespace mlir::etllm::aten

@@ -11,15 +11,9 @@ namespace mlir::etllm::aten {
 namespace {
 
 template <typename OpTy> H unary() {
-  return [](Importer &I, const json &) -> LogicalResult {
-    FailureOr<RankedTensorType> rt = I.resultType();
-    if (failed(rt))
-      return failure();
-    FailureOr<Value> x = I.operand("self", rt->getElementType());
-    if (failed(x))
-      return failure();
-    return I.setResult(I.emit<OpTy>(*rt, *x));
-  };
+  return withOperand([](Importer &I, RankedTensorType rt, Value x) {
+    return I.setResult(I.emit<OpTy>(rt, x));
+  });
 }
 
 /// add/sub with alpha: lhs op alpha * rhs, in the result's element type.
@@ -107,60 +101,42 @@ template <typename OpTy> H logical() {
   };
 }
 
-LogicalResult geluOp(Importer &I, const json &) {
-  FailureOr<RankedTensorType> rt = I.resultType();
-  if (failed(rt))
-    return failure();
-  FailureOr<Value> x = I.operand("self", rt->getElementType());
-  if (failed(x))
-    return failure();
+LogicalResult geluOp(Importer &I, RankedTensorType rt, Value x) {
   std::string approx = I.stringArg("approximate", "none");
   if (approx != "none" && approx != "tanh")
     return I.fail("gelu approximate='" + approx + "' is not supported");
   return I.setResult(I.emit<GeluOp>(
-      *rt, *x,
+      rt, x,
       GeluApproximationAttr::get(I.ctx, approx == "tanh"
                                             ? GeluApproximation::tanh
                                             : GeluApproximation::none)));
 }
 
-LogicalResult clampOp(Importer &I, const json &) {
-  FailureOr<RankedTensorType> rt = I.resultType();
-  if (failed(rt))
-    return failure();
-  Type et = rt->getElementType();
-  FailureOr<Value> x = I.operand("self", et);
-  if (failed(x))
-    return failure();
-  Value v = *x;
+LogicalResult clampOp(Importer &I, RankedTensorType rt, Value x) {
+  Type et = rt.getElementType();
+  Value v = x;
   bool isMin = I.target == "aten.clamp_min.default",
        isMax = I.target == "aten.clamp_max.default";
   const char *lo = isMin ? "min" : isMax ? nullptr : "min";
   const char *hi = isMax ? "max" : isMin ? nullptr : "max";
   if (lo && !I.isNone(lo)) {
     FailureOr<Value> l = I.operand(lo, et);
-    if (failed(l) || !(v = I.emit<MaximumOp>(*rt, v, *l)))
+    if (failed(l) || !(v = I.emit<MaximumOp>(rt, v, *l)))
       return failure();
   }
   if (hi && !I.isNone(hi)) {
     FailureOr<Value> h = I.operand(hi, et);
-    if (failed(h) || !(v = I.emit<MinimumOp>(*rt, v, *h)))
+    if (failed(h) || !(v = I.emit<MinimumOp>(rt, v, *h)))
       return failure();
   }
   return I.setResult(v);
 }
 
-LogicalResult reciprocalOp(Importer &I, const json &) {
-  FailureOr<RankedTensorType> rt = I.resultType();
-  if (failed(rt))
-    return failure();
-  FailureOr<Value> x = I.operand("self", rt->getElementType());
-  if (failed(x))
-    return failure();
-  Value one = I.scalar(1.0, rt->getElementType());
+LogicalResult reciprocalOp(Importer &I, RankedTensorType rt, Value x) {
+  Value one = I.scalar(1.0, rt.getElementType());
   if (!one)
     return failure();
-  return I.setResult(I.emit<DivOp>(*rt, one, *x));
+  return I.setResult(I.emit<DivOp>(rt, one, x));
 }
 
 LogicalResult whereOp(Importer &I, const json &) {
@@ -218,11 +194,11 @@ void registerElementwiseHandlers(HandlerTable &t) {
   t["aten.sigmoid.default"] = unary<SigmoidOp>();
   t["aten.silu.default"] = unary<SiluOp>();
   t["aten.relu.default"] = unary<ReluOp>();
-  t["aten.gelu.default"] = geluOp;
-  t["aten.reciprocal.default"] = reciprocalOp;
-  t["aten.clamp.default"] = clampOp;
-  t["aten.clamp_min.default"] = clampOp;
-  t["aten.clamp_max.default"] = clampOp;
+  t["aten.gelu.default"] = withOperand(geluOp);
+  t["aten.reciprocal.default"] = withOperand(reciprocalOp);
+  t["aten.clamp.default"] = withOperand(clampOp);
+  t["aten.clamp_min.default"] = withOperand(clampOp);
+  t["aten.clamp_max.default"] = withOperand(clampOp);
   t["aten.logical_not.default"] = [](Importer &I,
                                      const json &) -> LogicalResult {
     FailureOr<RankedTensorType> rt = I.resultType();

@@ -737,6 +737,40 @@ public:
 using H = Importer::Handler;
 using HandlerTable = llvm::StringMap<H>;
 
+/// A mapping of a node with a tensor input: it receives the node's result
+/// type (its trace shape in Importer::lastResultShape) and that tensor.
+using TensorHandler = LogicalResult (*)(Importer &I, RankedTensorType rt,
+                                        Value x);
+
+/// The handler that reads the result type and the tensor argument `name`
+/// (each refused with the Importer's error when missing or malformed), in
+/// that order, and then maps the node with `f`.
+inline H withTensor(TensorHandler f, const char *name = "self") {
+  return [f, name](Importer &I, const json &) -> LogicalResult {
+    FailureOr<RankedTensorType> rt = I.resultType();
+    if (failed(rt))
+      return failure();
+    FailureOr<Value> x = I.tensorArg(name);
+    if (failed(x))
+      return failure();
+    return f(I, *rt, *x);
+  };
+}
+
+/// The same with the tensor-or-number argument `name` converted to the
+/// result's element type (Importer::operand).
+inline H withOperand(TensorHandler f, const char *name = "self") {
+  return [f, name](Importer &I, const json &) -> LogicalResult {
+    FailureOr<RankedTensorType> rt = I.resultType();
+    if (failed(rt))
+      return failure();
+    FailureOr<Value> x = I.operand(name, rt->getElementType());
+    if (failed(x))
+      return failure();
+    return f(I, *rt, *x);
+  };
+}
+
 /// The operator mappings of each category (one file each), added to the
 /// importer's table by ATen target name.
 void registerShapeHandlers(HandlerTable &t);

@@ -51,14 +51,8 @@ FailureOr<IndexTensor> singleIndexTensor(Importer &I, const char *tooMany) {
 /// aten.index.Tensor with one index tensor (advanced indexing on one
 /// dimension): a 1-D index is index_select; an N-D index on dimension 0 is
 /// index_select of the flattened index, reshaped.
-LogicalResult indexOp(Importer &I, const json &) {
-  FailureOr<RankedTensorType> rt = I.resultType();
-  if (failed(rt))
-    return failure();
+LogicalResult indexOp(Importer &I, RankedTensorType rt, Value x) {
   SymShape outShape = I.lastResultShape;
-  FailureOr<Value> x = I.tensorArg("self");
-  if (failed(x))
-    return failure();
   FailureOr<IndexTensor> found =
       singleIndexTensor(I, "indexing with more than one index tensor");
   if (failed(found))
@@ -66,15 +60,15 @@ LogicalResult indexOp(Importer &I, const json &) {
   auto [idx, dim] = *found;
   if (!idx)
     return I.fail("indexing without an index tensor");
-  if (dim >= typeOf(*x).getRank())
+  if (dim >= typeOf(x).getRank())
     return I.fail("more indices than dimensions");
   Type it = typeOf(idx).getElementType();
   if (!it.isInteger(64) && !it.isInteger(32))
     return I.fail("indexing with a boolean mask is not supported");
-  auto xt = typeOf(*x);
+  auto xt = typeOf(x);
   if (typeOf(idx).getRank() == 1)
     return I.setResult(
-        I.emit<IndexSelectOp>(*rt, *x, I.b.getI64IntegerAttr(dim), idx));
+        I.emit<IndexSelectOp>(rt, x, I.b.getI64IntegerAttr(dim), idx));
   if (dim != 0)
     return I.fail("an index tensor of rank > 1 on a dimension other than 0");
   SymShape idxShape = I.symShapeOf(idx);
@@ -93,23 +87,17 @@ LogicalResult indexOp(Importer &I, const json &) {
   SmallVector<int64_t> selShape(xt.getShape());
   selShape[0] = flatType.getDimSize(0);
   Value sel = I.emit<IndexSelectOp>(
-      RankedTensorType::get(selShape, xt.getElementType()), *x,
+      RankedTensorType::get(selShape, xt.getElementType()), x,
       I.b.getI64IntegerAttr(0), flat);
   if (!sel)
     return failure();
   I.lastResultShape = outShape;
-  return I.setResult(I.reshapeTo(sel, *rt, outShape));
+  return I.setResult(I.reshapeTo(sel, rt, outShape));
 }
 
 /// index_put with one index tensor after leading Nones.
-LogicalResult indexPutOp(Importer &I, const json &) {
-  FailureOr<RankedTensorType> rt = I.resultType();
-  if (failed(rt))
-    return failure();
+LogicalResult indexPutOp(Importer &I, RankedTensorType rt, Value x) {
   SymShape outShape = I.lastResultShape;
-  FailureOr<Value> x = I.tensorArg("self");
-  if (failed(x))
-    return failure();
   FailureOr<IndexTensor> found = singleIndexTensor(
       I, "index_put with more than one index tensor (write the update as "
          "x.index_put_([None, ..., idx], v) or index_copy_)");
@@ -118,20 +106,20 @@ LogicalResult indexPutOp(Importer &I, const json &) {
   auto [idx, dim] = *found;
   if (!idx || typeOf(idx).getRank() != 1)
     return I.fail("index_put needs exactly one 1-D index tensor");
-  if (dim >= typeOf(*x).getRank())
+  if (dim >= typeOf(x).getRank())
     return I.fail("index_put with more indices than dimensions");
-  FailureOr<Value> vals = I.operand("values", rt->getElementType());
+  FailureOr<Value> vals = I.operand("values", rt.getElementType());
   if (failed(vals))
     return failure();
   // values broadcast to the input's shape with `dim` replaced by the index.
-  SymShape want = I.symShapeOf(*x);
+  SymShape want = I.symShapeOf(x);
   want[dim] = I.symShapeOf(idx)[0];
   Value v = I.broadcastTo(*vals, want, "index_put values");
   if (!v)
     return failure();
   I.lastResultShape = outShape;
   return I.setResult(I.emit<IndexPutOp>(
-      *rt, *x, I.b.getI64IntegerAttr(dim), idx, v,
+      rt, x, I.b.getI64IntegerAttr(dim), idx, v,
       I.boolArg("accumulate", false) ? I.b.getUnitAttr() : UnitAttr()));
 }
 
@@ -157,8 +145,8 @@ LogicalResult indexCopyOp(Importer &I, const json &) {
 
 void registerIndexingHandlers(HandlerTable &t) {
   t["aten.index_select.default"] = indexAlongDimOp<IndexSelectOp>;
-  t["aten.index.Tensor"] = indexOp;
-  t["aten.index_put.default"] = indexPutOp;
+  t["aten.index.Tensor"] = withTensor(indexOp);
+  t["aten.index_put.default"] = withTensor(indexPutOp);
   t["aten.index_copy.default"] = indexCopyOp;
   t["aten.gather.default"] = indexAlongDimOp<GatherOp>;
 }

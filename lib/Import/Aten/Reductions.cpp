@@ -10,41 +10,30 @@ namespace mlir::etllm::aten {
 namespace {
 
 template <typename OpTy> H reduce() {
-  return [](Importer &I, const json &) -> LogicalResult {
-    FailureOr<RankedTensorType> rt = I.resultType();
-    if (failed(rt))
-      return failure();
-    FailureOr<Value> x = I.operand("self", rt->getElementType());
-    if (failed(x))
-      return failure();
-    FailureOr<SmallVector<int64_t>> dims =
-        I.dimsArg("dim", typeOf(*x).getRank());
-    if (failed(dims))
-      return failure();
-    bool keep = I.boolArg("keepdim", false);
-    return I.setResult(I.emit<OpTy>(*rt, *x, I.b.getDenseI64ArrayAttr(*dims),
-                                    keep ? I.b.getUnitAttr() : UnitAttr()));
-  };
+  return withOperand(
+      [](Importer &I, RankedTensorType rt, Value x) -> LogicalResult {
+        FailureOr<SmallVector<int64_t>> dims =
+            I.dimsArg("dim", typeOf(x).getRank());
+        if (failed(dims))
+          return failure();
+        bool keep = I.boolArg("keepdim", false);
+        return I.setResult(I.emit<OpTy>(rt, x, I.b.getDenseI64ArrayAttr(*dims),
+                                        keep ? I.b.getUnitAttr() : UnitAttr()));
+      });
 }
 
-LogicalResult softmaxOp(Importer &I, const json &) {
-  FailureOr<RankedTensorType> rt = I.resultType();
-  if (failed(rt))
-    return failure();
+LogicalResult softmaxOp(Importer &I, RankedTensorType rt, Value x) {
   SymShape outShape = I.lastResultShape;
-  FailureOr<Value> x = I.tensorArg("self");
-  if (failed(x))
-    return failure();
   FailureOr<int64_t> d = I.intArg("dim");
   if (failed(d))
     return failure();
-  Value s = I.emit<SoftmaxOp>(typeOf(*x), *x, I.b.getI64IntegerAttr(*d));
+  Value s = I.emit<SoftmaxOp>(typeOf(x), x, I.b.getI64IntegerAttr(*d));
   if (!s)
     return failure();
   if (I.target == "aten._log_softmax.default")
     s = I.emit<LogOp>(typeOf(s), s);
   I.lastResultShape = outShape;
-  return I.setResult(I.convert(s, rt->getElementType()));
+  return I.setResult(I.convert(s, rt.getElementType()));
 }
 
 /// native_layer_norm -> (layer_norm, mean, rstd), of which only the first is
@@ -139,10 +128,10 @@ void registerReductionHandlers(HandlerTable &t) {
   t["aten.sum.default"] = reduce<SumOp>();
   t["aten.amax.default"] = reduce<AmaxOp>();
   t["aten.var.correction"] = varOp;
-  t["aten._softmax.default"] = softmaxOp;
-  t["aten._log_softmax.default"] = softmaxOp;
-  t["aten.softmax.int"] = softmaxOp;
-  t["aten.log_softmax.int"] = softmaxOp;
+  t["aten._softmax.default"] = withTensor(softmaxOp);
+  t["aten._log_softmax.default"] = withTensor(softmaxOp);
+  t["aten.softmax.int"] = withTensor(softmaxOp);
+  t["aten.log_softmax.int"] = withTensor(softmaxOp);
   t["aten.native_layer_norm.default"] = layerNormOp;
   t["aten.layer_norm.default"] = layerNormOp;
 }

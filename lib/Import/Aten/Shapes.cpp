@@ -24,13 +24,7 @@ H identity(const char *input = "self") {
 }
 
 /// view, _unsafe_view, _reshape_alias, reshape.
-LogicalResult viewOp(Importer &I, const json &) {
-  FailureOr<RankedTensorType> rt = I.resultType();
-  if (failed(rt))
-    return failure();
-  FailureOr<Value> x = I.tensorArg("self");
-  if (failed(x))
-    return failure();
+LogicalResult viewOp(Importer &I, RankedTensorType rt, Value x) {
   FailureOr<SmallVector<SymDim>> size = I.symListArg("size");
   if (failed(size))
     return failure();
@@ -44,21 +38,15 @@ LogicalResult viewOp(Importer &I, const json &) {
   if (failed(target))
     return failure();
   return I.setResult(
-      I.emit<ReshapeOp>(*rt, *x, I.b.getDenseI64ArrayAttr(*target)));
+      I.emit<ReshapeOp>(rt, x, I.b.getDenseI64ArrayAttr(*target)));
 }
 
-LogicalResult expandOp(Importer &I, const json &) {
-  FailureOr<RankedTensorType> rt = I.resultType();
-  if (failed(rt))
-    return failure();
-  FailureOr<Value> x = I.tensorArg("self");
-  if (failed(x))
-    return failure();
+LogicalResult expandOp(Importer &I, RankedTensorType rt, Value x) {
   FailureOr<SmallVector<SymDim>> size = I.symListArg("size");
   if (failed(size))
     return failure();
   // -1 keeps the input's size.
-  SymShape in = I.symShapeOf(*x), want(size->begin(), size->end());
+  SymShape in = I.symShapeOf(x), want(size->begin(), size->end());
   int64_t lead = int64_t(want.size()) - int64_t(in.size());
   for (auto [i, d] : llvm::enumerate(want))
     if (d.isStatic() && d.off == -1) {
@@ -66,17 +54,11 @@ LogicalResult expandOp(Importer &I, const json &) {
         return I.fail("expand with -1 for a new dimension");
       d = in[i - lead];
     }
-  return I.setResult(I.broadcastTo(*x, want, "expand"));
+  return I.setResult(I.broadcastTo(x, want, "expand"));
 }
 
-LogicalResult sliceOp(Importer &I, const json &) {
-  FailureOr<RankedTensorType> rt = I.resultType();
-  if (failed(rt))
-    return failure();
-  FailureOr<Value> x = I.tensorArg("self");
-  if (failed(x))
-    return failure();
-  FailureOr<int64_t> dim = I.dimArg("dim", typeOf(*x).getRank(), 0);
+LogicalResult sliceOp(Importer &I, RankedTensorType rt, Value x) {
+  FailureOr<int64_t> dim = I.dimArg("dim", typeOf(x).getRank(), 0);
   if (failed(dim))
     return failure();
   FailureOr<int64_t> start = I.optionalIntArg("start", 0);
@@ -89,7 +71,7 @@ LogicalResult sliceOp(Importer &I, const json &) {
       return failure();
     if (e->isStatic())
       end = e->off;
-    else if (I.symShapeOf(*x)[*dim] == *e)
+    else if (I.symShapeOf(x)[*dim] == *e)
       end = kEnd; // up to the (dynamic) end
     else
       return I.fail("slice end " + e->str() +
@@ -99,42 +81,30 @@ LogicalResult sliceOp(Importer &I, const json &) {
   FailureOr<int64_t> step = I.optionalIntArg("step", 1);
   if (failed(step))
     return failure();
-  return I.setResult(I.emit<SliceOp>(*rt, *x, *dim, *start, end, *step));
+  return I.setResult(I.emit<SliceOp>(rt, x, *dim, *start, end, *step));
 }
 
-LogicalResult selectOp(Importer &I, const json &) {
-  FailureOr<RankedTensorType> rt = I.resultType();
-  if (failed(rt))
-    return failure();
+LogicalResult selectOp(Importer &I, RankedTensorType rt, Value x) {
   SymShape outShape = I.lastResultShape;
-  FailureOr<Value> x = I.tensorArg("self");
-  if (failed(x))
-    return failure();
-  FailureOr<int64_t> dim = I.dimArg("dim", typeOf(*x).getRank());
+  FailureOr<int64_t> dim = I.dimArg("dim", typeOf(x).getRank());
   if (failed(dim))
     return failure();
   FailureOr<int64_t> index = I.intArg("index");
   if (failed(index))
     return failure();
-  SmallVector<int64_t> s(typeOf(*x).getShape());
+  SmallVector<int64_t> s(typeOf(x).getShape());
   s[*dim] = 1;
   Value sl =
-      I.emit<SliceOp>(RankedTensorType::get(s, rt->getElementType()), *x, *dim,
+      I.emit<SliceOp>(RankedTensorType::get(s, rt.getElementType()), x, *dim,
                       *index, *index == -1 ? kEnd : *index + 1, int64_t(1));
   if (!sl)
     return failure();
   I.lastResultShape = outShape;
-  return I.setResult(I.emit<SqueezeOp>(*rt, sl, I.b.getI64IntegerAttr(*dim)));
+  return I.setResult(I.emit<SqueezeOp>(rt, sl, I.b.getI64IntegerAttr(*dim)));
 }
 
-LogicalResult transposeOp(Importer &I, const json &) {
-  FailureOr<RankedTensorType> rt = I.resultType();
-  if (failed(rt))
-    return failure();
-  FailureOr<Value> x = I.tensorArg("self");
-  if (failed(x))
-    return failure();
-  int64_t rank = typeOf(*x).getRank();
+LogicalResult transposeOp(Importer &I, RankedTensorType rt, Value x) {
+  int64_t rank = typeOf(x).getRank();
   int64_t d0 = 0, d1 = 1;
   if (I.arg("dim0")) {
     FailureOr<int64_t> a = I.intArg("dim0"), c = I.intArg("dim1");
@@ -146,49 +116,29 @@ LogicalResult transposeOp(Importer &I, const json &) {
     d0 = *na;
     d1 = *nc;
   } else if (rank < 2) { // aten.t of a vector
-    return I.setAlias(*x);
+    return I.setAlias(x);
   }
-  return I.setResult(I.emit<TransposeOp>(*rt, *x, I.b.getI64IntegerAttr(d0),
+  return I.setResult(I.emit<TransposeOp>(rt, x, I.b.getI64IntegerAttr(d0),
                                          I.b.getI64IntegerAttr(d1)));
 }
 
-LogicalResult permuteOp(Importer &I, const json &) {
-  FailureOr<RankedTensorType> rt = I.resultType();
-  if (failed(rt))
-    return failure();
-  FailureOr<Value> x = I.tensorArg("self");
-  if (failed(x))
-    return failure();
-  FailureOr<SmallVector<int64_t>> dims =
-      I.dimsArg("dims", typeOf(*x).getRank());
+LogicalResult permuteOp(Importer &I, RankedTensorType rt, Value x) {
+  FailureOr<SmallVector<int64_t>> dims = I.dimsArg("dims", typeOf(x).getRank());
   if (failed(dims))
     return failure();
-  return I.setResult(
-      I.emit<PermuteOp>(*rt, *x, I.b.getDenseI64ArrayAttr(*dims)));
+  return I.setResult(I.emit<PermuteOp>(rt, x, I.b.getDenseI64ArrayAttr(*dims)));
 }
 
-LogicalResult unsqueezeOp(Importer &I, const json &) {
-  FailureOr<RankedTensorType> rt = I.resultType();
-  if (failed(rt))
-    return failure();
-  FailureOr<Value> x = I.tensorArg("self");
-  if (failed(x))
-    return failure();
-  FailureOr<int64_t> nd = I.dimArg("dim", typeOf(*x).getRank() + 1);
+LogicalResult unsqueezeOp(Importer &I, RankedTensorType rt, Value x) {
+  FailureOr<int64_t> nd = I.dimArg("dim", typeOf(x).getRank() + 1);
   if (failed(nd))
     return failure();
-  return I.setResult(I.emit<UnsqueezeOp>(*rt, *x, I.b.getI64IntegerAttr(*nd)));
+  return I.setResult(I.emit<UnsqueezeOp>(rt, x, I.b.getI64IntegerAttr(*nd)));
 }
 
-LogicalResult squeezeOp(Importer &I, const json &) {
-  FailureOr<RankedTensorType> rt = I.resultType();
-  if (failed(rt))
-    return failure();
+LogicalResult squeezeOp(Importer &I, RankedTensorType rt, Value x) {
   SymShape outShape = I.lastResultShape;
-  FailureOr<Value> x = I.tensorArg("self");
-  if (failed(x))
-    return failure();
-  SymShape in = I.symShapeOf(*x);
+  SymShape in = I.symShapeOf(x);
   SmallVector<int64_t> dims;
   if (I.arg("dim")) {
     FailureOr<SmallVector<int64_t>> d = I.dimsArg("dim", in.size());
@@ -202,16 +152,16 @@ LogicalResult squeezeOp(Importer &I, const json &) {
       if (d == SymDim{0, 1})
         dims.push_back(k);
   }
-  Value v = *x;
+  Value v = x;
   SmallVector<int64_t> shape(typeOf(v).getShape());
   for (int64_t k : llvm::reverse(dims)) {
     shape.erase(shape.begin() + k);
-    v = I.emit<SqueezeOp>(RankedTensorType::get(shape, rt->getElementType()), v,
+    v = I.emit<SqueezeOp>(RankedTensorType::get(shape, rt.getElementType()), v,
                           I.b.getI64IntegerAttr(k));
     if (!v)
       return failure();
   }
-  if (typeOf(v).getRank() != rt->getRank())
+  if (typeOf(v).getRank() != rt.getRank())
     return I.fail("squeeze result rank differs from the trace");
   I.lastResultShape = outShape;
   return I.setResult(v);
@@ -351,43 +301,25 @@ LogicalResult getitemOp(Importer &I, const json &) {
   return I.setAlias(v);
 }
 
-LogicalResult toCopyOp(Importer &I, const json &) {
-  FailureOr<RankedTensorType> rt = I.resultType();
-  if (failed(rt))
-    return failure();
-  FailureOr<Value> x = I.tensorArg("self");
-  if (failed(x))
-    return failure();
-  if (typeOf(*x).getElementType() == rt->getElementType())
-    return I.setAlias(*x);
-  return I.setResult(I.emit<ConvertOp>(*rt, *x));
+LogicalResult toCopyOp(Importer &I, RankedTensorType rt, Value x) {
+  if (typeOf(x).getElementType() == rt.getElementType())
+    return I.setAlias(x);
+  return I.setResult(I.emit<ConvertOp>(rt, x));
 }
 
 /// aten.copy (functional copy_): `src` broadcast into `self`'s shape and
 /// dtype.
 /// type_as(self, other): self converted to other's element type.
-LogicalResult typeAsOp(Importer &I, const json &) {
-  FailureOr<RankedTensorType> rt = I.resultType();
-  if (failed(rt))
-    return failure();
-  FailureOr<Value> x = I.tensorArg("self");
-  if (failed(x))
-    return failure();
-  return I.setResult(I.convert(*x, rt->getElementType()));
+LogicalResult typeAsOp(Importer &I, RankedTensorType rt, Value x) {
+  return I.setResult(I.convert(x, rt.getElementType()));
 }
 
-LogicalResult copyOp(Importer &I, const json &) {
-  FailureOr<RankedTensorType> rt = I.resultType();
-  if (failed(rt))
-    return failure();
+LogicalResult copyOp(Importer &I, RankedTensorType rt, Value dst) {
   SymShape outShape = I.lastResultShape;
-  FailureOr<Value> dst = I.tensorArg("self");
-  if (failed(dst))
-    return failure();
   FailureOr<Value> src = I.tensorArg("src");
   if (failed(src))
     return failure();
-  Value v = I.convert(*src, rt->getElementType());
+  Value v = I.convert(*src, rt.getElementType());
   if (!v)
     return failure();
   v = I.broadcastTo(v, outShape, "copy");
@@ -403,22 +335,22 @@ void registerShapeHandlers(HandlerTable &t) {
        {"aten.detach.default", "aten.clone.default", "aten.alias.default",
         "aten.lift_fresh_copy.default", "aten.contiguous.default"})
     t[n] = identity();
-  t["aten._to_copy.default"] = toCopyOp;
-  t["aten.type_as.default"] = typeAsOp;
-  t["aten.copy.default"] = copyOp;
+  t["aten._to_copy.default"] = withTensor(toCopyOp);
+  t["aten.type_as.default"] = withTensor(typeAsOp);
+  t["aten.copy.default"] = withTensor(copyOp);
   t["getitem"] = getitemOp;
   for (const char *n : {"aten.view.default", "aten._unsafe_view.default",
                         "aten._reshape_alias.default", "aten.reshape.default"})
-    t[n] = viewOp;
-  t["aten.expand.default"] = expandOp;
-  t["aten.slice.Tensor"] = sliceOp;
-  t["aten.select.int"] = selectOp;
-  t["aten.t.default"] = transposeOp;
-  t["aten.transpose.int"] = transposeOp;
-  t["aten.permute.default"] = permuteOp;
-  t["aten.unsqueeze.default"] = unsqueezeOp;
-  t["aten.squeeze.dim"] = squeezeOp;
-  t["aten.squeeze.default"] = squeezeOp;
+    t[n] = withTensor(viewOp);
+  t["aten.expand.default"] = withTensor(expandOp);
+  t["aten.slice.Tensor"] = withTensor(sliceOp);
+  t["aten.select.int"] = withTensor(selectOp);
+  t["aten.t.default"] = withTensor(transposeOp);
+  t["aten.transpose.int"] = withTensor(transposeOp);
+  t["aten.permute.default"] = withTensor(permuteOp);
+  t["aten.unsqueeze.default"] = withTensor(unsqueezeOp);
+  t["aten.squeeze.dim"] = withTensor(squeezeOp);
+  t["aten.squeeze.default"] = withTensor(squeezeOp);
   t["aten.cat.default"] = catOp;
   t["aten.stack.default"] = catOp;
   t["aten.split.Tensor"] = splitOp;
