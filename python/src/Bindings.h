@@ -14,6 +14,8 @@
 #ifndef ETLLM_PYTHON_BINDINGS_H
 #define ETLLM_PYTHON_BINDINGS_H
 
+#include "etllm/runtime/result.h"
+
 #include <pybind11/pybind11.h>
 
 #include <stdexcept>
@@ -26,6 +28,16 @@ namespace etllm::python {
 struct Error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+[[noreturn]] inline void raise(const std::string &message) {
+  throw Error(message);
+}
+
+/// Raises a failed status's message.
+inline void check(const rt::Status &st) {
+  if (!st.ok())
+    raise(st.message());
+}
 
 void bindCompiler(pybind11::module_ &m);
 void bindRuntime(pybind11::module_ &m);

@@ -41,13 +41,7 @@ namespace etllm::python {
 
 namespace {
 
-[[noreturn]] void raise(const std::string &message) { throw Error(message); }
-
-void check(const rt::Status &st) {
-  if (!st.ok())
-    raise(st.message());
-}
-
+using python::check; // rt::Status (Bindings.h), next to this overload
 void check(llvm::Error e) {
   if (e)
     raise(llvm::toString(std::move(e)));

@@ -34,13 +34,6 @@ namespace etllm::python {
 
 namespace {
 
-[[noreturn]] void raise(const std::string &message) { throw Error(message); }
-
-void check(const rt::Status &st) {
-  if (!st.ok())
-    raise(st.message());
-}
-
 /// The NumPy dtype of a runtime element type (null for types NumPy has no
 /// equivalent of: bf16, quantized).
 py::object numpyDtype(rt::DType t) {

@@ -57,17 +57,9 @@ std::string paramType(const Field &f) {
 }
 std::string paramInit(const Field &f) {
   const std::string &v = f.attrDefault;
-  if (f.kind == "int")
-    return " = " + (v.empty() ? std::string("0") : v);
-  if (f.kind == "real")
-    return " = " + realLiteral(v);
-  if (f.kind == "bool")
-    return " = " + (v.empty() ? std::string("false") : v);
   if (f.kind == "enum")
     return " = " + quoted(enumDefault(f, v).spelling);
-  if ((f.kind == "string" || f.kind == "choice") && !v.empty())
-    return " = " + quoted(v);
-  return "";
+  return scalarInit(f, v);
 }
 
 std::vector<ConfigAttr> readAttrs(const RecordKeeper &records,

@@ -37,17 +37,9 @@ namespace {
 /// The member's C++ default initializer (" = ..." or "").
 std::string memberInit(const Field &f) {
   const std::string &v = f.defaultValue;
-  if (f.kind == "int")
-    return " = " + (v.empty() ? std::string("0") : v);
-  if (f.kind == "real")
-    return " = " + realLiteral(v);
-  if (f.kind == "bool")
-    return " = " + (v.empty() ? std::string("false") : v);
-  if ((f.kind == "string" || f.kind == "choice") && !v.empty())
-    return " = " + quoted(v);
   if (f.kind == "enum")
     return " = models::" + f.enumName + "::" + enumDefault(f, v).cppName;
-  return "";
+  return scalarInit(f, v);
 }
 
 void emitEnums(const std::vector<Field> &fields, llvm::raw_ostream &os) {

@@ -106,6 +106,18 @@ std::string realLiteral(StringRef v) {
   return s;
 }
 
+std::string scalarInit(const Field &f, StringRef v) {
+  if (f.kind == "int")
+    return " = " + (v.empty() ? std::string("0") : v.str());
+  if (f.kind == "real")
+    return " = " + realLiteral(v);
+  if (f.kind == "bool")
+    return " = " + (v.empty() ? std::string("false") : v.str());
+  if ((f.kind == "string" || f.kind == "choice") && !v.empty())
+    return " = " + quoted(v);
+  return "";
+}
+
 static void checkNumber(const Field &f, StringRef v, bool integer) {
   if (v.empty())
     return;

@@ -72,6 +72,9 @@ std::string quoted(StringRef s);
 std::string alternatives(const std::vector<std::string> &names);
 /// A real default as a C++ double literal ("1" -> "1.0").
 std::string realLiteral(StringRef v);
+/// The C++ default initializer (" = ...", or "" for none) of a number,
+/// bool, string or choice field whose default is `v`; "" for other kinds.
+std::string scalarInit(const Field &f, StringRef v);
 /// The case a (possibly empty) enum default stands for.
 const EnumCase &enumDefault(const Field &f, StringRef v);
 
