@@ -46,60 +46,60 @@ Recipe cpuFp32() {
   return r;
 }
 
+/// Int4 group-wise weights (group 32, f16 scales: Q4_0's bytes) and an int4
+/// embedding (one table with a tied lm_head): cpu-int4's and vulkan-int4's.
+Recipe withInt4Weights(Recipe r) {
+  r.linear = LinearScheme::Int4;
+  r.embedding = EmbeddingScheme::Int4;
+  r.scaleType = ScaleType::F16;
+  r.embeddingGroupSize = 32;
+  return r;
+}
+
 Recipe cpuInt4() {
-  Recipe r;
+  Recipe r = withInt4Weights(cpuFp32());
   r.name = "cpu-int4";
   r.description = "int4 group-wise weights (group 32, f16 scales: Q4_0's "
                   "bytes), int8 activations per block of 32 (Q8_0), int4 "
                   "embedding (one table with a tied lm_head), on the CPU "
                   "backend";
-  r.linear = LinearScheme::Int4;
-  r.backends = {rt::cpu::kBackendId};
-  r.embedding = EmbeddingScheme::Int4;
-  r.scaleType = ScaleType::F16;
   r.activations = ActivationScheme::Int8Block;
-  r.embeddingGroupSize = 32;
   return r;
 }
 
 Recipe cpu8da4w() {
-  Recipe r;
+  Recipe r = cpuFp32();
   r.name = "cpu-8da4w";
   r.description = "int8 dynamic per-token activations x int4 group-wise "
                   "weights (group 32), int8 per-row embedding, 8da8w lm_head: "
                   "ExecuTorch's default CPU recipe";
   r.linear = LinearScheme::Dyn8Int4;
-  r.backends = {rt::cpu::kBackendId};
   r.embedding = EmbeddingScheme::Int8;
   r.outputLayer = OutputLayerScheme::Dyn8Int8;
   return r;
 }
 
 Recipe cpuGguf() {
-  Recipe r;
+  // cpu-int4's activations (Q8_0 blocks) with every weight in its own type.
+  Recipe r = cpuInt4();
   r.name = "cpu-gguf";
   r.description = "a GGUF's own mix kept exactly, as llama.cpp runs it: every "
                   "weight in its GGUF type (Q4_0, Q4_1, Q8_0, Q5_0, Q5_1, "
                   "Q4_K, Q5_K, Q6_K blocks bit for bit; float stays float), "
                   "int8 activations per block of 32, on the CPU backend";
   r.linear = LinearScheme::Gguf;
-  r.backends = {rt::cpu::kBackendId};
   r.embedding = EmbeddingScheme::Gguf;
-  r.scaleType = ScaleType::F16;
-  r.activations = ActivationScheme::Int8Block;
-  r.embeddingGroupSize = 32;
   return r;
 }
 
 Recipe cpuInt8() {
-  Recipe r;
+  Recipe r = cpuFp32();
   r.name = "cpu-int8";
   r.description = "int8 per-channel weights, fp32 activations, int8 per-row "
                   "embedding (one table with a tied lm_head), on the CPU "
                   "backend";
   r.linear = LinearScheme::Int8;
   r.groupSize = -1;
-  r.backends = {rt::cpu::kBackendId};
   r.embedding = EmbeddingScheme::Int8;
   return r;
 }
@@ -124,17 +124,11 @@ Recipe vulkanFp16() {
 }
 
 Recipe vulkanInt4() {
-  Recipe r;
+  Recipe r = withInt4Weights(vulkanFp16());
   r.name = "vulkan-int4";
   r.description = "int4 group-wise weights (group 32, f16 scales), int4 "
                   "embedding (one table with a tied lm_head), f16 activations "
                   "on the Vulkan GPU backend";
-  r.linear = LinearScheme::Int4;
-  r.backends = {"vulkan"};
-  r.embedding = EmbeddingScheme::Int4;
-  r.scaleType = ScaleType::F16;
-  r.embeddingGroupSize = 32;
-  r.backendOptions = {"vulkan.precision=f16"};
   return r;
 }
 

@@ -28,6 +28,20 @@ using ::etllm::matchers::throughUnitDims;
 
 namespace {
 
+/// Replaces `old` with the new sdpa `fused` (given `old`'s module path)
+/// when `fused` verifies; otherwise erases it and fails the match.
+LogicalResult replaceWithFused(PatternRewriter &rewriter, Operation *old,
+                               SdpaOp fused) {
+  if (StringRef path = getModulePath(old); !path.empty())
+    setModulePath(fused, path);
+  if (failed(mlir::verify(fused, /*verifyRecursively=*/false))) {
+    rewriter.eraseOp(fused);
+    return rewriter.notifyMatchFailure(old, "the fused op would not verify");
+  }
+  rewriter.replaceOp(old, fused.getResult());
+  return success();
+}
+
 /// k = reshape(expand(unsqueeze(k0, 2), [b, hkv, n, t, d]), [b, hkv*n, t, d])
 /// -> k0 (repeat_kv). Otherwise returns `v` itself.
 Value stripRepeatKv(Value v) {
@@ -200,14 +214,7 @@ struct FuseAttention : public OpRewritePattern<MatmulOp> {
         pv.getLoc(), resultType, q, k, v, mask, Value(),
         rewriter.getF64FloatAttr(scale), UnitAttr(),
         rewriter.getI64IntegerAttr(0), rewriter.getF64FloatAttr(softcap));
-    if (StringRef path = getModulePath(pv); !path.empty())
-      setModulePath(sdpa, path);
-    if (failed(mlir::verify(sdpa, /*verifyRecursively=*/false))) {
-      rewriter.eraseOp(sdpa);
-      return rewriter.notifyMatchFailure(pv, "the fused op would not verify");
-    }
-    rewriter.replaceOp(pv, sdpa.getResult());
-    return success();
+    return replaceWithFused(rewriter, pv, sdpa);
   }
 };
 
@@ -407,14 +414,7 @@ struct AttendMaskToPositions : public OpRewritePattern<SdpaOp> {
         op.getLoc(), op.getType(), op.getQuery(), op.getKey(), op.getValue(),
         Value(), positions, op.getScaleAttr(), rewriter.getUnitAttr(),
         rewriter.getI64IntegerAttr(window), op.getSoftcapAttr());
-    if (StringRef path = getModulePath(op); !path.empty())
-      setModulePath(fused, path);
-    if (failed(mlir::verify(fused, /*verifyRecursively=*/false))) {
-      rewriter.eraseOp(fused);
-      return rewriter.notifyMatchFailure(op, "the fused op would not verify");
-    }
-    rewriter.replaceOp(op, fused.getResult());
-    return success();
+    return replaceWithFused(rewriter, op, fused);
   }
 };
 

@@ -164,6 +164,22 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
       quantized[key] = q;
       return q;
     };
+    // A get of `param` quantized to `t`, built before `at` where `get` was,
+    // with the module path `path` (none when empty).
+    auto quantizedGet = [&](ParameterGetOp get, ParameterOp param,
+                            QWeightType t, Operation *at, StringRef path) {
+      OpBuilder b(at);
+      auto qget = b.create<ParameterGetOp>(
+          get.getLoc(), t, FlatSymbolRefAttr::get(quantizedParam(param, t)));
+      if (!path.empty())
+        setModulePath(qget, path);
+      return qget;
+    };
+    auto excluded = [&](StringRef path) {
+      return llvm::any_of(exclude, [&](const std::string &pat) {
+        return ::etllm::globMatch(pat, std::string_view(path));
+      });
+    };
 
     // Resolve the weight type for a layer, honouring exact GGUF blocks.
     auto weightType = [&](ParameterOp p, const Scheme &s, Operation *at,
@@ -265,9 +281,7 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
           continue;
         StringRef path = param.getSymName();
         path.consume_back(".weight");
-        if (llvm::any_of(exclude, [&](const std::string &pat) {
-              return ::etllm::globMatch(pat, std::string_view(path));
-            }))
+        if (excluded(path))
           continue;
         Scheme s = base;
         s.dynamicActivations = false;
@@ -276,13 +290,7 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
         QWeightType qt = weightType(param, s, moe, used);
         if (!qt)
           continue;
-        ParameterOp qp = quantizedParam(param, qt);
-        OpBuilder b(moe);
-        auto qget = b.create<ParameterGetOp>(get.getLoc(), qt,
-                                             FlatSymbolRefAttr::get(qp));
-        if (StringRef gp = getModulePath(get); !gp.empty())
-          setModulePath(qget, gp);
-        use->set(qget.getResult());
+        use->set(quantizedGet(get, param, qt, moe, getModulePath(get)));
         if (get->use_empty())
           get.erase();
         if (base.dynamicActivations || base.blockActivations)
@@ -303,9 +311,7 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
       if (!wt || wt.getRank() != 2)
         continue;
       StringRef path = getModulePath(lin);
-      if (llvm::any_of(exclude, [&](const std::string &pat) {
-            return ::etllm::globMatch(pat, std::string_view(path));
-          }))
+      if (excluded(path))
         continue;
       bool isOutput = path == "lm_head" || path.ends_with(".lm_head");
       const Scheme &s = isOutput && outputOverride ? output : base;
@@ -315,12 +321,8 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
       QWeightType qt = weightType(param, s, lin, used);
       if (!qt)
         continue;
-      ParameterOp qp = quantizedParam(param, qt);
+      auto qget = quantizedGet(get, param, qt, lin, getModulePath(get));
       OpBuilder b(lin);
-      auto qget = b.create<ParameterGetOp>(get.getLoc(), qt,
-                                           FlatSymbolRefAttr::get(qp));
-      if (StringRef gp = getModulePath(get); !gp.empty())
-        setModulePath(qget, gp);
       Value x = lin.getInput();
       if (used.dynamicActivations || used.blockActivations) {
         auto xt = cast<RankedTensorType>(x.getType());
@@ -363,16 +365,13 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
       QWeightType qt = weightType(param, emb, e, used);
       if (!qt)
         continue;
-      ParameterOp qp = quantizedParam(param, qt);
+      StringRef path = getModulePath(e);
+      auto qget = quantizedGet(get, param, qt, e, path);
       OpBuilder b(e);
-      auto qget = b.create<ParameterGetOp>(get.getLoc(), qt,
-                                           FlatSymbolRefAttr::get(qp));
       auto qe =
           b.create<QEmbeddingOp>(e.getLoc(), e.getType(), qget, e.getIndices());
-      if (StringRef p = getModulePath(e); !p.empty()) {
-        setModulePath(qget, p);
-        setModulePath(qe, p);
-      }
+      if (!path.empty())
+        setModulePath(qe, path);
       e.replaceAllUsesWith(qe.getResult());
       e.erase();
       if (get->use_empty())

@@ -48,31 +48,16 @@ LogicalResult swapAttention(ModuleInstance &inst, RewriterBase &rewriter,
   }
 
   // Projections (kept), caches, positions.
-  LinearOp qProj, kProj, vProj, qkvProj, oProj;
-  BufferReadOp kRead, vRead;
+  LinearOp qProj = linearAt(inst, "q_proj"), kProj = linearAt(inst, "k_proj"),
+           vProj = linearAt(inst, "v_proj"),
+           qkvProj = linearAt(inst, "qkv_proj"),
+           oProj = linearAt(inst, "o_proj");
+  BufferReadOp kRead = cacheRead(inst, "k_cache"),
+               vRead = cacheRead(inst, "v_cache");
   Value positions;
-  for (Operation *op : inst.ops) {
-    StringRef path = getModulePath(op);
-    if (auto lin = dyn_cast<LinearOp>(op)) {
-      if (path == inst.path + ".q_proj")
-        qProj = lin;
-      else if (path == inst.path + ".k_proj")
-        kProj = lin;
-      else if (path == inst.path + ".v_proj")
-        vProj = lin;
-      else if (path == inst.path + ".qkv_proj")
-        qkvProj = lin;
-      else if (path == inst.path + ".o_proj")
-        oProj = lin;
-    } else if (auto r = dyn_cast<BufferReadOp>(op)) {
-      if (r.getName() == inst.path + ".k_cache")
-        kRead = r;
-      else if (r.getName() == inst.path + ".v_cache")
-        vRead = r;
-    } else if (auto c = dyn_cast<IndexCopyOp>(op)) {
+  for (Operation *op : inst.ops)
+    if (auto c = dyn_cast<IndexCopyOp>(op))
       positions = c.getIndex();
-    }
-  }
   if (!oProj || !(qkvProj || (qProj && kProj && vProj))) {
     reason = "projections not found (q/k/v/o_proj or qkv_proj)";
     return failure();

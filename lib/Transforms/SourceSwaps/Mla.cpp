@@ -191,22 +191,9 @@ LogicalResult swapMlaAttention(ModuleInstance &inst, RewriterBase &rewriter,
     reason = "the model config lacks the latent attention sizes";
     return failure();
   }
-  LinearOp kvB, oProj;
-  BufferReadOp kRead, vRead;
-  for (Operation *op : inst.ops) {
-    StringRef path = getModulePath(op);
-    if (auto lin = dyn_cast<LinearOp>(op)) {
-      if (path == inst.path + ".kv_b_proj")
-        kvB = lin;
-      else if (path == inst.path + ".o_proj")
-        oProj = lin;
-    } else if (auto r = dyn_cast<BufferReadOp>(op)) {
-      if (r.getName() == inst.path + ".k_cache")
-        kRead = r;
-      else if (r.getName() == inst.path + ".v_cache")
-        vRead = r;
-    }
-  }
+  LinearOp kvB = linearAt(inst, "kv_b_proj"), oProj = linearAt(inst, "o_proj");
+  BufferReadOp kRead = cacheRead(inst, "k_cache"),
+               vRead = cacheRead(inst, "v_cache");
   if (!kvB || !oProj || kvB.getBias()) {
     reason = "projections not found (kv_b_proj without bias, o_proj)";
     return failure();

@@ -31,6 +31,24 @@ SmallVector<Value> activationInputs(const ModuleInstance &inst) {
   return ins;
 }
 
+LinearOp linearAt(const ModuleInstance &inst, StringRef name) {
+  LinearOp found;
+  for (Operation *op : inst.ops)
+    if (auto lin = dyn_cast<LinearOp>(op))
+      if (getModulePath(op) == inst.path + "." + name.str())
+        found = lin;
+  return found;
+}
+
+BufferReadOp cacheRead(const ModuleInstance &inst, StringRef name) {
+  BufferReadOp found;
+  for (Operation *op : inst.ops)
+    if (auto r = dyn_cast<BufferReadOp>(op))
+      if (r.getName() == inst.path + "." + name.str())
+        found = r;
+  return found;
+}
+
 void eraseDead(ModuleInstance &inst, RewriterBase &rewriter,
                ArrayRef<Operation *> keep) {
   std::vector<Operation *> alive;

@@ -34,6 +34,14 @@ llvm::SmallVector<mlir::Value> activationInputs(const ModuleInstance &inst);
 /// drops them from the instance.
 void eraseDead(ModuleInstance &inst, mlir::RewriterBase &rewriter,
                llvm::ArrayRef<mlir::Operation *> keep = {});
+/// The instance's linear layer `<instance path>.<name>` (the last one
+/// recorded at that path; null when there is none).
+mlir::etllm::LinearOp linearAt(const ModuleInstance &inst,
+                               llvm::StringRef name);
+/// The instance's read of the buffer `<instance path>.<name>` (the last one;
+/// null when there is none).
+mlir::etllm::BufferReadOp cacheRead(const ModuleInstance &inst,
+                                    llvm::StringRef name);
 /// The path without its last component ("a.b.c" -> "a.b").
 inline llvm::StringRef parentPath(llvm::StringRef p) {
   return p.rsplit('.').first;
