@@ -57,14 +57,9 @@ fi
 
 FUZZ_BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
 BUILD_DIR=${BUILD_DIR:-build}
-SHARED=${ETLLM_SHARED_DIR:-}
-if [ -z "$SHARED" ]; then
-  for candidate in ../shared /work/shared; do
-    if [ -d "$candidate/models" ]; then SHARED=$candidate; break; fi
-  done
-fi
+# shellcheck source=lib/shared-dir.sh
+. scripts/lib/shared-dir.sh
 [ -n "$SHARED" ] || { echo "fuzz.sh: no shared test data (set ETLLM_SHARED_DIR)" >&2; exit 1; }
-SHARED=$(cd "$SHARED" && pwd)
 
 ./scripts/setup.sh >/dev/null
 

@@ -11,12 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 BUILD_DIR=${BUILD_DIR:-build}
-SHARED=${ETLLM_SHARED_DIR:-}
-if [ -z "$SHARED" ]; then
-  for candidate in ../shared /work/shared; do
-    if [ -d "$candidate/models" ]; then SHARED=$candidate; break; fi
-  done
-fi
+# shellcheck source=lib/shared-dir.sh
+. scripts/lib/shared-dir.sh
 REQUIRE=ON
 if [ -z "$SHARED" ]; then
   if [ "${ETLLM_ALLOW_MISSING_SHARED:-0}" = 1 ]; then

@@ -15,14 +15,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh >/dev/null
 BUILD_DIR=${SANITIZE_BUILD_DIR:-build-asan}
-SHARED=${ETLLM_SHARED_DIR:-}
-if [ -z "$SHARED" ]; then
-  for candidate in ../shared /work/shared; do
-    if [ -d "$candidate/models" ]; then SHARED=$candidate; break; fi
-  done
-fi
+# shellcheck source=lib/shared-dir.sh
+. scripts/lib/shared-dir.sh
 [ -n "$SHARED" ] || { echo "sanitize.sh: no shared test data (set ETLLM_SHARED_DIR)" >&2; exit 1; }
-SHARED=$(cd "$SHARED" && pwd)
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 # The Python package is built with the sanitizers too, for the project's
 # environment (scripts/venv.sh: torch, numpy, pytest). The interpreter is not
