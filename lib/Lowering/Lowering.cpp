@@ -28,6 +28,13 @@ using namespace mlir::etllm;
 
 namespace etllm {
 
+/// The root value whose storage `id` uses in `values` (follows aliases).
+static uint32_t rootIn(const std::vector<ValueRec> &values, uint32_t id) {
+  while (values[id].storage == Storage::Alias)
+    id = values[id].aliasOf;
+  return id;
+}
+
 LoweredProgram::LoweredProgram(ModuleOp module)
     : module(module), weights(module) {}
 
@@ -83,15 +90,9 @@ FailureOr<uint32_t> LoweredProgram::addValue(Value v, Operation *op) {
 FailureOr<uint32_t> LoweredProgram::lookup(Value v, Operation *user) {
   auto it = index.find(v);
   if (it == index.end())
-    return user->emitError("operand is not defined before its use in ")
-           << "`forward`";
+    return user->emitError("operand is not defined before its use in `")
+           << forward.getSymName() << "`";
   return it->second;
-}
-
-uint32_t LoweredProgram::rootOf(uint32_t id) const {
-  while (values[id].storage == Storage::Alias)
-    id = values[id].aliasOf;
-  return id;
 }
 
 /// The bytes of a small dense constant in the runtime dtype.
@@ -239,8 +240,8 @@ LogicalResult LoweredProgram::lowerOp(Operation *op) {
         return success();
       })
       .Case([&](ParameterGetOp g) -> LogicalResult {
-        auto it = paramConstant.find(g.getName());
-        if (it != paramConstant.end()) {
+        auto it = paramValue.find(g.getName());
+        if (it != paramValue.end()) {
           index[g.getResult()] = it->second;
           return success();
         }
@@ -249,6 +250,15 @@ LogicalResult LoweredProgram::lowerOp(Operation *op) {
         FailureOr<uint32_t> id = addValue(g.getResult(), op);
         if (failed(id))
           return failure();
+        paramValue[g.getName()] = *id;
+        // Another method's constant already holds the parameter.
+        if (auto c = paramConstant.find(g.getName());
+            c != paramConstant.end()) {
+          values[*id].storage = Storage::Constant;
+          values[*id].constant = c->second;
+          values[*id].name = g.getName().str();
+          return success();
+        }
         ConstRec rec;
         rec.name = g.getName().str();
         rec.op = decl;
@@ -263,8 +273,8 @@ LogicalResult LoweredProgram::lowerOp(Operation *op) {
         values[*id].storage = Storage::Constant;
         values[*id].constant = constants.size();
         values[*id].name = rec.name;
+        paramConstant[g.getName()] = constants.size();
         constants.push_back(std::move(rec));
-        paramConstant[g.getName()] = *id;
         return success();
       })
       .Case([&](BufferReadOp r) -> LogicalResult {
@@ -281,7 +291,7 @@ LogicalResult LoweredProgram::lowerOp(Operation *op) {
         if (failed(src))
           return failure();
         uint32_t buf = bufferIndex.lookup(w.getName());
-        uint32_t root = rootOf(*src);
+        uint32_t root = rootIn(values, *src);
         if (values[root].storage == Storage::Buffer &&
             values[root].buffer == buf)
           return success(); // already in the buffer (in-place update)
@@ -361,18 +371,65 @@ LogicalResult LoweredProgram::lowerOp(Operation *op) {
       .Default([&](Operation *o) -> LogicalResult { return simple(); });
 }
 
+SmallVector<func::FuncOp> methodFunctions(ModuleOp module) {
+  SmallVector<func::FuncOp> out;
+  for (func::FuncOp fn : module.getOps<func::FuncOp>())
+    if (fn.isPublic() && !fn.isDeclaration())
+      out.push_back(fn);
+  return out;
+}
+
+uint32_t LoweredMethod::rootOf(uint32_t id) const { return rootIn(values, id); }
+
+LoweredMethod *LoweredProgram::method(llvm::StringRef name) {
+  for (LoweredMethod &m : methods)
+    if (m.func.getSymName() == name)
+      return &m;
+  return nullptr;
+}
+
 LogicalResult LoweredProgram::lower(bool materializeDelegates) {
-  forward = module.lookupSymbol<func::FuncOp>("forward");
-  if (!forward)
-    return module.emitError("the module has no `forward` function");
-  if (!forward.getBody().hasOneBlock())
-    return forward.emitError("`forward` must have a single block");
+  SmallVector<func::FuncOp> fns = methodFunctions(module);
+  if (fns.empty())
+    return module.emitError("the module has no public function (a method: "
+                            "`forward`, or `prefill` and `decode`)");
   ProgramConfig config = readProgramConfig(module);
   seqBound = config.maxSeqLen;
   for (auto b : module.getOps<BufferOp>()) {
     bufferIndex[b.getSymName()] = buffers.size();
     buffers.push_back(b);
   }
+  methods.reserve(fns.size());
+  for (func::FuncOp fn : fns) {
+    methods.emplace_back();
+    methods.back().func = fn;
+    // The method's tables are lowered in place (LoweredProgram's working
+    // members), then moved into its record.
+    forward = fn;
+    paramValue.clear();
+    if (failed(lowerMethod(materializeDelegates, config)))
+      return failure();
+    LoweredMethod &m = methods.back();
+    m.values = std::move(values);
+    m.instrs = std::move(instrs);
+    m.inputs = std::move(inputs);
+    m.outputs = std::move(outputs);
+    m.index = std::move(index);
+    values.clear();
+    instrs.clear();
+    inputs.clear();
+    outputs.clear();
+    index.clear();
+  }
+  forward = nullptr;
+  return success();
+}
+
+LogicalResult LoweredProgram::lowerMethod(bool materializeDelegates,
+                                          const ProgramConfig &config) {
+  if (!forward.getBody().hasOneBlock())
+    return forward.emitError("`")
+           << forward.getSymName() << "` must have a single block";
   Block &body = forward.getBody().front();
   for (BlockArgument arg : body.getArguments()) {
     FailureOr<uint32_t> id = addValue(arg, forward);

@@ -1,4 +1,4 @@
-//===- MemoryPlan.cpp - Where the values of `forward` live ----------------===//
+//===- MemoryPlan.cpp - Where the values of each method live --------------===//
 #include "etllm/Lowering/MemoryPlan.h"
 
 #include "etllm/Lowering/KernelCalls.h"
@@ -23,7 +23,7 @@ static constexpr uint64_t kRuntimeAlignment = 16;
 static uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 /// Views alias their source when the root storage is writable memory.
-static void aliasViews(LoweredProgram &p) {
+static void aliasViews(LoweredMethod &p) {
   for (ValueRec &out : p.values) {
     if (out.viewOf < 0)
       continue;
@@ -37,7 +37,7 @@ static void aliasViews(LoweredProgram &p) {
 
 /// Lifetimes over the instruction order: every value's last use, and every
 /// root's end of life, the last use of any alias of it.
-static void computeLifetimes(LoweredProgram &p) {
+static void computeLifetimes(LoweredMethod &p) {
   std::vector<ValueRec> &values = p.values;
   for (size_t k = 0; k < p.instrs.size(); ++k)
     for (uint32_t v : p.instrs[k].inputs)
@@ -61,18 +61,18 @@ static std::string show(Attribute a) {
 }
 
 /// The op (or, for an argument, the function) a value comes from.
-static Operation *originOf(const LoweredProgram &p, const ValueRec &v) {
+static Operation *originOf(const LoweredMethod &p, const ValueRec &v) {
   if (!v.value)
-    return p.forward;
+    return p.func;
   if (Operation *op = v.value.getDefiningOp())
     return op;
-  return p.forward;
+  return p.func;
 }
 
 /// A buffer read aliases the buffer's storage unless the buffer is written
 /// (by a write-back copy) while a value aliasing the read is still used:
 /// then the read cannot be an alias.
-static LogicalResult checkBufferReads(LoweredProgram &p) {
+static LogicalResult checkBufferReads(LoweredMethod &p) {
   std::vector<ValueRec> &values = p.values;
   for (uint32_t id = 0; id < values.size(); ++id) {
     ValueRec &r = values[id];
@@ -106,7 +106,7 @@ static LogicalResult checkBufferReads(LoweredProgram &p) {
   return success();
 }
 
-LogicalResult planMemory(LoweredProgram &p) {
+LogicalResult planMemory(LoweredMethod &p) {
   aliasViews(p);
   computeLifetimes(p);
   // Greedy by size over the planned roots.
@@ -120,7 +120,7 @@ LogicalResult planMemory(LoweredProgram &p) {
     }
   rt::Result<rt::ArenaPlan> arena = rt::planArena(requests, kArenaAlignment);
   if (!arena.ok())
-    return p.forward.emitError(arena.message());
+    return p.func.emitError(arena.message());
   for (size_t i = 0; i < planned.size(); ++i) {
     p.values[planned[i]].offset = arena->offsets[i];
     p.values[planned[i]].slotSize = arena->sizes[i];
@@ -135,7 +135,7 @@ LogicalResult planMemory(LoweredProgram &p) {
 
 /// The operand of the op defining `v` whose value is `target`, if any.
 static std::optional<unsigned>
-operandHolding(const LoweredProgram &p, const ValueRec &v, uint32_t target) {
+operandHolding(const LoweredMethod &p, const ValueRec &v, uint32_t target) {
   Operation *op = v.value ? v.value.getDefiningOp() : nullptr;
   if (!op)
     return std::nullopt;
@@ -147,9 +147,9 @@ operandHolding(const LoweredProgram &p, const ValueRec &v, uint32_t target) {
   return std::nullopt;
 }
 
-void recordPlan(LoweredProgram &p) {
-  MLIRContext *ctx = p.module.getContext();
-  func::FuncOp fn = p.forward;
+void recordPlan(const LoweredProgram &program, LoweredMethod &p) {
+  MLIRContext *ctx = p.func.getContext();
+  func::FuncOp fn = p.func;
   fn.walk([](Operation *op) { op->removeAttr(kPlanAttrName); });
   for (unsigned i = 0; i < fn.getNumArguments(); ++i)
     fn.removeArgAttr(i, kPlanAttrName);
@@ -181,7 +181,7 @@ void recordPlan(LoweredProgram &p) {
       op.setAttr(kPlanAttrName, ArrayAttr::get(ctx, entries));
   }
 
-  MemoryReport report = memoryReport(p);
+  MemoryReport report = memoryReport(program, &p);
   Builder b(ctx);
   auto i64 = [&](uint64_t v) { return b.getI64IntegerAttr(int64_t(v)); };
   fn->setAttr(
@@ -199,11 +199,11 @@ namespace {
 /// Reads the recorded plan of one lowered program and checks it.
 class PlanReader {
 public:
-  explicit PlanReader(LoweredProgram &p) : p(p) {}
+  explicit PlanReader(LoweredMethod &p) : p(p) {}
   FailureOr<bool> read();
 
 private:
-  LoweredProgram &p;
+  LoweredMethod &p;
   std::vector<MemorySlotAttr> slots; // per value
 
   InFlightDiagnostic stale(const ValueRec &v) {
@@ -221,7 +221,7 @@ private:
 /// The entry recorded for `v` (null when none).
 FailureOr<Attribute> PlanReader::recorded(const ValueRec &v) {
   if (auto arg = dyn_cast<BlockArgument>(v.value))
-    return p.forward.getArgAttr(arg.getArgNumber(), kPlanAttrName);
+    return p.func.getArgAttr(arg.getArgNumber(), kPlanAttrName);
   auto result = cast<OpResult>(v.value);
   Operation *op = result.getOwner();
   Attribute attr = op->getAttr(kPlanAttrName);
@@ -346,7 +346,7 @@ LogicalResult PlanReader::checkOverlaps() {
 }
 
 FailureOr<bool> PlanReader::read() {
-  func::FuncOp fn = p.forward;
+  func::FuncOp fn = p.func;
   Attribute memory = fn->getAttr(kMemoryAttrName);
   if (!memory)
     return false;
@@ -370,12 +370,12 @@ FailureOr<bool> PlanReader::read() {
   return true;
 }
 
-FailureOr<bool> readPlan(LoweredProgram &p) { return PlanReader(p).read(); }
+FailureOr<bool> readPlan(LoweredMethod &p) { return PlanReader(p).read(); }
 
-MemoryReport memoryReport(const LoweredProgram &p) {
+MemoryReport memoryReport(const LoweredProgram &program,
+                          const LoweredMethod *only) {
   MemoryReport r;
-  r.arenaBytes = p.arenaSize;
-  for (BufferOp b : p.buffers) {
+  for (BufferOp b : program.buffers) {
     FailureOr<rt::DType> dt = runtimeDType(b, b.getType());
     ArrayRef<int64_t> shape = shapeOf(b.getType());
     rt::Result<size_t> bytes =
@@ -384,16 +384,21 @@ MemoryReport memoryReport(const LoweredProgram &p) {
                                       quantInfoOf(b.getType()));
     r.bufferBytes += bytes.ok() ? uint64_t(*bytes) : 0;
   }
-  for (const ConstRec &c : p.constants)
+  for (const ConstRec &c : program.constants)
     r.constantBytes += c.size;
-  for (const ValueRec &v : p.values) {
-    if (v.storage == Storage::Planned)
-      r.naiveArenaBytes += alignUp(v.capacity, kArenaAlignment);
-    if (v.storage == Storage::Alias)
-      ++r.numAliases;
+  for (const LoweredMethod &p : program.methods) {
+    if (only && &p != only)
+      continue;
+    r.arenaBytes += p.arenaSize;
+    for (const ValueRec &v : p.values) {
+      if (v.storage == Storage::Planned)
+        r.naiveArenaBytes += alignUp(v.capacity, kArenaAlignment);
+      if (v.storage == Storage::Alias)
+        ++r.numAliases;
+    }
+    r.numValues += p.values.size();
+    r.numInstructions += p.instrs.size();
   }
-  r.numValues = p.values.size();
-  r.numInstructions = p.instrs.size();
   return r;
 }
 

@@ -14,8 +14,8 @@
 #include "etllm/Formats/Lora.h"
 #include "etllm/Lowering/KernelCalls.h"
 #include "etllm/Lowering/Lowering.h"
-#include "etllm/Serialize/Streaming.h"
 #include "etllm/Lowering/WeightStore.h"
+#include "etllm/Serialize/Streaming.h"
 #include "etllm/runtime/program.h"
 #include "etllm/schema/program_generated.h"
 
@@ -81,6 +81,82 @@ static FailureOr<std::vector<HookRec>> collectLoraHooks(ModuleOp module) {
   }
   return hooks;
 }
+
+namespace {
+/// A method's table: its values, instructions and arena.
+flatbuffers::Offset<fbs::Method> emitMethod(flatbuffers::FlatBufferBuilder &fb,
+                                            const LoweredMethod &m) {
+  std::vector<flatbuffers::Offset<fbs::Tensor>> fbValues;
+  for (const ValueRec &v : m.values) {
+    flatbuffers::Offset<fbs::QuantParams> q = 0;
+    if (v.dtype == rt::DType::QWeight || v.dtype == rt::DType::QAct)
+      q = fbs::CreateQuantParams(fb, v.quant.bits, v.quant.symmetric,
+                                 static_cast<fbs::DType>(v.quant.scaleType),
+                                 v.quant.groupSize, v.quant.perToken,
+                                 static_cast<fbs::QScheme>(v.quant.scheme));
+    std::vector<int64_t> sizes(v.sizes.begin(), v.sizes.end());
+    std::vector<uint8_t> dyn(v.dynamic.begin(), v.dynamic.end());
+    fbs::StorageKind kind = fbs::StorageKind::PLANNED;
+    switch (v.storage) {
+    case Storage::Planned:
+      kind = fbs::StorageKind::PLANNED;
+      break;
+    case Storage::Constant:
+      kind = fbs::StorageKind::CONSTANT;
+      break;
+    case Storage::Buffer:
+      kind = fbs::StorageKind::BUFFER;
+      break;
+    case Storage::Alias:
+      kind = fbs::StorageKind::ALIAS;
+      break;
+    }
+    auto sizesVec = fb.CreateVector(sizes);
+    auto dynVec = fb.CreateVector(dyn);
+    auto name = fb.CreateString(v.name);
+    fbs::TensorBuilder tb(fb);
+    tb.add_dtype(static_cast<fbs::DType>(v.dtype));
+    tb.add_sizes(sizesVec);
+    tb.add_dynamic_dims(dynVec);
+    tb.add_storage(kind);
+    tb.add_arena(0);
+    tb.add_offset(v.offset);
+    tb.add_capacity(v.capacity);
+    tb.add_constant(v.constant);
+    tb.add_buffer(v.buffer);
+    tb.add_alias_of(v.aliasOf);
+    if (!q.IsNull())
+      tb.add_quant(q);
+    tb.add_name(name);
+    fbValues.push_back(tb.Finish());
+  }
+  std::vector<flatbuffers::Offset<fbs::InstructionEntry>> fbInstrs;
+  for (const InstrRec &in : m.instrs) {
+    std::vector<uint32_t> ins(in.inputs.begin(), in.inputs.end());
+    std::vector<uint32_t> outs(in.outputs.begin(), in.outputs.end());
+    if (in.delegate >= 0) {
+      auto dc = fbs::CreateDelegateCall(fb, in.delegate, fb.CreateVector(ins),
+                                        fb.CreateVector(outs));
+      fbInstrs.push_back(fbs::CreateInstructionEntry(
+          fb, fbs::Instruction::DelegateCall, dc.Union()));
+      continue;
+    }
+    std::vector<int64_t> ints(in.ints.begin(), in.ints.end());
+    std::vector<double> floats(in.floats.begin(), in.floats.end());
+    auto kc = fbs::CreateKernelCall(
+        fb, fb.CreateString(in.op), fb.CreateVector(ins), fb.CreateVector(outs),
+        fb.CreateVector(ints), fb.CreateVector(floats));
+    fbInstrs.push_back(fbs::CreateInstructionEntry(
+        fb, fbs::Instruction::KernelCall, kc.Union()));
+  }
+  std::vector<uint64_t> arenas = {m.arenaSize};
+  mlir::func::FuncOp fn = m.func;
+  return fbs::CreateMethod(fb, fb.CreateString(fn.getSymName().str()),
+                           fb.CreateVector(fbValues), fb.CreateVector(m.inputs),
+                           fb.CreateVector(m.outputs),
+                           fb.CreateVector(fbInstrs), fb.CreateVector(arenas));
+}
+} // namespace
 
 LogicalResult emitProgram(LoweredProgram &p, const SerializeOptions &options,
                           llvm::raw_ostream &os) {
@@ -173,75 +249,9 @@ LogicalResult emitProgram(LoweredProgram &p, const SerializeOptions &options,
   const bool hasHooks = !hooks->empty();
   int32_t hashSeg = hasHooks ? int32_t(addSegment(32)) : -1;
 
-  // Values.
-  std::vector<flatbuffers::Offset<fbs::Tensor>> fbValues;
-  for (const ValueRec &v : p.values) {
-    flatbuffers::Offset<fbs::QuantParams> q = 0;
-    if (v.dtype == rt::DType::QWeight || v.dtype == rt::DType::QAct)
-      q = fbs::CreateQuantParams(fb, v.quant.bits, v.quant.symmetric,
-                                 static_cast<fbs::DType>(v.quant.scaleType),
-                                 v.quant.groupSize, v.quant.perToken,
-                                 static_cast<fbs::QScheme>(v.quant.scheme));
-    std::vector<int64_t> sizes(v.sizes.begin(), v.sizes.end());
-    std::vector<uint8_t> dyn(v.dynamic.begin(), v.dynamic.end());
-    fbs::StorageKind kind = fbs::StorageKind::PLANNED;
-    switch (v.storage) {
-    case Storage::Planned:
-      kind = fbs::StorageKind::PLANNED;
-      break;
-    case Storage::Constant:
-      kind = fbs::StorageKind::CONSTANT;
-      break;
-    case Storage::Buffer:
-      kind = fbs::StorageKind::BUFFER;
-      break;
-    case Storage::Alias:
-      kind = fbs::StorageKind::ALIAS;
-      break;
-    }
-    auto sizesVec = fb.CreateVector(sizes);
-    auto dynVec = fb.CreateVector(dyn);
-    auto name = fb.CreateString(v.name);
-    fbs::TensorBuilder tb(fb);
-    tb.add_dtype(static_cast<fbs::DType>(v.dtype));
-    tb.add_sizes(sizesVec);
-    tb.add_dynamic_dims(dynVec);
-    tb.add_storage(kind);
-    tb.add_arena(0);
-    tb.add_offset(v.offset);
-    tb.add_capacity(v.capacity);
-    tb.add_constant(v.constant);
-    tb.add_buffer(v.buffer);
-    tb.add_alias_of(v.aliasOf);
-    if (!q.IsNull())
-      tb.add_quant(q);
-    tb.add_name(name);
-    fbValues.push_back(tb.Finish());
-  }
-  std::vector<flatbuffers::Offset<fbs::InstructionEntry>> fbInstrs;
-  for (const InstrRec &in : p.instrs) {
-    std::vector<uint32_t> ins(in.inputs.begin(), in.inputs.end());
-    std::vector<uint32_t> outs(in.outputs.begin(), in.outputs.end());
-    if (in.delegate >= 0) {
-      auto dc = fbs::CreateDelegateCall(fb, in.delegate, fb.CreateVector(ins),
-                                        fb.CreateVector(outs));
-      fbInstrs.push_back(fbs::CreateInstructionEntry(
-          fb, fbs::Instruction::DelegateCall, dc.Union()));
-      continue;
-    }
-    std::vector<int64_t> ints(in.ints.begin(), in.ints.end());
-    std::vector<double> floats(in.floats.begin(), in.floats.end());
-    auto kc = fbs::CreateKernelCall(
-        fb, fb.CreateString(in.op), fb.CreateVector(ins), fb.CreateVector(outs),
-        fb.CreateVector(ints), fb.CreateVector(floats));
-    fbInstrs.push_back(fbs::CreateInstructionEntry(
-        fb, fbs::Instruction::KernelCall, kc.Union()));
-  }
-  std::vector<uint64_t> arenas = {p.arenaSize};
-  auto method = fbs::CreateMethod(
-      fb, fb.CreateString("forward"), fb.CreateVector(fbValues),
-      fb.CreateVector(p.inputs), fb.CreateVector(p.outputs),
-      fb.CreateVector(fbInstrs), fb.CreateVector(arenas));
+  std::vector<flatbuffers::Offset<fbs::Method>> methods;
+  for (const LoweredMethod &m : p.methods)
+    methods.push_back(emitMethod(fb, m));
 
   std::vector<flatbuffers::Offset<fbs::Buffer>> fbBuffers;
   for (BufferOp b : p.buffers) {
@@ -256,10 +266,9 @@ LogicalResult emitProgram(LoweredProgram &p, const SerializeOptions &options,
     // Quantized buffers (int8 KV caches) say how; others have no params.
     flatbuffers::Offset<fbs::QuantParams> qp = 0;
     if (*dt == rt::DType::QAct)
-      qp = fbs::CreateQuantParams(
-          fb, quant.bits, quant.symmetric,
-          static_cast<fbs::DType>(quant.scaleType), quant.groupSize,
-          quant.perToken);
+      qp = fbs::CreateQuantParams(fb, quant.bits, quant.symmetric,
+                                  static_cast<fbs::DType>(quant.scaleType),
+                                  quant.groupSize, quant.perToken);
     fbBuffers.push_back(fbs::CreateBuffer(
         fb, fb.CreateString(b.getSymName().str()), static_cast<fbs::DType>(*dt),
         fb.CreateVector(sizes), bytes.ok() ? *bytes : 0, qp));
@@ -287,14 +296,14 @@ LogicalResult emitProgram(LoweredProgram &p, const SerializeOptions &options,
                     [&](size_t i) { return hasher.hex(i); });
   if (failed(meta))
     return failure();
-  std::vector<flatbuffers::Offset<fbs::Method>> methods = {method};
   // Version 2 only when a version-1 reader would misread the program: a
   // per-block QAct outside the delegate blobs; version 3 when a weight of a
   // ggml scheme is anywhere, delegate blobs included (program.h).
   uint32_t version = 1;
-  for (const ValueRec &v : p.values)
-    if (v.dtype == rt::DType::QAct && v.quant.groupSize != 0)
-      version = 2;
+  for (const LoweredMethod &m : p.methods)
+    for (const ValueRec &v : m.values)
+      if (v.dtype == rt::DType::QAct && v.quant.groupSize != 0)
+        version = 2;
   for (ParameterOp param : p.module.getOps<ParameterOp>())
     if (auto q = dyn_cast<QWeightType>(param.getType()); q && q.isGgml())
       version = 3;

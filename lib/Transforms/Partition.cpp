@@ -1,5 +1,6 @@
 //===- Partition.cpp - Outline backend subgraphs into delegate calls ------===//
 #include "etllm/Dialect/Etllm/EtllmOps.h"
+#include "etllm/Lowering/Lowering.h"
 #include "etllm/Target/Backend.h"
 #include "etllm/Transforms/Passes.h"
 
@@ -116,13 +117,26 @@ struct PartitionPass : public ::etllm::impl::PartitionPassBase<PartitionPass> {
       module->setAttr(::etllm::kBackendOptionsAttrName,
                       opts.getDictionary(module.getContext()));
     }
-    auto fn = module.lookupSymbol<func::FuncOp>("forward");
-    if (!fn || enabled.empty())
+    if (enabled.empty())
       return;
+    // Every method (`forward`, or a static program's `prefill` and
+    // `decode`) is partitioned on its own; their subgraphs' names are
+    // unique in the module.
+    SmallVector<func::FuncOp> methods = ::etllm::methodFunctions(module);
+    for (func::FuncOp fn : methods)
+      for (const ::etllm::BackendCompiler *b : enabled)
+        if (b->requiresStaticShapes() && failed(checkStaticShapes(fn, *b)))
+          return signalPassFailure();
+    llvm::StringMap<int> counters;
+    SymbolTable symbols(module);
+    for (func::FuncOp fn : methods)
+      partitionMethod(module, fn, enabled, counters, symbols);
+  }
+
+  void partitionMethod(ModuleOp module, func::FuncOp fn,
+                       ArrayRef<const ::etllm::BackendCompiler *> enabled,
+                       llvm::StringMap<int> &counters, SymbolTable &symbols) {
     Block &block = fn.getBody().front();
-    for (const ::etllm::BackendCompiler *b : enabled)
-      if (b->requiresStaticShapes() && failed(checkStaticShapes(fn, *b)))
-        return signalPassFailure();
 
     // 1. Who takes each op (-1: nobody, portable kernels).
     llvm::DenseMap<Operation *, int> owner;
@@ -215,9 +229,6 @@ struct PartitionPass : public ::etllm::impl::PartitionPassBase<PartitionPass> {
     }
 
     // 4. Outline.
-    OpBuilder builder(module.getContext());
-    llvm::StringMap<int> counters;
-    SymbolTable symbols(module);
     for (auto &[who, runOps] : runs) {
       if (who < 0 || int64_t(runOps.size()) < minOps ||
           !enabled[who]->isProfitable(runOps))

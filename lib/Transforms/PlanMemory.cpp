@@ -20,15 +20,18 @@ struct PlanMemoryPass
     : public ::etllm::impl::PlanMemoryPassBase<PlanMemoryPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (!module.lookupSymbol<func::FuncOp>("forward"))
+    if (::etllm::methodFunctions(module).empty())
       return;
     // Delegate blobs are not needed to plan: their calls only account for
     // their values.
     ::etllm::LoweredProgram program(module);
-    if (failed(program.lower(/*materializeDelegates=*/false)) ||
-        failed(::etllm::planMemory(program)))
+    if (failed(program.lower(/*materializeDelegates=*/false)))
       return signalPassFailure();
-    ::etllm::recordPlan(program);
+    for (::etllm::LoweredMethod &m : program.methods)
+      if (failed(::etllm::planMemory(m)))
+        return signalPassFailure();
+    for (::etllm::LoweredMethod &m : program.methods)
+      ::etllm::recordPlan(program, m);
   }
 };
 

@@ -2,9 +2,11 @@
 // Every diagnostic of the serializer's lowering, one case each. (The memory
 // plan's are in plan-invalid.mlir, the weights' in weights-invalid.mlir.)
 
-// expected-error @+1 {{the module has no `forward` function}}
+// A module's methods are its public functions (private ones are backends'
+// subgraphs).
+// expected-error @+1 {{the module has no public function (a method: `forward`, or `prefill` and `decode`)}}
 module {
-  func.func @main() {
+  func.func private @main() {
     return
   }
 }

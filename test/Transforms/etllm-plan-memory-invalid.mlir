@@ -47,7 +47,8 @@ func.func @forward(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// Without `forward` there is nothing to plan (and nothing is recorded).
-func.func @other(%x: tensor<4xf32>) -> tensor<4xf32> {
+// Without a public function there is nothing to plan (and nothing is
+// recorded).
+func.func private @other(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>
 }

@@ -108,3 +108,14 @@ module attributes {etllm.model_config = #etllm.model_config<max_seq_len = 8>} {
     return %c, %p, %q : tensor<?x4xf32>, tensor<4x2xf32>, tensor<4x2xf32>
   }
 }
+
+// -----
+
+// A module of func ops only (the plan's attributes are the etllm dialect's,
+// loaded by the pass): a method that returns its input has one slot, alive
+// from its start to its end.
+// CHECK-LABEL: func.func @identity
+// CHECK-SAME: etllm.plan = #etllm.slot<arena 0, offset 0, size 64, live [0, 0]>
+func.func @identity(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}

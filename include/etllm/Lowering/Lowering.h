@@ -1,11 +1,13 @@
-//===- Lowering.h - `forward` as the runtime's value table ------*- C++ -*-===//
+//===- Lowering.h - Each method as the runtime's value table ----*- C++ -*-===//
 //
 // The first step of serialization, shared with the memory planning pass:
-// `forward` lowered to the runtime's value table (dtype, upper-bound shape,
-// storage of every value) and instruction list (kernel calls named by the
-// ops' contracts, delegate calls), with the constants, buffers and delegate
-// blobs the program file needs. Memory planning (MemoryPlan.h) then places
-// the planned values; emission writes the file.
+// every public function of the module (a method of the program: `forward`,
+// or a static program's `prefill` and `decode`) lowered to the runtime's
+// value table (dtype, upper-bound shape, storage of every value) and
+// instruction list (kernel calls named by the ops' contracts, delegate
+// calls), with the constants, buffers and delegate blobs the methods share.
+// Memory planning (MemoryPlan.h) then places each method's planned values;
+// emission writes the file.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ETLLM_LOWERING_LOWERING_H
@@ -86,42 +88,68 @@ struct DelegateRec {
   std::vector<std::pair<std::string, std::string>> specs;
 };
 
-/// `forward` of a module as the runtime sees it.
+struct ProgramConfig;
+
+/// One method: a public function of the module as the runtime sees it.
+struct LoweredMethod {
+  mlir::func::FuncOp func;
+  std::vector<ValueRec> values;
+  std::vector<InstrRec> instrs;
+  std::vector<uint32_t> inputs, outputs;
+  /// The planned arena's size (set by memory planning).
+  uint64_t arenaSize = 0;
+  llvm::DenseMap<mlir::Value, uint32_t> index;
+
+  /// The root value whose storage `id` uses (follows aliases).
+  uint32_t rootOf(uint32_t id) const;
+};
+
+/// The public functions of `module` that are methods, in module order
+/// (the private ones are backends' subgraphs).
+llvm::SmallVector<mlir::func::FuncOp> methodFunctions(mlir::ModuleOp module);
+
+/// A module's methods and what they share.
 class LoweredProgram {
 public:
   explicit LoweredProgram(mlir::ModuleOp module);
 
-  /// Lowers `forward`. With `materializeDelegates`, each delegate call's
+  /// Lowers every method. With `materializeDelegates`, each delegate call's
   /// backend serializes its subgraph (blob, packed constants); without, a
   /// delegate call only accounts for its values (enough to plan memory).
   /// Errors are emitted at the offending op.
   mlir::LogicalResult lower(bool materializeDelegates);
 
-  /// The root value whose storage `id` uses (follows aliases).
-  uint32_t rootOf(uint32_t id) const;
+  /// The method named `name`, or null.
+  LoweredMethod *method(llvm::StringRef name);
 
   mlir::ModuleOp module;
   WeightStore weights;
-  mlir::func::FuncOp forward;
-  std::vector<ValueRec> values;
-  std::vector<InstrRec> instrs;
+  std::vector<LoweredMethod> methods;
   std::vector<ConstRec> constants;
   std::vector<DelegateRec> delegates;
   std::vector<mlir::etllm::BufferOp> buffers;
-  std::vector<uint32_t> inputs, outputs;
-  /// The planned arena's size (set by memory planning).
-  uint64_t arenaSize = 0;
   /// The upper bound of dynamic (sequence) dimensions.
   int64_t seqBound = 0;
-  llvm::DenseMap<mlir::Value, uint32_t> index;
+  /// A parameter's constant (shared by the methods), a buffer's index.
   llvm::StringMap<uint32_t> paramConstant, bufferIndex;
   /// Backend weights by name (DelegateContext::addWeight): one copy each.
   llvm::StringMap<uint32_t> delegateWeights;
 
 private:
+  mlir::LogicalResult lowerMethod(bool materializeDelegates,
+                                  const ProgramConfig &config);
   mlir::FailureOr<uint32_t> addValue(mlir::Value v, mlir::Operation *op);
   mlir::FailureOr<uint32_t> lookup(mlir::Value v, mlir::Operation *user);
   mlir::LogicalResult lowerOp(mlir::Operation *op);
+
+  // The method being lowered (moved into `methods` when it is done).
+  mlir::func::FuncOp forward;
+  std::vector<ValueRec> values;
+  std::vector<InstrRec> instrs;
+  std::vector<uint32_t> inputs, outputs;
+  llvm::DenseMap<mlir::Value, uint32_t> index;
+  /// Its parameter.get values, by parameter.
+  llvm::StringMap<uint32_t> paramValue;
 };
 
 } // namespace etllm

@@ -327,7 +327,12 @@ def PlanMemoryPass : Pass<"etllm-plan-memory", "mlir::ModuleOp"> {
       %a = etllm.exp %x {etllm.plan = [#etllm.slot<arena 0, offset 64, size 64, live [0, 1]>]} : tensor<4xf32>
       ...
     ```
+
+    Every public function is a method and is planned on its own (one arena
+    each); a module without one is left alone.
   }];
+  // The plan's attributes are the dialect's, also for a module of func ops.
+  let dependentDialects = ["::mlir::etllm::EtllmDialect"];
 }
 
 #endif // ETLLM_TRANSFORMS_PASSES_TD
