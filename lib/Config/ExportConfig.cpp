@@ -97,6 +97,37 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        {},
        false,
        /*writtenWhenDefault=*/false},
+      {"model.static_prefill_chunk",
+       ConfigType::Int,
+       "0",
+       {},
+       "Static shapes for backends that run nothing else (NPUs): 0 keeps "
+       "the dynamic `forward`; C > 0 exports two methods with every shape "
+       "fixed, `prefill` over C tokens (a prompt is fed in chunks, the last "
+       "padded) and `decode` over one (etllm-static-methods). Each method "
+       "returns its positions' logits (model.last_logits_only does not "
+       "apply). At most max_seq_len.",
+       "16",
+       0,
+       1 << 20,
+       {},
+       false,
+       /*writtenWhenDefault=*/false},
+      {"model.static_kv_cache",
+       ConfigType::Enum,
+       "io",
+       allowedOf<StaticKvCache>(false),
+       "KV caches of a static program (model.static_prefill_chunk > 0): "
+       "`io` makes each cache an input of both methods and its new entries "
+       "an output, the runner keeping the caches (ExecuTorch's static "
+       "attention; float caches only); `in-place` keeps them the program's "
+       "buffers, updated in place.",
+       "in-place",
+       INT64_MIN,
+       INT64_MAX,
+       {},
+       false,
+       /*writtenWhenDefault=*/false},
       {"model.moe",
        ConfigType::Enum,
        "experts",

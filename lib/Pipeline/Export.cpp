@@ -43,7 +43,10 @@ ImportOptions importOptionsFromConfig(const ExportConfig &c) {
   ImportOptions o;
   o.maxSeqLen = c.getInt("model.max_seq_len");
   o.dtype = c.getString("model.dtype");
-  o.lastLogitsOnly = c.getBool("model.last_logits_only");
+  // A static program's prefill chunk is padded: the runner needs the logits
+  // of its last real token, so every position's.
+  o.lastLogitsOnly = c.getBool("model.last_logits_only") &&
+                     c.getInt("model.static_prefill_chunk") == 0;
   return o;
 }
 
@@ -63,8 +66,13 @@ void applyConfigToRecipeOptions(const ExportConfig &c, RecipeOptions &o) {
     o.mlaCache = *form;
   if (auto mode = parseOptionEnum<MoeMode>(c.getString("model.moe")))
     o.moe = *mode;
-  if (auto dt = parseOptionEnum<KvCacheDtype>(c.getString("model.kv_cache_dtype")))
+  if (auto dt =
+          parseOptionEnum<KvCacheDtype>(c.getString("model.kv_cache_dtype")))
     o.kvCacheDtype = *dt;
+  o.staticPrefillChunk = c.getInt("model.static_prefill_chunk");
+  if (auto kv =
+          parseOptionEnum<StaticKvCache>(c.getString("model.static_kv_cache")))
+    o.staticKvCache = *kv;
   for (const std::string &e : c.getList("quantization.exclude"))
     o.exclude.push_back(e);
   for (const std::string &b : c.getList("backends"))

@@ -228,6 +228,15 @@ std::vector<StageSpec> recipeStages(const std::string &recipe,
       chooseOption(recipe, o.scaleType, r->scaleType, optionError);
   ActivationScheme activations =
       chooseOption(recipe, o.activations, r->activations, optionError);
+  // Caches that leave the program (static-kv-cache=io) are the model's
+  // dtype: quantized ones stay its buffers.
+  if (optionError.empty() && o.staticPrefillChunk > 0 &&
+      o.staticKvCache == StaticKvCache::Io &&
+      o.kvCacheDtype != KvCacheDtype::Model)
+    optionError = recipe + ": kv-cache-dtype='" +
+                  spell(o.kvCacheDtype.getValue()) +
+                  "' needs static-kv-cache=in-place (the caches a static "
+                  "program takes as inputs and outputs are float)";
   if (!optionError.empty())
     return {{"options", [optionError](mlir::OpPassManager &pm) {
                pm.addPass(std::make_unique<OptionErrorPass>(optionError));
@@ -262,6 +271,17 @@ std::vector<StageSpec> recipeStages(const std::string &recipe,
                           createFuseSdpaPass());
                       pm.addPass(mlir::createCanonicalizerPass());
                     }});
+  // Static-shape methods for backends that need them (a stage only when
+  // asked for: dynamic programs are unchanged).
+  if (o.staticPrefillChunk > 0) {
+    StaticMethodsPassOptions s;
+    s.prefillChunk = o.staticPrefillChunk;
+    s.kvCache = o.staticKvCache;
+    stages.push_back({"static-methods", [s](mlir::OpPassManager &pm) {
+                        pm.addPass(createStaticMethodsPass(s));
+                        cleanup(pm);
+                      }});
+  }
   stages.push_back({"kv-cache-in-place", [](mlir::OpPassManager &pm) {
                       pm.addNestedPass<mlir::func::FuncOp>(
                           createKvCacheInPlacePass());

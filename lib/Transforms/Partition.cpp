@@ -58,8 +58,9 @@ LogicalResult checkStaticShapes(func::FuncOp fn,
   auto refuse = [&](InFlightDiagnostic d, Type t) {
     d << "etllm-partition: backend '" << b.id()
       << "' runs only static shapes, but this program's " << t
-      << " has a dynamic dimension (export the model with fixed shapes for "
-         "it, or choose a backend that takes dynamic ones)";
+      << " has a dynamic dimension (export static-shape methods for it: "
+         "model.static_prefill_chunk, etllm-static-methods; or choose a "
+         "backend that takes dynamic ones)";
     return failure();
   };
   for (BlockArgument a : fn.getArguments())

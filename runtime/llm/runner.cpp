@@ -1,6 +1,10 @@
 //===- runner.cpp - Text generation on a program --------------------------===//
 #include "etllm/runtime/llm/runner.h"
 
+#include "static_methods.h"
+
+#include "etllm/runtime/llm/method_names.h"
+
 #include <chrono>
 #include <cstring>
 #include <sstream>
@@ -102,22 +106,33 @@ Result<std::unique_ptr<Runner>> Runner::load(const std::string &path,
   if (!module.ok())
     return module.error();
   r->module_ = std::move(module.value());
-  auto method = r->module_->method("forward");
-  if (!method.ok())
-    return method.error();
-  r->method_ = *method;
-  if (r->method_->numInputs() != 2 || r->method_->numOutputs() != 1 ||
-      r->method_->input(0).dtype != DType::I64 ||
-      r->method_->input(0).rank != 2 ||
-      r->method_->input(1).dtype != DType::I64 ||
-      r->method_->input(1).rank != 1)
-    return Error(path + ": `forward` is not forward(tokens: i64 [1, seq], "
-                        "input_pos: i64 [seq]) -> logits");
   const ProgramMetadata &md = r->program_->metadata();
-  r->maxSeqLen_ =
-      md.maxSeqLen > 0 ? md.maxSeqLen : r->method_->input(0).sizes[1];
-  r->maxSeqLen_ =
-      std::min<int64_t>(r->maxSeqLen_, r->method_->input(0).sizes[1]);
+  auto statics = StaticMethods::open(*r->module_, path, md.maxSeqLen);
+  if (!statics.ok())
+    return statics.error();
+  r->static_ = std::move(statics.value());
+  if (r->static_) {
+    r->maxSeqLen_ = r->static_->maxSeqLen();
+    r->vocab_ = r->static_->vocab();
+  } else {
+    auto method = r->module_->method(kForwardMethod);
+    if (!method.ok())
+      return method.error();
+    r->method_ = *method;
+    if (r->method_->numInputs() != 2 || r->method_->numOutputs() != 1 ||
+        r->method_->input(0).dtype != DType::I64 ||
+        r->method_->input(0).rank != 2 ||
+        r->method_->input(1).dtype != DType::I64 ||
+        r->method_->input(1).rank != 1)
+      return Error(path + ": `forward` is not forward(tokens: i64 [1, seq], "
+                          "input_pos: i64 [seq]) -> logits");
+    r->maxSeqLen_ =
+        md.maxSeqLen > 0 ? md.maxSeqLen : r->method_->input(0).sizes[1];
+    r->maxSeqLen_ =
+        std::min<int64_t>(r->maxSeqLen_, r->method_->input(0).sizes[1]);
+    const Tensor &logits = r->method_->output(0);
+    r->vocab_ = logits.rank > 0 ? logits.sizes[logits.rank - 1] : 0;
+  }
   if (options.tokenizerPath.empty()) {
     auto tok = tokenizerForProgram(*r->program_);
     if (!tok.ok())
@@ -129,8 +144,6 @@ Result<std::unique_ptr<Runner>> Runner::load(const std::string &path,
       return tok.error();
     r->tokenizer_ = std::move(tok.value());
   }
-  const Tensor &logits = r->method_->output(0);
-  r->vocab_ = logits.rank > 0 ? logits.sizes[logits.rank - 1] : 0;
   if (r->tokenizer_->vocabSize() > r->vocab_)
     return Error(path + ": the tokenizer has " +
                  std::to_string(r->tokenizer_->vocabSize()) +
@@ -145,8 +158,12 @@ Result<std::unique_ptr<Runner>> Runner::load(const std::string &path,
   return r;
 }
 
+Runner::~Runner() = default;
+
 Result<const float *> Runner::forward(const std::vector<int64_t> &tokens,
                                       int64_t startPos) {
+  if (static_)
+    return static_->forward(tokens, startPos);
   int64_t n = tokens.size();
   posScratch_.resize(n);
   for (int64_t i = 0; i < n; ++i)
@@ -164,9 +181,15 @@ Result<const float *> Runner::forward(const std::vector<int64_t> &tokens,
   return out.ptr<float>() + (out.numel() - vocab_);
 }
 
+void Runner::resetState() {
+  module_->resetState();
+  if (static_)
+    static_->reset();
+}
+
 void Runner::resetCache() {
   cache_.clear();
-  module_->resetState();
+  resetState();
 }
 
 Status validate(const GenerationConfig &c) {
@@ -221,7 +244,7 @@ Result<bool> Runner::shiftContext(int64_t sinkTokens, size_t incoming) {
     return false; // nothing to drop: the context stays full
   std::vector<int64_t> kept(cache_.begin(), cache_.begin() + sink);
   kept.insert(kept.end(), cache_.begin() + sink + drop, cache_.end());
-  module_->resetState();
+  resetState();
   cache_.clear();
   if (!kept.empty()) {
     auto logits = forward(kept, 0);
@@ -262,7 +285,7 @@ Runner::continueWith(const std::vector<int32_t> &tokens,
   if (keep == tokens.size())
     --keep;
   if (keep == 0)
-    module_->resetState();
+    resetState();
   cache_.resize(keep);
   stats.cachedTokens = int64_t(keep);
   std::vector<int32_t> history = tokens;
@@ -360,7 +383,9 @@ Runner::continueWith(const std::vector<int32_t> &tokens,
   if (stats.stopReason != "stop_string" && emitted < generated.size())
     onText(generated.substr(emitted));
   stats.peakRssBytes = peakRssBytes();
-  stats.plannedBytes = method_->plannedBytes() + module_->bufferBytes();
+  stats.plannedBytes =
+      (static_ ? static_->plannedBytes() : method_->plannedBytes()) +
+      module_->bufferBytes();
   stats.contextTokens = int64_t(cache_.size());
   return stats;
 }

@@ -77,6 +77,14 @@ struct RecipeOptions : public mlir::PassPipelineOptions<RecipeOptions> {
   Option<KvCacheDtype> kvCacheDtype{
       *this, "kv-cache-dtype", llvm::cl::desc("Element type of the KV caches"),
       llvm::cl::init(KvCacheDtype::Model), optionValues<KvCacheDtype>()};
+  Option<int64_t> staticPrefillChunk{
+      *this, "static-prefill-chunk",
+      llvm::cl::desc("Static-shape prefill and decode methods, the prefill "
+                     "over this many tokens (0: the dynamic forward)"),
+      llvm::cl::init(0)};
+  Option<StaticKvCache> staticKvCache{
+      *this, "static-kv-cache", llvm::cl::desc("KV caches of a static program"),
+      llvm::cl::init(StaticKvCache::Io), optionValues<StaticKvCache>()};
   Option<MoeMode> moe{
       *this, "moe", llvm::cl::desc("Sparse mixture-of-experts blocks"),
       llvm::cl::init(MoeMode::Experts), optionValues<MoeMode>()};

@@ -172,6 +172,56 @@ def QuantizeKvCachePass : Pass<"etllm-quantize-kv-cache", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::etllm::EtllmDialect"];
 }
 
+def StaticMethodsPass : Pass<"etllm-static-methods", "mlir::ModuleOp"> {
+  let summary = "Static-shape `prefill` and `decode` methods instead of `forward`";
+  let description = [{
+    For backends that run only static shapes (NPUs): replaces the dynamic
+    `forward(tokens: [1, ?], input_pos: [?]) -> [1, ?, vocab]` by two
+    methods with every shape fixed, `prefill` over `prefill-chunk` tokens
+    and `decode` over one, each a copy of `forward` with its argument types
+    set and every result type inferred again (an op without type inference
+    whose result stays dynamic is an error naming it). A prompt is fed in
+    chunks (the last one padded; the runner takes the logits of its last
+    real token) and generation one token at a time, so `forward` must
+    return every position's logits (`model.last_logits_only: false`).
+
+    With `kv-cache=io` (ExecuTorch's static attention) each KV-cache buffer
+    becomes an input of both methods (the whole cache, [1, Hkv, T, D]) and
+    its update's new entries ([1, Hkv, S, D]) an output, in buffer order
+    after the tokens and positions and after the logits: the runner owns the
+    caches and writes the entries of the real tokens itself. The method
+    updates its own copy of the cache input in place to attend over it.
+    With `kv-cache=in-place` the caches stay the program's buffers, updated
+    in place by both methods (a padded chunk writes entries past the
+    prompt, which a later step overwrites before it attends to them).
+
+    ```mlir
+    func.func @forward(%tok: tensor<1x?xi64>, %pos: tensor<?xi64>) -> tensor<1x?x512xf32>
+    ```
+
+    becomes, with `prefill-chunk=16 kv-cache=io` and one cache,
+
+    ```mlir
+    func.func @prefill(%tok: tensor<1x16xi64>, %pos: tensor<16xi64>, %k: tensor<1x4x512x8xf32>)
+        -> (tensor<1x16x512xf32>, tensor<1x4x16x8xf32>)
+    func.func @decode(%tok: tensor<1x1xi64>, %pos: tensor<1xi64>, %k: tensor<1x4x512x8xf32>)
+        -> (tensor<1x1x512xf32>, tensor<1x4x1x8xf32>)
+    ```
+
+    Run after `etllm-fuse-sdpa` and before `etllm-kv-cache-in-place` (the
+    caches' write-backs mark what `kv-cache=io` turns into outputs); the
+    chunk must fit the cache (`max_seq_len`).
+  }];
+  let options = [
+    Option<"prefillChunk", "prefill-chunk", "int64_t", "16",
+           "Tokens per `prefill` call (1 to max_seq_len)">,
+    Option<"kvCache", "kv-cache", "::etllm::StaticKvCache", "::etllm::StaticKvCache::Io",
+           "Where the KV caches live (values: StaticKvCache in docs/generated/ExportConfig.md)",
+           "::etllm::optionValues<::etllm::StaticKvCache>()">
+  ];
+  let dependentDialects = ["::mlir::etllm::EtllmDialect", "::mlir::func::FuncDialect"];
+}
+
 def QuantizePass : Pass<"etllm-quantize", "mlir::ModuleOp"> {
   let summary = "Block-wise weight quantization and dynamic activation quantization";
   let description = [{

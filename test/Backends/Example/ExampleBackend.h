@@ -14,7 +14,8 @@ namespace etllm::example {
 /// Registers the compiler half (backend "example"; "example_static", the
 /// same legality for static shapes only) and its pass.
 void registerExampleBackend();
-/// Registers the runtime half with the runtime's backend registry.
+/// Registers the runtime half with the runtime's backend registry (for
+/// both compiler halves' blobs).
 void registerExampleRuntimeBackend();
 
 } // namespace etllm::example

@@ -118,8 +118,8 @@ public:
 };
 
 /// The same backend as an NPU would state it: static shapes only
-/// (compiler half only: it exists to show etllm-partition refusing a
-/// program with a dynamic dimension, static-shapes.mlir).
+/// (etllm-partition refuses a program with a dynamic dimension for it,
+/// static-shapes.mlir; a static program runs, static-program.test).
 class ExampleStaticCompiler : public ExampleCompiler {
 public:
   llvm::StringRef id() const override { return "example_static"; }

@@ -73,7 +73,8 @@ public:
 
 class ExampleRuntimeBackend : public Backend {
 public:
-  const char *id() const override { return "example"; }
+  explicit ExampleRuntimeBackend(const char *id) : id_(id) {}
+  const char *id() const override { return id_; }
   Result<std::unique_ptr<DelegateInstance>>
   init(const uint8_t *blob, size_t size,
        const std::vector<std::pair<std::string, std::string>> &,
@@ -119,10 +120,15 @@ public:
     inst->numValues = defined.size();
     return std::unique_ptr<DelegateInstance>(std::move(inst));
   }
+
+private:
+  const char *id_;
 };
 
 } // namespace
 
 void etllm::example::registerExampleRuntimeBackend() {
-  registerBackend(std::make_shared<ExampleRuntimeBackend>());
+  registerBackend(std::make_shared<ExampleRuntimeBackend>("example"));
+  // The static-shapes-only compiler half's blobs are the same.
+  registerBackend(std::make_shared<ExampleRuntimeBackend>("example_static"));
 }

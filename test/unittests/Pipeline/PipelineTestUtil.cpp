@@ -37,9 +37,12 @@ std::string exportBytes(const std::string &checkpoint, const ExportForTest &o) {
   StagePipeline p;
   ImportOptions io;
   io.maxSeqLen = o.maxSeqLen;
-  io.lastLogitsOnly = o.lastLogitsOnly;
+  io.lastLogitsOnly = o.lastLogitsOnly && o.staticPrefillChunk == 0;
   p.add(makeImportStage(io));
-  for (StageSpec &s : recipeStages(o.recipe, {}))
+  RecipeOptions ro;
+  ro.staticPrefillChunk = o.staticPrefillChunk;
+  ro.staticKvCache = o.staticKvCache;
+  for (StageSpec &s : recipeStages(o.recipe, ro))
     p.add(makePassStage(s));
   SerializeOptions so;
   so.hashInputs = o.hashInputs;

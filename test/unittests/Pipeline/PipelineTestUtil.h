@@ -40,6 +40,10 @@ struct ExportForTest {
   std::string tokenizer;
   /// Recorded as the program's pipeline ("": none).
   std::string pipelineName;
+  /// Static-shape methods (RecipeOptions::staticPrefillChunk; 0: none),
+  /// with every position's logits.
+  int64_t staticPrefillChunk = 0;
+  StaticKvCache staticKvCache = StaticKvCache::Io;
 };
 
 /// `checkpoint` through import, the recipe's stages and the serializer:

@@ -110,10 +110,15 @@ struct RunnerOptions {
   uint64_t maxMemory = 0;
 };
 
+class StaticMethods;
+
+/// Generation on a program's `forward`, or on a static-shape program's
+/// `prefill` and `decode` (model.static_prefill_chunk; the same calls).
 class Runner {
 public:
   static Result<std::unique_ptr<Runner>> load(const std::string &programPath,
                                               const RunnerOptions &options);
+  ~Runner();
   /// Generates from `prompt`; `onText` receives the generated text as it is
   /// produced (bytes; a multi-byte character may be split across calls).
   /// The KV cache starts empty every call.
@@ -150,9 +155,13 @@ private:
   /// The full context shifted to make room for `incoming` tokens
   /// (GenerationConfig::shiftContext); false when nothing can be dropped.
   Result<bool> shiftContext(int64_t sinkTokens, size_t incoming);
+  /// Zeroes the KV state: the Module's buffers and a static program's
+  /// caches.
+  void resetState();
   std::shared_ptr<Program> program_;
   std::unique_ptr<Module> module_;
-  Method *method_ = nullptr;
+  Method *method_ = nullptr; // `forward`, or null for a static program
+  std::unique_ptr<StaticMethods> static_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::vector<int32_t> stopIds_;
   int64_t maxSeqLen_ = 0, vocab_ = 0;

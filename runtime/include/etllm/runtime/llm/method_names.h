@@ -1,0 +1,19 @@
+//===- method_names.h - The methods of a language-model program -*- C++ -*-===//
+//
+// The entry points the compiler gives a language model's program and the
+// runner calls, spelled once for both sides: `forward` (dynamic shapes), or
+// a static-shape program's `prefill` and `decode` (etllm-static-methods).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ETLLM_RUNTIME_LLM_METHOD_NAMES_H
+#define ETLLM_RUNTIME_LLM_METHOD_NAMES_H
+
+namespace etllm::rt::llm {
+
+inline constexpr const char kForwardMethod[] = "forward";
+inline constexpr const char kPrefillMethod[] = "prefill";
+inline constexpr const char kDecodeMethod[] = "decode";
+
+} // namespace etllm::rt::llm
+
+#endif // ETLLM_RUNTIME_LLM_METHOD_NAMES_H
