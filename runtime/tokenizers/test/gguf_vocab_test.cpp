@@ -9,17 +9,6 @@
 namespace etllm::rt::test {
 namespace {
 
-constexpr const char *kLlama2Bin = "tokenizers/llama2/tokenizer.bin";
-constexpr const char *kGpt2Vocab = "tokenizers/gpt2/vocab.json";
-constexpr const char *kGpt2Merges = "tokenizers/gpt2/merges.txt";
-constexpr const char *kLlama3Model = "tokenizers/llama3/tokenizer.model";
-constexpr const char *kSpmVectors =
-    "tokenizers/test-vectors/ggml-vocab-llama-spm.gguf";
-constexpr const char *kGpt2Vectors =
-    "tokenizers/test-vectors/ggml-vocab-gpt-2.gguf";
-constexpr const char *kBpeVectors =
-    "tokenizers/test-vectors/ggml-vocab-llama-bpe.gguf";
-
 /// tokenizer.ggml.* for Llama 2, from llama2.c's tokenizer.bin: types 0..2
 /// control (<unk> = 0 unknown), <0xNN> byte, the rest normal.
 EmbeddedVocab llamaVocab() {
@@ -60,14 +49,12 @@ EmbeddedVocab gpt2Vocab() {
 
 TEST(GgufVocab, LlamaSpmVectors) {
   ETLLM_REQUIRE_SHARED(kLlama2Bin);
-  ETLLM_REQUIRE_SHARED(std::string(kSpmVectors) + ".inp");
+  ETLLM_REQUIRE_VECTORS(kSpmVectors);
   auto tok = tokenizerFromVocab(llamaVocab(), "llama2-gguf");
   ASSERT_TRUE(tok.ok()) << tok.message();
   EXPECT_EQ((*tok)->kind(), TokenizerKind::GgufSpm);
   EXPECT_EQ((*tok)->vocabSize(), 32000);
-  auto cases = readVocabCases(sharedPath(kSpmVectors));
-  EXPECT_EQ(checkEncodeCases(**tok, cases), kVocabCaseCount);
-  EXPECT_EQ(checkDecodeCases(**tok, cases), kVocabCaseCount);
+  expectVectors(**tok, kSpmVectors);
 }
 
 TEST(GgufVocab, LlamaSpecialsAndStreaming) {
@@ -113,14 +100,12 @@ TEST(GgufVocab, LlamaSpecialsAndStreaming) {
 
 TEST(GgufVocab, Gpt2Vectors) {
   ETLLM_REQUIRE_SHARED(kGpt2Vocab);
-  ETLLM_REQUIRE_SHARED(std::string(kGpt2Vectors) + ".inp");
+  ETLLM_REQUIRE_VECTORS(kGpt2Vectors);
   auto tok = tokenizerFromVocab(gpt2Vocab(), "gpt2-gguf");
   ASSERT_TRUE(tok.ok()) << tok.message();
   EXPECT_EQ((*tok)->kind(), TokenizerKind::GgufBpe);
   EXPECT_EQ((*tok)->vocabSize(), 50257);
-  auto cases = readVocabCases(sharedPath(kGpt2Vectors));
-  EXPECT_EQ(checkEncodeCases(**tok, cases), kVocabCaseCount);
-  EXPECT_EQ(checkDecodeCases(**tok, cases), kVocabCaseCount);
+  expectVectors(**tok, kGpt2Vectors);
   auto ids = (*tok)->encode("Hello<|endoftext|>", true); // add_bos off
   ASSERT_TRUE(ids.ok());
   EXPECT_EQ(*ids, (std::vector<int32_t>{15496, 50256}));
@@ -157,7 +142,7 @@ TEST(GgufVocab, Llama3BpeVectors) {
   // A Llama 3 GGUF vocabulary (model gpt2, pre llama-bpe), built from the
   // tiktoken ranks as convert_hf_to_gguf does via HF's converter.
   ETLLM_REQUIRE_SHARED(kLlama3Model);
-  ETLLM_REQUIRE_SHARED(std::string(kBpeVectors) + ".inp");
+  ETLLM_REQUIRE_VECTORS(kBpeVectors);
   auto ranks = readTiktokenRanks(sharedPath(kLlama3Model));
   EmbeddedVocab v;
   v.model = "gpt2";
@@ -175,9 +160,7 @@ TEST(GgufVocab, Llama3BpeVectors) {
   v.eos = 128001;
   auto tok = tokenizerFromVocab(v, "llama3-gguf");
   ASSERT_TRUE(tok.ok()) << tok.message();
-  auto cases = readVocabCases(sharedPath(kBpeVectors));
-  EXPECT_EQ(checkEncodeCases(**tok, cases), kVocabCaseCount);
-  EXPECT_EQ(checkDecodeCases(**tok, cases), kVocabCaseCount);
+  expectVectors(**tok, kBpeVectors);
   auto ids = (*tok)->encode("Hi", true);
   ASSERT_TRUE(ids.ok());
   EXPECT_EQ(ids->front(), 128000);

@@ -4,9 +4,6 @@
 namespace etllm::rt::test {
 namespace {
 
-constexpr const char *kTok512 = "models/stories260K/tok512.bin";
-constexpr const char *kLlama2Bin = "tokenizers/llama2/tokenizer.bin";
-
 TEST(Llama2c, Tok512OnceUponATime) {
   ETLLM_REQUIRE_SHARED(kTok512);
   auto tok = loadOrFail(sharedPath(kTok512));
@@ -94,15 +91,8 @@ TEST(Llama2c, Llama2Vocabulary) {
 TEST(Llama2c, Llama2VocabularyMatchesSpmVectors) {
   // run.c's encode() is SentencePiece BPE for this vocabulary, so it gives
   // llama.cpp's llama-spm test-vector ids for every case.
-  const std::string vectors =
-      "tokenizers/test-vectors/ggml-vocab-llama-spm.gguf";
-  ETLLM_REQUIRE_SHARED(kLlama2Bin);
-  ETLLM_REQUIRE_SHARED(vectors + ".inp");
-  auto tok = loadOrFail(sharedPath(kLlama2Bin));
-  ASSERT_TRUE(tok);
-  auto cases = readVocabCases(sharedPath(vectors));
-  EXPECT_EQ(checkEncodeCases(*tok, cases), kVocabCaseCount);
-  EXPECT_EQ(checkDecodeCases(*tok, cases), kVocabCaseCount);
+  expectFileMatchesVectors(kLlama2Bin, kSpmVectors, TokenizerKind::Llama2c,
+                           VectorDirection::Both);
 }
 
 } // namespace

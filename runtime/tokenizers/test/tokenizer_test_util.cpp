@@ -148,6 +148,40 @@ std::unique_ptr<Tokenizer> loadOrFail(const std::string &path) {
   return std::move(tok).value();
 }
 
+void expectSpecialIds(const Tokenizer &tok, int32_t vocabSize, int32_t bos,
+                      int32_t eos, const std::vector<int32_t> &stops) {
+  EXPECT_EQ(tok.vocabSize(), vocabSize);
+  EXPECT_EQ(tok.bosId(), bos);
+  EXPECT_EQ(tok.eosId(), eos);
+  EXPECT_EQ(tok.stopIds(), stops);
+}
+
+void expectEncodes(const Tokenizer &tok, std::string_view text, bool addBos,
+                   const std::vector<int32_t> &ids) {
+  auto got = tok.encode(text, addBos);
+  ASSERT_TRUE(got.ok()) << got.message();
+  EXPECT_EQ(*got, ids) << "encode('" << escape(std::string(text)) << "')";
+}
+
+void expectVectors(const Tokenizer &tok, const std::string &base,
+                   VectorDirection dir) {
+  auto cases = readVocabCases(sharedPath(base));
+  if (dir != VectorDirection::Decode)
+    EXPECT_EQ(checkEncodeCases(tok, cases), kVocabCaseCount);
+  if (dir != VectorDirection::Encode)
+    EXPECT_EQ(checkDecodeCases(tok, cases), kVocabCaseCount);
+}
+
+void expectFileMatchesVectors(const std::string &model, const std::string &base,
+                              TokenizerKind kind, VectorDirection dir) {
+  ETLLM_REQUIRE_SHARED(model);
+  ETLLM_REQUIRE_VECTORS(base);
+  auto tok = loadOrFail(sharedPath(model));
+  ASSERT_TRUE(tok);
+  EXPECT_EQ(tok->kind(), kind);
+  expectVectors(*tok, base, dir);
+}
+
 std::vector<std::pair<std::string, std::string>>
 mergesFromRanks(const std::vector<std::string> &byRank) {
   std::unordered_map<std::string, size_t> rankOf;
