@@ -179,20 +179,11 @@ const char *const kStopNames[] = {
     "<|eot_id|>", "<|eom_id|>",    "<|im_end|>",      "<end_of_turn>",
     "<|end|>",    "<|endoftext|>", "<|end_of_text|>", "</s>"};
 
-class HfTokenizer final : public Tokenizer {
+class HfTokenizer final : public SpecialTextTokenizer {
 public:
   explicit HfTokenizer(HfConfig cfg) : c_(std::move(cfg)) {}
 
   TokenizerKind kind() const override { return TokenizerKind::HuggingFace; }
-
-  Result<std::vector<int32_t>> encode(std::string_view text,
-                                      bool addBos) const override {
-    return encodeImpl(text, addBos, /*parseSpecial=*/true);
-  }
-  Result<std::vector<int32_t>> encodeOrdinary(std::string_view text,
-                                              bool addBos) const override {
-    return encodeImpl(text, addBos, /*parseSpecial=*/false);
-  }
 
   std::string decodeToken(int32_t prev, int32_t token) const override {
     std::vector<std::string> toks;
@@ -428,7 +419,7 @@ private:
   }
 
   Result<std::vector<int32_t>> encodeImpl(std::string_view text, bool addBos,
-                                          bool parseSpecial) const {
+                                          bool parseSpecial) const override {
     std::vector<int32_t> ids;
     if (addBos && c_.bos >= 0)
       ids.push_back(c_.bos);
