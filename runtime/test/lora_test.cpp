@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "etllm/runtime/half.h"
 #include "etllm/runtime/lora.h"
+#include "etllm/runtime/mutation_testing.h"
 #include "etllm/runtime/program.h"
 #include "etllm/schema/lora_generated.h"
 #include "etllm/schema/program_generated.h"
@@ -23,6 +24,9 @@
 using namespace etllm::rt;
 namespace fbs = etllm::schema;
 namespace lfb = etllm::lora;
+using etllm::rt::testing::offsetIn;
+using etllm::rt::testing::scalarAt;
+using etllm::rt::testing::with;
 
 namespace {
 
@@ -437,26 +441,6 @@ TEST(Lora, HalfAndInt8StoredMatricesGiveTheSameOutput) {
   EXPECT_NE(outputs[0], (std::vector<float>{1, 2, 3, 4, 5, 6}));
   EXPECT_LT(sizes[1], sizes[0]); // (int8's scales outweigh its bytes at
                                  // this size: test_lora_runtime.py checks)
-}
-
-/// The file offset of a scalar field of a flatbuffer table (the field must
-/// be stored, i.e. differ from its default).
-size_t scalarAt(const std::vector<uint8_t> &file, const void *table,
-                flatbuffers::voffset_t field) {
-  const uint8_t *at =
-      reinterpret_cast<const flatbuffers::Table *>(table)->GetAddressOf(field);
-  EXPECT_NE(at, nullptr) << "field " << field << " is not stored";
-  return at ? size_t(at - file.data()) : 0;
-}
-
-size_t offsetIn(const std::vector<uint8_t> &file, const void *p) {
-  return size_t(static_cast<const uint8_t *>(p) - file.data());
-}
-
-template <typename T>
-std::vector<uint8_t> with(std::vector<uint8_t> bytes, size_t at, T value) {
-  std::memcpy(bytes.data() + at, &value, sizeof value);
-  return bytes;
 }
 
 /// The adapter loader's verdicts on mutated files. What must be accepted:

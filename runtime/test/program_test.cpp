@@ -8,6 +8,7 @@
 #include "etllm/runtime/backend.h"
 #include "etllm/runtime/flags.h"
 #include "etllm/runtime/kv_cache_quant.h"
+#include "etllm/runtime/mutation_testing.h"
 #include "etllm/runtime/parallel.h"
 #include "etllm/runtime/profile.h"
 #include "etllm/runtime/program.h"
@@ -26,6 +27,9 @@
 
 using namespace etllm::rt;
 namespace fbs = etllm::schema;
+using etllm::rt::testing::offsetIn;
+using etllm::rt::testing::scalarAt;
+using etllm::rt::testing::with;
 
 namespace {
 
@@ -695,26 +699,6 @@ Result<std::vector<float>> runAdd(const std::vector<uint8_t> &bytes) {
   ETLLM_RETURN_IF_ERROR((*f)->execute());
   const Tensor &y = (*f)->output(0);
   return std::vector<float>(y.ptr<float>(), y.ptr<float>() + y.numel());
-}
-
-/// The file offset of a scalar field of a flatbuffer table (the field must
-/// be stored, i.e. differ from its default).
-size_t scalarAt(const std::vector<uint8_t> &file, const void *table,
-                flatbuffers::voffset_t field) {
-  const uint8_t *at =
-      reinterpret_cast<const flatbuffers::Table *>(table)->GetAddressOf(field);
-  EXPECT_NE(at, nullptr) << "field " << field << " is not stored";
-  return at ? size_t(at - file.data()) : 0;
-}
-
-size_t offsetIn(const std::vector<uint8_t> &file, const void *p) {
-  return size_t(static_cast<const uint8_t *>(p) - file.data());
-}
-
-template <typename T>
-std::vector<uint8_t> with(std::vector<uint8_t> bytes, size_t at, T value) {
-  std::memcpy(bytes.data() + at, &value, sizeof value);
-  return bytes;
 }
 
 /// The loader's verdicts on mutated programs. What must be accepted: the

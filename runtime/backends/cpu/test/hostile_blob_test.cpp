@@ -8,8 +8,14 @@
 //===----------------------------------------------------------------------===//
 #include "blobs.h"
 
+#include "etllm/runtime/mutation_testing.h"
+
 namespace etllm::rt::cpu::test {
 namespace {
+
+using rt::testing::offsetIn;
+using rt::testing::scalarAt;
+using rt::testing::with;
 
 struct Small {
   TestConstants constants;
@@ -380,26 +386,6 @@ TEST(HostileBlobTest, BadQuantizedValues) {
     auto s = build([](VD &wd, VD &) { wd.packing = xfb::Packing::F32_NR8; });
     EXPECT_REJECTED(s, s->b.finish(), "F32_NR8 packing needs a 2-D f32");
   }
-}
-
-/// The blob offset of a scalar field of a flatbuffer table (the field must
-/// be stored, i.e. differ from its default).
-size_t scalarAt(const std::vector<uint8_t> &blob, const void *table,
-                flatbuffers::voffset_t field) {
-  const uint8_t *at =
-      reinterpret_cast<const flatbuffers::Table *>(table)->GetAddressOf(field);
-  EXPECT_NE(at, nullptr) << "field " << field << " is not stored";
-  return at ? size_t(at - blob.data()) : 0;
-}
-
-size_t offsetIn(const std::vector<uint8_t> &blob, const void *p) {
-  return size_t(static_cast<const uint8_t *>(p) - blob.data());
-}
-
-template <typename T>
-std::vector<uint8_t> with(std::vector<uint8_t> bytes, size_t at, T value) {
-  std::memcpy(bytes.data() + at, &value, sizeof value);
-  return bytes;
 }
 
 /// Init's verdicts on mutated MLP blobs (makeMlp: values x = 0, norm, w1,
