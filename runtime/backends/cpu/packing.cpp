@@ -5,23 +5,13 @@
 
 #include "etllm/runtime/ggml_blocks.h"
 #include "etllm/runtime/half.h"
+#include "etllm/runtime/quant_param.h"
 
 #include <cstring>
 
 namespace etllm::rt::cpu {
 
 namespace {
-
-float loadParam(const uint8_t *p, int64_t i, DType t) {
-  if (t == DType::F16) {
-    uint16_t h;
-    std::memcpy(&h, p + 2 * i, 2);
-    return halfToFloat(h);
-  }
-  float f;
-  std::memcpy(&f, p + 4 * i, 4);
-  return f;
-}
 
 /// The stored value (nibble u or byte) of element k of a QWeightLayout row.
 uint8_t storedValue(const uint8_t *row, int64_t k, unsigned bits) {
@@ -302,9 +292,9 @@ Result<std::vector<uint8_t>> packLegacyQWeight(const uint8_t *blob, size_t size,
           const uint8_t *src = blob + row * rowBytes + g * l.groupBytes;
           std::memcpy(dst, src, l.groupBytes);
           int64_t idx = row * l.groups + g;
-          scale = loadParam(blob + plain->scalesOff, idx, q.scaleType);
+          scale = loadQuantParam(blob + plain->scalesOff, idx, q.scaleType);
           if (!q.symmetric)
-            offset = loadParam(blob + plain->offsetsOff, idx, q.scaleType);
+            offset = loadQuantParam(blob + plain->offsetsOff, idx, q.scaleType);
           for (int64_t k = 0; k < q.groupSize; ++k)
             sum += valueOf(storedValue(src, k, q.bits), q.bits, q.symmetric);
         } else if (q.bits == 4 && q.symmetric) {

@@ -24,22 +24,12 @@
 #include "qdot.h"
 
 #include "etllm/runtime/half.h"
+#include "etllm/runtime/quant_param.h"
 
 #include <algorithm>
 
 namespace etllm::rt::cpu {
 namespace {
-
-float loadParam(const uint8_t *p, size_t i, DType t) {
-  if (t == DType::F16) {
-    uint16_t h;
-    std::memcpy(&h, p + 2 * i, 2);
-    return halfToFloat(h);
-  }
-  float f;
-  std::memcpy(&f, p + 4 * i, 4);
-  return f;
-}
 
 /// The value of element i of row r in a tile of a ggml scheme, dequantized
 /// as the reference does (ggmlBlockParams).
@@ -137,7 +127,7 @@ void qdotGeneric(const QDotWeight &w, const QDotAct &a, int64_t M, int64_t rg0,
           const int64_t g = l.scaleGroup(b);
           const size_t slot =
               (size_t(rg) * size_t(l.scaleGroups) + size_t(g)) * kQRows + r;
-          const float dw = loadParam(w.scales, slot, l.scaleType);
+          const float dw = loadQuantParam(w.scales, slot, l.scaleType);
           int32_t s = 0;
           for (int i = 0; i < int(kQBlock); ++i)
             s += tileValue(tile, l.bits, l.symmetric, r, i) *
@@ -146,14 +136,14 @@ void qdotGeneric(const QDotWeight &w, const QDotAct &a, int64_t M, int64_t rg0,
           if (perToken) {
             acc += dw * float(s);
             if (!l.symmetric)
-              acc += loadParam(w.offsets, slot, l.scaleType) *
+              acc += loadQuantParam(w.offsets, slot, l.scaleType) *
                      float(xsum - int32_t(kQBlock) * zp);
           } else {
             const float d = a.dx[m * a.blocks + b];
             acc += dw * d * float(s);
             if (!l.symmetric)
               acc +=
-                  loadParam(w.offsets, slot, l.scaleType) * (d * float(xsum));
+                  loadQuantParam(w.offsets, slot, l.scaleType) * (d * float(xsum));
           }
         }
         if (perToken)
@@ -312,9 +302,9 @@ void qdotF32Generic(const QDotWeight &w, const QDotF32Act &a, int64_t M,
           for (int i = 0; i < int(kQBlock); ++i)
             d += float(tileValue(tile, l.bits, l.symmetric, r, i)) *
                  x[b * kQBlock + i];
-          acc += loadParam(w.scales, slot, l.scaleType) * d;
+          acc += loadQuantParam(w.scales, slot, l.scaleType) * d;
           if (!l.symmetric)
-            acc += loadParam(w.offsets, slot, l.scaleType) *
+            acc += loadQuantParam(w.offsets, slot, l.scaleType) *
                    a.xsum[m * a.blocks + b];
         }
         y[m * ldy + n] = acc + (bias ? bias[n] : 0.0f);
@@ -424,9 +414,9 @@ void dequantChunk(const QDotWeight &w, int64_t rg, int64_t k0, int64_t kc,
     for (int r = 0; r < int(kQRows); ++r) {
       const size_t slot =
           (size_t(rg) * size_t(l.scaleGroups) + size_t(g)) * kQRows + r;
-      const float s = loadParam(w.scales, slot, l.scaleType);
+      const float s = loadQuantParam(w.scales, slot, l.scaleType);
       const float o =
-          l.symmetric ? 0.0f : loadParam(w.offsets, slot, l.scaleType);
+          l.symmetric ? 0.0f : loadQuantParam(w.offsets, slot, l.scaleType);
       float *d = dst + (r / kNR) * kc * kNR + r % kNR;
       for (int i = 0; i < int(kQBlock); ++i) {
         const int64_t k = b * kQBlock + i;
@@ -940,9 +930,9 @@ Status qembeddingRun(const KernelArgs &a, const QDotWeight &w) {
           (size_t(rg) * size_t(l.scaleGroups) + size_t(l.scaleGroup(b))) *
               kQRows +
           r;
-      const float s = loadParam(w.scales, slot, l.scaleType);
+      const float s = loadQuantParam(w.scales, slot, l.scaleType);
       const float o =
-          l.symmetric ? 0.0f : loadParam(w.offsets, slot, l.scaleType);
+          l.symmetric ? 0.0f : loadQuantParam(w.offsets, slot, l.scaleType);
       const int64_t kEnd = std::min<int64_t>(kQBlock, D - b * kQBlock);
       for (int64_t k = 0; k < kEnd; ++k) {
         const float q = float(tileValue(tile, l.bits, l.symmetric, r, int(k)));
