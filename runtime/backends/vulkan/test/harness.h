@@ -16,6 +16,7 @@
 #include "etllm/runtime/half.h"
 #include "etllm/runtime/kernel.h"
 #include "etllm/runtime/testing.h"
+#include "etllm/runtime/testing_constants.h"
 #include "etllm/runtime/vulkan/backend.h"
 #include "etllm/runtime/vulkan/format.h"
 #include "etllm/runtime/vulkan/packing.h"
@@ -35,37 +36,8 @@ namespace etllm::rt::vulkan::test {
 namespace vfb = ::etllm::vulkan;
 using rt::testing::OwnedTensor;
 
-/// Program constants a test owns (64-byte aligned, as in a program file).
-class Constants : public ConstantTable {
-public:
-  uint32_t add(const void *data, size_t bytes) {
-    store_.emplace_back(new uint8_t[bytes + 64]);
-    uint8_t *p = reinterpret_cast<uint8_t *>(
-        (reinterpret_cast<uintptr_t>(store_.back().get()) + 63) &
-        ~uintptr_t(63));
-    std::memcpy(p, data, bytes);
-    items_.push_back({p, bytes});
-    return uint32_t(items_.size() - 1);
-  }
-  uint32_t add(const std::vector<uint8_t> &v) {
-    return add(v.data(), v.size());
-  }
-  uint32_t addFloats(const std::vector<float> &v) {
-    return add(v.data(), v.size() * 4);
-  }
-  size_t size() const override { return items_.size(); }
-  Result<std::pair<const uint8_t *, size_t>>
-  get(uint32_t index) const override {
-    if (index >= items_.size())
-      return Error("constant index " + std::to_string(index) +
-                   " is out of range");
-    return items_[index];
-  }
-
-private:
-  std::vector<std::unique_ptr<uint8_t[]>> store_;
-  std::vector<std::pair<const uint8_t *, size_t>> items_;
-};
+/// Program constants a test owns.
+using Constants = rt::testing::TestConstants;
 
 /// A blob under construction.
 struct Blob {
@@ -129,7 +101,7 @@ struct Blob {
   }
   Bind ropeTable(Constants &c, const std::vector<float> &invFreq, int64_t rows,
                  float scaling = 1) {
-    buffers.push_back({vfb::BufferKind::ROPE_TABLE, c.addFloats(invFreq),
+    buffers.push_back({vfb::BufferKind::ROPE_TABLE, c.add(invFreq),
                        uint64_t(rows) * invFreq.size() * 8, rows, scaling});
     return {uint32_t(buffers.size() - 1), 0, buffers.back().size};
   }
