@@ -142,8 +142,8 @@ void qdotGeneric(const QDotWeight &w, const QDotAct &a, int64_t M, int64_t rg0,
             const float d = a.dx[m * a.blocks + b];
             acc += dw * d * float(s);
             if (!l.symmetric)
-              acc +=
-                  loadQuantParam(w.offsets, slot, l.scaleType) * (d * float(xsum));
+              acc += loadQuantParam(w.offsets, slot, l.scaleType) *
+                     (d * float(xsum));
           }
         }
         if (perToken)

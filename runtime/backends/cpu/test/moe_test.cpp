@@ -138,9 +138,9 @@ double gWorstF32 = 0, gWorstRms = 0, gWorstMax = 0;
 
 /// Prints and resets the int8 activations' largest ratios.
 void reportWorstInt8(const char *what) {
-  std::cout << "[          ] " << what << ": largest RMS / tolerance = "
-            << gWorstRms << ", largest |diff| / tolerance = " << gWorstMax
-            << "\n";
+  std::cout << "[          ] " << what
+            << ": largest RMS / tolerance = " << gWorstRms
+            << ", largest |diff| / tolerance = " << gWorstMax << "\n";
   gWorstRms = gWorstMax = 0;
 }
 
