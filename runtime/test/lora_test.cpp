@@ -12,6 +12,7 @@
 #include "etllm/runtime/lora.h"
 #include "etllm/runtime/mutation_testing.h"
 #include "etllm/runtime/program.h"
+#include "etllm/runtime/testing_program.h"
 #include "etllm/schema/lora_generated.h"
 #include "etllm/schema/program_generated.h"
 
@@ -84,21 +85,11 @@ std::vector<uint8_t> buildProgram(const ProgramSpec &s = {}) {
                                  fb.CreateVector(consts), fb.CreateVector(segs),
                                  0, 0, lora);
   fbs::FinishProgramBuffer(fb, prog);
-  FileHeader h{};
-  std::memcpy(h.magic, kProgramMagic, 8);
-  h.version = 1;
-  h.headerSize = sizeof h;
-  h.flatbufferOffset = sizeof h;
-  h.flatbufferSize = fb.GetSize();
-  h.segmentAlignment = 64;
-  h.segmentBase = (sizeof h + fb.GetSize() + 63) / 64 * 64;
-  h.segmentDataSize = 128;
-  std::vector<uint8_t> file(h.segmentBase + 128, 0);
-  std::memcpy(file.data(), &h, sizeof h);
-  std::memcpy(file.data() + sizeof h, fb.GetBufferPointer(), fb.GetSize());
+  std::vector<uint8_t> file = etllm::rt::testing::programFile(fb, 1, 128);
+  const uint64_t base = etllm::rt::testing::segmentBaseOf(file);
   float c[kRows * kOut] = {1, 2, 3, 4, 5, 6};
-  std::memcpy(file.data() + h.segmentBase, c, sizeof c);
-  std::memset(file.data() + h.segmentBase + 64, 0xab, 32);
+  std::memcpy(file.data() + base, c, sizeof c);
+  std::memset(file.data() + base + 64, 0xab, 32);
   return file;
 }
 

@@ -12,6 +12,7 @@
 #include "etllm/runtime/parallel.h"
 #include "etllm/runtime/profile.h"
 #include "etllm/runtime/program.h"
+#include "etllm/runtime/testing_program.h"
 #include "etllm/schema/program_generated.h"
 
 #include <gtest/gtest.h>
@@ -146,21 +147,11 @@ std::vector<uint8_t> buildProgram(const Spec &s = {}) {
       fb.CreateVector(consts), fb.CreateVector(segs),
       delegates.empty() ? 0 : fb.CreateVector(delegates));
   fbs::FinishProgramBuffer(fb, prog);
-
-  FileHeader h{};
-  std::memcpy(h.magic, kProgramMagic, 8);
-  h.version = s.version;
-  h.headerSize = sizeof h;
-  h.flatbufferOffset = sizeof h;
-  h.flatbufferSize = fb.GetSize();
-  h.segmentAlignment = 64;
-  h.segmentBase = (sizeof h + fb.GetSize() + 63) / 64 * 64;
-  h.segmentDataSize = 64;
-  std::vector<uint8_t> file(h.segmentBase + 64, 0);
-  std::memcpy(file.data(), &h, sizeof h);
-  std::memcpy(file.data() + sizeof h, fb.GetBufferPointer(), fb.GetSize());
+  std::vector<uint8_t> file =
+      etllm::rt::testing::programFile(fb, s.version, 64);
   float c[4] = {1, 2, 3, 4};
-  std::memcpy(file.data() + h.segmentBase, c, sizeof c);
+  std::memcpy(file.data() + etllm::rt::testing::segmentBaseOf(file), c,
+              sizeof c);
   return file;
 }
 
