@@ -87,14 +87,6 @@ std::string idsToString(const std::vector<int32_t> &ids);
 /// Bytes with non-printable ones escaped, for messages.
 std::string escape(const std::string &s);
 
-/// Checks encode(text, addBos=false) == ids for every case; returns the
-/// number of cases checked (each a real EXPECT).
-size_t checkEncodeCases(const Tokenizer &tok,
-                        const std::vector<VocabCase> &cases);
-/// Checks decode(ids) == text for every case; returns the number checked.
-size_t checkDecodeCases(const Tokenizer &tok,
-                        const std::vector<VocabCase> &cases);
-
 /// Loads `path` and asserts success (nullptr + failure otherwise).
 std::unique_ptr<Tokenizer> loadOrFail(const std::string &path);
 
@@ -109,7 +101,8 @@ void expectEncodes(const Tokenizer &tok, std::string_view text, bool addBos,
 enum class VectorDirection { Encode, Decode, Both };
 
 /// Checks `tok` against the shared test vectors `base` (readVocabCases) in
-/// `dir`: every case, each a real EXPECT.
+/// `dir`: encode(text, addBos=false) == ids and decode(ids) == text for
+/// every case, each a real EXPECT.
 void expectVectors(const Tokenizer &tok, const std::string &base,
                    VectorDirection dir = VectorDirection::Both);
 
