@@ -388,6 +388,33 @@ TEST(HostileBlobTest, BadQuantizedValues) {
   }
 }
 
+/// Initializes `count` mutations of `good` (1 to 4 bytes set to random
+/// values, drawn from `gen`; with `truncate`, every tenth also cut at a
+/// random length) and executes each that init accepts (any status, never a
+/// crash). Returns how many init accepted.
+int mutateAndRun(const std::vector<uint8_t> &good,
+                 const ConstantTable &constants, std::mt19937 &gen, int count,
+                 bool truncate, std::vector<Tensor *> ins,
+                 std::vector<Tensor *> outs, ExecContext &ctx) {
+  std::uniform_int_distribution<size_t> pos(0, good.size() - 1);
+  std::uniform_int_distribution<int> byte(0, 255);
+  int accepted = 0;
+  for (int i = 0; i < count; ++i) {
+    std::vector<uint8_t> blob = good;
+    const int flips = 1 + i % 4;
+    for (int f = 0; f < flips; ++f)
+      blob[pos(gen)] = uint8_t(byte(gen));
+    if (truncate && i % 10 == 0)
+      blob.resize(pos(gen));
+    auto inst = initBlob(blob, constants);
+    if (!inst.ok())
+      continue;
+    ++accepted;
+    (void)execute(**inst, ins, outs, ctx);
+  }
+  return accepted;
+}
+
 /// Init's verdicts on mutated MLP blobs (makeMlp: values x = 0, norm, w1,
 /// w3, w2, b2, shift, h, hq = 8, a0, a1, bq, m0, m1, o, out0 = 15, out1;
 /// nodes rms_norm, quantize_dynamic, qlinear, silu, qlinear, mul, sub,
@@ -482,22 +509,8 @@ TEST(HostileBlobTest, MutationsNeverCrash) {
           "value 16: output index 0 is also used by value 15");
 
   // Random flips and truncations.
-  std::uniform_int_distribution<size_t> pos(0, good.size() - 1);
-  std::uniform_int_distribution<int> byte(0, 255);
-  int accepted = 0;
-  for (int i = 0; i < 3000; ++i) {
-    std::vector<uint8_t> blob = good;
-    const int flips = 1 + i % 4;
-    for (int f = 0; f < flips; ++f)
-      blob[pos(gen)] = uint8_t(byte(gen));
-    if (i % 10 == 0)
-      blob.resize(pos(gen));
-    auto inst = initBlob(blob, mlp->constants);
-    if (!inst.ok())
-      continue;
-    ++accepted;
-    (void)execute(**inst, {x}, {out0, out1}, ctx); // any status, no crash
-  }
+  const int accepted = mutateAndRun(good, mlp->constants, gen, 3000,
+                                    /*truncate=*/true, {x}, {out0, out1}, ctx);
   std::cout << "[          ] " << accepted
             << " of 3000 mutated blobs were accepted (and executed)\n";
 }
@@ -603,20 +616,8 @@ TEST(HostileBlobTest, MoeMutationsNeverCrash) {
               "node 0 (moe): invalid moe_activations 7");
 
     // Random flips.
-    std::uniform_int_distribution<size_t> pos(0, good.size() - 1);
-    std::uniform_int_distribution<int> byte(0, 255);
-    int accepted = 0;
-    for (int i = 0; i < 1500; ++i) {
-      std::vector<uint8_t> blob = good;
-      const int flips = 1 + i % 4;
-      for (int f = 0; f < flips; ++f)
-        blob[pos(gen)] = uint8_t(byte(gen));
-      auto mutated = initBlob(blob, m->constants);
-      if (!mutated.ok())
-        continue;
-      ++accepted;
-      (void)execute(**mutated, {x}, {y}, ctx); // any status, no crash
-    }
+    const int accepted = mutateAndRun(good, m->constants, gen, 1500,
+                                      /*truncate=*/false, {x}, {y}, ctx);
     std::cout << "[          ] moe_activations " << int(acts) << ": "
               << accepted
               << " of 1500 mutated blobs were accepted (and executed)\n";
