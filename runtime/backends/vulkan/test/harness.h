@@ -197,15 +197,25 @@ inline Backend &validatedBackend() {
   return *b;
 }
 
-/// Builds an instance of `blob` on `backend`.
+/// Backend::init on `bytes` (copied to an aligned buffer) with `specs` and
+/// `memory` bytes of device memory.
+inline Result<std::unique_ptr<DelegateInstance>>
+initBytes(Backend &backend, const std::vector<uint8_t> &bytes,
+          Constants &constants,
+          const std::vector<std::pair<std::string, std::string>> &specs,
+          uint64_t memory) {
+  AlignedBlob a(bytes);
+  ExecContext ctx;
+  MemoryBudget budget(memory, 0);
+  return backend.init(a.data(), a.size(), specs, constants, ctx, budget);
+}
+
+/// Backend::init on `blob` (VKN1) with `memory` bytes of device memory.
 inline Result<std::unique_ptr<DelegateInstance>>
 instantiate(Backend &backend, Blob &blob, Constants &constants,
             uint64_t memory = uint64_t(8) << 30) {
-  AlignedBlob a(blob.finish());
-  ExecContext ctx;
-  MemoryBudget budget(memory, 0);
-  return backend.init(a.data(), a.size(), {{"format", kBlobFormat}}, constants,
-                      ctx, budget);
+  return initBytes(backend, blob.finish(), constants,
+                   {{"format", kBlobFormat}}, memory);
 }
 
 /// Fails the test when the validation layer reported anything during it.
