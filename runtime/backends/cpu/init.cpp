@@ -137,57 +137,43 @@ Status checkConstant(uint32_t v, ValueInfo &vi, const ConstantTable &constants,
   const Tensor &p = vi.proto;
   const bool qweight2d = p.dtype == DType::QWeight && p.rank == 2;
   const bool qweight3d = p.dtype == DType::QWeight && p.rank == 3;
+  // A packing's layout (a Result) gives `need`, or the error.
+  auto layoutBytes = [&](const auto &l) -> Status {
+    if (!l.ok())
+      return blobError(what + ": " + l.message());
+    need = l->totalBytes;
+    return Status();
+  };
+  auto wrongShape = [&](const char *packingNeeds) {
+    return blobError(what + ": " + packingNeeds + ", got " + p.shapeString());
+  };
   switch (vi.packing) {
   case xfb::Packing::DENSE:
     need = vi.capacity;
     break;
-  case xfb::Packing::QWEIGHT_NR8: {
+  case xfb::Packing::QWEIGHT_NR8:
     if (!qweight2d)
-      return blobError(what +
-                       ": QWEIGHT_NR8 packing needs a 2-D qweight, "
-                       "got " +
-                       p.shapeString());
-    Result<LegacyQWeightLayout> l =
-        LegacyQWeightLayout::compute(p.sizes[0], p.sizes[1], p.quant);
-    if (!l.ok())
-      return blobError(what + ": " + l.message());
-    need = l->totalBytes;
+      return wrongShape("QWEIGHT_NR8 packing needs a 2-D qweight");
+    ETLLM_RETURN_IF_ERROR(layoutBytes(
+        LegacyQWeightLayout::compute(p.sizes[0], p.sizes[1], p.quant)));
     break;
-  }
-  case xfb::Packing::QWEIGHT_R16: {
+  case xfb::Packing::QWEIGHT_R16:
     if (qweight3d) { // stacked expert weights (moe)
-      Result<PackedQExpertsLayout> l = PackedQExpertsLayout::compute(
-          p.sizes[0], p.sizes[1], p.sizes[2], p.quant);
-      if (!l.ok())
-        return blobError(what + ": " + l.message());
-      need = l->totalBytes;
+      ETLLM_RETURN_IF_ERROR(layoutBytes(PackedQExpertsLayout::compute(
+          p.sizes[0], p.sizes[1], p.sizes[2], p.quant)));
       break;
     }
     if (!qweight2d)
-      return blobError(what +
-                       ": QWEIGHT_R16 packing needs a 2-D or 3-D qweight, "
-                       "got " +
-                       p.shapeString());
-    Result<PackedQBlockLayout> l =
-        PackedQBlockLayout::compute(p.sizes[0], p.sizes[1], p.quant);
-    if (!l.ok())
-      return blobError(what + ": " + l.message());
-    need = l->totalBytes;
+      return wrongShape("QWEIGHT_R16 packing needs a 2-D or 3-D qweight");
+    ETLLM_RETURN_IF_ERROR(layoutBytes(
+        PackedQBlockLayout::compute(p.sizes[0], p.sizes[1], p.quant)));
     break;
-  }
-  case xfb::Packing::F32_NR8: {
+  case xfb::Packing::F32_NR8:
     if (p.dtype != DType::F32 || p.rank != 2)
-      return blobError(what +
-                       ": F32_NR8 packing needs a 2-D f32 tensor, "
-                       "got " +
-                       p.shapeString());
-    Result<PackedF32Layout> l =
-        PackedF32Layout::computeChecked(p.sizes[0], p.sizes[1]);
-    if (!l.ok())
-      return blobError(what + ": " + l.message());
-    need = l->totalBytes;
+      return wrongShape("F32_NR8 packing needs a 2-D f32 tensor");
+    ETLLM_RETURN_IF_ERROR(
+        layoutBytes(PackedF32Layout::computeChecked(p.sizes[0], p.sizes[1])));
     break;
-  }
   }
   if (size != need)
     return blobError(what + " " + p.shapeString() + ": holds " +
