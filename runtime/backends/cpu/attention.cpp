@@ -20,6 +20,7 @@
 #include "internal.h"
 
 #include "etllm/runtime/kv_cache_quant.h"
+#include "etllm/runtime/slice_bounds.h"
 
 #include <algorithm>
 #include <cmath>
@@ -324,12 +325,7 @@ Status sliceKernel(const KernelArgs &a, Isa, bool &handled) {
   // PyTorch clamping, as portable.
   const int64_t size = x.sizes[d];
   int64_t start = a.ints[1], end = a.ints[2];
-  if (start < 0)
-    start += size;
-  if (end < 0)
-    end += size;
-  start = std::min(std::max<int64_t>(start, 0), size);
-  end = std::min(std::max<int64_t>(end, 0), size);
+  clampSliceBounds(size, start, end);
   const int64_t len = end > start ? end - start : 0;
   int64_t shape[kMaxRank];
   for (int i = 0; i < x.rank; ++i)
