@@ -89,17 +89,8 @@ void MoeRouting::route(const float *logits, const float *bias, float *scratch,
   // The index buffer shares the `choice + E` floats (E int32).
   int32_t *order = reinterpret_cast<int32_t *>(choice + E);
   if (scoring == Scoring::Softmax) {
-    // As the softmax kernel: max, exp(x - max), the sum in order, divide.
-    float mx = -INFINITY;
-    for (int64_t e = 0; e < E; ++e)
-      mx = std::max(mx, logits[e]);
-    float sum = 0.0f;
-    for (int64_t e = 0; e < E; ++e) {
-      scores[e] = std::exp(logits[e] - mx);
-      sum += scores[e];
-    }
-    for (int64_t e = 0; e < E; ++e)
-      scores[e] = scores[e] / sum;
+    // As the softmax kernel.
+    portable::softmaxF32(logits, scores, E);
   } else {
     for (int64_t e = 0; e < E; ++e)
       scores[e] = 1.0f / (1.0f + std::exp(-logits[e]));
