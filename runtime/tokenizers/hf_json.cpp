@@ -448,15 +448,25 @@ private:
 // Parsing.
 //===----------------------------------------------------------------------===//
 
+/// Calls parse(element, its path) for each element of the array `key` of
+/// the "Sequence" object `j` at `path`.
+template <typename Parse>
+void forEachInSequence(const json &j, const char *key, const std::string &path,
+                       Parse parse) {
+  const json *list = member(j, key);
+  if (!list || !list->is_array())
+    fail(path + "." + key + " must be an array");
+  for (size_t i = 0; i < list->size(); ++i)
+    parse((*list)[i], path + "." + key + "[" + std::to_string(i) + "]");
+}
+
 void parseNormalizer(const json &n, const std::string &path, HfConfig &c) {
   std::string type = typeOf(n, path);
   if (type == "Sequence") {
-    const json *list = member(n, "normalizers");
-    if (!list || !list->is_array())
-      fail(path + ".normalizers must be an array");
-    for (size_t i = 0; i < list->size(); ++i)
-      parseNormalizer((*list)[i],
-                      path + ".normalizers[" + std::to_string(i) + "]", c);
+    forEachInSequence(n, "normalizers", path,
+                      [&](const json &e, const std::string &at) {
+                        parseNormalizer(e, at, c);
+                      });
   } else if (type == "Prepend") {
     c.normalizers.push_back(
         {NormStep::Prepend, getString(n, "prepend", path), {}});
@@ -486,12 +496,10 @@ std::shared_ptr<const Regex> compileOrFail(std::string_view pattern,
 void parsePreTokenizer(const json &p, const std::string &path, HfConfig &c) {
   std::string type = typeOf(p, path);
   if (type == "Sequence") {
-    const json *list = member(p, "pretokenizers");
-    if (!list || !list->is_array())
-      fail(path + ".pretokenizers must be an array");
-    for (size_t i = 0; i < list->size(); ++i)
-      parsePreTokenizer((*list)[i],
-                        path + ".pretokenizers[" + std::to_string(i) + "]", c);
+    forEachInSequence(p, "pretokenizers", path,
+                      [&](const json &e, const std::string &at) {
+                        parsePreTokenizer(e, at, c);
+                      });
     return;
   }
   PreStep step;
@@ -542,12 +550,9 @@ void parseDecoder(const json &d, const std::string &path, HfConfig &c) {
   std::string type = typeOf(d, path);
   DecStep step;
   if (type == "Sequence") {
-    const json *list = member(d, "decoders");
-    if (!list || !list->is_array())
-      fail(path + ".decoders must be an array");
-    for (size_t i = 0; i < list->size(); ++i)
-      parseDecoder((*list)[i], path + ".decoders[" + std::to_string(i) + "]",
-                   c);
+    forEachInSequence(
+        d, "decoders", path,
+        [&](const json &e, const std::string &at) { parseDecoder(e, at, c); });
     return;
   }
   if (type == "ByteLevel") {
