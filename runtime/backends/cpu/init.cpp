@@ -532,25 +532,31 @@ private:
     return op;
   }
 
+  /// Value `v`, named by `slot` ("node 3 (silu): input 0"), is in range.
+  Status checkValueIndex(const std::string &slot, uint32_t v) const {
+    if (v >= numValues_)
+      return blobError(slot + " refers to " + valueName(v) + " of " +
+                       std::to_string(numValues_));
+    return Status();
+  }
+
   /// Input `i` (value `v`) of node `n`: produced before, packed only where
   /// the operator reads a packing (which sets the node's kind); a constant
   /// is noted as read in full, as a gather table or as an expert stack.
   Status readInput(uint32_t n, const xfb::Node *fn, const std::string &what,
                    Node &node, uint32_t i) {
     const uint32_t v = fn->inputs()->Get(i);
-    if (v >= numValues_)
-      return blobError(what + ": input " + std::to_string(i) + " refers to " +
-                       valueName(v) + " of " + std::to_string(numValues_));
+    const std::string slot = what + ": input " + std::to_string(i);
+    ETLLM_RETURN_IF_ERROR(checkValueIndex(slot, v));
     ValueInfo &vi = info_[v];
     const bool external =
         vi.kind == xfb::ValueKind::INPUT || vi.kind == xfb::ValueKind::CONSTANT;
     if (!external && vi.producer < 0)
-      return blobError(what + ": input " + std::to_string(i) + " (" +
-                       valueName(v) + ") is used before it is produced");
+      return blobError(slot + " (" + valueName(v) +
+                       ") is used before it is produced");
     if (vi.packing != xfb::Packing::DENSE) {
       if (!packedOperandOk(node.op, i, vi))
-        return blobError(what + ": input " + std::to_string(i) + " (" +
-                         valueName(v) +
+        return blobError(slot + " (" + valueName(v) +
                          ") is a packed constant, which this operator "
                          "cannot read");
       node.kind = packedKind(node.op);
@@ -579,16 +585,15 @@ private:
   Status readOutput(uint32_t n, const xfb::Node *fn, const std::string &what,
                     Node &node, uint32_t i) {
     const uint32_t v = fn->outputs()->Get(i);
-    if (v >= numValues_)
-      return blobError(what + ": output " + std::to_string(i) + " refers to " +
-                       valueName(v) + " of " + std::to_string(numValues_));
+    const std::string slot = what + ": output " + std::to_string(i);
+    ETLLM_RETURN_IF_ERROR(checkValueIndex(slot, v));
     ValueInfo &vi = info_[v];
     if (vi.kind == xfb::ValueKind::INPUT || vi.kind == xfb::ValueKind::CONSTANT)
-      return blobError(what + ": output " + std::to_string(i) + " writes " +
-                       valueName(v) + ", an " + kindName(vi.kind));
+      return blobError(slot + " writes " + valueName(v) + ", an " +
+                       kindName(vi.kind));
     if (vi.producer >= 0)
-      return blobError(what + ": output " + std::to_string(i) + " (" +
-                       valueName(v) + ") is already produced by node " +
+      return blobError(slot + " (" + valueName(v) +
+                       ") is already produced by node " +
                        std::to_string(vi.producer));
     vi.producer = int(n);
     vi.lastUse = std::max(vi.lastUse, int(n));
