@@ -47,14 +47,27 @@ EmbeddedVocab gpt2Vocab() {
   return v;
 }
 
+/// tokenizerFromVocab(v, name), which must succeed with `kind` and
+/// `vocabSize` ids (null and a failure otherwise).
+std::unique_ptr<Tokenizer> vocabOrFail(const EmbeddedVocab &v,
+                                       const std::string &name,
+                                       TokenizerKind kind, int32_t vocabSize) {
+  auto tok = tokenizerFromVocab(v, name);
+  EXPECT_TRUE(tok.ok()) << tok.message();
+  if (!tok.ok())
+    return nullptr;
+  EXPECT_EQ((*tok)->kind(), kind);
+  EXPECT_EQ((*tok)->vocabSize(), vocabSize);
+  return std::move(tok).value();
+}
+
 TEST(GgufVocab, LlamaSpmVectors) {
   ETLLM_REQUIRE_SHARED(kLlama2Bin);
   ETLLM_REQUIRE_VECTORS(kSpmVectors);
-  auto tok = tokenizerFromVocab(llamaVocab(), "llama2-gguf");
-  ASSERT_TRUE(tok.ok()) << tok.message();
-  EXPECT_EQ((*tok)->kind(), TokenizerKind::GgufSpm);
-  EXPECT_EQ((*tok)->vocabSize(), 32000);
-  expectVectors(**tok, kSpmVectors);
+  auto tok =
+      vocabOrFail(llamaVocab(), "llama2-gguf", TokenizerKind::GgufSpm, 32000);
+  ASSERT_TRUE(tok);
+  expectVectors(*tok, kSpmVectors);
 }
 
 TEST(GgufVocab, LlamaSpecialsAndStreaming) {
@@ -93,23 +106,18 @@ TEST(GgufVocab, LlamaSpecialsAndStreaming) {
   // Invalid UTF-8 falls back to byte tokens and round-trips.
   const std::string junk =
       bytesOf("\xFF\xFE\x80 abc \xC3\x28 \xE2\x82 \x00\xF0\x9F");
-  auto j = tok.encode(junk, false);
-  ASSERT_TRUE(j.ok());
-  EXPECT_EQ(tok.decode(*j), junk);
+  expectRoundTrips(tok, junk);
 }
 
 TEST(GgufVocab, Gpt2Vectors) {
   ETLLM_REQUIRE_SHARED(kGpt2Vocab);
   ETLLM_REQUIRE_VECTORS(kGpt2Vectors);
-  auto tok = tokenizerFromVocab(gpt2Vocab(), "gpt2-gguf");
-  ASSERT_TRUE(tok.ok()) << tok.message();
-  EXPECT_EQ((*tok)->kind(), TokenizerKind::GgufBpe);
-  EXPECT_EQ((*tok)->vocabSize(), 50257);
-  expectVectors(**tok, kGpt2Vectors);
-  auto ids = (*tok)->encode("Hello<|endoftext|>", true); // add_bos off
-  ASSERT_TRUE(ids.ok());
-  EXPECT_EQ(*ids, (std::vector<int32_t>{15496, 50256}));
-  EXPECT_EQ((*tok)->stopIds(), (std::vector<int32_t>{50256}));
+  auto tok =
+      vocabOrFail(gpt2Vocab(), "gpt2-gguf", TokenizerKind::GgufBpe, 50257);
+  ASSERT_TRUE(tok);
+  expectVectors(*tok, kGpt2Vectors);
+  expectEncodes(*tok, "Hello<|endoftext|>", true, {15496, 50256}); // no BOS
+  EXPECT_EQ(tok->stopIds(), (std::vector<int32_t>{50256}));
 }
 
 TEST(GgufVocab, SmolLmPreTokenizerSplitsEveryDigit) {

@@ -132,6 +132,12 @@ void expectEncodes(const Tokenizer &tok, std::string_view text, bool addBos,
   EXPECT_EQ(*got, ids) << "encode('" << escape(std::string(text)) << "')";
 }
 
+void expectRoundTrips(const Tokenizer &tok, const std::string &bytes) {
+  auto ids = tok.encode(bytes, /*addBos=*/false);
+  ASSERT_TRUE(ids.ok()) << ids.message();
+  EXPECT_EQ(tok.decode(*ids), bytes) << "'" << escape(bytes) << "'";
+}
+
 void expectVectors(const Tokenizer &tok, const std::string &base,
                    VectorDirection dir) {
   const bool encode = dir != VectorDirection::Decode,

@@ -97,6 +97,10 @@ void expectSpecialIds(const Tokenizer &tok, int32_t vocabSize, int32_t bos,
 void expectEncodes(const Tokenizer &tok, std::string_view text, bool addBos,
                    const std::vector<int32_t> &ids);
 
+/// Expects encode(bytes, addBos=false) to succeed and decode to give `bytes`
+/// back.
+void expectRoundTrips(const Tokenizer &tok, const std::string &bytes);
+
 /// Which directions of the test vectors a check covers.
 enum class VectorDirection { Encode, Decode, Both };
 
