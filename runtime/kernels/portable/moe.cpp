@@ -24,8 +24,14 @@
 
 namespace etllm::rt {
 
-Result<MoeRouting> MoeRouting::parse(const KernelArgs &a, int64_t experts) {
+Result<MoeRouting> MoeRouting::parse(const KernelArgs &a, int64_t experts,
+                                     const Tensor *bias) {
   const char *op = opName(OpId::Moe);
+  if (bias &&
+      (bias->dtype != DType::F32 || bias->rank != 1 || bias->dim(0) != experts))
+    return portable::opError(op, "score_bias must be f32 [" +
+                                     std::to_string(experts) + "], got " +
+                                     bias->shapeString());
   MoeRouting r;
   r.experts = experts;
   r.topK = a.ints[0];
@@ -244,11 +250,7 @@ Status kernelMoe(const KernelArgs &a) {
   ETLLM_RETURN_IF_ERROR(gate.init(op, "gate", gt, E, F, D));
   ETLLM_RETURN_IF_ERROR(up.init(op, "up", *a.inputs[3], E, F, D));
   ETLLM_RETURN_IF_ERROR(down.init(op, "down", *a.inputs[4], E, D, F));
-  if (bias &&
-      (bias->dtype != DType::F32 || bias->rank != 1 || bias->dim(0) != E))
-    return opError(op, "score_bias must be f32 [" + std::to_string(E) +
-                           "], got " + bias->shapeString());
-  Result<MoeRouting> routing = MoeRouting::parse(a, E);
+  Result<MoeRouting> routing = MoeRouting::parse(a, E, bias);
   if (!routing.ok())
     return routing.status();
   const MoeRouting &r = *routing;
