@@ -47,34 +47,33 @@ const json *member(const json &obj, const char *key) {
   return &*it;
 }
 
-std::string getString(const json &obj, const char *key, const std::string &path,
-                      const std::string &dflt = std::string()) {
+/// Member `key` of `obj` (at `path`) as a T, `dflt` when absent or null;
+/// fails unless `(v.*isT)()` ("must be `what`").
+template <typename T>
+T getMember(const json &obj, const char *key, const std::string &path, T dflt,
+            bool (json::*isT)() const noexcept, const char *what) {
   const json *v = member(obj, key);
   if (!v)
     return dflt;
-  if (!v->is_string())
-    fail(path + "." + key + " must be a string");
-  return v->get<std::string>();
+  if (!(v->*isT)())
+    fail(path + "." + key + " must be " + what);
+  return v->get<T>();
+}
+
+std::string getString(const json &obj, const char *key, const std::string &path,
+                      const std::string &dflt = std::string()) {
+  return getMember(obj, key, path, dflt, &json::is_string, "a string");
 }
 
 bool getBool(const json &obj, const char *key, const std::string &path,
              bool dflt) {
-  const json *v = member(obj, key);
-  if (!v)
-    return dflt;
-  if (!v->is_boolean())
-    fail(path + "." + key + " must be a boolean");
-  return v->get<bool>();
+  return getMember(obj, key, path, dflt, &json::is_boolean, "a boolean");
 }
 
 int64_t getInt(const json &obj, const char *key, const std::string &path,
                int64_t dflt) {
-  const json *v = member(obj, key);
-  if (!v)
-    return dflt;
-  if (!v->is_number_integer())
-    fail(path + "." + key + " must be an integer");
-  return v->get<int64_t>();
+  return getMember(obj, key, path, dflt, &json::is_number_integer,
+                   "an integer");
 }
 
 std::string typeOf(const json &obj, const std::string &path) {
@@ -448,25 +447,23 @@ private:
 // Parsing.
 //===----------------------------------------------------------------------===//
 
-/// Calls parse(element, its path) for each element of the array `key` of
-/// the "Sequence" object `j` at `path`.
-template <typename Parse>
-void forEachInSequence(const json &j, const char *key, const std::string &path,
-                       Parse parse) {
+/// Calls parse(element, its path, c) for each element of the array `key`
+/// of the "Sequence" object `j` at `path`.
+void parseSequence(const json &j, const char *key, const std::string &path,
+                   HfConfig &c,
+                   void (*parse)(const json &, const std::string &,
+                                 HfConfig &)) {
   const json *list = member(j, key);
   if (!list || !list->is_array())
     fail(path + "." + key + " must be an array");
   for (size_t i = 0; i < list->size(); ++i)
-    parse((*list)[i], path + "." + key + "[" + std::to_string(i) + "]");
+    parse((*list)[i], path + "." + key + "[" + std::to_string(i) + "]", c);
 }
 
 void parseNormalizer(const json &n, const std::string &path, HfConfig &c) {
   std::string type = typeOf(n, path);
   if (type == "Sequence") {
-    forEachInSequence(n, "normalizers", path,
-                      [&](const json &e, const std::string &at) {
-                        parseNormalizer(e, at, c);
-                      });
+    parseSequence(n, "normalizers", path, c, parseNormalizer);
   } else if (type == "Prepend") {
     c.normalizers.push_back(
         {NormStep::Prepend, getString(n, "prepend", path), {}});
@@ -496,10 +493,7 @@ std::shared_ptr<const Regex> compileOrFail(std::string_view pattern,
 void parsePreTokenizer(const json &p, const std::string &path, HfConfig &c) {
   std::string type = typeOf(p, path);
   if (type == "Sequence") {
-    forEachInSequence(p, "pretokenizers", path,
-                      [&](const json &e, const std::string &at) {
-                        parsePreTokenizer(e, at, c);
-                      });
+    parseSequence(p, "pretokenizers", path, c, parsePreTokenizer);
     return;
   }
   PreStep step;
@@ -550,9 +544,7 @@ void parseDecoder(const json &d, const std::string &path, HfConfig &c) {
   std::string type = typeOf(d, path);
   DecStep step;
   if (type == "Sequence") {
-    forEachInSequence(
-        d, "decoders", path,
-        [&](const json &e, const std::string &at) { parseDecoder(e, at, c); });
+    parseSequence(d, "decoders", path, c, parseDecoder);
     return;
   }
   if (type == "ByteLevel") {
