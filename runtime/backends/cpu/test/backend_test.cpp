@@ -75,13 +75,8 @@ TEST_P(BackendTest, QLinearsOfOneInputRunAsAGroup) {
   BlobBuilder b;
   const std::vector<uint8_t> dyn = {0, 1, 0};
   const uint32_t x = b.f32({1, kMaxS, K}, K_::INPUT, 0, dyn);
-  BlobBuilder::ValueDesc qa;
-  qa.dtype = DType::QAct;
-  qa.sizes = {1, kMaxS, K};
-  qa.dynamic = dyn;
-  qa.q.bits = 8;
-  qa.q.symmetric = true;
-  qa.q.groupSize = kQActBlock;
+  const BlobBuilder::ValueDesc qa =
+      BlobBuilder::qactDesc({1, kMaxS, K}, dyn, /*symmetric=*/true, kQActBlock);
   const uint32_t vq = b.value(qa);
   uint32_t vw[kW], vy[kW];
   for (int i = 0; i < kW; ++i) {

@@ -49,6 +49,20 @@ public:
     values.push_back(std::move(v));
     return uint32_t(values.size() - 1);
   }
+  /// An internal 8-bit QAct value of `sizes` (per token, or per block of
+  /// `groupSize`), the dimensions marked in `dynamic` dynamic.
+  static ValueDesc qactDesc(std::vector<int64_t> sizes,
+                            std::vector<uint8_t> dynamic, bool symmetric,
+                            int64_t groupSize = 0) {
+    ValueDesc v;
+    v.dtype = DType::QAct;
+    v.sizes = std::move(sizes);
+    v.dynamic = std::move(dynamic);
+    v.q.bits = 8;
+    v.q.symmetric = symmetric;
+    v.q.groupSize = groupSize;
+    return v;
+  }
   uint32_t f32(std::vector<int64_t> sizes,
                xfb::ValueKind kind = xfb::ValueKind::INTERNAL,
                uint32_t index = 0, std::vector<uint8_t> dynamic = {}) {
@@ -202,13 +216,8 @@ inline std::unique_ptr<Mlp> makeMlp(unsigned seed, bool legacy = false) {
   const uint32_t b2 = b.f32({kD}, K::CONSTANT, cB2);
   const uint32_t shift = b.f32({kH}, K::CONSTANT, cShift);
   const uint32_t h = b.f32({1, kMaxS, kD}, K::INTERNAL, 0, dyn);
-  BlobBuilder::ValueDesc hq;
-  hq.dtype = DType::QAct;
-  hq.sizes = {1, kMaxS, kD};
-  hq.dynamic = dyn;
-  hq.q.bits = 8;
-  hq.q.symmetric = false;
-  const uint32_t vHq = b.value(hq);
+  const uint32_t vHq =
+      b.value(BlobBuilder::qactDesc({1, kMaxS, kD}, dyn, /*symmetric=*/false));
   const uint32_t a0 = b.f32({1, kMaxS, kH}, K::INTERNAL, 0, dyn);
   const uint32_t a1 = b.f32({1, kMaxS, kH}, K::INTERNAL, 0, dyn);
   const uint32_t bq = b.f32({1, kMaxS, kH}, K::INTERNAL, 0, dyn);

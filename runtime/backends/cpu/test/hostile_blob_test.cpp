@@ -329,11 +329,8 @@ TEST(HostileBlobTest, BadQuantizedValues) {
     wd.index = c;
     wd.packing = xfb::Packing::QWEIGHT_R16;
     wd.q = w.q;
-    BlobBuilder::ValueDesc qa;
-    qa.dtype = DType::QAct;
-    qa.sizes = {1, 64};
-    qa.q.bits = 8;
-    qa.q.symmetric = false;
+    BlobBuilder::ValueDesc qa =
+        BlobBuilder::qactDesc({1, 64}, {}, /*symmetric=*/false);
     mutate(wd, qa);
     const uint32_t vw = s->b.value(wd);
     const uint32_t vq = s->b.value(qa);
