@@ -56,9 +56,7 @@ TEST(Tiktoken, ArbitraryBytesRoundTrip) {
   ASSERT_TRUE(tok);
   // Byte-level BPE is lossless even for invalid UTF-8 (gaps the regex cannot
   // match are encoded as raw bytes).
-  const std::string junk =
-      bytesOf("\xFF\xFE\x80 abc \xC3\x28 \xE2\x82 \x00\xF0\x9F ok");
-  expectRoundTrips(*tok, junk);
+  expectRoundTrips(*tok, kInvalidUtf8 + " ok");
   // A partial UTF-8 sequence streams out as its raw bytes.
   auto euro = tok->encode("\xE2\x82\xAC\xE2\x82\xAC\xE2\x82\xAC", false);
   ASSERT_TRUE(euro.ok());

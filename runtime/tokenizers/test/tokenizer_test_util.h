@@ -52,6 +52,11 @@ template <size_t N> std::string bytesOf(const char (&literal)[N]) {
   return std::string(literal, N - 1);
 }
 
+/// Invalid UTF-8 between ASCII: stray continuation bytes, truncated
+/// sequences and a NUL.
+inline const std::string kInvalidUtf8 =
+    bytesOf("\xFF\xFE\x80 abc \xC3\x28 \xE2\x82 \x00\xF0\x9F");
+
 /// Whole file as bytes ("" when unreadable).
 std::string readFile(const std::string &path);
 /// Writes `bytes` to `path` (truncating).
