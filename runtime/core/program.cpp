@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "program_internal.h"
 
+#include "etllm/runtime/flatbuffer_checks.h"
+
 #include <flatbuffers/flatbuffers.h>
 
 #include <cstring>
@@ -39,14 +41,6 @@ std::vector<std::string> strings(
     for (const flatbuffers::String *s : *v)
       out.push_back(str(s));
   return out;
-}
-
-/// True when the 8-byte elements of `v` are 8-aligned (absent or empty:
-/// nothing is read; flatbuffers does not align empty vectors).
-template <typename T> bool aligned8(const flatbuffers::Vector<T> *v) {
-  static_assert(sizeof(T) == 8);
-  return !v || v->size() == 0 ||
-         reinterpret_cast<uintptr_t>(v->data()) % 8 == 0;
 }
 
 /// The first vector of 8-byte elements that is not 8-aligned (its field's

@@ -14,6 +14,7 @@
 #include "instance.h"
 
 #include "etllm/runtime/cpu/packing.h"
+#include "etllm/runtime/flatbuffer_checks.h"
 #include "etllm/runtime/memory_planner.h"
 
 #include <flatbuffers/flatbuffers.h>
@@ -405,22 +406,14 @@ private:
   Status verifyBlob(
       const uint8_t *blob, size_t size,
       const std::vector<std::pair<std::string, std::string>> &compileSpecs) {
-    for (const auto &kv : compileSpecs)
-      if (kv.first == "format" && kv.second != "EXN1")
-        return blobError("unsupported format '" + kv.second +
-                         "' (EXN1 expected)");
-    if (!blob || size < 8 || !xfb::GraphBufferHasIdentifier(blob))
-      return blobError("not an EXN1 blob (missing file identifier)");
-    // The Verifier checks alignment relative to the blob's start, and not
-    // the elements of vectors (sizes, ints: [long]; floats: [double]): the
-    // blob must start 8-aligned (programs align segments to 64) and those
-    // vectors' elements must be 8-aligned, or reading them is a misaligned
-    // load (undefined behaviour).
-    if (reinterpret_cast<uintptr_t>(blob) % 8)
-      return blobError("the blob is not 8-byte aligned in the program file");
-    flatbuffers::Verifier verifier(blob, size);
-    if (!xfb::VerifyGraphBuffer(verifier))
-      return blobError("the flatbuffer is malformed or truncated");
+    // The blob must start 8-aligned (programs align segments to 64), and
+    // so must the elements of its vectors of 8-byte values (sizes, ints:
+    // [long]; floats: [double]), or reading them is a misaligned load.
+    const std::string bad = checkDelegateBlob(
+        blob, size, compileSpecs, "EXN1", "an", xfb::GraphBufferHasIdentifier,
+        xfb::VerifyGraphBuffer);
+    if (!bad.empty())
+      return blobError(bad);
     const xfb::Graph *graph = xfb::GetGraph(blob);
     values_ = graph->values();
     fnodes_ = graph->nodes();
@@ -428,10 +421,6 @@ private:
     numNodes_ = fnodes_ ? fnodes_->size() : 0;
     if (numValues_ > kMaxValues || numNodes_ > kMaxNodes)
       return blobError("too many values or nodes");
-    auto aligned8 = [](const auto *v) {
-      return !v || v->size() == 0 || // empty vectors are not aligned
-             reinterpret_cast<uintptr_t>(v->data()) % 8 == 0;
-    };
     for (uint32_t v = 0; v < numValues_; ++v)
       if (values_->Get(v) && !aligned8(values_->Get(v)->sizes()))
         return blobError(valueName(v) + ": sizes are not 8-byte aligned");
