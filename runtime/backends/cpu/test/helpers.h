@@ -133,26 +133,8 @@ inline KernelArgs makeArgs(std::vector<Tensor *> &ins,
   return a;
 }
 
-/// Runs the portable kernel of `op`.
-inline Status runPortable(OpId op, std::vector<Tensor *> ins,
-                          std::vector<Tensor *> outs,
-                          std::vector<int64_t> ints = {},
-                          std::vector<double> floats = {}) {
-  ExecContext ctx;
-  return rt::testing::callKernel(portableKernels().get(op), ctx, std::move(ins),
-                                 std::move(outs), std::move(ints),
-                                 std::move(floats));
-}
-
-/// Random floats in [lo, hi).
-inline std::vector<float> randomFloats(size_t n, std::mt19937 &gen,
-                                       float lo = -1.0f, float hi = 1.0f) {
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = d(gen);
-  return v;
-}
+using rt::testing::randomFloats;
+using rt::testing::runPortable;
 
 /// An f32 tensor holding `v` (capacity: `capacityElems` floats if larger).
 inline OwnedTensor f32Tensor(std::vector<int64_t> shape,

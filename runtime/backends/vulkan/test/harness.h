@@ -35,6 +35,7 @@ namespace etllm::rt::vulkan::test {
 
 namespace vfb = ::etllm::vulkan;
 using rt::testing::OwnedTensor;
+using rt::testing::runPortable;
 
 /// Program constants a test owns.
 using Constants = rt::testing::TestConstants;
@@ -243,15 +244,11 @@ inline Status run(DelegateInstance &inst, std::vector<Tensor *> in,
   return inst.execute({in.data(), in.size()}, {out.data(), out.size()}, ctx);
 }
 
-/// Random floats in [-1, 1].
+/// `n` random floats in [-scale, scale), from a generator seeded `seed`.
 inline std::vector<float> randomFloats(size_t n, uint32_t seed,
                                        float scale = 1.0f) {
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-scale, scale);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = d(rng);
-  return v;
+  return rt::testing::randomFloats(n, rng, -scale, scale);
 }
 
 inline OwnedTensor floatTensor(std::vector<int64_t> shape,
@@ -293,16 +290,6 @@ inline ::testing::AssertionResult near(const Tensor &got, const Tensor &want,
          << ", want " << rt::testing::getElement(want, at);
 }
 
-/// Calls the portable kernel of `op`.
-inline Status portable(OpId op, std::vector<Tensor *> in,
-                       std::vector<Tensor *> out,
-                       std::vector<int64_t> ints = {},
-                       std::vector<double> floats = {}) {
-  ExecContext ctx;
-  return rt::testing::callKernel(portableKernels().get(op), ctx, std::move(in),
-                                 std::move(out), std::move(ints),
-                                 std::move(floats));
-}
 
 } // namespace etllm::rt::vulkan::test
 
