@@ -13,6 +13,18 @@ namespace etllm::rt::cpu {
 
 namespace {
 
+/// A packed layout L of an n x k weight with q's bits, symmetry and group
+/// size (what every packed layout records).
+template <typename L> L layoutOf(int64_t n, int64_t k, const QuantInfo &q) {
+  L l;
+  l.n = n;
+  l.k = k;
+  l.bits = q.bits;
+  l.symmetric = q.symmetric;
+  l.groupSize = q.groupSize;
+  return l;
+}
+
 /// The stored value (nibble u or byte) of element k of a QWeightLayout row.
 uint8_t storedValue(const uint8_t *row, int64_t k, unsigned bits) {
   if (bits == 8)
@@ -68,13 +80,8 @@ Result<PackedQBlockLayout> PackedQBlockLayout::compute(int64_t n, int64_t k,
 }
 
 PackedQBlockLayout blockLayoutBase(int64_t n, int64_t k, const QuantInfo &q) {
-  PackedQBlockLayout l;
-  l.n = n;
-  l.k = k;
+  PackedQBlockLayout l = layoutOf<PackedQBlockLayout>(n, k, q);
   l.scheme = q.scheme;
-  l.groupSize = q.groupSize;
-  l.bits = q.bits;
-  l.symmetric = q.symmetric;
   l.rowGroups = (n + kQRows - 1) / kQRows;
   return l;
 }
@@ -264,12 +271,7 @@ Result<LegacyQWeightLayout> LegacyQWeightLayout::compute(int64_t n, int64_t k,
     return plain.error();
   if (q.scheme != QScheme::Affine)
     return Error("the legacy layout has no ggml schemes");
-  LegacyQWeightLayout l;
-  l.n = n;
-  l.k = k;
-  l.bits = q.bits;
-  l.symmetric = q.symmetric;
-  l.groupSize = q.groupSize;
+  LegacyQWeightLayout l = layoutOf<LegacyQWeightLayout>(n, k, q);
   l.groups = k / q.groupSize;
   l.rowBlocks = (n + kNR - 1) / kNR;
   l.groupBytes = q.bits == 8 ? size_t(q.groupSize) : size_t(q.groupSize) / 2;
