@@ -47,27 +47,44 @@ EmbeddedVocab gpt2Vocab() {
   return v;
 }
 
+/// tokenizer.ggml.* (model gpt2, all tokens normal) of Llama 3's tiktoken
+/// ranks, byte-level, with the merges HF's converter derives from them (as
+/// convert_hf_to_gguf writes them); no special tokens.
+EmbeddedVocab llama3RanksVocab() {
+  auto ranks = readTiktokenRanks(sharedPath(kLlama3Model));
+  EmbeddedVocab v;
+  v.model = "gpt2";
+  for (const std::string &r : ranks)
+    v.tokens.push_back(toByteLevel(r));
+  v.types.assign(v.tokens.size(), 1);
+  for (const auto &[l, r] : mergesFromRanks(ranks))
+    v.merges.push_back(toByteLevel(l) + " " + toByteLevel(r));
+  return v;
+}
+
 /// tokenizerFromVocab(v, name), which must succeed with `kind` and
-/// `vocabSize` ids (null and a failure otherwise).
-std::unique_ptr<Tokenizer> vocabOrFail(const EmbeddedVocab &v,
-                                       const std::string &name,
-                                       TokenizerKind kind, int32_t vocabSize) {
+/// `vocabSize` ids and match the shared test vectors `base` (null and a
+/// failure when it cannot be made).
+std::unique_ptr<Tokenizer> vocabMatchingVectors(const EmbeddedVocab &v,
+                                                const std::string &name,
+                                                TokenizerKind kind,
+                                                int32_t vocabSize,
+                                                const std::string &base) {
   auto tok = tokenizerFromVocab(v, name);
   EXPECT_TRUE(tok.ok()) << tok.message();
   if (!tok.ok())
     return nullptr;
   EXPECT_EQ((*tok)->kind(), kind);
   EXPECT_EQ((*tok)->vocabSize(), vocabSize);
+  expectVectors(**tok, base);
   return std::move(tok).value();
 }
 
 TEST(GgufVocab, LlamaSpmVectors) {
   ETLLM_REQUIRE_SHARED(kLlama2Bin);
   ETLLM_REQUIRE_VECTORS(kSpmVectors);
-  auto tok =
-      vocabOrFail(llamaVocab(), "llama2-gguf", TokenizerKind::GgufSpm, 32000);
-  ASSERT_TRUE(tok);
-  expectVectors(*tok, kSpmVectors);
+  vocabMatchingVectors(llamaVocab(), "llama2-gguf", TokenizerKind::GgufSpm,
+                       32000, kSpmVectors);
 }
 
 TEST(GgufVocab, LlamaSpecialsAndStreaming) {
@@ -110,10 +127,9 @@ TEST(GgufVocab, LlamaSpecialsAndStreaming) {
 TEST(GgufVocab, Gpt2Vectors) {
   ETLLM_REQUIRE_SHARED(kGpt2Vocab);
   ETLLM_REQUIRE_VECTORS(kGpt2Vectors);
-  auto tok =
-      vocabOrFail(gpt2Vocab(), "gpt2-gguf", TokenizerKind::GgufBpe, 50257);
+  auto tok = vocabMatchingVectors(gpt2Vocab(), "gpt2-gguf",
+                                  TokenizerKind::GgufBpe, 50257, kGpt2Vectors);
   ASSERT_TRUE(tok);
-  expectVectors(*tok, kGpt2Vectors);
   expectEncodes(*tok, "Hello<|endoftext|>", true, {15496, 50256}); // no BOS
   EXPECT_EQ(tok->stopIds(), (std::vector<int32_t>{50256}));
 }
@@ -149,15 +165,8 @@ TEST(GgufVocab, Llama3BpeVectors) {
   // tiktoken ranks as convert_hf_to_gguf does via HF's converter.
   ETLLM_REQUIRE_SHARED(kLlama3Model);
   ETLLM_REQUIRE_VECTORS(kBpeVectors);
-  auto ranks = readTiktokenRanks(sharedPath(kLlama3Model));
-  EmbeddedVocab v;
-  v.model = "gpt2";
+  EmbeddedVocab v = llama3RanksVocab();
   v.pre = "llama-bpe";
-  for (const std::string &r : ranks)
-    v.tokens.push_back(toByteLevel(r));
-  v.types.assign(v.tokens.size(), 1);
-  for (const auto &[l, r] : mergesFromRanks(ranks))
-    v.merges.push_back(toByteLevel(l) + " " + toByteLevel(r));
   for (const char *s : {"<|begin_of_text|>", "<|end_of_text|>"}) {
     v.tokens.push_back(s);
     v.types.push_back(3);
@@ -177,14 +186,7 @@ TEST(GgufVocab, Qwen2PreTokenizerSplitsEveryDigit) {
   // Qwen2's regex makes every digit its own piece (Llama 3's groups up to
   // three) and uses the merges; contractions match in any case in both.
   ETLLM_REQUIRE_SHARED(kLlama3Model);
-  auto ranks = readTiktokenRanks(sharedPath(kLlama3Model));
-  EmbeddedVocab v;
-  v.model = "gpt2";
-  for (const std::string &r : ranks)
-    v.tokens.push_back(toByteLevel(r));
-  v.types.assign(v.tokens.size(), 1);
-  for (const auto &[l, r] : mergesFromRanks(ranks))
-    v.merges.push_back(toByteLevel(l) + " " + toByteLevel(r));
+  EmbeddedVocab v = llama3RanksVocab();
   v.addBos = false;
   auto id = [&](const std::string &piece) {
     for (size_t i = 0; i < v.tokens.size(); ++i)
