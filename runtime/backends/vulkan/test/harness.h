@@ -215,8 +215,8 @@ initBytes(Backend &backend, const std::vector<uint8_t> &bytes,
 inline Result<std::unique_ptr<DelegateInstance>>
 instantiate(Backend &backend, Blob &blob, Constants &constants,
             uint64_t memory = uint64_t(8) << 30) {
-  return initBytes(backend, blob.finish(), constants,
-                   {{"format", kBlobFormat}}, memory);
+  return initBytes(backend, blob.finish(), constants, {{"format", kBlobFormat}},
+                   memory);
 }
 
 /// Fails the test when the validation layer reported anything during it.
@@ -289,7 +289,6 @@ inline ::testing::AssertionResult near(const Tensor &got, const Tensor &want,
          << "element " << at << ": got " << rt::testing::getElement(got, at)
          << ", want " << rt::testing::getElement(want, at);
 }
-
 
 } // namespace etllm::rt::vulkan::test
 
