@@ -64,6 +64,20 @@ template <typename F> etllm_status guarded(F &&f) {
   }
 }
 
+/// guarded for a constructor: `make(obj)` fills a new T and returns ETLLM_OK,
+/// or fails. The object, or NULL (and the error) on failure.
+template <typename T, typename F> T *guardedNew(F &&make) {
+  T *out = nullptr;
+  guarded([&] {
+    std::unique_ptr<T> obj(new T());
+    const etllm_status st = make(*obj);
+    if (st == ETLLM_OK)
+      out = obj.release();
+    return st;
+  });
+  return out;
+}
+
 etllm_status toConfig(const etllm_generation_config *config,
                       llm::GenerationConfig &gc) {
   if (!config)
@@ -125,8 +139,7 @@ void etllm_generation_config_init(etllm_generation_config *config) {
 
 etllm_runner *etllm_runner_create(const char *program_path,
                                   const etllm_runner_options *options) {
-  etllm_runner *out = nullptr;
-  guarded([&] {
+  return guardedNew<etllm_runner>([&](etllm_runner &r) {
     if (!program_path)
       return failWith(ETLLM_INVALID_ARGUMENT, "program_path is NULL");
     // Version 1 of the struct ends before max_memory.
@@ -155,12 +168,9 @@ etllm_runner *etllm_runner_create(const char *program_path,
     auto runner = llm::Runner::load(program_path, ro);
     if (!runner.ok())
       return failWith(ETLLM_ERROR, runner.message());
-    std::unique_ptr<etllm_runner> r(new etllm_runner());
-    r->runner = std::move(runner.value());
-    out = r.release();
+    r.runner = std::move(runner.value());
     return ETLLM_OK;
   });
-  return out;
 }
 
 etllm_status etllm_runner_generate(etllm_runner *runner, const char *prompt,
@@ -223,20 +233,16 @@ int64_t etllm_runner_context_length(const etllm_runner *runner) {
 void etllm_runner_destroy(etllm_runner *runner) { delete runner; }
 
 etllm_lora *etllm_lora_load(etllm_runner *runner, const char *path) {
-  etllm_lora *out = nullptr;
-  guarded([&] {
+  return guardedNew<etllm_lora>([&](etllm_lora &l) {
     if (!runner || !path)
       return failWith(ETLLM_INVALID_ARGUMENT, "runner or path is NULL");
     auto adapter = LoraAdapter::load(path, runner->runner->program());
     if (!adapter.ok())
       return failWith(ETLLM_ERROR, adapter.message());
-    std::unique_ptr<etllm_lora> l(new etllm_lora());
-    l->runner = runner;
-    l->adapter = std::move(adapter.value());
-    out = l.release();
+    l.runner = runner;
+    l.adapter = std::move(adapter.value());
     return ETLLM_OK;
   });
-  return out;
 }
 
 etllm_status etllm_lora_apply(etllm_lora *lora, float scale) {
@@ -279,8 +285,7 @@ void etllm_lora_destroy(etllm_lora *lora) {
 }
 
 etllm_chat *etllm_chat_create(etllm_runner *runner, const char *system_prompt) {
-  etllm_chat *out = nullptr;
-  guarded([&] {
+  return guardedNew<etllm_chat>([&](etllm_chat &c) {
     if (!runner)
       return failWith(ETLLM_INVALID_ARGUMENT, "runner is NULL");
     llm::ChatOptions options;
@@ -289,13 +294,10 @@ etllm_chat *etllm_chat_create(etllm_runner *runner, const char *system_prompt) {
     auto session = llm::ChatSession::create(*runner->runner, options);
     if (!session.ok())
       return failWith(ETLLM_ERROR, session.message());
-    std::unique_ptr<etllm_chat> c(new etllm_chat());
-    c->runner = runner;
-    c->session = std::move(session.value());
-    out = c.release();
+    c.runner = runner;
+    c.session = std::move(session.value());
     return ETLLM_OK;
   });
-  return out;
 }
 
 etllm_status etllm_chat_send(etllm_chat *chat, const char *user_message,

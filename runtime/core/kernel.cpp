@@ -1,6 +1,8 @@
 //===- kernel.cpp - Operator table and execution context ------------------===//
 #include "etllm/runtime/kernel.h"
 
+#include "op_tables.h"
+
 #include <pthreadpool.h>
 
 #include <cstring>
@@ -35,18 +37,7 @@ static const char *const kFloatAttrNames[] = {
 #include "etllm/runtime/ops.def"
 };
 
-/// The entries of `id` in a table whose entries are grouped by operator.
-template <typename T, size_t N>
-static Span<const T> entriesOf(const OpId (&ops)[N], const T (&items)[N],
-                               OpId id) {
-  size_t begin = 0;
-  while (begin < N && ops[begin] != id)
-    ++begin;
-  size_t end = begin;
-  while (end < N && ops[end] == id)
-    ++end;
-  return {begin < end ? &items[begin] : nullptr, end - begin};
-}
+using detail::entriesOf;
 
 Span<const IntAttrInfo> intAttrs(OpId id) {
   return entriesOf(kIntAttrOps, kIntAttrInfos, id);

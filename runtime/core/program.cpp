@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "program_internal.h"
 
+#include "etllm/runtime/flatbuffer_checks.h"
+
 #include <flatbuffers/flatbuffers.h>
 
 #include <cstring>
@@ -31,12 +33,14 @@ struct Checker {
   }
 };
 
-/// True when the 8-byte elements of `v` are 8-aligned (absent or empty:
-/// nothing is read; flatbuffers does not align empty vectors).
-template <typename T> bool aligned8(const flatbuffers::Vector<T> *v) {
-  static_assert(sizeof(T) == 8);
-  return !v || v->size() == 0 ||
-         reinterpret_cast<uintptr_t>(v->data()) % 8 == 0;
+/// The strings of an optional vector of strings (absent: none).
+std::vector<std::string> strings(
+    const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>> *v) {
+  std::vector<std::string> out;
+  if (v)
+    for (const flatbuffers::String *s : *v)
+      out.push_back(str(s));
+  return out;
 }
 
 /// The first vector of 8-byte elements that is not 8-aligned (its field's
@@ -187,12 +191,8 @@ Result<std::shared_ptr<Program>> Program::verify(std::shared_ptr<Program> p) {
       }
       tm.fileName = str(t->file_name());
       tm.pre = str(t->pre());
-      if (t->tokens())
-        for (const flatbuffers::String *s : *t->tokens())
-          tm.tokens.push_back(str(s));
-      if (t->merges())
-        for (const flatbuffers::String *s : *t->merges())
-          tm.merges.push_back(str(s));
+      tm.tokens = strings(t->tokens());
+      tm.merges = strings(t->merges());
       if (t->scores())
         tm.scores.assign(t->scores()->begin(), t->scores()->end());
       if (t->token_types())
@@ -210,9 +210,7 @@ Result<std::shared_ptr<Program>> Program::verify(std::shared_ptr<Program> p) {
       md.etllmVersion = str(pv->etllm_version());
       md.pipeline = str(pv->pipeline());
       md.configYaml = str(pv->config_yaml());
-      if (pv->stages())
-        for (const flatbuffers::String *s : *pv->stages())
-          md.stages.push_back(str(s));
+      md.stages = strings(pv->stages());
       if (pv->inputs())
         for (const fbs::KeyValue *kv : *pv->inputs())
           md.inputs.push_back({str(kv->key()), str(kv->value())});
@@ -221,9 +219,7 @@ Result<std::shared_ptr<Program>> Program::verify(std::shared_ptr<Program> p) {
       md.chat.source = str(c->source());
       md.chat.bosToken = str(c->bos_token());
       md.chat.eosToken = str(c->eos_token());
-      if (c->stop_strings())
-        for (const flatbuffers::String *s : *c->stop_strings())
-          md.chat.stopStrings.push_back(str(s));
+      md.chat.stopStrings = strings(c->stop_strings());
     }
   }
 

@@ -22,6 +22,8 @@
 //===----------------------------------------------------------------------===//
 #include "etllm/runtime/verify_ops.h"
 
+#include "op_tables.h"
+
 #include <cmath>
 #include <string>
 
@@ -87,17 +89,7 @@ const OpCheckInfo kChecks[] = {
 #include "etllm/runtime/ops.def"
     {"", nullptr}};
 
-/// The entries of `id` in a table whose entries are grouped by operator.
-template <typename T, size_t N>
-Span<const T> entriesOf(const OpId (&ops)[N], const T (&items)[N], OpId id) {
-  size_t begin = 0;
-  while (begin < N && ops[begin] != id)
-    ++begin;
-  size_t end = begin;
-  while (end < N && ops[end] == id)
-    ++end;
-  return {begin < end ? &items[begin] : nullptr, end - begin};
-}
+using detail::entriesOf;
 
 //===----------------------------------------------------------------------===//
 // The interpreter

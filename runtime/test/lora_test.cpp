@@ -10,7 +10,9 @@
 //===----------------------------------------------------------------------===//
 #include "etllm/runtime/half.h"
 #include "etllm/runtime/lora.h"
+#include "etllm/runtime/mutation_testing.h"
 #include "etllm/runtime/program.h"
+#include "etllm/runtime/testing_program.h"
 #include "etllm/schema/lora_generated.h"
 #include "etllm/schema/program_generated.h"
 
@@ -23,6 +25,9 @@
 using namespace etllm::rt;
 namespace fbs = etllm::schema;
 namespace lfb = etllm::lora;
+using etllm::rt::testing::offsetIn;
+using etllm::rt::testing::scalarAt;
+using etllm::rt::testing::with;
 
 namespace {
 
@@ -80,21 +85,11 @@ std::vector<uint8_t> buildProgram(const ProgramSpec &s = {}) {
                                  fb.CreateVector(consts), fb.CreateVector(segs),
                                  0, 0, lora);
   fbs::FinishProgramBuffer(fb, prog);
-  FileHeader h{};
-  std::memcpy(h.magic, kProgramMagic, 8);
-  h.version = 1;
-  h.headerSize = sizeof h;
-  h.flatbufferOffset = sizeof h;
-  h.flatbufferSize = fb.GetSize();
-  h.segmentAlignment = 64;
-  h.segmentBase = (sizeof h + fb.GetSize() + 63) / 64 * 64;
-  h.segmentDataSize = 128;
-  std::vector<uint8_t> file(h.segmentBase + 128, 0);
-  std::memcpy(file.data(), &h, sizeof h);
-  std::memcpy(file.data() + sizeof h, fb.GetBufferPointer(), fb.GetSize());
+  std::vector<uint8_t> file = etllm::rt::testing::programFile(fb, 1, 128);
+  const uint64_t base = etllm::rt::testing::segmentBaseOf(file);
   float c[kRows * kOut] = {1, 2, 3, 4, 5, 6};
-  std::memcpy(file.data() + h.segmentBase, c, sizeof c);
-  std::memset(file.data() + h.segmentBase + 64, 0xab, 32);
+  std::memcpy(file.data() + base, c, sizeof c);
+  std::memset(file.data() + base + 64, 0xab, 32);
   return file;
 }
 
@@ -437,26 +432,6 @@ TEST(Lora, HalfAndInt8StoredMatricesGiveTheSameOutput) {
   EXPECT_NE(outputs[0], (std::vector<float>{1, 2, 3, 4, 5, 6}));
   EXPECT_LT(sizes[1], sizes[0]); // (int8's scales outweigh its bytes at
                                  // this size: test_lora_runtime.py checks)
-}
-
-/// The file offset of a scalar field of a flatbuffer table (the field must
-/// be stored, i.e. differ from its default).
-size_t scalarAt(const std::vector<uint8_t> &file, const void *table,
-                flatbuffers::voffset_t field) {
-  const uint8_t *at =
-      reinterpret_cast<const flatbuffers::Table *>(table)->GetAddressOf(field);
-  EXPECT_NE(at, nullptr) << "field " << field << " is not stored";
-  return at ? size_t(at - file.data()) : 0;
-}
-
-size_t offsetIn(const std::vector<uint8_t> &file, const void *p) {
-  return size_t(static_cast<const uint8_t *>(p) - file.data());
-}
-
-template <typename T>
-std::vector<uint8_t> with(std::vector<uint8_t> bytes, size_t at, T value) {
-  std::memcpy(bytes.data() + at, &value, sizeof value);
-  return bytes;
 }
 
 /// The adapter loader's verdicts on mutated files. What must be accepted:

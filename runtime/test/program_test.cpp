@@ -8,9 +8,11 @@
 #include "etllm/runtime/backend.h"
 #include "etllm/runtime/flags.h"
 #include "etllm/runtime/kv_cache_quant.h"
+#include "etllm/runtime/mutation_testing.h"
 #include "etllm/runtime/parallel.h"
 #include "etllm/runtime/profile.h"
 #include "etllm/runtime/program.h"
+#include "etllm/runtime/testing_program.h"
 #include "etllm/schema/program_generated.h"
 
 #include <gtest/gtest.h>
@@ -26,6 +28,9 @@
 
 using namespace etllm::rt;
 namespace fbs = etllm::schema;
+using etllm::rt::testing::offsetIn;
+using etllm::rt::testing::scalarAt;
+using etllm::rt::testing::with;
 
 namespace {
 
@@ -142,21 +147,11 @@ std::vector<uint8_t> buildProgram(const Spec &s = {}) {
       fb.CreateVector(consts), fb.CreateVector(segs),
       delegates.empty() ? 0 : fb.CreateVector(delegates));
   fbs::FinishProgramBuffer(fb, prog);
-
-  FileHeader h{};
-  std::memcpy(h.magic, kProgramMagic, 8);
-  h.version = s.version;
-  h.headerSize = sizeof h;
-  h.flatbufferOffset = sizeof h;
-  h.flatbufferSize = fb.GetSize();
-  h.segmentAlignment = 64;
-  h.segmentBase = (sizeof h + fb.GetSize() + 63) / 64 * 64;
-  h.segmentDataSize = 64;
-  std::vector<uint8_t> file(h.segmentBase + 64, 0);
-  std::memcpy(file.data(), &h, sizeof h);
-  std::memcpy(file.data() + sizeof h, fb.GetBufferPointer(), fb.GetSize());
+  std::vector<uint8_t> file =
+      etllm::rt::testing::programFile(fb, s.version, 64);
   float c[4] = {1, 2, 3, 4};
-  std::memcpy(file.data() + h.segmentBase, c, sizeof c);
+  std::memcpy(file.data() + etllm::rt::testing::segmentBaseOf(file), c,
+              sizeof c);
   return file;
 }
 
@@ -695,26 +690,6 @@ Result<std::vector<float>> runAdd(const std::vector<uint8_t> &bytes) {
   ETLLM_RETURN_IF_ERROR((*f)->execute());
   const Tensor &y = (*f)->output(0);
   return std::vector<float>(y.ptr<float>(), y.ptr<float>() + y.numel());
-}
-
-/// The file offset of a scalar field of a flatbuffer table (the field must
-/// be stored, i.e. differ from its default).
-size_t scalarAt(const std::vector<uint8_t> &file, const void *table,
-                flatbuffers::voffset_t field) {
-  const uint8_t *at =
-      reinterpret_cast<const flatbuffers::Table *>(table)->GetAddressOf(field);
-  EXPECT_NE(at, nullptr) << "field " << field << " is not stored";
-  return at ? size_t(at - file.data()) : 0;
-}
-
-size_t offsetIn(const std::vector<uint8_t> &file, const void *p) {
-  return size_t(static_cast<const uint8_t *>(p) - file.data());
-}
-
-template <typename T>
-std::vector<uint8_t> with(std::vector<uint8_t> bytes, size_t at, T value) {
-  std::memcpy(bytes.data() + at, &value, sizeof value);
-  return bytes;
 }
 
 /// The loader's verdicts on mutated programs. What must be accepted: the

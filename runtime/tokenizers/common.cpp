@@ -561,6 +561,27 @@ bool splitMergeLine(std::string_view line, std::string_view &left,
   return right.find(' ') == std::string_view::npos;
 }
 
+Status encodeParts(const std::vector<SpecialMatcher::Part> &parts,
+                   const Regex &regex, const BpeModel &model, bool byteLevel,
+                   MatchBudget &budget, std::vector<int32_t> &ids) {
+  std::vector<std::string_view> words;
+  for (const SpecialMatcher::Part &part : parts) {
+    if (part.id >= 0) {
+      ids.push_back(part.id);
+      continue;
+    }
+    words.clear();
+    ETLLM_RETURN_IF_ERROR(regex.splitIsolated(part.text, words, budget));
+    for (std::string_view w : words) {
+      if (byteLevel)
+        model.encodeWord(bytesToByteLevel(w), ids);
+      else
+        model.encodeWord(w, ids);
+    }
+  }
+  return Status();
+}
+
 void BpeModel::encodeWord(std::string_view word,
                           std::vector<int32_t> &out) const {
   if (word.empty())

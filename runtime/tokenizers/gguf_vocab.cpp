@@ -135,15 +135,56 @@ std::vector<int32_t> stopIdsOf(const EmbeddedVocab &v,
   return ids;
 }
 
+/// What both GGUF kinds share: the token types, BOS (added when asked and
+/// the metadata allows), EOS, the stop ids, and encode's split at special
+/// tokens (all of them; encodeOrdinary: the user-defined ones only).
+class GgufTokenizer : public SpecialTextTokenizer {
+public:
+  int32_t bosId() const override { return bos_; }
+  int32_t eosId() const override { return eos_; }
+  std::vector<int32_t> stopIds() const override { return stops_; }
+
+protected:
+  GgufTokenizer(const EmbeddedVocab &v, std::vector<int32_t> types)
+      : types_(std::move(types)), bos_(v.bos), eos_(v.eos), addBos_(v.addBos) {
+    buildMatchers(v, types_, all_, userDefined_);
+    stops_ = stopIdsOf(v, types_);
+  }
+
+  /// Appends the ids of the split text (special tokens: their ids).
+  virtual Status encodeSplit(std::string_view text,
+                             const std::vector<SpecialMatcher::Part> &parts,
+                             std::vector<int32_t> &ids) const = 0;
+
+  std::vector<int32_t> types_;
+  int32_t bos_, eos_;
+
+private:
+  Result<std::vector<int32_t>> encodeImpl(std::string_view text, bool addBos,
+                                          bool parseSpecial) const final {
+    std::vector<int32_t> ids;
+    if (addBos && addBos_ && bos_ >= 0)
+      ids.push_back(bos_);
+    std::vector<SpecialMatcher::Part> parts;
+    (parseSpecial ? all_ : userDefined_).split(text, parts);
+    ETLLM_RETURN_IF_ERROR(encodeSplit(text, parts, ids));
+    return ids;
+  }
+
+  bool addBos_;
+  SpecialMatcher all_, userDefined_;
+  std::vector<int32_t> stops_;
+};
+
 //===----------------------------------------------------------------------===//
 // "llama": SentencePiece-style BPE.
 //===----------------------------------------------------------------------===//
 
-class GgufSpmTokenizer final : public Tokenizer {
+class GgufSpmTokenizer final : public GgufTokenizer {
 public:
   GgufSpmTokenizer(const EmbeddedVocab &v, std::vector<int32_t> types)
-      : types_(std::move(types)), scores_(v.scores), bos_(v.bos), eos_(v.eos),
-        unk_(v.unk), addBos_(v.addBos), addSpacePrefix_(v.addSpacePrefix) {
+      : GgufTokenizer(v, std::move(types)), scores_(v.scores), unk_(v.unk),
+        addSpacePrefix_(v.addSpacePrefix) {
     scores_.resize(v.tokens.size(), 0.0f);
     // llama.cpp's token_to_id map: a repeated text resolves to its last id.
     (void)pieces_.assign(v.tokens, PieceTable::Duplicates::LastWins);
@@ -151,20 +192,9 @@ public:
       int32_t id = pieces_.find(byteTokenText(static_cast<uint8_t>(b)));
       byteTokens_[b] = id >= 0 && types_[id] == kByte ? id : -1;
     }
-    buildMatchers(v, types_, all_, userDefined_);
-    stops_ = stopIdsOf(v, types_);
   }
 
   TokenizerKind kind() const override { return TokenizerKind::GgufSpm; }
-
-  Result<std::vector<int32_t>> encode(std::string_view text,
-                                      bool addBos) const override {
-    return encodeImpl(text, addBos, all_);
-  }
-  Result<std::vector<int32_t>> encodeOrdinary(std::string_view text,
-                                              bool addBos) const override {
-    return encodeImpl(text, addBos, userDefined_);
-  }
 
   std::string decodeToken(int32_t prev, int32_t token) const override {
     if (token < 0 || token >= vocabSize())
@@ -193,9 +223,6 @@ public:
   }
 
   int32_t vocabSize() const override { return pieces_.size(); }
-  int32_t bosId() const override { return bos_; }
-  int32_t eosId() const override { return eos_; }
-  std::vector<int32_t> stopIds() const override { return stops_; }
   std::string idToPiece(int32_t id) const override { return pieces_.piece(id); }
   int32_t pieceToId(std::string_view piece) const override {
     return pieces_.find(piece);
@@ -239,13 +266,9 @@ private:
     }
   }
 
-  Result<std::vector<int32_t>> encodeImpl(std::string_view text, bool addBos,
-                                          const SpecialMatcher &matcher) const {
-    std::vector<int32_t> ids;
-    if (addBos && addBos_ && bos_ >= 0)
-      ids.push_back(bos_);
-    std::vector<SpecialMatcher::Part> parts;
-    matcher.split(text, parts);
+  Status encodeSplit(std::string_view text,
+                     const std::vector<SpecialMatcher::Part> &parts,
+                     std::vector<int32_t> &ids) const override {
     bool prevSpecial = true; // the input start counts as "after special"
     for (const SpecialMatcher::Part &part : parts) {
       if (part.id >= 0) {
@@ -260,43 +283,28 @@ private:
       encodeRun(std::move(work), ids);
       prevSpecial = false;
     }
-    return ids;
+    return Status();
   }
 
   PieceTable pieces_;
-  std::vector<int32_t> types_;
   std::vector<float> scores_;
   std::array<int32_t, 256> byteTokens_;
-  int32_t bos_, eos_, unk_;
-  bool addBos_, addSpacePrefix_;
-  SpecialMatcher all_, userDefined_;
-  std::vector<int32_t> stops_;
+  int32_t unk_;
+  bool addSpacePrefix_;
 };
 
 //===----------------------------------------------------------------------===//
 // "gpt2": byte-level BPE with merges.
 //===----------------------------------------------------------------------===//
 
-class GgufBpeTokenizer final : public Tokenizer {
+class GgufBpeTokenizer final : public GgufTokenizer {
 public:
   GgufBpeTokenizer(const EmbeddedVocab &v, std::vector<int32_t> types,
                    BpeModel model, std::shared_ptr<const Regex> regex)
-      : types_(std::move(types)), model_(std::move(model)),
-        regex_(std::move(regex)), bos_(v.bos), eos_(v.eos), addBos_(v.addBos) {
-    buildMatchers(v, types_, all_, userDefined_);
-    stops_ = stopIdsOf(v, types_);
-  }
+      : GgufTokenizer(v, std::move(types)), model_(std::move(model)),
+        regex_(std::move(regex)) {}
 
   TokenizerKind kind() const override { return TokenizerKind::GgufBpe; }
-
-  Result<std::vector<int32_t>> encode(std::string_view text,
-                                      bool addBos) const override {
-    return encodeImpl(text, addBos, all_);
-  }
-  Result<std::vector<int32_t>> encodeOrdinary(std::string_view text,
-                                              bool addBos) const override {
-    return encodeImpl(text, addBos, userDefined_);
-  }
 
   std::string decodeToken(int32_t prev, int32_t token) const override {
     if (token < 0 || token >= vocabSize())
@@ -317,9 +325,6 @@ public:
   }
 
   int32_t vocabSize() const override { return model_.pieces.size(); }
-  int32_t bosId() const override { return bos_; }
-  int32_t eosId() const override { return eos_; }
-  std::vector<int32_t> stopIds() const override { return stops_; }
   std::string idToPiece(int32_t id) const override {
     return model_.pieces.piece(id);
   }
@@ -328,35 +333,15 @@ public:
   }
 
 private:
-  Result<std::vector<int32_t>> encodeImpl(std::string_view text, bool addBos,
-                                          const SpecialMatcher &matcher) const {
-    std::vector<int32_t> ids;
-    if (addBos && addBos_ && bos_ >= 0)
-      ids.push_back(bos_);
-    std::vector<SpecialMatcher::Part> parts;
-    matcher.split(text, parts);
-    std::vector<std::string_view> words;
+  Status encodeSplit(std::string_view text,
+                     const std::vector<SpecialMatcher::Part> &parts,
+                     std::vector<int32_t> &ids) const override {
     MatchBudget budget(text.size());
-    for (const SpecialMatcher::Part &part : parts) {
-      if (part.id >= 0) {
-        ids.push_back(part.id);
-        continue;
-      }
-      words.clear();
-      ETLLM_RETURN_IF_ERROR(regex_->splitIsolated(part.text, words, budget));
-      for (std::string_view w : words)
-        model_.encodeWord(bytesToByteLevel(w), ids);
-    }
-    return ids;
+    return encodeParts(parts, *regex_, model_, /*byteLevel=*/true, budget, ids);
   }
 
-  std::vector<int32_t> types_;
   BpeModel model_;
   std::shared_ptr<const Regex> regex_;
-  int32_t bos_, eos_;
-  bool addBos_;
-  SpecialMatcher all_, userDefined_;
-  std::vector<int32_t> stops_;
 };
 
 } // namespace

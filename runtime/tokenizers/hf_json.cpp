@@ -47,34 +47,33 @@ const json *member(const json &obj, const char *key) {
   return &*it;
 }
 
-std::string getString(const json &obj, const char *key, const std::string &path,
-                      const std::string &dflt = std::string()) {
+/// Member `key` of `obj` (at `path`) as a T, `dflt` when absent or null;
+/// fails unless `(v.*isT)()` ("must be `what`").
+template <typename T>
+T getMember(const json &obj, const char *key, const std::string &path, T dflt,
+            bool (json::*isT)() const noexcept, const char *what) {
   const json *v = member(obj, key);
   if (!v)
     return dflt;
-  if (!v->is_string())
-    fail(path + "." + key + " must be a string");
-  return v->get<std::string>();
+  if (!(v->*isT)())
+    fail(path + "." + key + " must be " + what);
+  return v->get<T>();
+}
+
+std::string getString(const json &obj, const char *key, const std::string &path,
+                      const std::string &dflt = std::string()) {
+  return getMember(obj, key, path, dflt, &json::is_string, "a string");
 }
 
 bool getBool(const json &obj, const char *key, const std::string &path,
              bool dflt) {
-  const json *v = member(obj, key);
-  if (!v)
-    return dflt;
-  if (!v->is_boolean())
-    fail(path + "." + key + " must be a boolean");
-  return v->get<bool>();
+  return getMember(obj, key, path, dflt, &json::is_boolean, "a boolean");
 }
 
 int64_t getInt(const json &obj, const char *key, const std::string &path,
                int64_t dflt) {
-  const json *v = member(obj, key);
-  if (!v)
-    return dflt;
-  if (!v->is_number_integer())
-    fail(path + "." + key + " must be an integer");
-  return v->get<int64_t>();
+  return getMember(obj, key, path, dflt, &json::is_number_integer,
+                   "an integer");
 }
 
 std::string typeOf(const json &obj, const std::string &path) {
@@ -179,20 +178,11 @@ const char *const kStopNames[] = {
     "<|eot_id|>", "<|eom_id|>",    "<|im_end|>",      "<end_of_turn>",
     "<|end|>",    "<|endoftext|>", "<|end_of_text|>", "</s>"};
 
-class HfTokenizer final : public Tokenizer {
+class HfTokenizer final : public SpecialTextTokenizer {
 public:
   explicit HfTokenizer(HfConfig cfg) : c_(std::move(cfg)) {}
 
   TokenizerKind kind() const override { return TokenizerKind::HuggingFace; }
-
-  Result<std::vector<int32_t>> encode(std::string_view text,
-                                      bool addBos) const override {
-    return encodeImpl(text, addBos, /*parseSpecial=*/true);
-  }
-  Result<std::vector<int32_t>> encodeOrdinary(std::string_view text,
-                                              bool addBos) const override {
-    return encodeImpl(text, addBos, /*parseSpecial=*/false);
-  }
 
   std::string decodeToken(int32_t prev, int32_t token) const override {
     std::vector<std::string> toks;
@@ -428,7 +418,7 @@ private:
   }
 
   Result<std::vector<int32_t>> encodeImpl(std::string_view text, bool addBos,
-                                          bool parseSpecial) const {
+                                          bool parseSpecial) const override {
     std::vector<int32_t> ids;
     if (addBos && c_.bos >= 0)
       ids.push_back(c_.bos);
@@ -457,15 +447,23 @@ private:
 // Parsing.
 //===----------------------------------------------------------------------===//
 
+/// Calls parse(element, its path, c) for each element of the array `key`
+/// of the "Sequence" object `j` at `path`.
+void parseSequence(const json &j, const char *key, const std::string &path,
+                   HfConfig &c,
+                   void (*parse)(const json &, const std::string &,
+                                 HfConfig &)) {
+  const json *list = member(j, key);
+  if (!list || !list->is_array())
+    fail(path + "." + key + " must be an array");
+  for (size_t i = 0; i < list->size(); ++i)
+    parse((*list)[i], path + "." + key + "[" + std::to_string(i) + "]", c);
+}
+
 void parseNormalizer(const json &n, const std::string &path, HfConfig &c) {
   std::string type = typeOf(n, path);
   if (type == "Sequence") {
-    const json *list = member(n, "normalizers");
-    if (!list || !list->is_array())
-      fail(path + ".normalizers must be an array");
-    for (size_t i = 0; i < list->size(); ++i)
-      parseNormalizer((*list)[i],
-                      path + ".normalizers[" + std::to_string(i) + "]", c);
+    parseSequence(n, "normalizers", path, c, parseNormalizer);
   } else if (type == "Prepend") {
     c.normalizers.push_back(
         {NormStep::Prepend, getString(n, "prepend", path), {}});
@@ -495,12 +493,7 @@ std::shared_ptr<const Regex> compileOrFail(std::string_view pattern,
 void parsePreTokenizer(const json &p, const std::string &path, HfConfig &c) {
   std::string type = typeOf(p, path);
   if (type == "Sequence") {
-    const json *list = member(p, "pretokenizers");
-    if (!list || !list->is_array())
-      fail(path + ".pretokenizers must be an array");
-    for (size_t i = 0; i < list->size(); ++i)
-      parsePreTokenizer((*list)[i],
-                        path + ".pretokenizers[" + std::to_string(i) + "]", c);
+    parseSequence(p, "pretokenizers", path, c, parsePreTokenizer);
     return;
   }
   PreStep step;
@@ -551,12 +544,7 @@ void parseDecoder(const json &d, const std::string &path, HfConfig &c) {
   std::string type = typeOf(d, path);
   DecStep step;
   if (type == "Sequence") {
-    const json *list = member(d, "decoders");
-    if (!list || !list->is_array())
-      fail(path + ".decoders must be an array");
-    for (size_t i = 0; i < list->size(); ++i)
-      parseDecoder((*list)[i], path + ".decoders[" + std::to_string(i) + "]",
-                   c);
+    parseSequence(d, "decoders", path, c, parseDecoder);
     return;
   }
   if (type == "ByteLevel") {

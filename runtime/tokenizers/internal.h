@@ -288,6 +288,13 @@ struct BpeModel {
   void encodeWord(std::string_view word, std::vector<int32_t> &out) const;
 };
 
+/// Appends the ids of `parts`: a special token's id, or the BPE words of a
+/// plain run, split as regex's Isolated pieces (within `budget`) and, when
+/// `byteLevel`, mapped to GPT-2 byte-level text first.
+Status encodeParts(const std::vector<SpecialMatcher::Part> &parts,
+                   const Regex &regex, const BpeModel &model, bool byteLevel,
+                   MatchBudget &budget, std::vector<int32_t> &ids);
+
 /// Parses one "a b" merge line of merges.txt / GGUF / old tokenizer.json:
 /// split at the first space after the first byte (so "Ġ Ġ" and "  x" work).
 bool splitMergeLine(std::string_view line, std::string_view &left,
@@ -298,6 +305,25 @@ bool splitMergeLine(std::string_view line, std::string_view &left,
 //===----------------------------------------------------------------------===//
 
 using TokenizerPtr = std::unique_ptr<Tokenizer>;
+
+/// A tokenizer whose encodeOrdinary is its encode without matching the text
+/// of special tokens: both are encodeImpl.
+class SpecialTextTokenizer : public Tokenizer {
+public:
+  Result<std::vector<int32_t>> encode(std::string_view text,
+                                      bool addBos) const final {
+    return encodeImpl(text, addBos, /*parseSpecial=*/true);
+  }
+  Result<std::vector<int32_t>> encodeOrdinary(std::string_view text,
+                                              bool addBos) const final {
+    return encodeImpl(text, addBos, /*parseSpecial=*/false);
+  }
+
+protected:
+  /// encode (parseSpecial) or encodeOrdinary (not).
+  virtual Result<std::vector<int32_t>>
+  encodeImpl(std::string_view text, bool addBos, bool parseSpecial) const = 0;
+};
 
 Result<TokenizerPtr> loadLlama2c(const uint8_t *data, size_t size,
                                  const std::string &name);

@@ -41,7 +41,7 @@ std::vector<std::string> llama3SpecialTokens() {
 constexpr int32_t kBosOffset = 0, kEosOffset = 1, kEomOffset = 8,
                   kEotOffset = 9;
 
-class TiktokenTokenizer final : public Tokenizer {
+class TiktokenTokenizer final : public SpecialTextTokenizer {
 public:
   TiktokenTokenizer(BpeModel model, std::shared_ptr<const Regex> regex)
       : model_(std::move(model)), regex_(std::move(regex)),
@@ -51,15 +51,6 @@ public:
   }
 
   TokenizerKind kind() const override { return TokenizerKind::Tiktoken; }
-
-  Result<std::vector<int32_t>> encode(std::string_view text,
-                                      bool addBos) const override {
-    return encodeImpl(text, addBos, /*parseSpecial=*/true);
-  }
-  Result<std::vector<int32_t>> encodeOrdinary(std::string_view text,
-                                              bool addBos) const override {
-    return encodeImpl(text, addBos, /*parseSpecial=*/false);
-  }
 
   std::string decodeToken(int32_t prev, int32_t token) const override {
     if (token < 0 || token >= base_)
@@ -87,7 +78,7 @@ public:
 
 private:
   Result<std::vector<int32_t>> encodeImpl(std::string_view text, bool addBos,
-                                          bool parseSpecial) const {
+                                          bool parseSpecial) const override {
     std::vector<int32_t> ids;
     if (addBos)
       ids.push_back(bosId());
@@ -96,18 +87,9 @@ private:
       matcher_.split(text, parts);
     else if (!text.empty())
       parts.push_back({text, -1});
-    std::vector<std::string_view> words;
     MatchBudget budget(text.size());
-    for (const SpecialMatcher::Part &part : parts) {
-      if (part.id >= 0) {
-        ids.push_back(part.id);
-        continue;
-      }
-      words.clear();
-      ETLLM_RETURN_IF_ERROR(regex_->splitIsolated(part.text, words, budget));
-      for (std::string_view w : words)
-        model_.encodeWord(w, ids);
-    }
+    ETLLM_RETURN_IF_ERROR(
+        encodeParts(parts, *regex_, model_, /*byteLevel=*/false, budget, ids));
     return ids;
   }
 

@@ -20,6 +20,7 @@
 #include "internal.h"
 
 #include "etllm/runtime/kv_cache_quant.h"
+#include "etllm/runtime/slice_bounds.h"
 
 #include <algorithm>
 #include <cmath>
@@ -216,16 +217,15 @@ bool updateFits(const Tensor &cache, const Tensor &pos, const Tensor &v) {
   return true;
 }
 
-/// kv_cache_update of an int8 cache by f32 rows along dim 2 (-2), each row
-/// quantized with portable's quantizeInt8KvRow; declines what portable
-/// must report (shapes, positions out of range).
-Status int8KvCacheUpdate(const KernelArgs &a, bool &handled) {
-  if (!isInt8KvCache(a.inputs[0]) || !isPositions(a.inputs[1]) ||
-      !isF32Rank4(a.inputs[2]) || !a.outputs[0] ||
-      a.outputs[0]->dtype != DType::QAct ||
-      !isInt8KvCacheQuant(a.outputs[0]->quant) ||
-      (a.ints[0] != 2 && a.ints[0] != -2))
-    return Status();
+/// kv_cache_update of the cache input 0 [B, H, T, D] by the f32 rows of
+/// input 2 [B, H, S, D] at the positions input 1 along dim 2, into output 0
+/// (in place or after a copy of the cache): declines (handled false) what
+/// portable must report (shapes, positions out of range). `rowWriter(out)`
+/// gives the function that stores a source row of D floats as row r
+/// (b * H + h) * T + position of the output.
+template <typename RowWriter>
+Status updateCacheRows(const KernelArgs &a, bool &handled,
+                       RowWriter rowWriter) {
   const Tensor &cache = *a.inputs[0], &pos = *a.inputs[1], &v = *a.inputs[2];
   Tensor &out = *a.outputs[0];
   if (!updateFits(cache, pos, v))
@@ -237,16 +237,30 @@ Status int8KvCacheUpdate(const KernelArgs &a, bool &handled) {
   ETLLM_RETURN_IF_ERROR(out.resize(cache.sizes, 4));
   if (out.data != cache.data) // not in place: out = cache first
     std::memmove(out.data, cache.data, bytes);
-  const Int8KvCacheRows c = Int8KvCacheRows::of(out);
+  const auto writeRow = rowWriter(out);
   for (int64_t bh = 0; bh < B * H; ++bh)
-    for (int64_t s = 0; s < S; ++s) {
-      const float *src = v.ptr<float>() + (bh * S + s) * D;
-      const int64_t r = bh * T + loadPos(pos, s);
+    for (int64_t s = 0; s < S; ++s)
+      writeRow(bh * T + loadPos(pos, s), v.ptr<float>() + (bh * S + s) * D, D);
+  return Status();
+}
+
+/// kv_cache_update of an int8 cache by f32 rows along dim 2 (-2), each row
+/// quantized with portable's quantizeInt8KvRow.
+Status int8KvCacheUpdate(const KernelArgs &a, bool &handled) {
+  if (!isInt8KvCache(a.inputs[0]) || !isPositions(a.inputs[1]) ||
+      !isF32Rank4(a.inputs[2]) || !a.outputs[0] ||
+      a.outputs[0]->dtype != DType::QAct ||
+      !isInt8KvCacheQuant(a.outputs[0]->quant) ||
+      (a.ints[0] != 2 && a.ints[0] != -2))
+    return Status();
+  return updateCacheRows(a, handled, [](Tensor &out) {
+    const Int8KvCacheRows c = Int8KvCacheRows::of(out);
+    return [c](int64_t r, const float *src, int64_t D) {
       c.scales[r] = quantizeInt8KvRow([src](int64_t i) { return src[i]; }, D,
                                       c.q + r * D);
       c.zps[r] = 0;
-    }
-  return Status();
+    };
+  });
 }
 
 } // namespace
@@ -261,21 +275,12 @@ Status kvCacheUpdateKernel(const KernelArgs &a, Isa, bool &handled) {
       !isF32Rank4(a.inputs[2]) || !a.outputs[0] ||
       a.outputs[0]->dtype != DType::F32 || a.ints[0] != 2)
     return Status();
-  const Tensor &cache = *a.inputs[0], &pos = *a.inputs[1], &v = *a.inputs[2];
-  Tensor &out = *a.outputs[0];
-  if (!updateFits(cache, pos, v))
-    return Status();
-  const int64_t B = cache.sizes[0], H = cache.sizes[1], T = cache.sizes[2],
-                D = cache.sizes[3], S = v.sizes[2];
-  handled = true;
-  ETLLM_RETURN_IF_ERROR(out.resize(cache.sizes, 4));
-  if (out.data != cache.data) // not in place: out = cache first
-    std::memmove(out.data, cache.data, size_t(B * H * T * D) * 4);
-  for (int64_t bh = 0; bh < B * H; ++bh)
-    for (int64_t s = 0; s < S; ++s)
-      std::memcpy(out.ptr<float>() + (bh * T + loadPos(pos, s)) * D,
-                  v.ptr<float>() + (bh * S + s) * D, size_t(D) * 4);
-  return Status();
+  return updateCacheRows(a, handled, [](Tensor &out) {
+    float *y = out.ptr<float>();
+    return [y](int64_t r, const float *src, int64_t D) {
+      std::memcpy(y + r * D, src, size_t(D) * 4);
+    };
+  });
 }
 
 Status transposeKernel(const KernelArgs &a, Isa, bool &handled) {
@@ -324,12 +329,7 @@ Status sliceKernel(const KernelArgs &a, Isa, bool &handled) {
   // PyTorch clamping, as portable.
   const int64_t size = x.sizes[d];
   int64_t start = a.ints[1], end = a.ints[2];
-  if (start < 0)
-    start += size;
-  if (end < 0)
-    end += size;
-  start = std::min(std::max<int64_t>(start, 0), size);
-  end = std::min(std::max<int64_t>(end, 0), size);
+  clampSliceBounds(size, start, end);
   const int64_t len = end > start ? end - start : 0;
   int64_t shape[kMaxRank];
   for (int i = 0; i < x.rank; ++i)

@@ -14,6 +14,7 @@
 #include "instance.h"
 
 #include "etllm/runtime/cpu/packing.h"
+#include "etllm/runtime/flatbuffer_checks.h"
 #include "etllm/runtime/memory_planner.h"
 
 #include <flatbuffers/flatbuffers.h>
@@ -137,57 +138,43 @@ Status checkConstant(uint32_t v, ValueInfo &vi, const ConstantTable &constants,
   const Tensor &p = vi.proto;
   const bool qweight2d = p.dtype == DType::QWeight && p.rank == 2;
   const bool qweight3d = p.dtype == DType::QWeight && p.rank == 3;
+  // A packing's layout (a Result) gives `need`, or the error.
+  auto layoutBytes = [&](const auto &l) -> Status {
+    if (!l.ok())
+      return blobError(what + ": " + l.message());
+    need = l->totalBytes;
+    return Status();
+  };
+  auto wrongShape = [&](const char *packingNeeds) {
+    return blobError(what + ": " + packingNeeds + ", got " + p.shapeString());
+  };
   switch (vi.packing) {
   case xfb::Packing::DENSE:
     need = vi.capacity;
     break;
-  case xfb::Packing::QWEIGHT_NR8: {
+  case xfb::Packing::QWEIGHT_NR8:
     if (!qweight2d)
-      return blobError(what +
-                       ": QWEIGHT_NR8 packing needs a 2-D qweight, "
-                       "got " +
-                       p.shapeString());
-    Result<LegacyQWeightLayout> l =
-        LegacyQWeightLayout::compute(p.sizes[0], p.sizes[1], p.quant);
-    if (!l.ok())
-      return blobError(what + ": " + l.message());
-    need = l->totalBytes;
+      return wrongShape("QWEIGHT_NR8 packing needs a 2-D qweight");
+    ETLLM_RETURN_IF_ERROR(layoutBytes(
+        LegacyQWeightLayout::compute(p.sizes[0], p.sizes[1], p.quant)));
     break;
-  }
-  case xfb::Packing::QWEIGHT_R16: {
+  case xfb::Packing::QWEIGHT_R16:
     if (qweight3d) { // stacked expert weights (moe)
-      Result<PackedQExpertsLayout> l = PackedQExpertsLayout::compute(
-          p.sizes[0], p.sizes[1], p.sizes[2], p.quant);
-      if (!l.ok())
-        return blobError(what + ": " + l.message());
-      need = l->totalBytes;
+      ETLLM_RETURN_IF_ERROR(layoutBytes(PackedQExpertsLayout::compute(
+          p.sizes[0], p.sizes[1], p.sizes[2], p.quant)));
       break;
     }
     if (!qweight2d)
-      return blobError(what +
-                       ": QWEIGHT_R16 packing needs a 2-D or 3-D qweight, "
-                       "got " +
-                       p.shapeString());
-    Result<PackedQBlockLayout> l =
-        PackedQBlockLayout::compute(p.sizes[0], p.sizes[1], p.quant);
-    if (!l.ok())
-      return blobError(what + ": " + l.message());
-    need = l->totalBytes;
+      return wrongShape("QWEIGHT_R16 packing needs a 2-D or 3-D qweight");
+    ETLLM_RETURN_IF_ERROR(layoutBytes(
+        PackedQBlockLayout::compute(p.sizes[0], p.sizes[1], p.quant)));
     break;
-  }
-  case xfb::Packing::F32_NR8: {
+  case xfb::Packing::F32_NR8:
     if (p.dtype != DType::F32 || p.rank != 2)
-      return blobError(what +
-                       ": F32_NR8 packing needs a 2-D f32 tensor, "
-                       "got " +
-                       p.shapeString());
-    Result<PackedF32Layout> l =
-        PackedF32Layout::computeChecked(p.sizes[0], p.sizes[1]);
-    if (!l.ok())
-      return blobError(what + ": " + l.message());
-    need = l->totalBytes;
+      return wrongShape("F32_NR8 packing needs a 2-D f32 tensor");
+    ETLLM_RETURN_IF_ERROR(
+        layoutBytes(PackedF32Layout::computeChecked(p.sizes[0], p.sizes[1])));
     break;
-  }
   }
   if (size != need)
     return blobError(what + " " + p.shapeString() + ": holds " +
@@ -419,22 +406,14 @@ private:
   Status verifyBlob(
       const uint8_t *blob, size_t size,
       const std::vector<std::pair<std::string, std::string>> &compileSpecs) {
-    for (const auto &kv : compileSpecs)
-      if (kv.first == "format" && kv.second != "EXN1")
-        return blobError("unsupported format '" + kv.second +
-                         "' (EXN1 expected)");
-    if (!blob || size < 8 || !xfb::GraphBufferHasIdentifier(blob))
-      return blobError("not an EXN1 blob (missing file identifier)");
-    // The Verifier checks alignment relative to the blob's start, and not
-    // the elements of vectors (sizes, ints: [long]; floats: [double]): the
-    // blob must start 8-aligned (programs align segments to 64) and those
-    // vectors' elements must be 8-aligned, or reading them is a misaligned
-    // load (undefined behaviour).
-    if (reinterpret_cast<uintptr_t>(blob) % 8)
-      return blobError("the blob is not 8-byte aligned in the program file");
-    flatbuffers::Verifier verifier(blob, size);
-    if (!xfb::VerifyGraphBuffer(verifier))
-      return blobError("the flatbuffer is malformed or truncated");
+    // The blob must start 8-aligned (programs align segments to 64), and
+    // so must the elements of its vectors of 8-byte values (sizes, ints:
+    // [long]; floats: [double]), or reading them is a misaligned load.
+    const std::string bad = checkDelegateBlob(
+        blob, size, compileSpecs, "EXN1", "an", xfb::GraphBufferHasIdentifier,
+        xfb::VerifyGraphBuffer);
+    if (!bad.empty())
+      return blobError(bad);
     const xfb::Graph *graph = xfb::GetGraph(blob);
     values_ = graph->values();
     fnodes_ = graph->nodes();
@@ -442,10 +421,6 @@ private:
     numNodes_ = fnodes_ ? fnodes_->size() : 0;
     if (numValues_ > kMaxValues || numNodes_ > kMaxNodes)
       return blobError("too many values or nodes");
-    auto aligned8 = [](const auto *v) {
-      return !v || v->size() == 0 || // empty vectors are not aligned
-             reinterpret_cast<uintptr_t>(v->data()) % 8 == 0;
-    };
     for (uint32_t v = 0; v < numValues_; ++v)
       if (values_->Get(v) && !aligned8(values_->Get(v)->sizes()))
         return blobError(valueName(v) + ": sizes are not 8-byte aligned");
@@ -546,25 +521,31 @@ private:
     return op;
   }
 
+  /// Value `v`, named by `slot` ("node 3 (silu): input 0"), is in range.
+  Status checkValueIndex(const std::string &slot, uint32_t v) const {
+    if (v >= numValues_)
+      return blobError(slot + " refers to " + valueName(v) + " of " +
+                       std::to_string(numValues_));
+    return Status();
+  }
+
   /// Input `i` (value `v`) of node `n`: produced before, packed only where
   /// the operator reads a packing (which sets the node's kind); a constant
   /// is noted as read in full, as a gather table or as an expert stack.
   Status readInput(uint32_t n, const xfb::Node *fn, const std::string &what,
                    Node &node, uint32_t i) {
     const uint32_t v = fn->inputs()->Get(i);
-    if (v >= numValues_)
-      return blobError(what + ": input " + std::to_string(i) + " refers to " +
-                       valueName(v) + " of " + std::to_string(numValues_));
+    const std::string slot = what + ": input " + std::to_string(i);
+    ETLLM_RETURN_IF_ERROR(checkValueIndex(slot, v));
     ValueInfo &vi = info_[v];
     const bool external =
         vi.kind == xfb::ValueKind::INPUT || vi.kind == xfb::ValueKind::CONSTANT;
     if (!external && vi.producer < 0)
-      return blobError(what + ": input " + std::to_string(i) + " (" +
-                       valueName(v) + ") is used before it is produced");
+      return blobError(slot + " (" + valueName(v) +
+                       ") is used before it is produced");
     if (vi.packing != xfb::Packing::DENSE) {
       if (!packedOperandOk(node.op, i, vi))
-        return blobError(what + ": input " + std::to_string(i) + " (" +
-                         valueName(v) +
+        return blobError(slot + " (" + valueName(v) +
                          ") is a packed constant, which this operator "
                          "cannot read");
       node.kind = packedKind(node.op);
@@ -593,16 +574,15 @@ private:
   Status readOutput(uint32_t n, const xfb::Node *fn, const std::string &what,
                     Node &node, uint32_t i) {
     const uint32_t v = fn->outputs()->Get(i);
-    if (v >= numValues_)
-      return blobError(what + ": output " + std::to_string(i) + " refers to " +
-                       valueName(v) + " of " + std::to_string(numValues_));
+    const std::string slot = what + ": output " + std::to_string(i);
+    ETLLM_RETURN_IF_ERROR(checkValueIndex(slot, v));
     ValueInfo &vi = info_[v];
     if (vi.kind == xfb::ValueKind::INPUT || vi.kind == xfb::ValueKind::CONSTANT)
-      return blobError(what + ": output " + std::to_string(i) + " writes " +
-                       valueName(v) + ", an " + kindName(vi.kind));
+      return blobError(slot + " writes " + valueName(v) + ", an " +
+                       kindName(vi.kind));
     if (vi.producer >= 0)
-      return blobError(what + ": output " + std::to_string(i) + " (" +
-                       valueName(v) + ") is already produced by node " +
+      return blobError(slot + " (" + valueName(v) +
+                       ") is already produced by node " +
                        std::to_string(vi.producer));
     vi.producer = int(n);
     vi.lastUse = std::max(vi.lastUse, int(n));

@@ -10,6 +10,7 @@
 
 #include "etllm/runtime/cpu/kernels.h"
 #include "etllm/runtime/cpu/packing.h"
+#include "etllm/runtime/half.h"
 #include "etllm/runtime/kernel.h"
 #include "etllm/runtime/kv_cache_quant.h"
 #include "etllm/runtime/parallel.h"
@@ -123,16 +124,8 @@ inline constexpr size_t kElementwiseTile = 16384;
 
 namespace math {
 
-inline float bitsAsFloat(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-inline uint32_t floatAsBits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
+using rt::bitsToFloat;
+using rt::floatToBits;
 
 // exp: Cephes expf's polynomial on r = x - n ln2, |r| <= ln2 / 2, with
 // round-to-nearest n computed by the 1.5 * 2^23 trick, and 2^n applied as
@@ -154,7 +147,7 @@ inline float expF(float x) {
   x = x > kExpHi ? kExpHi : x;
   float t = x * kLog2e + kRoundMagic;
   float n = t - kRoundMagic;
-  int32_t ni = int32_t(floatAsBits(t) - floatAsBits(kRoundMagic));
+  int32_t ni = int32_t(floatToBits(t) - floatToBits(kRoundMagic));
   float r = x - n * kLn2Hi;
   r = r - n * kLn2Lo;
   float p = kExpP0;
@@ -165,8 +158,8 @@ inline float expF(float x) {
   p = p * r + kExpP5;
   p = p * (r * r) + r + 1.0f;
   int32_t n1 = ni >> 1, n2 = ni - n1;
-  float s1 = bitsAsFloat(uint32_t(n1 + 127) << 23);
-  float s2 = bitsAsFloat(uint32_t(n2 + 127) << 23);
+  float s1 = bitsToFloat(uint32_t(n1 + 127) << 23);
+  float s2 = bitsToFloat(uint32_t(n2 + 127) << 23);
   return p * s1 * s2;
 }
 
@@ -181,8 +174,8 @@ inline constexpr float kTanhP0 = -5.70498872745e-3f,
                        kTanhP4 = -3.33332819422e-1f;
 
 inline float tanhF(float x) {
-  uint32_t bits = floatAsBits(x);
-  float z = bitsAsFloat(bits & 0x7fffffffu);
+  uint32_t bits = floatToBits(x);
+  float z = bitsToFloat(bits & 0x7fffffffu);
   float s = z * z;
   float p = kTanhP0;
   p = p * s + kTanhP1;
@@ -192,7 +185,7 @@ inline float tanhF(float x) {
   float small = z + z * (s * p);
   float large = 1.0f - 2.0f / (expF(2.0f * z) + 1.0f);
   float r = z > 0.625f ? large : small;
-  return bitsAsFloat(floatAsBits(r) | (bits & 0x80000000u));
+  return bitsToFloat(floatToBits(r) | (bits & 0x80000000u));
 }
 
 // erf: Eigen's rational approximation x P(x^2) / Q(x^2) on [-4, 4] (erf is

@@ -81,55 +81,49 @@ Status linearPacked(const KernelArgs &a, Isa isa) {
     return Status();
   }
 
+  // The tile of row blocks [rb, rb + nb) over k in [k0, k0 + kc), adding
+  // to y after the first chunk.
+  auto tileAt = [&](int64_t rb, int nb, int64_t k0, int64_t kc) {
+    return gemm::Tile{px + k0,
+                      K,
+                      pw + rb * blockFloats + k0 * kNR,
+                      blockFloats,
+                      kc,
+                      pb ? pb + rb * kNR : nullptr,
+                      k0 > 0,
+                      py + rb * kNR,
+                      N,
+                      int(std::min<int64_t>(N - rb * kNR, nb * kNR))};
+  };
+
+  // Runs body(rb, nb) on every panel of `per` row blocks [rb, rb + nb) (the
+  // last may have fewer), the panels in parallel.
+  auto forEachPanel = [&](int64_t per, auto body) {
+    const int64_t panels = (NB + per - 1) / per;
+    parallelForTiles(pctx, size_t(panels), defaultTile(pctx, size_t(panels)),
+                     [&](size_t b, size_t e) {
+                       for (size_t p = b; p < e; ++p) {
+                         const int64_t rb = int64_t(p) * per;
+                         body(rb, int(std::min<int64_t>(per, NB - rb)));
+                       }
+                     });
+  };
+
   if (gemm::hasGemv(isa) && M == 1) {
     // Decode: memory-bound; panels of 4 blocks, 8 accumulator chains.
-    const int64_t panels = (NB + gemm::kGemvBlocks - 1) / gemm::kGemvBlocks;
-    parallelForTiles(
-        pctx, size_t(panels), defaultTile(pctx, size_t(panels)),
-        [&](size_t b, size_t e) {
-          for (size_t p = b; p < e; ++p) {
-            const int64_t rb = int64_t(p) * gemm::kGemvBlocks;
-            const int nb = int(std::min<int64_t>(gemm::kGemvBlocks, NB - rb));
-            gemm::Tile t{px,
-                         K,
-                         pw + rb * blockFloats,
-                         blockFloats,
-                         K,
-                         pb ? pb + rb * kNR : nullptr,
-                         false,
-                         py + rb * kNR,
-                         N,
-                         int(std::min<int64_t>(N - rb * kNR, nb * kNR))};
-            gemm::gemvN(isa, nb, t);
-          }
-        });
+    forEachPanel(gemm::kGemvBlocks, [&](int64_t rb, int nb) {
+      gemm::gemvN(isa, nb, tileAt(rb, nb, 0, K));
+    });
     return Status();
   }
 
   // Panels of 2 blocks; k in chunks; all rows per chunk.
-  const int64_t panels = (NB + gemm::kPanelBlocks - 1) / gemm::kPanelBlocks;
-  parallelForTiles(
-      pctx, size_t(panels), defaultTile(pctx, size_t(panels)),
-      [&](size_t b, size_t e) {
-        for (size_t p = b; p < e; ++p) {
-          const int64_t rb = int64_t(p) * gemm::kPanelBlocks;
-          const int nb = int(std::min<int64_t>(gemm::kPanelBlocks, NB - rb));
-          for (int64_t k0 = 0; k0 < K; k0 += gemm::kChunk) {
-            const int64_t kc = std::min<int64_t>(gemm::kChunk, K - k0);
-            gemm::Tile t{px + k0,
-                         K,
-                         pw + rb * blockFloats + k0 * kNR,
-                         blockFloats,
-                         kc,
-                         pb ? pb + rb * kNR : nullptr,
-                         k0 > 0,
-                         py + rb * kNR,
-                         N,
-                         int(std::min<int64_t>(N - rb * kNR, nb * kNR))};
-            gemm::panelRowsN(isa, nb, t, M);
-          }
-        }
-      });
+  forEachPanel(gemm::kPanelBlocks, [&](int64_t rb, int nb) {
+    for (int64_t k0 = 0; k0 < K; k0 += gemm::kChunk)
+      gemm::panelRowsN(
+          isa, nb, tileAt(rb, nb, k0, std::min<int64_t>(gemm::kChunk, K - k0)),
+          M);
+  });
   return Status();
 }
 

@@ -462,13 +462,9 @@ Status moeRun(const KernelArgs &a, Isa isa, const MoeExperts &w) {
     return kernelError(kOp, "router must be f32 [" + std::to_string(E) + ", " +
                                 std::to_string(D) + "], got " +
                                 router.shapeString());
-  if (bias) {
+  if (bias)
     ETLLM_RETURN_IF_ERROR(checkStorage(kOp, "score_bias", *bias));
-    if (bias->dtype != DType::F32 || bias->rank != 1 || bias->sizes[0] != E)
-      return kernelError(kOp, "score_bias must be f32 [" + std::to_string(E) +
-                                  "], got " + bias->shapeString());
-  }
-  Result<MoeRouting> routing = MoeRouting::parse(a, E);
+  Result<MoeRouting> routing = MoeRouting::parse(a, E, bias);
   if (!routing.ok())
     return routing.error();
   const MoeRouting &r = *routing;

@@ -5,6 +5,7 @@
 
 #include "etllm/runtime/ggml_blocks.h"
 #include "etllm/runtime/half.h"
+#include "etllm/runtime/quant_param.h"
 
 #include <cstring>
 
@@ -12,15 +13,16 @@ namespace etllm::rt::cpu {
 
 namespace {
 
-float loadParam(const uint8_t *p, int64_t i, DType t) {
-  if (t == DType::F16) {
-    uint16_t h;
-    std::memcpy(&h, p + 2 * i, 2);
-    return halfToFloat(h);
-  }
-  float f;
-  std::memcpy(&f, p + 4 * i, 4);
-  return f;
+/// A packed layout L of an n x k weight with q's bits, symmetry and group
+/// size (what every packed layout records).
+template <typename L> L layoutOf(int64_t n, int64_t k, const QuantInfo &q) {
+  L l;
+  l.n = n;
+  l.k = k;
+  l.bits = q.bits;
+  l.symmetric = q.symmetric;
+  l.groupSize = q.groupSize;
+  return l;
 }
 
 /// The stored value (nibble u or byte) of element k of a QWeightLayout row.
@@ -64,14 +66,8 @@ Result<PackedQBlockLayout> PackedQBlockLayout::compute(int64_t n, int64_t k,
                  std::to_string(q.groupSize) + " of " + std::to_string(k));
   if (q.scheme != QScheme::Affine)
     return computeGgmlLayout(n, k, q);
-  PackedQBlockLayout l;
-  l.n = n;
-  l.k = k;
-  l.groupSize = q.groupSize;
-  l.bits = q.bits;
-  l.symmetric = q.symmetric;
+  PackedQBlockLayout l = blockLayoutBase(n, k, q);
   l.scaleType = q.scaleType;
-  l.rowGroups = (n + kQRows - 1) / kQRows;
   l.kBlocks = (k + kQBlock - 1) / kQBlock;
   l.scaleGroups = k / q.groupSize;
   l.blocksPerGroup = l.scaleGroups == 1 ? l.kBlocks : q.groupSize / kQBlock;
@@ -79,18 +75,29 @@ Result<PackedQBlockLayout> PackedQBlockLayout::compute(int64_t n, int64_t k,
   l.paramBytes = size_t(kQRows) * elementSize(q.scaleType);
   // QWeightLayout::compute bounded n * k; the padded sizes add at most one
   // row group and one block per row.
+  layOutBlockSections(l);
+  return l;
+}
+
+PackedQBlockLayout blockLayoutBase(int64_t n, int64_t k, const QuantInfo &q) {
+  PackedQBlockLayout l = layoutOf<PackedQBlockLayout>(n, k, q);
+  l.scheme = q.scheme;
+  l.rowGroups = (n + kQRows - 1) / kQRows;
+  return l;
+}
+
+void layOutBlockSections(PackedQBlockLayout &l) {
   const size_t tiles = size_t(l.rowGroups) * size_t(l.kBlocks);
-  const size_t params = size_t(l.rowGroups) * size_t(l.scaleGroups) *
-                        size_t(kQRows) * elementSize(q.scaleType);
+  const size_t params =
+      size_t(l.rowGroups) * size_t(l.scaleGroups) * l.paramBytes;
   l.qdataOff = 0;
   l.scalesOff = alignUp(tiles * l.tileBytes, kQuantSectionAlign);
   size_t end = l.scalesOff + params;
-  if (!q.symmetric) {
+  if (l.hasOffsets()) {
     l.offsetsOff = alignUp(end, kQuantSectionAlign);
     end = l.offsetsOff + params;
   }
   l.totalBytes = end;
-  return l;
 }
 
 namespace {
@@ -177,21 +184,33 @@ Result<QWeightLayout> blobLayout(const char *what, size_t size, int64_t rows,
   return plain;
 }
 
+/// The QWeightLayout of a `rows` x `cols` quantized weight blob of `size`
+/// bytes (checked to hold it) and the layout L it is packed into.
+template <typename L>
+Status packLayouts(size_t size, int64_t rows, int64_t cols, const QuantInfo &q,
+                   QWeightLayout &plain, L &packed) {
+  Result<QWeightLayout> p =
+      blobLayout("quantized weight blob", size, rows, cols, q);
+  if (!p.ok())
+    return p.error();
+  Result<L> l = L::compute(rows, cols, q);
+  if (!l.ok())
+    return l.error();
+  plain = *p;
+  packed = *l;
+  return Status();
+}
+
 } // namespace
 
 Result<std::vector<uint8_t>> packQBlocks(const uint8_t *blob, size_t size,
                                          int64_t rows, int64_t cols,
                                          const QuantInfo &q) {
-  Result<QWeightLayout> plain =
-      blobLayout("quantized weight blob", size, rows, cols, q);
-  if (!plain.ok())
-    return plain.error();
-  Result<PackedQBlockLayout> packed =
-      PackedQBlockLayout::compute(rows, cols, q);
-  if (!packed.ok())
-    return packed.error();
-  std::vector<uint8_t> out(packed->totalBytes, 0);
-  packRows(blob, *plain, 0, *packed, q, out.data());
+  QWeightLayout plain;
+  PackedQBlockLayout packed;
+  ETLLM_RETURN_IF_ERROR(packLayouts(size, rows, cols, q, plain, packed));
+  std::vector<uint8_t> out(packed.totalBytes, 0);
+  packRows(blob, plain, 0, packed, q, out.data());
   return out;
 }
 
@@ -252,12 +271,7 @@ Result<LegacyQWeightLayout> LegacyQWeightLayout::compute(int64_t n, int64_t k,
     return plain.error();
   if (q.scheme != QScheme::Affine)
     return Error("the legacy layout has no ggml schemes");
-  LegacyQWeightLayout l;
-  l.n = n;
-  l.k = k;
-  l.bits = q.bits;
-  l.symmetric = q.symmetric;
-  l.groupSize = q.groupSize;
+  LegacyQWeightLayout l = layoutOf<LegacyQWeightLayout>(n, k, q);
   l.groups = k / q.groupSize;
   l.rowBlocks = (n + kNR - 1) / kNR;
   l.groupBytes = q.bits == 8 ? size_t(q.groupSize) : size_t(q.groupSize) / 2;
@@ -279,15 +293,9 @@ Result<LegacyQWeightLayout> LegacyQWeightLayout::compute(int64_t n, int64_t k,
 Result<std::vector<uint8_t>> packLegacyQWeight(const uint8_t *blob, size_t size,
                                                int64_t rows, int64_t cols,
                                                const QuantInfo &q) {
-  Result<QWeightLayout> plain =
-      blobLayout("quantized weight blob", size, rows, cols, q);
-  if (!plain.ok())
-    return plain.error();
-  Result<LegacyQWeightLayout> packed =
-      LegacyQWeightLayout::compute(rows, cols, q);
-  if (!packed.ok())
-    return packed.error();
-  const LegacyQWeightLayout &l = *packed;
+  QWeightLayout plain;
+  LegacyQWeightLayout l;
+  ETLLM_RETURN_IF_ERROR(packLayouts(size, rows, cols, q, plain, l));
   std::vector<uint8_t> out(l.totalBytes, 0);
   size_t rowBytes = q.bits == 8 ? size_t(cols) : size_t(cols) / 2;
   for (int64_t rb = 0; rb < l.rowBlocks; ++rb)
@@ -302,9 +310,9 @@ Result<std::vector<uint8_t>> packLegacyQWeight(const uint8_t *blob, size_t size,
           const uint8_t *src = blob + row * rowBytes + g * l.groupBytes;
           std::memcpy(dst, src, l.groupBytes);
           int64_t idx = row * l.groups + g;
-          scale = loadParam(blob + plain->scalesOff, idx, q.scaleType);
+          scale = loadQuantParam(blob + plain.scalesOff, idx, q.scaleType);
           if (!q.symmetric)
-            offset = loadParam(blob + plain->offsetsOff, idx, q.scaleType);
+            offset = loadQuantParam(blob + plain.offsetsOff, idx, q.scaleType);
           for (int64_t k = 0; k < q.groupSize; ++k)
             sum += valueOf(storedValue(src, k, q.bits), q.bits, q.symmetric);
         } else if (q.bits == 4 && q.symmetric) {

@@ -57,16 +57,9 @@ Result<PackedQBlockLayout> computeGgmlLayout(int64_t n, int64_t k,
   if (!PackedQBlockLayout::supports(k, q))
     return Error(std::string("the block layout needs ") + qschemeName(q.scheme) +
                  " rows of whole blocks, not " + std::to_string(k) + " values");
-  PackedQBlockLayout l;
-  l.n = n;
-  l.k = k;
-  l.scheme = q.scheme;
-  l.groupSize = q.groupSize;
-  l.bits = q.bits;
-  l.symmetric = q.symmetric;
+  PackedQBlockLayout l = blockLayoutBase(n, k, q);
   l.scaleType = DType::F16;
   const int64_t bv = ggml::blockValues(q.scheme);
-  l.rowGroups = (n + kQRows - 1) / kQRows;
   l.kBlocks = k / kQBlock;
   l.scaleGroups = k / bv;
   l.blocksPerGroup = bv / kQBlock;
@@ -84,17 +77,7 @@ Result<PackedQBlockLayout> computeGgmlLayout(int64_t n, int64_t k,
     break;
   }
   // QWeightLayout::compute bounded the blocks; padding adds one row group.
-  const size_t tiles = size_t(l.rowGroups) * size_t(l.kBlocks);
-  const size_t params =
-      size_t(l.rowGroups) * size_t(l.scaleGroups) * l.paramBytes;
-  l.qdataOff = 0;
-  l.scalesOff = alignUp(tiles * l.tileBytes, kQuantSectionAlign);
-  size_t end = l.scalesOff + params;
-  if (l.hasOffsets()) {
-    l.offsetsOff = alignUp(end, kQuantSectionAlign);
-    end = l.offsetsOff + params;
-  }
-  l.totalBytes = end;
+  layOutBlockSections(l);
   return l;
 }
 

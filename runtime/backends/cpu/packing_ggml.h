@@ -11,6 +11,16 @@
 
 namespace etllm::rt::cpu {
 
+/// The fields of a PackedQBlockLayout of (n, k, q) that every scheme sets
+/// alike: n, k, scheme, groupSize, bits, symmetric and rowGroups.
+PackedQBlockLayout blockLayoutBase(int64_t n, int64_t k, const QuantInfo &q);
+
+/// Sets l's sections from its tile and parameter sizes: the rowGroups x
+/// kBlocks tiles of tileBytes, then rowGroups x scaleGroups scales of
+/// paramBytes and, with offsets, as many offsets, each section aligned to
+/// kQuantSectionAlign; then totalBytes.
+void layOutBlockSections(PackedQBlockLayout &l);
+
 /// PackedQBlockLayout::compute for a ggml scheme (q.scheme != Affine),
 /// after QWeightLayout::compute accepted (n, k, q).
 Result<PackedQBlockLayout> computeGgmlLayout(int64_t n, int64_t k,

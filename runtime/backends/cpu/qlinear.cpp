@@ -24,22 +24,12 @@
 #include "qdot.h"
 
 #include "etllm/runtime/half.h"
+#include "etllm/runtime/quant_param.h"
 
 #include <algorithm>
 
 namespace etllm::rt::cpu {
 namespace {
-
-float loadParam(const uint8_t *p, size_t i, DType t) {
-  if (t == DType::F16) {
-    uint16_t h;
-    std::memcpy(&h, p + 2 * i, 2);
-    return halfToFloat(h);
-  }
-  float f;
-  std::memcpy(&f, p + 4 * i, 4);
-  return f;
-}
 
 /// The value of element i of row r in a tile of a ggml scheme, dequantized
 /// as the reference does (ggmlBlockParams).
@@ -72,24 +62,44 @@ inline int32_t tileValue(const uint8_t *tile, unsigned bits, bool sym, int r,
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// qdotGeneric for a ggml scheme: per block and half of 16 values, the
-/// exact integer sum of (u - bias) (q - zp), scaled as the SIMD kernels do.
-void qdotGenericGgml(const QDotWeight &w, const QDotAct &a, int64_t M,
-                     int64_t rg0, int64_t rg1, const float *bias, float *y,
-                     int64_t ldy) {
-  const PackedQBlockLayout &l = w.l;
-  const bool perToken = a.perToken();
-  const bool split = l.scheme == QScheme::Q6_K;
+/// The loops of the generic kernels: for each row n (row group rg, row r)
+/// and token m, acc starts at 0, addBlock(acc, rg, r, b, m) adds the terms
+/// of every block b in order, then y = finish(m, acc) + bias.
+template <typename AddBlock, typename Finish>
+void qdotGenericRows(const PackedQBlockLayout &l, int64_t M, int64_t rg0,
+                     int64_t rg1, const float *bias, float *y, int64_t ldy,
+                     AddBlock addBlock, Finish finish) {
   for (int64_t rg = rg0; rg < rg1; ++rg)
     for (int r = 0; r < int(kQRows); ++r) {
       const int64_t n = rg * kQRows + r;
       if (n >= l.n)
         break;
       for (int64_t m = 0; m < M; ++m) {
-        const int8_t *xq = a.q + m * a.stride;
-        const int32_t zp = perToken ? a.zp[m] : 0;
         float acc = 0.0f;
-        for (int64_t b = 0; b < l.kBlocks; ++b) {
+        for (int64_t b = 0; b < l.kBlocks; ++b)
+          addBlock(acc, rg, r, b, m);
+        y[m * ldy + n] = finish(m, acc) + (bias ? bias[n] : 0.0f);
+      }
+    }
+}
+} // namespace
+
+void qdotGeneric(const QDotWeight &w, const QDotAct &a, int64_t M, int64_t rg0,
+                 int64_t rg1, const float *bias, float *y, int64_t ldy) {
+  const PackedQBlockLayout &l = w.l;
+  const bool perToken = a.perToken();
+  auto finish = [&](int64_t m, float acc) {
+    return perToken ? a.sx[m] * acc : acc;
+  };
+  if (l.scheme != QScheme::Affine) {
+    // A ggml scheme: per block and half of 16 values, the exact integer sum
+    // of (u - bias) (q - zp), scaled as the SIMD kernels do.
+    const bool split = l.scheme == QScheme::Q6_K;
+    return qdotGenericRows(
+        l, M, rg0, rg1, bias, y, ldy,
+        [&](float &acc, int64_t rg, int r, int64_t b, int64_t m) {
+          const int8_t *xq = a.q + m * a.stride;
+          const int32_t zp = perToken ? a.zp[m] : 0;
           const uint8_t *tile = w.tile(rg, b);
           const GgmlBlockParams p =
               ggmlBlockParams(l, w.scales, w.offsets, rg, b, r);
@@ -108,59 +118,38 @@ void qdotGenericGgml(const QDotWeight &w, const QDotAct &a, int64_t M,
           if (p.hasOffset)
             acc += p.offset * (perToken ? float(xsum - int32_t(kQBlock) * zp)
                                         : d * float(xsum));
-        }
-        if (perToken)
-          acc = a.sx[m] * acc;
-        y[m * ldy + n] = acc + (bias ? bias[n] : 0.0f);
-      }
-    }
-}
-} // namespace
-
-void qdotGeneric(const QDotWeight &w, const QDotAct &a, int64_t M, int64_t rg0,
-                 int64_t rg1, const float *bias, float *y, int64_t ldy) {
-  const PackedQBlockLayout &l = w.l;
-  if (l.scheme != QScheme::Affine)
-    return qdotGenericGgml(w, a, M, rg0, rg1, bias, y, ldy);
-  const bool perToken = a.perToken();
-  for (int64_t rg = rg0; rg < rg1; ++rg)
-    for (int r = 0; r < int(kQRows); ++r) {
-      const int64_t n = rg * kQRows + r;
-      if (n >= l.n)
-        break;
-      for (int64_t m = 0; m < M; ++m) {
+        },
+        finish);
+  }
+  qdotGenericRows(
+      l, M, rg0, rg1, bias, y, ldy,
+      [&](float &acc, int64_t rg, int r, int64_t b, int64_t m) {
         const int8_t *xq = a.q + m * a.stride;
         const int32_t zp = perToken ? a.zp[m] : 0;
-        float acc = 0.0f;
-        for (int64_t b = 0; b < l.kBlocks; ++b) {
-          const uint8_t *tile = w.tile(rg, b);
-          const int64_t g = l.scaleGroup(b);
-          const size_t slot =
-              (size_t(rg) * size_t(l.scaleGroups) + size_t(g)) * kQRows + r;
-          const float dw = loadParam(w.scales, slot, l.scaleType);
-          int32_t s = 0;
-          for (int i = 0; i < int(kQBlock); ++i)
-            s += tileValue(tile, l.bits, l.symmetric, r, i) *
-                 (int32_t(xq[b * kQBlock + i]) - zp);
-          const int32_t xsum = a.xsum[m * a.blocks + b];
-          if (perToken) {
-            acc += dw * float(s);
-            if (!l.symmetric)
-              acc += loadParam(w.offsets, slot, l.scaleType) *
-                     float(xsum - int32_t(kQBlock) * zp);
-          } else {
-            const float d = a.dx[m * a.blocks + b];
-            acc += dw * d * float(s);
-            if (!l.symmetric)
-              acc +=
-                  loadParam(w.offsets, slot, l.scaleType) * (d * float(xsum));
-          }
+        const uint8_t *tile = w.tile(rg, b);
+        const int64_t g = l.scaleGroup(b);
+        const size_t slot =
+            (size_t(rg) * size_t(l.scaleGroups) + size_t(g)) * kQRows + r;
+        const float dw = loadQuantParam(w.scales, slot, l.scaleType);
+        int32_t s = 0;
+        for (int i = 0; i < int(kQBlock); ++i)
+          s += tileValue(tile, l.bits, l.symmetric, r, i) *
+               (int32_t(xq[b * kQBlock + i]) - zp);
+        const int32_t xsum = a.xsum[m * a.blocks + b];
+        if (perToken) {
+          acc += dw * float(s);
+          if (!l.symmetric)
+            acc += loadQuantParam(w.offsets, slot, l.scaleType) *
+                   float(xsum - int32_t(kQBlock) * zp);
+        } else {
+          const float d = a.dx[m * a.blocks + b];
+          acc += dw * d * float(s);
+          if (!l.symmetric)
+            acc += loadQuantParam(w.offsets, slot, l.scaleType) *
+                   (d * float(xsum));
         }
-        if (perToken)
-          acc = a.sx[m] * acc;
-        y[m * ldy + n] = acc + (bias ? bias[n] : 0.0f);
-      }
-    }
+      },
+      finish);
 }
 
 namespace {
@@ -278,48 +267,38 @@ void qdotF32Generic(const QDotWeight &w, const QDotF32Act &a, int64_t M,
                     int64_t rg0, int64_t rg1, const float *bias, float *y,
                     int64_t ldy) {
   const PackedQBlockLayout &l = w.l;
+  auto unscaled = [](int64_t, float acc) { return acc; };
   if (l.scheme != QScheme::Affine) {
     // (The moe kernel's fallback; dense qlinears of a ggml scheme take the
     // dequantizing GEMM.) Each value dequantized as the reference does.
-    for (int64_t rg = rg0; rg < rg1; ++rg)
-      for (int r = 0; r < int(kQRows) && rg * kQRows + r < l.n; ++r)
-        for (int64_t m = 0; m < M; ++m) {
-          float acc = 0.0f;
-          for (int64_t b = 0; b < l.kBlocks; ++b)
-            for (int i = 0; i < int(kQBlock); ++i)
-              acc += ggmlValue(l, w, w.tile(rg, b), rg, b, r, i) *
-                     a.x[m * a.stride + b * kQBlock + i];
-          const int64_t n = rg * kQRows + r;
-          y[m * ldy + n] = acc + (bias ? bias[n] : 0.0f);
-        }
-    return;
-  }
-  for (int64_t rg = rg0; rg < rg1; ++rg)
-    for (int r = 0; r < int(kQRows); ++r) {
-      const int64_t n = rg * kQRows + r;
-      if (n >= l.n)
-        break;
-      for (int64_t m = 0; m < M; ++m) {
-        const float *x = a.x + m * a.stride;
-        float acc = 0.0f;
-        for (int64_t b = 0; b < l.kBlocks; ++b) {
-          const uint8_t *tile = w.tile(rg, b);
-          const size_t slot =
-              (size_t(rg) * size_t(l.scaleGroups) + size_t(l.scaleGroup(b))) *
-                  kQRows +
-              r;
-          float d = 0.0f;
+    return qdotGenericRows(
+        l, M, rg0, rg1, bias, y, ldy,
+        [&](float &acc, int64_t rg, int r, int64_t b, int64_t m) {
           for (int i = 0; i < int(kQBlock); ++i)
-            d += float(tileValue(tile, l.bits, l.symmetric, r, i)) *
-                 x[b * kQBlock + i];
-          acc += loadParam(w.scales, slot, l.scaleType) * d;
-          if (!l.symmetric)
-            acc += loadParam(w.offsets, slot, l.scaleType) *
-                   a.xsum[m * a.blocks + b];
-        }
-        y[m * ldy + n] = acc + (bias ? bias[n] : 0.0f);
-      }
-    }
+            acc += ggmlValue(l, w, w.tile(rg, b), rg, b, r, i) *
+                   a.x[m * a.stride + b * kQBlock + i];
+        },
+        unscaled);
+  }
+  qdotGenericRows(
+      l, M, rg0, rg1, bias, y, ldy,
+      [&](float &acc, int64_t rg, int r, int64_t b, int64_t m) {
+        const float *x = a.x + m * a.stride;
+        const uint8_t *tile = w.tile(rg, b);
+        const size_t slot =
+            (size_t(rg) * size_t(l.scaleGroups) + size_t(l.scaleGroup(b))) *
+                kQRows +
+            r;
+        float d = 0.0f;
+        for (int i = 0; i < int(kQBlock); ++i)
+          d += float(tileValue(tile, l.bits, l.symmetric, r, i)) *
+               x[b * kQBlock + i];
+        acc += loadQuantParam(w.scales, slot, l.scaleType) * d;
+        if (!l.symmetric)
+          acc += loadQuantParam(w.offsets, slot, l.scaleType) *
+                 a.xsum[m * a.blocks + b];
+      },
+      unscaled);
 }
 
 bool qdotAmxTiles(Isa isa, const PackedQBlockLayout &l, bool perToken,
@@ -424,9 +403,9 @@ void dequantChunk(const QDotWeight &w, int64_t rg, int64_t k0, int64_t kc,
     for (int r = 0; r < int(kQRows); ++r) {
       const size_t slot =
           (size_t(rg) * size_t(l.scaleGroups) + size_t(g)) * kQRows + r;
-      const float s = loadParam(w.scales, slot, l.scaleType);
+      const float s = loadQuantParam(w.scales, slot, l.scaleType);
       const float o =
-          l.symmetric ? 0.0f : loadParam(w.offsets, slot, l.scaleType);
+          l.symmetric ? 0.0f : loadQuantParam(w.offsets, slot, l.scaleType);
       float *d = dst + (r / kNR) * kc * kNR + r % kNR;
       for (int i = 0; i < int(kQBlock); ++i) {
         const int64_t k = b * kQBlock + i;
@@ -940,9 +919,9 @@ Status qembeddingRun(const KernelArgs &a, const QDotWeight &w) {
           (size_t(rg) * size_t(l.scaleGroups) + size_t(l.scaleGroup(b))) *
               kQRows +
           r;
-      const float s = loadParam(w.scales, slot, l.scaleType);
+      const float s = loadQuantParam(w.scales, slot, l.scaleType);
       const float o =
-          l.symmetric ? 0.0f : loadParam(w.offsets, slot, l.scaleType);
+          l.symmetric ? 0.0f : loadQuantParam(w.offsets, slot, l.scaleType);
       const int64_t kEnd = std::min<int64_t>(kQBlock, D - b * kQBlock);
       for (int64_t k = 0; k < kEnd; ++k) {
         const float q = float(tileValue(tile, l.bits, l.symmetric, r, int(k)));

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 #include "instance.h"
 
+#include "etllm/runtime/flatbuffer_checks.h"
 #include "etllm/runtime/half.h"
 #include "etllm/schema/vulkan_generated.h"
 
@@ -158,22 +159,12 @@ Result<std::unique_ptr<DelegateInstance>> VulkanBackend::init(
     const uint8_t *blob, size_t size,
     const std::vector<std::pair<std::string, std::string>> &compileSpecs,
     const ConstantTable &constants, ExecContext &, MemoryBudget &budget) {
-  for (const auto &kv : compileSpecs)
-    if (kv.first == "format" && kv.second != kBlobFormat)
-      return blobError("unsupported format '" + kv.second + "' (" +
-                       kBlobFormat + " expected)");
-  if (!blob || size < 8 || !vfb::GraphBufferHasIdentifier(blob))
-    return blobError("not a VKN1 blob (missing file identifier)");
-  if (reinterpret_cast<uintptr_t>(blob) % 8)
-    return blobError("the blob is not 8-byte aligned in the program file");
-  flatbuffers::Verifier verifier(blob, size);
-  if (!vfb::VerifyGraphBuffer(verifier))
-    return blobError("the flatbuffer is malformed or truncated");
+  const std::string bad =
+      checkDelegateBlob(blob, size, compileSpecs, kBlobFormat, "a",
+                        vfb::GraphBufferHasIdentifier, vfb::VerifyGraphBuffer);
+  if (!bad.empty())
+    return blobError(bad);
   const vfb::Graph &g = *vfb::GetGraph(blob);
-  auto aligned8 = [](const auto *v) {
-    return !v || v->size() == 0 ||
-           reinterpret_cast<uintptr_t>(v->data()) % 8 == 0;
-  };
   if (g.seq_bound() < 1 || g.seq_bound() > (int64_t(1) << 24))
     return blobError("invalid sequence bound " + std::to_string(g.seq_bound()));
   if (g.act_dtype() != uint8_t(DType::F32) &&

@@ -93,6 +93,22 @@ void fold(uint64_t total, Launch &l) {
 
 bool bad(uint32_t v, uint32_t limit) { return v == 0 || v > limit; }
 
+/// The rows of a dispatch whose parameters give them as m0 + mS * S, at
+/// length (or bucket) S.
+template <typename P> uint64_t rowsAt(const P &p, uint32_t S) {
+  return p.m0 + uint64_t(p.mS) * S;
+}
+
+/// The elements a copy moves at length (or bucket) S: dimension p.dyn
+/// scales with S.
+uint64_t copyElements(const CopyParams &p, uint32_t S) {
+  uint64_t total = 1;
+  const uint32_t n[4] = {p.n0, p.n1, p.n2, p.n3};
+  for (int i = 0; i < 4; ++i)
+    total *= uint64_t(n[i]) * (p.dyn == uint32_t(i) ? S : 1);
+  return total;
+}
+
 Status checkMatmul(const DispatchDesc &d, const CheckContext &c) {
   auto p = paramsOf<MatmulParams>(d);
   if (bad(p.n, 1u << 24) || bad(p.k, 1u << 24))
@@ -372,11 +388,7 @@ Launch launchFor(const DispatchDesc &d, uint32_t bucket) {
   Launch l;
   switch (d.kernel) {
   case KernelId::Copy: {
-    auto p = paramsOf<CopyParams>(d);
-    uint64_t total = 1;
-    const uint32_t n[4] = {p.n0, p.n1, p.n2, p.n3};
-    for (int i = 0; i < 4; ++i)
-      total *= uint64_t(n[i]) * (p.dyn == uint32_t(i) ? bucket : 1);
+    const uint64_t total = copyElements(paramsOf<CopyParams>(d), bucket);
     fold((total + ETLLM_VK_FLAT_THREADS - 1) / ETLLM_VK_FLAT_THREADS, l);
     break;
   }
@@ -386,24 +398,18 @@ Launch launchFor(const DispatchDesc &d, uint32_t bucket) {
     fold((total + ETLLM_VK_FLAT_THREADS - 1) / ETLLM_VK_FLAT_THREADS, l);
     break;
   }
-  case KernelId::Embedding: {
-    auto p = paramsOf<EmbeddingParams>(d);
-    fold(p.m0 + uint64_t(p.mS) * bucket, l);
+  case KernelId::Embedding: // one workgroup per row
+    fold(rowsAt(paramsOf<EmbeddingParams>(d), bucket), l);
     break;
-  }
-  case KernelId::RmsNorm: {
-    auto p = paramsOf<RmsNormParams>(d);
-    fold(p.m0 + uint64_t(p.mS) * bucket, l);
+  case KernelId::RmsNorm:
+    fold(rowsAt(paramsOf<RmsNormParams>(d), bucket), l);
     break;
-  }
-  case KernelId::Softmax: {
-    auto p = paramsOf<SoftmaxParams>(d);
-    fold(p.m0 + uint64_t(p.mS) * bucket, l);
+  case KernelId::Softmax:
+    fold(rowsAt(paramsOf<SoftmaxParams>(d), bucket), l);
     break;
-  }
   case KernelId::Matmul: {
     auto p = paramsOf<MatmulParams>(d);
-    const uint64_t M = p.m0 + uint64_t(p.mS) * bucket;
+    const uint64_t M = rowsAt(p, bucket);
     if (M <= ETLLM_VK_GEMV_MAX_M) {
       l.mode = 0;
       fold((p.n + ETLLM_VK_GEMV_ROWS - 1) / ETLLM_VK_GEMV_ROWS, l);
@@ -450,15 +456,10 @@ uint64_t dispatchBytes(const DispatchDesc &d, uint32_t S, uint32_t kvLen,
                        uint32_t bucket) {
   const uint64_t act = actBytes(d.variant);
   switch (d.kernel) {
-  case KernelId::Copy: {
-    auto p = paramsOf<CopyParams>(d);
-    uint64_t total = 1;
-    const uint32_t n[4] = {p.n0, p.n1, p.n2, p.n3};
-    for (int i = 0; i < 4; ++i)
-      total *= uint64_t(n[i]) * (p.dyn == uint32_t(i) ? S : 1);
-    return total * (bindingElementBytes(d.kernel, d.variant, 0) +
-                    bindingElementBytes(d.kernel, d.variant, 1));
-  }
+  case KernelId::Copy:
+    return copyElements(paramsOf<CopyParams>(d), S) *
+           (bindingElementBytes(d.kernel, d.variant, 0) +
+            bindingElementBytes(d.kernel, d.variant, 1));
   case KernelId::Elementwise: {
     auto p = paramsOf<ElementwiseParams>(d);
     const uint64_t n = p.n0 + uint64_t(p.nS) * S;
@@ -466,22 +467,20 @@ uint64_t dispatchBytes(const DispatchDesc &d, uint32_t S, uint32_t kvLen,
   }
   case KernelId::Embedding: {
     auto p = paramsOf<EmbeddingParams>(d);
-    const uint64_t m = p.m0 + uint64_t(p.mS) * S;
     const uint64_t row = weightBytes(Variant::format(d.variant), 1, p.d);
-    return m * (4 + row + p.d * act);
+    return rowsAt(p, S) * (4 + row + p.d * act);
   }
   case KernelId::RmsNorm: {
     auto p = paramsOf<RmsNormParams>(d);
-    const uint64_t m = p.m0 + uint64_t(p.mS) * S;
-    return m * p.d * act * 2 + (p.hasWeight ? p.d * 4ull : 0);
+    return rowsAt(p, S) * p.d * act * 2 + (p.hasWeight ? p.d * 4ull : 0);
   }
   case KernelId::Softmax: {
     auto p = paramsOf<SoftmaxParams>(d);
-    return (p.m0 + uint64_t(p.mS) * S) * p.d * act * 2;
+    return rowsAt(p, S) * p.d * act * 2;
   }
   case KernelId::Matmul: {
     auto p = paramsOf<MatmulParams>(d);
-    const uint64_t M = p.m0 + uint64_t(p.mS) * S;
+    const uint64_t M = rowsAt(p, S);
     const bool swiglu = p.epilogue & ETLLM_VK_EPILOGUE_SWIGLU;
     const uint64_t w = weightBytes(Variant::format(d.variant),
                                    int64_t(swiglu ? 2ull * p.n : p.n), p.k);

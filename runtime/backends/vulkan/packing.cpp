@@ -2,6 +2,7 @@
 #include "etllm/runtime/vulkan/packing.h"
 
 #include "etllm/runtime/half.h"
+#include "etllm/runtime/quant_param.h"
 
 #include <cstring>
 
@@ -27,14 +28,7 @@ static Result<std::vector<float>> dequantizeRows(const WeightPart &p) {
                  std::to_string(p.qweightBytes) + " bytes, its layout needs " +
                  std::to_string(l->totalBytes));
   auto scaleAt = [&](size_t off, uint64_t g) {
-    if (p.quant.scaleType == DType::F16) {
-      uint16_t h;
-      std::memcpy(&h, p.qweight + off + g * 2, 2);
-      return halfToFloat(h);
-    }
-    float f;
-    std::memcpy(&f, p.qweight + off + g * 4, 4);
-    return f;
+    return loadQuantParam(p.qweight + off, size_t(g), p.quant.scaleType);
   };
   std::vector<float> out(size_t(p.rowEnd - p.rowBegin) * size_t(p.cols));
   for (int64_t r = p.rowBegin; r < p.rowEnd; ++r)

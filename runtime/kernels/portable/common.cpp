@@ -79,6 +79,15 @@ void broadcastStrides(const Tensor &t, const Shape &out, int64_t *strides) {
   }
 }
 
+Status broadcastPair(const char *op, const Tensor &x, const Tensor &y,
+                     Shape &out, int64_t (&strides)[2][kMaxRank]) {
+  const Tensor *ts[2] = {&x, &y};
+  ETLLM_RETURN_IF_ERROR(broadcastShapes(op, ts, 2, out));
+  broadcastStrides(x, out, strides[0]);
+  broadcastStrides(y, out, strides[1]);
+  return Status();
+}
+
 Status getScratch(const char *op, const KernelArgs &args, size_t bytes,
                   void *&result) {
   if (!args.ctx)

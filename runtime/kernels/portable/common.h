@@ -11,6 +11,7 @@
 #include "etllm/runtime/kernel.h"
 #include "etllm/runtime/parallel.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -257,6 +258,26 @@ Status broadcastShapes(const char *op, const Tensor *const *ts, int n,
 /// Element strides of `t` seen in the index space of the broadcast shape
 /// `out` (0 along broadcast dimensions). `t` must broadcast to `out`.
 void broadcastStrides(const Tensor &t, const Shape &out, int64_t *strides);
+
+/// The broadcast shape of `x` and `y` (broadcastShapes) and the strides of
+/// each in it (broadcastStrides): strides[0] of x, strides[1] of y.
+Status broadcastPair(const char *op, const Tensor &x, const Tensor &y,
+                     Shape &out, int64_t (&strides)[2][kMaxRank]);
+
+/// Softmax of the n floats at `x` into `y` (which may be x): the max,
+/// exp(x - max), their sum in order, then each divided by the sum.
+inline void softmaxF32(const float *x, float *y, int64_t n) {
+  float mx = -INFINITY;
+  for (int64_t j = 0; j < n; ++j)
+    mx = std::max(mx, x[j]);
+  float sum = 0.0f;
+  for (int64_t j = 0; j < n; ++j) {
+    y[j] = std::exp(x[j] - mx);
+    sum += y[j];
+  }
+  for (int64_t j = 0; j < n; ++j)
+    y[j] = y[j] / sum;
+}
 
 /// Calls fn(outIndex, offsets) for every index of `shape` in row-major order,
 /// where offsets[k] = sum_d index[d] * strides[k][d].

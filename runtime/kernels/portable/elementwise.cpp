@@ -101,12 +101,9 @@ template <Bin Op> Status binaryKernel(const KernelArgs &a) {
   Tensor &out = *a.outputs[0];
   if (x.dtype != y.dtype || out.dtype != x.dtype)
     return unsupportedDTypes(op, x.dtype, y.dtype, out.dtype);
-  const Tensor *ts[2] = {&x, &y};
   Shape s;
-  ETLLM_RETURN_IF_ERROR(broadcastShapes(op, ts, 2, s));
   int64_t strides[2][kMaxRank];
-  broadcastStrides(x, s, strides[0]);
-  broadcastStrides(y, s, strides[1]);
+  ETLLM_RETURN_IF_ERROR(broadcastPair(op, x, y, s, strides));
   auto body = [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     ETLLM_RETURN_IF_ERROR(resizeTo(op, out, s));
@@ -201,12 +198,9 @@ Status compareKernel(const KernelArgs &a, Cmp cmp) {
   if (x.dtype != y.dtype ||
       (out.dtype != DType::Bool && (!logical || out.dtype != x.dtype)))
     return unsupportedDTypes(op, x.dtype, y.dtype, out.dtype);
-  const Tensor *ts[2] = {&x, &y};
   Shape s;
-  ETLLM_RETURN_IF_ERROR(broadcastShapes(op, ts, 2, s));
   int64_t strides[2][kMaxRank];
-  broadcastStrides(x, s, strides[0]);
-  broadcastStrides(y, s, strides[1]);
+  ETLLM_RETURN_IF_ERROR(broadcastPair(op, x, y, s, strides));
   return dispatchAll(x.dtype, op, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     ETLLM_RETURN_IF_ERROR(resizeTo(op, out, s));
@@ -514,16 +508,13 @@ Status kernelMaskedFill(const KernelArgs &a) {
                    std::string("mask must be bool, not ") + dtypeName(m.dtype));
   if (out.dtype != x.dtype)
     return unsupportedDTypes(op, x.dtype, out.dtype);
-  const Tensor *ts[2] = {&x, &m};
   Shape s;
-  ETLLM_RETURN_IF_ERROR(broadcastShapes(op, ts, 2, s));
+  int64_t strides[2][kMaxRank];
+  ETLLM_RETURN_IF_ERROR(broadcastPair(op, x, m, s, strides));
   if (!(s == Shape::of(x)))
     return opError(op, "mask " + m.shapeString() +
                            " does not broadcast to the input " +
                            x.shapeString());
-  int64_t strides[2][kMaxRank];
-  broadcastStrides(x, s, strides[0]);
-  broadcastStrides(m, s, strides[1]);
   return dispatchAll(x.dtype, op, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     T value;

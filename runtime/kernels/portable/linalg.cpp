@@ -28,12 +28,9 @@ Status kernelMatmul(const KernelArgs &a) {
   Tensor batchA = A, batchB = B;
   batchA.rank = A.rank - 2;
   batchB.rank = B.rank - 2;
-  const Tensor *ts[2] = {&batchA, &batchB};
   Shape batch;
-  ETLLM_RETURN_IF_ERROR(broadcastShapes(op, ts, 2, batch));
   int64_t bstr[2][kMaxRank];
-  broadcastStrides(batchA, batch, bstr[0]);
-  broadcastStrides(batchB, batch, bstr[1]);
+  ETLLM_RETURN_IF_ERROR(broadcastPair(op, batchA, batchB, batch, bstr));
   Shape os = batch;
   os.sizes[os.rank++] = M;
   os.sizes[os.rank++] = N;

@@ -24,8 +24,14 @@
 
 namespace etllm::rt {
 
-Result<MoeRouting> MoeRouting::parse(const KernelArgs &a, int64_t experts) {
+Result<MoeRouting> MoeRouting::parse(const KernelArgs &a, int64_t experts,
+                                     const Tensor *bias) {
   const char *op = opName(OpId::Moe);
+  if (bias &&
+      (bias->dtype != DType::F32 || bias->rank != 1 || bias->dim(0) != experts))
+    return portable::opError(op, "score_bias must be f32 [" +
+                                     std::to_string(experts) + "], got " +
+                                     bias->shapeString());
   MoeRouting r;
   r.experts = experts;
   r.topK = a.ints[0];
@@ -89,17 +95,8 @@ void MoeRouting::route(const float *logits, const float *bias, float *scratch,
   // The index buffer shares the `choice + E` floats (E int32).
   int32_t *order = reinterpret_cast<int32_t *>(choice + E);
   if (scoring == Scoring::Softmax) {
-    // As the softmax kernel: max, exp(x - max), the sum in order, divide.
-    float mx = -INFINITY;
-    for (int64_t e = 0; e < E; ++e)
-      mx = std::max(mx, logits[e]);
-    float sum = 0.0f;
-    for (int64_t e = 0; e < E; ++e) {
-      scores[e] = std::exp(logits[e] - mx);
-      sum += scores[e];
-    }
-    for (int64_t e = 0; e < E; ++e)
-      scores[e] = scores[e] / sum;
+    // As the softmax kernel.
+    portable::softmaxF32(logits, scores, E);
   } else {
     for (int64_t e = 0; e < E; ++e)
       scores[e] = 1.0f / (1.0f + std::exp(-logits[e]));
@@ -253,11 +250,7 @@ Status kernelMoe(const KernelArgs &a) {
   ETLLM_RETURN_IF_ERROR(gate.init(op, "gate", gt, E, F, D));
   ETLLM_RETURN_IF_ERROR(up.init(op, "up", *a.inputs[3], E, F, D));
   ETLLM_RETURN_IF_ERROR(down.init(op, "down", *a.inputs[4], E, D, F));
-  if (bias &&
-      (bias->dtype != DType::F32 || bias->rank != 1 || bias->dim(0) != E))
-    return opError(op, "score_bias must be f32 [" + std::to_string(E) +
-                           "], got " + bias->shapeString());
-  Result<MoeRouting> routing = MoeRouting::parse(a, E);
+  Result<MoeRouting> routing = MoeRouting::parse(a, E, bias);
   if (!routing.ok())
     return routing.status();
   const MoeRouting &r = *routing;

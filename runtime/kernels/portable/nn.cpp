@@ -58,6 +58,42 @@ struct Int8KvRows {
   }
 };
 
+/// The checks rms_norm and layer_norm share: float x and out, x of rank
+/// >= 1 with rows of D values, a weight (if any) of D values.
+Status checkNormInput(const char *op, const Tensor &x, const Tensor &out,
+                      const Tensor *w, int64_t &D, int64_t &rows) {
+  if (!isFloat(x.dtype) || !isFloat(out.dtype))
+    return unsupportedDTypes(op, x.dtype, out.dtype);
+  if (x.rank < 1)
+    return opError(op, "input must have rank >= 1");
+  D = x.dim(-1);
+  rows = prod(x.sizes, 0, x.rank - 1);
+  if (w)
+    ETLLM_RETURN_IF_ERROR(checkVector(op, "weight", *w, D));
+  return Status();
+}
+
+/// Resizes `out` to x, then calls row(px, py) on each of the `rows` rows of
+/// D values: px a row of x, py of out, typed by their float dtypes.
+template <typename Row>
+Status normRows(const char *op, const Tensor &x, Tensor &out, int64_t rows,
+                int64_t D, Row row) {
+  ETLLM_RETURN_IF_ERROR(resizeTo(op, out, Shape::of(x)));
+  return dispatchFloat(x.dtype, op, [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    return dispatchFloat(out.dtype, op, [&](auto outTag) -> Status {
+      using O = typename decltype(outTag)::type;
+      for (int64_t r = 0; r < rows; ++r)
+        row(x.ptr<T>() + r * D, out.ptr<O>() + r * D);
+      return Status();
+    });
+  });
+}
+
+/// The element type a row pointer points to.
+template <typename P>
+using RowType = std::remove_const_t<std::remove_pointer_t<P>>;
+
 } // namespace
 
 /// y = round_to_x_dtype(x * rsqrt(mean(x^2) + eps)) * (w + weight_offset).
@@ -67,13 +103,8 @@ Status kernelRmsNorm(const KernelArgs &a) {
   const Tensor &x = *a.inputs[0];
   const Tensor *w = a.inputs.size > 1 ? a.inputs[1] : nullptr;
   Tensor &out = *a.outputs[0];
-  if (!isFloat(x.dtype) || !isFloat(out.dtype))
-    return unsupportedDTypes(op, x.dtype, out.dtype);
-  if (x.rank < 1)
-    return opError(op, "input must have rank >= 1");
-  const int64_t D = x.dim(-1), rows = prod(x.sizes, 0, x.rank - 1);
-  if (w)
-    ETLLM_RETURN_IF_ERROR(checkVector(op, "weight", *w, D));
+  int64_t D, rows;
+  ETLLM_RETURN_IF_ERROR(checkNormInput(op, x, out, w, D, rows));
   const float eps = float(a.floats[0]), offset = float(a.floats[1]);
   void *scratch = nullptr;
   ETLLM_RETURN_IF_ERROR(
@@ -84,29 +115,21 @@ Status kernelRmsNorm(const KernelArgs &a) {
     for (int64_t i = 0; i < D; ++i)
       wf[i] += offset;
   }
-  ETLLM_RETURN_IF_ERROR(resizeTo(op, out, Shape::of(x)));
-  return dispatchFloat(x.dtype, op, [&](auto tag) -> Status {
-    using T = typename decltype(tag)::type;
-    return dispatchFloat(out.dtype, op, [&](auto outTag) -> Status {
-      using O = typename decltype(outTag)::type;
-      for (int64_t r = 0; r < rows; ++r) {
-        const T *px = x.ptr<T>() + r * D;
-        O *py = out.ptr<O>() + r * D;
-        double ss = 0.0;
-        for (int64_t i = 0; i < D; ++i) {
-          double v = toF32(px[i]);
-          ss += v * v;
-        }
-        const float ms = float(ss / double(D));
-        const float inv = 1.0f / std::sqrt(ms + eps);
-        for (int64_t i = 0; i < D; ++i) {
-          // Normalized value rounded to x's dtype (HF LlamaRMSNorm order).
-          float h = toF32(fromF32<T>(toF32(px[i]) * inv));
-          py[i] = fromF32<O>(w ? h * wf[i] : h);
-        }
-      }
-      return Status();
-    });
+  return normRows(op, x, out, rows, D, [&](const auto *px, auto *py) {
+    using T = RowType<decltype(px)>;
+    using O = RowType<decltype(py)>;
+    double ss = 0.0;
+    for (int64_t i = 0; i < D; ++i) {
+      double v = toF32(px[i]);
+      ss += v * v;
+    }
+    const float ms = float(ss / double(D));
+    const float inv = 1.0f / std::sqrt(ms + eps);
+    for (int64_t i = 0; i < D; ++i) {
+      // Normalized value rounded to x's dtype (HF LlamaRMSNorm order).
+      float h = toF32(fromF32<T>(toF32(px[i]) * inv));
+      py[i] = fromF32<O>(w ? h * wf[i] : h);
+    }
   });
 }
 
@@ -121,13 +144,8 @@ Status kernelLayerNorm(const KernelArgs &a) {
                            std::to_string(a.inputs.size) + " inputs");
   const Tensor *w = hasW ? a.inputs[1] : nullptr;
   const Tensor *b = hasB ? a.inputs[hasW ? 2 : 1] : nullptr;
-  if (!isFloat(x.dtype) || !isFloat(out.dtype))
-    return unsupportedDTypes(op, x.dtype, out.dtype);
-  if (x.rank < 1)
-    return opError(op, "input must have rank >= 1");
-  const int64_t D = x.dim(-1), rows = prod(x.sizes, 0, x.rank - 1);
-  if (w)
-    ETLLM_RETURN_IF_ERROR(checkVector(op, "weight", *w, D));
+  int64_t D, rows;
+  ETLLM_RETURN_IF_ERROR(checkNormInput(op, x, out, w, D, rows));
   if (b)
     ETLLM_RETURN_IF_ERROR(checkVector(op, "bias", *b, D));
   const float eps = float(a.floats[0]);
@@ -143,30 +161,21 @@ Status kernelLayerNorm(const KernelArgs &a) {
     loadFloats(*w, wf);
   if (b)
     loadFloats(*b, bf);
-  ETLLM_RETURN_IF_ERROR(resizeTo(op, out, Shape::of(x)));
-  return dispatchFloat(x.dtype, op, [&](auto tag) -> Status {
-    using T = typename decltype(tag)::type;
-    return dispatchFloat(out.dtype, op, [&](auto outTag) -> Status {
-      using O = typename decltype(outTag)::type;
-      for (int64_t r = 0; r < rows; ++r) {
-        const T *px = x.ptr<T>() + r * D;
-        O *py = out.ptr<O>() + r * D;
-        double sum = 0.0;
-        for (int64_t i = 0; i < D; ++i)
-          sum += toF32(px[i]);
-        const double meanD = sum / double(D);
-        double var = 0.0;
-        for (int64_t i = 0; i < D; ++i) {
-          double c = toF32(px[i]) - meanD;
-          var += c * c;
-        }
-        const float mean = float(meanD);
-        const float inv = 1.0f / std::sqrt(float(var / double(D)) + eps);
-        for (int64_t i = 0; i < D; ++i)
-          py[i] = fromF32<O>((toF32(px[i]) - mean) * inv * wf[i] + bf[i]);
-      }
-      return Status();
-    });
+  return normRows(op, x, out, rows, D, [&](const auto *px, auto *py) {
+    using O = RowType<decltype(py)>;
+    double sum = 0.0;
+    for (int64_t i = 0; i < D; ++i)
+      sum += toF32(px[i]);
+    const double meanD = sum / double(D);
+    double var = 0.0;
+    for (int64_t i = 0; i < D; ++i) {
+      double c = toF32(px[i]) - meanD;
+      var += c * c;
+    }
+    const float mean = float(meanD);
+    const float inv = 1.0f / std::sqrt(float(var / double(D)) + eps);
+    for (int64_t i = 0; i < D; ++i)
+      py[i] = fromF32<O>((toF32(px[i]) - mean) * inv * wf[i] + bf[i]);
   });
 }
 

@@ -12,6 +12,7 @@
 #include "common.h"
 
 #include "etllm/runtime/ggml_blocks.h"
+#include "etllm/runtime/quant_param.h"
 
 namespace etllm::rt::portable {
 
@@ -22,14 +23,7 @@ struct QWeightView {
   const uint8_t *base = nullptr;
 
   float param(size_t off, int64_t i) const {
-    if (q.scaleType == DType::F16) {
-      uint16_t h;
-      std::memcpy(&h, base + off + size_t(i) * 2, 2);
-      return halfToFloat(h);
-    }
-    float f;
-    std::memcpy(&f, base + off + size_t(i) * 4, 4);
-    return f;
+    return loadQuantParam(base + off, size_t(i), q.scaleType);
   }
 
   /// Dequantizes row r (l.cols values) into dst.

@@ -185,18 +185,11 @@ Status kernelSoftmax(const KernelArgs &a) {
       for (int64_t o = 0; o < outer; ++o) {
         for (int64_t i = 0; i < inner; ++i) {
           const int64_t base = o * len * inner + i;
-          float mx = -INFINITY;
-          for (int64_t j = 0; j < len; ++j) {
-            e[j] = toF32(x[base + j * inner]);
-            mx = std::max(mx, e[j]);
-          }
-          float sum = 0.0f;
-          for (int64_t j = 0; j < len; ++j) {
-            e[j] = std::exp(e[j] - mx);
-            sum += e[j];
-          }
           for (int64_t j = 0; j < len; ++j)
-            y[base + j * inner] = fromF32<O>(e[j] / sum);
+            e[j] = toF32(x[base + j * inner]);
+          softmaxF32(e, e, len);
+          for (int64_t j = 0; j < len; ++j)
+            y[base + j * inner] = fromF32<O>(e[j]);
         }
       }
       return Status();

@@ -9,6 +9,8 @@
 #include "common.h"
 #include "kernels.h"
 
+#include "etllm/runtime/slice_bounds.h"
+
 #include <algorithm>
 
 namespace etllm::rt::portable {
@@ -289,13 +291,7 @@ Status kernelSlice(const KernelArgs &a) {
   if (step <= 0)
     return opError(op, "step must be positive, got " + std::to_string(step));
   const int64_t size = in.sizes[d];
-  // PyTorch clamping.
-  if (start < 0)
-    start += size;
-  if (end < 0)
-    end += size;
-  start = std::min(std::max<int64_t>(start, 0), size);
-  end = std::min(std::max<int64_t>(end, 0), size);
+  clampSliceBounds(size, start, end);
   const int64_t len = end > start ? (end - start - 1) / step + 1 : 0;
   Shape os = Shape::of(in);
   os.sizes[d] = len;

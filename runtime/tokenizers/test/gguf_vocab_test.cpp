@@ -9,17 +9,6 @@
 namespace etllm::rt::test {
 namespace {
 
-constexpr const char *kLlama2Bin = "tokenizers/llama2/tokenizer.bin";
-constexpr const char *kGpt2Vocab = "tokenizers/gpt2/vocab.json";
-constexpr const char *kGpt2Merges = "tokenizers/gpt2/merges.txt";
-constexpr const char *kLlama3Model = "tokenizers/llama3/tokenizer.model";
-constexpr const char *kSpmVectors =
-    "tokenizers/test-vectors/ggml-vocab-llama-spm.gguf";
-constexpr const char *kGpt2Vectors =
-    "tokenizers/test-vectors/ggml-vocab-gpt-2.gguf";
-constexpr const char *kBpeVectors =
-    "tokenizers/test-vectors/ggml-vocab-llama-bpe.gguf";
-
 /// tokenizer.ggml.* for Llama 2, from llama2.c's tokenizer.bin: types 0..2
 /// control (<unk> = 0 unknown), <0xNN> byte, the rest normal.
 EmbeddedVocab llamaVocab() {
@@ -58,16 +47,44 @@ EmbeddedVocab gpt2Vocab() {
   return v;
 }
 
+/// tokenizer.ggml.* (model gpt2, all tokens normal) of Llama 3's tiktoken
+/// ranks, byte-level, with the merges HF's converter derives from them (as
+/// convert_hf_to_gguf writes them); no special tokens.
+EmbeddedVocab llama3RanksVocab() {
+  auto ranks = readTiktokenRanks(sharedPath(kLlama3Model));
+  EmbeddedVocab v;
+  v.model = "gpt2";
+  for (const std::string &r : ranks)
+    v.tokens.push_back(toByteLevel(r));
+  v.types.assign(v.tokens.size(), 1);
+  for (const auto &[l, r] : mergesFromRanks(ranks))
+    v.merges.push_back(toByteLevel(l) + " " + toByteLevel(r));
+  return v;
+}
+
+/// tokenizerFromVocab(v, name), which must succeed with `kind` and
+/// `vocabSize` ids and match the shared test vectors `base` (null and a
+/// failure when it cannot be made).
+std::unique_ptr<Tokenizer> vocabMatchingVectors(const EmbeddedVocab &v,
+                                                const std::string &name,
+                                                TokenizerKind kind,
+                                                int32_t vocabSize,
+                                                const std::string &base) {
+  auto tok = tokenizerFromVocab(v, name);
+  EXPECT_TRUE(tok.ok()) << tok.message();
+  if (!tok.ok())
+    return nullptr;
+  EXPECT_EQ((*tok)->kind(), kind);
+  EXPECT_EQ((*tok)->vocabSize(), vocabSize);
+  expectVectors(**tok, base);
+  return std::move(tok).value();
+}
+
 TEST(GgufVocab, LlamaSpmVectors) {
   ETLLM_REQUIRE_SHARED(kLlama2Bin);
-  ETLLM_REQUIRE_SHARED(std::string(kSpmVectors) + ".inp");
-  auto tok = tokenizerFromVocab(llamaVocab(), "llama2-gguf");
-  ASSERT_TRUE(tok.ok()) << tok.message();
-  EXPECT_EQ((*tok)->kind(), TokenizerKind::GgufSpm);
-  EXPECT_EQ((*tok)->vocabSize(), 32000);
-  auto cases = readVocabCases(sharedPath(kSpmVectors));
-  EXPECT_EQ(checkEncodeCases(**tok, cases), kVocabCaseCount);
-  EXPECT_EQ(checkDecodeCases(**tok, cases), kVocabCaseCount);
+  ETLLM_REQUIRE_VECTORS(kSpmVectors);
+  vocabMatchingVectors(llamaVocab(), "llama2-gguf", TokenizerKind::GgufSpm,
+                       32000, kSpmVectors);
 }
 
 TEST(GgufVocab, LlamaSpecialsAndStreaming) {
@@ -104,27 +121,17 @@ TEST(GgufVocab, LlamaSpecialsAndStreaming) {
   ASSERT_TRUE(n.ok());
   EXPECT_EQ(*n, (std::vector<int32_t>{15043}));
   // Invalid UTF-8 falls back to byte tokens and round-trips.
-  const std::string junk =
-      bytesOf("\xFF\xFE\x80 abc \xC3\x28 \xE2\x82 \x00\xF0\x9F");
-  auto j = tok.encode(junk, false);
-  ASSERT_TRUE(j.ok());
-  EXPECT_EQ(tok.decode(*j), junk);
+  expectRoundTrips(tok, kInvalidUtf8);
 }
 
 TEST(GgufVocab, Gpt2Vectors) {
   ETLLM_REQUIRE_SHARED(kGpt2Vocab);
-  ETLLM_REQUIRE_SHARED(std::string(kGpt2Vectors) + ".inp");
-  auto tok = tokenizerFromVocab(gpt2Vocab(), "gpt2-gguf");
-  ASSERT_TRUE(tok.ok()) << tok.message();
-  EXPECT_EQ((*tok)->kind(), TokenizerKind::GgufBpe);
-  EXPECT_EQ((*tok)->vocabSize(), 50257);
-  auto cases = readVocabCases(sharedPath(kGpt2Vectors));
-  EXPECT_EQ(checkEncodeCases(**tok, cases), kVocabCaseCount);
-  EXPECT_EQ(checkDecodeCases(**tok, cases), kVocabCaseCount);
-  auto ids = (*tok)->encode("Hello<|endoftext|>", true); // add_bos off
-  ASSERT_TRUE(ids.ok());
-  EXPECT_EQ(*ids, (std::vector<int32_t>{15496, 50256}));
-  EXPECT_EQ((*tok)->stopIds(), (std::vector<int32_t>{50256}));
+  ETLLM_REQUIRE_VECTORS(kGpt2Vectors);
+  auto tok = vocabMatchingVectors(gpt2Vocab(), "gpt2-gguf",
+                                  TokenizerKind::GgufBpe, 50257, kGpt2Vectors);
+  ASSERT_TRUE(tok);
+  expectEncodes(*tok, "Hello<|endoftext|>", true, {15496, 50256}); // no BOS
+  EXPECT_EQ(tok->stopIds(), (std::vector<int32_t>{50256}));
 }
 
 TEST(GgufVocab, SmolLmPreTokenizerSplitsEveryDigit) {
@@ -157,16 +164,9 @@ TEST(GgufVocab, Llama3BpeVectors) {
   // A Llama 3 GGUF vocabulary (model gpt2, pre llama-bpe), built from the
   // tiktoken ranks as convert_hf_to_gguf does via HF's converter.
   ETLLM_REQUIRE_SHARED(kLlama3Model);
-  ETLLM_REQUIRE_SHARED(std::string(kBpeVectors) + ".inp");
-  auto ranks = readTiktokenRanks(sharedPath(kLlama3Model));
-  EmbeddedVocab v;
-  v.model = "gpt2";
+  ETLLM_REQUIRE_VECTORS(kBpeVectors);
+  EmbeddedVocab v = llama3RanksVocab();
   v.pre = "llama-bpe";
-  for (const std::string &r : ranks)
-    v.tokens.push_back(toByteLevel(r));
-  v.types.assign(v.tokens.size(), 1);
-  for (const auto &[l, r] : mergesFromRanks(ranks))
-    v.merges.push_back(toByteLevel(l) + " " + toByteLevel(r));
   for (const char *s : {"<|begin_of_text|>", "<|end_of_text|>"}) {
     v.tokens.push_back(s);
     v.types.push_back(3);
@@ -175,9 +175,7 @@ TEST(GgufVocab, Llama3BpeVectors) {
   v.eos = 128001;
   auto tok = tokenizerFromVocab(v, "llama3-gguf");
   ASSERT_TRUE(tok.ok()) << tok.message();
-  auto cases = readVocabCases(sharedPath(kBpeVectors));
-  EXPECT_EQ(checkEncodeCases(**tok, cases), kVocabCaseCount);
-  EXPECT_EQ(checkDecodeCases(**tok, cases), kVocabCaseCount);
+  expectVectors(**tok, kBpeVectors);
   auto ids = (*tok)->encode("Hi", true);
   ASSERT_TRUE(ids.ok());
   EXPECT_EQ(ids->front(), 128000);
@@ -188,14 +186,7 @@ TEST(GgufVocab, Qwen2PreTokenizerSplitsEveryDigit) {
   // Qwen2's regex makes every digit its own piece (Llama 3's groups up to
   // three) and uses the merges; contractions match in any case in both.
   ETLLM_REQUIRE_SHARED(kLlama3Model);
-  auto ranks = readTiktokenRanks(sharedPath(kLlama3Model));
-  EmbeddedVocab v;
-  v.model = "gpt2";
-  for (const std::string &r : ranks)
-    v.tokens.push_back(toByteLevel(r));
-  v.types.assign(v.tokens.size(), 1);
-  for (const auto &[l, r] : mergesFromRanks(ranks))
-    v.merges.push_back(toByteLevel(l) + " " + toByteLevel(r));
+  EmbeddedVocab v = llama3RanksVocab();
   v.addBos = false;
   auto id = [&](const std::string &piece) {
     for (size_t i = 0; i < v.tokens.size(); ++i)

@@ -11,16 +11,6 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr const char *kGpt2Json = "tokenizers/gpt2/tokenizer.json";
-constexpr const char *kGpt2Vectors =
-    "tokenizers/test-vectors/ggml-vocab-gpt-2.gguf";
-constexpr const char *kSpmVectors =
-    "tokenizers/test-vectors/ggml-vocab-llama-spm.gguf";
-constexpr const char *kBpeVectors =
-    "tokenizers/test-vectors/ggml-vocab-llama-bpe.gguf";
-constexpr const char *kLlama2Bin = "tokenizers/llama2/tokenizer.bin";
-constexpr const char *kLlama3Model = "tokenizers/llama3/tokenizer.model";
-
 std::unique_ptr<Tokenizer> fromJson(const json &j, const std::string &name) {
   std::string text = j.dump();
   auto tok = loadTokenizerFromBuffer(
@@ -37,34 +27,23 @@ std::unique_ptr<Tokenizer> fromJson(const json &j, const std::string &name) {
 //===----------------------------------------------------------------------===//
 
 TEST(HuggingFace, Gpt2VectorsEncode) {
-  ETLLM_REQUIRE_SHARED(kGpt2Json);
-  ETLLM_REQUIRE_SHARED(std::string(kGpt2Vectors) + ".inp");
-  auto tok = loadOrFail(sharedPath(kGpt2Json));
-  ASSERT_TRUE(tok);
-  EXPECT_EQ(tok->kind(), TokenizerKind::HuggingFace);
-  auto cases = readVocabCases(sharedPath(kGpt2Vectors));
   // The file's saved "truncation" (max_length 50) is ignored: long cases
   // must come out whole.
-  EXPECT_EQ(checkEncodeCases(*tok, cases), kVocabCaseCount);
+  expectFileMatchesVectors(kGpt2Json, kGpt2Vectors, TokenizerKind::HuggingFace,
+                           VectorDirection::Encode);
 }
 
 TEST(HuggingFace, Gpt2VectorsDecode) {
-  ETLLM_REQUIRE_SHARED(kGpt2Json);
-  ETLLM_REQUIRE_SHARED(std::string(kGpt2Vectors) + ".inp");
-  auto tok = loadOrFail(sharedPath(kGpt2Json));
-  ASSERT_TRUE(tok);
-  auto cases = readVocabCases(sharedPath(kGpt2Vectors));
-  EXPECT_EQ(checkDecodeCases(*tok, cases), kVocabCaseCount);
+  expectFileMatchesVectors(kGpt2Json, kGpt2Vectors, TokenizerKind::HuggingFace,
+                           VectorDirection::Decode);
 }
 
 TEST(HuggingFace, Gpt2SpecialsAndBytes) {
   ETLLM_REQUIRE_SHARED(kGpt2Json);
   auto tok = loadOrFail(sharedPath(kGpt2Json));
   ASSERT_TRUE(tok);
-  EXPECT_EQ(tok->vocabSize(), 50257);
-  EXPECT_EQ(tok->bosId(), -1); // GPT-2's post-processor adds nothing
-  EXPECT_EQ(tok->eosId(), 50256);
-  EXPECT_EQ(tok->stopIds(), (std::vector<int32_t>{50256}));
+  // No BOS: GPT-2's post-processor adds nothing.
+  expectSpecialIds(*tok, 50257, -1, 50256, {50256});
   auto ids = tok->encode("Hello<|endoftext|> world", true);
   ASSERT_TRUE(ids.ok());
   EXPECT_EQ(*ids, (std::vector<int32_t>{15496, 50256, 995}));
@@ -76,11 +55,7 @@ TEST(HuggingFace, Gpt2SpecialsAndBytes) {
   EXPECT_EQ(tok->idToPiece(995), "\xC4\xA0world"); // "Ġworld"
   EXPECT_EQ(tok->decodeToken(15496, 995), " world");
 
-  const std::string junk =
-      bytesOf("\xFF\xFE\x80 abc \xC3\x28 \xE2\x82 \x00\xF0\x9F ok");
-  auto j = tok->encode(junk, false);
-  ASSERT_TRUE(j.ok());
-  EXPECT_EQ(tok->decode(*j), junk);
+  expectRoundTrips(*tok, kInvalidUtf8 + " ok");
 }
 
 //===----------------------------------------------------------------------===//
@@ -189,15 +164,13 @@ json llama2StyleJson(bool legacyNormalizer) {
 
 TEST(HuggingFace, MetaspaceLegacyMatchesLlamaSpmVectors) {
   ETLLM_REQUIRE_SHARED(kLlama2Bin);
-  ETLLM_REQUIRE_SHARED(std::string(kSpmVectors) + ".inp");
+  ETLLM_REQUIRE_VECTORS(kSpmVectors);
   auto tok =
       fromJson(llama2StyleJson(/*legacyNormalizer=*/true), "llama2-style.json");
   ASSERT_TRUE(tok);
   EXPECT_EQ(tok->bosId(), 1);
   EXPECT_EQ(tok->eosId(), 2);
-  auto cases = readVocabCases(sharedPath(kSpmVectors));
-  EXPECT_EQ(checkEncodeCases(*tok, cases), kVocabCaseCount);
-  EXPECT_EQ(checkDecodeCases(*tok, cases), kVocabCaseCount);
+  expectVectors(*tok, kSpmVectors);
 
   auto ids = tok->encode("Hello", true);
   ASSERT_TRUE(ids.ok());
@@ -309,16 +282,14 @@ json llama3StyleJson() {
 
 TEST(HuggingFace, Llama3StyleMatchesLlamaBpeVectors) {
   ETLLM_REQUIRE_SHARED(kLlama3Model);
-  ETLLM_REQUIRE_SHARED(std::string(kBpeVectors) + ".inp");
+  ETLLM_REQUIRE_VECTORS(kBpeVectors);
   auto tok = fromJson(llama3StyleJson(), "llama3-style.json");
   ASSERT_TRUE(tok);
   EXPECT_EQ(tok->bosId(), 128000);
   EXPECT_EQ(tok->eosId(), 128001);
   auto stops = tok->stopIds();
   EXPECT_NE(std::find(stops.begin(), stops.end(), 128009), stops.end());
-  auto cases = readVocabCases(sharedPath(kBpeVectors));
-  EXPECT_EQ(checkEncodeCases(*tok, cases), kVocabCaseCount);
-  EXPECT_EQ(checkDecodeCases(*tok, cases), kVocabCaseCount);
+  expectVectors(*tok, kBpeVectors);
   auto ids = tok->encode("<|start_header_id|>system<|end_header_id|>", true);
   ASSERT_TRUE(ids.ok());
   EXPECT_EQ(*ids, (std::vector<int32_t>{128000, 128006, 9125, 128007}));

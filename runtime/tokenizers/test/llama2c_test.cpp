@@ -4,17 +4,12 @@
 namespace etllm::rt::test {
 namespace {
 
-constexpr const char *kTok512 = "models/stories260K/tok512.bin";
-constexpr const char *kLlama2Bin = "tokenizers/llama2/tokenizer.bin";
-
 TEST(Llama2c, Tok512OnceUponATime) {
   ETLLM_REQUIRE_SHARED(kTok512);
   auto tok = loadOrFail(sharedPath(kTok512));
   ASSERT_TRUE(tok);
   EXPECT_EQ(tok->kind(), TokenizerKind::Llama2c);
-  EXPECT_EQ(tok->vocabSize(), 512);
-  EXPECT_EQ(tok->bosId(), 1);
-  EXPECT_EQ(tok->eosId(), 2);
+  expectSpecialIds(*tok, 512, 1, 2, {2});
 
   // Worked out by hand from tok512.bin, as run.c's encode() goes:
   // dummy prefix " " (410), then one token per character:
@@ -72,9 +67,7 @@ TEST(Llama2c, Tok512ByteFallbackAndEdges) {
   // Arbitrary bytes, including NUL, stray continuation bytes and overlong
   // runs of them, never crash and round-trip through the byte tokens.
   const std::string junk = bytesOf("a\x80\x80\x80\x80\x80\xFF\x00z\xC3");
-  auto j = tok->encode(junk, false);
-  ASSERT_TRUE(j.ok());
-  EXPECT_EQ(tok->decode(*j), junk);
+  expectRoundTrips(*tok, junk);
 }
 
 TEST(Llama2c, Llama2Vocabulary) {
@@ -94,15 +87,8 @@ TEST(Llama2c, Llama2Vocabulary) {
 TEST(Llama2c, Llama2VocabularyMatchesSpmVectors) {
   // run.c's encode() is SentencePiece BPE for this vocabulary, so it gives
   // llama.cpp's llama-spm test-vector ids for every case.
-  const std::string vectors =
-      "tokenizers/test-vectors/ggml-vocab-llama-spm.gguf";
-  ETLLM_REQUIRE_SHARED(kLlama2Bin);
-  ETLLM_REQUIRE_SHARED(vectors + ".inp");
-  auto tok = loadOrFail(sharedPath(kLlama2Bin));
-  ASSERT_TRUE(tok);
-  auto cases = readVocabCases(sharedPath(vectors));
-  EXPECT_EQ(checkEncodeCases(*tok, cases), kVocabCaseCount);
-  EXPECT_EQ(checkDecodeCases(*tok, cases), kVocabCaseCount);
+  expectFileMatchesVectors(kLlama2Bin, kSpmVectors, TokenizerKind::Llama2c,
+                           VectorDirection::Both);
 }
 
 } // namespace

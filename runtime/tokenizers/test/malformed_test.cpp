@@ -15,11 +15,6 @@
 namespace etllm::rt::test {
 namespace {
 
-constexpr const char *kTok512 = "models/stories260K/tok512.bin";
-constexpr const char *kSpmModel = "tokenizers/llama2/tokenizer.model";
-constexpr const char *kGpt2Json = "tokenizers/gpt2/tokenizer.json";
-constexpr const char *kLlama3Model = "tokenizers/llama3/tokenizer.model";
-
 /// Writes `bytes` to a temp file, loads it, and expects an error whose
 /// message names the file and contains every `needles` entry.
 void expectLoadError(const std::string &bytes,
@@ -131,11 +126,11 @@ TEST(Malformed, Llama2c) {
 
 TEST(Malformed, TruncatedRealFiles) {
   ETLLM_REQUIRE_SHARED(kTok512);
-  ETLLM_REQUIRE_SHARED(kSpmModel);
+  ETLLM_REQUIRE_SHARED(kLlama2Model);
   std::string tok512 = readFile(sharedPath(kTok512));
   expectLoadError(tok512.substr(0, tok512.size() - 3), {"llama2.c"},
                   "tok512-cut.bin");
-  std::string spm = readFile(sharedPath(kSpmModel));
+  std::string spm = readFile(sharedPath(kLlama2Model));
   expectLoadError(spm.substr(0, spm.size() / 2), {"SentencePiece"},
                   "spm-cut.model");
   // The wrong explicit kind is an error, not a misparse.
@@ -362,7 +357,7 @@ TEST(Malformed, RandomBytesNeverCrash) {
 TEST(Malformed, InvalidUtf8TextAllKinds) {
   // Every loadable kind encodes arbitrary bytes without crashing.
   std::mt19937 rng(99);
-  for (const char *rel : {kTok512, kSpmModel, kGpt2Json, kLlama3Model}) {
+  for (const char *rel : {kTok512, kLlama2Model, kGpt2Json, kLlama3Model}) {
     if (!haveShared(rel))
       continue;
     auto tok = loadOrFail(sharedPath(rel));

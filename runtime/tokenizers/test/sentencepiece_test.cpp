@@ -4,10 +4,6 @@
 namespace etllm::rt::test {
 namespace {
 
-constexpr const char *kModel = "tokenizers/llama2/tokenizer.model";
-constexpr const char *kVectors =
-    "tokenizers/test-vectors/ggml-vocab-llama-spm.gguf";
-
 // llama.cpp's tests/test-tokenizer-0.cpp only checks the encode direction
 // (it prints the detokenized text but does not compare it). Our decode
 // direction is decode(expected ids) == input, with no case-specific rule:
@@ -15,35 +11,23 @@ constexpr const char *kVectors =
 // inputs that begin with spaces (" Hello" = [29871 "▁", 15043 "▁Hello"])
 // round-trip exactly, as do the empty and whitespace-only inputs.
 TEST(SentencePiece, LlamaSpmVectorsEncode) {
-  ETLLM_REQUIRE_SHARED(kModel);
-  ETLLM_REQUIRE_SHARED(std::string(kVectors) + ".inp");
-  auto tok = loadOrFail(sharedPath(kModel));
-  ASSERT_TRUE(tok);
-  EXPECT_EQ(tok->kind(), TokenizerKind::SentencePiece);
-  auto cases = readVocabCases(sharedPath(kVectors));
-  EXPECT_EQ(checkEncodeCases(*tok, cases), kVocabCaseCount);
+  expectFileMatchesVectors(kLlama2Model, kSpmVectors,
+                           TokenizerKind::SentencePiece,
+                           VectorDirection::Encode);
 }
 
 TEST(SentencePiece, LlamaSpmVectorsDecode) {
-  ETLLM_REQUIRE_SHARED(kModel);
-  ETLLM_REQUIRE_SHARED(std::string(kVectors) + ".inp");
-  auto tok = loadOrFail(sharedPath(kModel));
-  ASSERT_TRUE(tok);
-  auto cases = readVocabCases(sharedPath(kVectors));
-  EXPECT_EQ(checkDecodeCases(*tok, cases), kVocabCaseCount);
+  expectFileMatchesVectors(kLlama2Model, kSpmVectors,
+                           TokenizerKind::SentencePiece,
+                           VectorDirection::Decode);
 }
 
 TEST(SentencePiece, SpecialIdsAndStreaming) {
-  ETLLM_REQUIRE_SHARED(kModel);
-  auto tok = loadOrFail(sharedPath(kModel));
+  ETLLM_REQUIRE_SHARED(kLlama2Model);
+  auto tok = loadOrFail(sharedPath(kLlama2Model));
   ASSERT_TRUE(tok);
-  EXPECT_EQ(tok->vocabSize(), 32000);
-  EXPECT_EQ(tok->bosId(), 1);
-  EXPECT_EQ(tok->eosId(), 2);
-  EXPECT_EQ(tok->stopIds(), (std::vector<int32_t>{2}));
-  auto ids = tok->encode("Hello world", true);
-  ASSERT_TRUE(ids.ok());
-  EXPECT_EQ(*ids, (std::vector<int32_t>{1, 15043, 3186}));
+  expectSpecialIds(*tok, 32000, 1, 2, {2});
+  expectEncodes(*tok, "Hello world", true, {1, 15043, 3186});
   // run.c streaming rules: leading space dropped only after BOS.
   EXPECT_EQ(tok->decodeToken(1, 15043), "Hello");
   EXPECT_EQ(tok->decodeToken(15043, 3186), " world");
@@ -62,12 +46,10 @@ TEST(SentencePiece, SpecialIdsAndStreaming) {
 }
 
 TEST(SentencePiece, InvalidUtf8DoesNotCrash) {
-  ETLLM_REQUIRE_SHARED(kModel);
-  auto tok = loadOrFail(sharedPath(kModel));
+  ETLLM_REQUIRE_SHARED(kLlama2Model);
+  auto tok = loadOrFail(sharedPath(kLlama2Model));
   ASSERT_TRUE(tok);
-  const std::string junk =
-      bytesOf("\xFF\xFE\x80 abc \xC3\x28 \xE2\x82 \x00\xF0\x9F");
-  auto ids = tok->encode(junk, true);
+  auto ids = tok->encode(kInvalidUtf8, true);
   ASSERT_TRUE(ids.ok()) << ids.message();
   EXPECT_FALSE(ids->empty());
   (void)tok->decode(*ids);

@@ -4,39 +4,22 @@
 namespace etllm::rt::test {
 namespace {
 
-constexpr const char *kModel = "tokenizers/llama3/tokenizer.model";
-constexpr const char *kVectors =
-    "tokenizers/test-vectors/ggml-vocab-llama-bpe.gguf";
-
 TEST(Tiktoken, LlamaBpeVectorsEncode) {
-  ETLLM_REQUIRE_SHARED(kModel);
-  ETLLM_REQUIRE_SHARED(std::string(kVectors) + ".inp");
-  auto tok = loadOrFail(sharedPath(kModel));
-  ASSERT_TRUE(tok);
-  EXPECT_EQ(tok->kind(), TokenizerKind::Tiktoken);
-  auto cases = readVocabCases(sharedPath(kVectors));
-  EXPECT_EQ(checkEncodeCases(*tok, cases), kVocabCaseCount);
+  expectFileMatchesVectors(kLlama3Model, kBpeVectors, TokenizerKind::Tiktoken,
+                           VectorDirection::Encode);
 }
 
 TEST(Tiktoken, LlamaBpeVectorsDecode) {
-  ETLLM_REQUIRE_SHARED(kModel);
-  ETLLM_REQUIRE_SHARED(std::string(kVectors) + ".inp");
-  auto tok = loadOrFail(sharedPath(kModel));
-  ASSERT_TRUE(tok);
-  auto cases = readVocabCases(sharedPath(kVectors));
-  EXPECT_EQ(checkDecodeCases(*tok, cases), kVocabCaseCount);
+  expectFileMatchesVectors(kLlama3Model, kBpeVectors, TokenizerKind::Tiktoken,
+                           VectorDirection::Decode);
 }
 
 TEST(Tiktoken, Llama3SpecialTokens) {
-  ETLLM_REQUIRE_SHARED(kModel);
-  auto tok = loadOrFail(sharedPath(kModel));
+  ETLLM_REQUIRE_SHARED(kLlama3Model);
+  auto tok = loadOrFail(sharedPath(kLlama3Model));
   ASSERT_TRUE(tok);
-  EXPECT_EQ(tok->vocabSize(), 128256);
-  EXPECT_EQ(tok->bosId(), 128000);
-  EXPECT_EQ(tok->eosId(), 128001);
-  auto stops = tok->stopIds();
-  EXPECT_NE(std::find(stops.begin(), stops.end(), 128001), stops.end());
-  EXPECT_NE(std::find(stops.begin(), stops.end(), 128009), stops.end());
+  // Stops: <|end_of_text|>, <|eom_id|>, <|eot_id|>.
+  expectSpecialIds(*tok, 128256, 128000, 128001, {128001, 128008, 128009});
   EXPECT_EQ(tok->pieceToId("<|begin_of_text|>"), 128000);
   EXPECT_EQ(tok->pieceToId("<|end_of_text|>"), 128001);
   EXPECT_EQ(tok->pieceToId("<|start_header_id|>"), 128006);
@@ -68,16 +51,12 @@ TEST(Tiktoken, Llama3SpecialTokens) {
 }
 
 TEST(Tiktoken, ArbitraryBytesRoundTrip) {
-  ETLLM_REQUIRE_SHARED(kModel);
-  auto tok = loadOrFail(sharedPath(kModel));
+  ETLLM_REQUIRE_SHARED(kLlama3Model);
+  auto tok = loadOrFail(sharedPath(kLlama3Model));
   ASSERT_TRUE(tok);
   // Byte-level BPE is lossless even for invalid UTF-8 (gaps the regex cannot
   // match are encoded as raw bytes).
-  const std::string junk =
-      bytesOf("\xFF\xFE\x80 abc \xC3\x28 \xE2\x82 \x00\xF0\x9F ok");
-  auto ids = tok->encode(junk, false);
-  ASSERT_TRUE(ids.ok());
-  EXPECT_EQ(tok->decode(*ids), junk);
+  expectRoundTrips(*tok, kInvalidUtf8 + " ok");
   // A partial UTF-8 sequence streams out as its raw bytes.
   auto euro = tok->encode("\xE2\x82\xAC\xE2\x82\xAC\xE2\x82\xAC", false);
   ASSERT_TRUE(euro.ok());

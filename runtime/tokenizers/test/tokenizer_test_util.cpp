@@ -109,43 +109,75 @@ std::string escape(const std::string &s) {
   return out;
 }
 
-size_t checkEncodeCases(const Tokenizer &tok,
-                        const std::vector<VocabCase> &cases) {
-  size_t checked = 0;
-  for (size_t i = 0; i < cases.size(); ++i) {
-    const VocabCase &c = cases[i];
-    auto ids = tok.encode(c.text, /*addBos=*/false);
-    EXPECT_TRUE(ids.ok()) << "case " << i << ": " << ids.message();
-    if (!ids.ok())
-      continue;
-    EXPECT_EQ(*ids, c.ids) << "case " << i << " '" << escape(c.text)
-                           << "': got " << idsToString(*ids) << ", expected "
-                           << idsToString(c.ids);
-    ++checked;
-  }
-  return checked;
-}
-
-size_t checkDecodeCases(const Tokenizer &tok,
-                        const std::vector<VocabCase> &cases) {
-  size_t checked = 0;
-  for (size_t i = 0; i < cases.size(); ++i) {
-    const VocabCase &c = cases[i];
-    std::string text = tok.decode(c.ids);
-    EXPECT_EQ(text, c.text)
-        << "case " << i << ": decode(" << idsToString(c.ids) << ") = '"
-        << escape(text) << "', expected '" << escape(c.text) << "'";
-    ++checked;
-  }
-  return checked;
-}
-
 std::unique_ptr<Tokenizer> loadOrFail(const std::string &path) {
   auto tok = loadTokenizer(path);
   EXPECT_TRUE(tok.ok()) << tok.message();
   if (!tok.ok())
     return nullptr;
   return std::move(tok).value();
+}
+
+void expectSpecialIds(const Tokenizer &tok, int32_t vocabSize, int32_t bos,
+                      int32_t eos, const std::vector<int32_t> &stops) {
+  EXPECT_EQ(tok.vocabSize(), vocabSize);
+  EXPECT_EQ(tok.bosId(), bos);
+  EXPECT_EQ(tok.eosId(), eos);
+  EXPECT_EQ(tok.stopIds(), stops);
+}
+
+void expectEncodes(const Tokenizer &tok, std::string_view text, bool addBos,
+                   const std::vector<int32_t> &ids) {
+  auto got = tok.encode(text, addBos);
+  ASSERT_TRUE(got.ok()) << got.message();
+  EXPECT_EQ(*got, ids) << "encode('" << escape(std::string(text)) << "')";
+}
+
+void expectRoundTrips(const Tokenizer &tok, const std::string &bytes) {
+  auto ids = tok.encode(bytes, /*addBos=*/false);
+  ASSERT_TRUE(ids.ok()) << ids.message();
+  EXPECT_EQ(tok.decode(*ids), bytes) << "'" << escape(bytes) << "'";
+}
+
+void expectVectors(const Tokenizer &tok, const std::string &base,
+                   VectorDirection dir) {
+  const bool encode = dir != VectorDirection::Decode,
+             decode = dir != VectorDirection::Encode;
+  auto cases = readVocabCases(sharedPath(base));
+  size_t encoded = 0, decoded = 0; // cases checked (each a real EXPECT)
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const VocabCase &c = cases[i];
+    if (encode) { // encode(text, addBos=false) == ids
+      auto ids = tok.encode(c.text, /*addBos=*/false);
+      EXPECT_TRUE(ids.ok()) << "case " << i << ": " << ids.message();
+      if (ids.ok()) {
+        EXPECT_EQ(*ids, c.ids)
+            << "case " << i << " '" << escape(c.text) << "': got "
+            << idsToString(*ids) << ", expected " << idsToString(c.ids);
+        ++encoded;
+      }
+    }
+    if (decode) { // decode(ids) == text
+      std::string text = tok.decode(c.ids);
+      EXPECT_EQ(text, c.text)
+          << "case " << i << ": decode(" << idsToString(c.ids) << ") = '"
+          << escape(text) << "', expected '" << escape(c.text) << "'";
+      ++decoded;
+    }
+  }
+  if (encode)
+    EXPECT_EQ(encoded, kVocabCaseCount);
+  if (decode)
+    EXPECT_EQ(decoded, kVocabCaseCount);
+}
+
+void expectFileMatchesVectors(const std::string &model, const std::string &base,
+                              TokenizerKind kind, VectorDirection dir) {
+  ETLLM_REQUIRE_SHARED(model);
+  ETLLM_REQUIRE_VECTORS(base);
+  auto tok = loadOrFail(sharedPath(model));
+  ASSERT_TRUE(tok);
+  EXPECT_EQ(tok->kind(), kind);
+  expectVectors(*tok, base, dir);
 }
 
 std::vector<std::pair<std::string, std::string>>

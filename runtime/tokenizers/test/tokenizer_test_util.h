@@ -27,10 +27,35 @@ bool haveShared(const std::string &rel);
                    << ::etllm::rt::test::sharedPath(rel);                      \
   } while (0)
 
+/// The shared data the tokenizer tests read (paths under sharedDir()).
+inline constexpr const char *kTok512 = "models/stories260K/tok512.bin";
+inline constexpr const char *kLlama2Bin = "tokenizers/llama2/tokenizer.bin";
+inline constexpr const char *kLlama2Model = "tokenizers/llama2/tokenizer.model";
+inline constexpr const char *kLlama3Model = "tokenizers/llama3/tokenizer.model";
+inline constexpr const char *kGpt2Json = "tokenizers/gpt2/tokenizer.json";
+inline constexpr const char *kGpt2Vocab = "tokenizers/gpt2/vocab.json";
+inline constexpr const char *kGpt2Merges = "tokenizers/gpt2/merges.txt";
+/// llama.cpp's test vectors (base names: readVocabCases adds .inp / .out).
+inline constexpr const char *kSpmVectors =
+    "tokenizers/test-vectors/ggml-vocab-llama-spm.gguf";
+inline constexpr const char *kGpt2Vectors =
+    "tokenizers/test-vectors/ggml-vocab-gpt-2.gguf";
+inline constexpr const char *kBpeVectors =
+    "tokenizers/test-vectors/ggml-vocab-llama-bpe.gguf";
+
+/// Skips the current test when the shared test vectors `base` are absent.
+#define ETLLM_REQUIRE_VECTORS(base)                                            \
+  ETLLM_REQUIRE_SHARED(std::string(base) + ".inp")
+
 /// The bytes of a string literal, embedded NULs included (no terminator).
 template <size_t N> std::string bytesOf(const char (&literal)[N]) {
   return std::string(literal, N - 1);
 }
+
+/// Invalid UTF-8 between ASCII: stray continuation bytes, truncated
+/// sequences and a NUL.
+inline const std::string kInvalidUtf8 =
+    bytesOf("\xFF\xFE\x80 abc \xC3\x28 \xE2\x82 \x00\xF0\x9F");
 
 /// Whole file as bytes ("" when unreadable).
 std::string readFile(const std::string &path);
@@ -67,16 +92,35 @@ std::string idsToString(const std::vector<int32_t> &ids);
 /// Bytes with non-printable ones escaped, for messages.
 std::string escape(const std::string &s);
 
-/// Checks encode(text, addBos=false) == ids for every case; returns the
-/// number of cases checked (each a real EXPECT).
-size_t checkEncodeCases(const Tokenizer &tok,
-                        const std::vector<VocabCase> &cases);
-/// Checks decode(ids) == text for every case; returns the number checked.
-size_t checkDecodeCases(const Tokenizer &tok,
-                        const std::vector<VocabCase> &cases);
-
 /// Loads `path` and asserts success (nullptr + failure otherwise).
 std::unique_ptr<Tokenizer> loadOrFail(const std::string &path);
+
+/// Expects the tokenizer's vocabulary size, BOS and EOS ids and stop ids.
+void expectSpecialIds(const Tokenizer &tok, int32_t vocabSize, int32_t bos,
+                      int32_t eos, const std::vector<int32_t> &stops);
+/// Expects encode(text, addBos) to succeed with `ids`.
+void expectEncodes(const Tokenizer &tok, std::string_view text, bool addBos,
+                   const std::vector<int32_t> &ids);
+
+/// Expects encode(bytes, addBos=false) to succeed and decode to give `bytes`
+/// back.
+void expectRoundTrips(const Tokenizer &tok, const std::string &bytes);
+
+/// Which directions of the test vectors a check covers.
+enum class VectorDirection { Encode, Decode, Both };
+
+/// Checks `tok` against the shared test vectors `base` (readVocabCases) in
+/// `dir`: encode(text, addBos=false) == ids and decode(ids) == text for
+/// every case, each a real EXPECT.
+void expectVectors(const Tokenizer &tok, const std::string &base,
+                   VectorDirection dir = VectorDirection::Both);
+
+/// Loads the shared tokenizer file `model`, expects its kind to be `kind`
+/// and checks it against the shared test vectors `base` in `dir`; skips the
+/// test when either is absent. Call it last in a test: a skip or a fatal
+/// failure returns from here only.
+void expectFileMatchesVectors(const std::string &model, const std::string &base,
+                              TokenizerKind kind, VectorDirection dir);
 
 /// HF-style merges for a tiktoken rank table (what HF's tiktoken converter
 /// does): for each multi-byte token, the last merge tiktoken's BPE makes

@@ -12,13 +12,15 @@ namespace {
 
 class BackendTest : public ConfigTest {};
 
-TEST_P(BackendTest, MlpBlockMatchesPortable) {
-  std::unique_ptr<Mlp> mlp = makeMlp(42);
-  auto inst = initBlob(mlp->blob, mlp->constants, GetParam().isa);
+/// Inits `mlp`'s blob for `cfg` and runs it on random inputs of each length
+/// in `lengths` (`reps` times each), against portableMlp.
+void expectMlpMatchesPortable(const Mlp &mlp, const Config &cfg,
+                              std::mt19937 &gen,
+                              const std::vector<int64_t> &lengths, int reps) {
+  auto inst = initBlob(mlp.blob, mlp.constants, cfg.isa);
   ASSERT_TRUE(inst.ok()) << inst.message();
-  Context ctx(GetParam().threads);
-  std::mt19937 gen(7);
-  for (int64_t S : std::vector<int64_t>{1, 3, kMaxS, 1}) {
+  Context ctx(cfg.threads);
+  for (int64_t S : lengths) {
     OwnedTensor x = f32Tensor({1, S, kD}, randomFloats(size_t(S * kD), gen),
                               size_t(kMaxS * kD));
     // Caller outputs with the upper-bound capacity, any current shape.
@@ -26,8 +28,8 @@ TEST_P(BackendTest, MlpBlockMatchesPortable) {
         out1(DType::F32, {1, kMaxS, kD});
     OwnedTensor ref0 = f32Output(size_t(S * kD)),
                 ref1 = f32Output(size_t(S * kD));
-    portableMlp(*mlp, *x, *ref0, *ref1);
-    for (int rep = 0; rep < 2; ++rep) { // re-running gives the same result
+    portableMlp(mlp, *x, *ref0, *ref1);
+    for (int rep = 0; rep < reps; ++rep) {
       ASSERT_OK(execute(**inst, {x}, {out0, out1}, *ctx));
       EXPECT_EQ(rt::testing::shape(*out0), (std::vector<int64_t>{1, S, kD}));
       expectOutputsClose(*out0, *ref0);
@@ -36,27 +38,20 @@ TEST_P(BackendTest, MlpBlockMatchesPortable) {
   }
 }
 
+TEST_P(BackendTest, MlpBlockMatchesPortable) {
+  std::unique_ptr<Mlp> mlp = makeMlp(42);
+  std::mt19937 gen(7);
+  // Re-running gives the same result.
+  expectMlpMatchesPortable(*mlp, GetParam(), gen, {1, 3, kMaxS, 1}, 2);
+}
+
 TEST_P(BackendTest, LegacyPackedWeightsStillRun) {
   // A blob of a program written before QWEIGHT_R16: init converts its
   // weights (one to the block layout, one, with groups of 16, to a dense
   // QWeight for the portable kernel) and the block computes the same.
   std::unique_ptr<Mlp> mlp = makeMlp(46, /*legacy=*/true);
-  auto inst = initBlob(mlp->blob, mlp->constants, GetParam().isa);
-  ASSERT_TRUE(inst.ok()) << inst.message();
-  Context ctx(GetParam().threads);
   std::mt19937 gen(17);
-  for (int64_t S : std::vector<int64_t>{1, kMaxS}) {
-    OwnedTensor x = f32Tensor({1, S, kD}, randomFloats(size_t(S * kD), gen),
-                              size_t(kMaxS * kD));
-    OwnedTensor out0(DType::F32, {1, kMaxS, kD}),
-        out1(DType::F32, {1, kMaxS, kD});
-    OwnedTensor ref0 = f32Output(size_t(S * kD)),
-                ref1 = f32Output(size_t(S * kD));
-    portableMlp(*mlp, *x, *ref0, *ref1);
-    ASSERT_OK(execute(**inst, {x}, {out0, out1}, *ctx));
-    expectOutputsClose(*out0, *ref0);
-    expectOutputsClose(*out1, *ref1);
-  }
+  expectMlpMatchesPortable(*mlp, GetParam(), gen, {1, kMaxS}, 1);
 }
 
 TEST_P(BackendTest, QLinearsOfOneInputRunAsAGroup) {
@@ -80,13 +75,8 @@ TEST_P(BackendTest, QLinearsOfOneInputRunAsAGroup) {
   BlobBuilder b;
   const std::vector<uint8_t> dyn = {0, 1, 0};
   const uint32_t x = b.f32({1, kMaxS, K}, K_::INPUT, 0, dyn);
-  BlobBuilder::ValueDesc qa;
-  qa.dtype = DType::QAct;
-  qa.sizes = {1, kMaxS, K};
-  qa.dynamic = dyn;
-  qa.q.bits = 8;
-  qa.q.symmetric = true;
-  qa.q.groupSize = kQActBlock;
+  const BlobBuilder::ValueDesc qa =
+      BlobBuilder::qactDesc({1, kMaxS, K}, dyn, /*symmetric=*/true, kQActBlock);
   const uint32_t vq = b.value(qa);
   uint32_t vw[kW], vy[kW];
   for (int i = 0; i < kW; ++i) {

@@ -13,6 +13,7 @@
 
 #include "etllm/runtime/backend.h"
 #include "etllm/runtime/cpu/backend.h"
+#include "etllm/runtime/testing_constants.h"
 #include "etllm/schema/cpu_generated.h"
 
 #include <flatbuffers/flatbuffers.h>
@@ -22,40 +23,7 @@ namespace etllm::rt::cpu::test {
 namespace xfb = ::etllm::cpu;
 
 /// Program constants for the tests: 64-byte-aligned copies.
-class TestConstants : public ConstantTable {
-public:
-  uint32_t add(const void *data, size_t size) {
-    storage_.emplace_back(new uint8_t[size + 64]());
-    uint8_t *p = reinterpret_cast<uint8_t *>(
-        (reinterpret_cast<uintptr_t>(storage_.back().get()) + 63) &
-        ~uintptr_t(63));
-    if (size)
-      std::memcpy(p, data, size);
-    items_.push_back({p, size});
-    return uint32_t(items_.size() - 1);
-  }
-  uint32_t add(const std::vector<uint8_t> &b) {
-    return add(b.data(), b.size());
-  }
-  uint32_t add(const std::vector<float> &f) {
-    return add(f.data(), f.size() * 4);
-  }
-  /// The bytes of constant `index`, to change them (a test's mutation).
-  uint8_t *mutableData(uint32_t index) { return items_[index].first; }
-  size_t size() const override { return items_.size(); }
-  Result<std::pair<const uint8_t *, size_t>>
-  get(uint32_t index) const override {
-    if (index >= items_.size())
-      return Error("constant index " + std::to_string(index) +
-                   " is out of range");
-    return std::make_pair(static_cast<const uint8_t *>(items_[index].first),
-                          items_[index].second);
-  }
-
-private:
-  std::vector<std::unique_ptr<uint8_t[]>> storage_;
-  std::vector<std::pair<uint8_t *, size_t>> items_;
-};
+using rt::testing::TestConstants;
 
 /// Builds an EXN1 blob.
 class BlobBuilder {
@@ -80,6 +48,20 @@ public:
   uint32_t value(ValueDesc v) {
     values.push_back(std::move(v));
     return uint32_t(values.size() - 1);
+  }
+  /// An internal 8-bit QAct value of `sizes` (per token, or per block of
+  /// `groupSize`), the dimensions marked in `dynamic` dynamic.
+  static ValueDesc qactDesc(std::vector<int64_t> sizes,
+                            std::vector<uint8_t> dynamic, bool symmetric,
+                            int64_t groupSize = 0) {
+    ValueDesc v;
+    v.dtype = DType::QAct;
+    v.sizes = std::move(sizes);
+    v.dynamic = std::move(dynamic);
+    v.q.bits = 8;
+    v.q.symmetric = symmetric;
+    v.q.groupSize = groupSize;
+    return v;
   }
   uint32_t f32(std::vector<int64_t> sizes,
                xfb::ValueKind kind = xfb::ValueKind::INTERNAL,
@@ -234,13 +216,8 @@ inline std::unique_ptr<Mlp> makeMlp(unsigned seed, bool legacy = false) {
   const uint32_t b2 = b.f32({kD}, K::CONSTANT, cB2);
   const uint32_t shift = b.f32({kH}, K::CONSTANT, cShift);
   const uint32_t h = b.f32({1, kMaxS, kD}, K::INTERNAL, 0, dyn);
-  BlobBuilder::ValueDesc hq;
-  hq.dtype = DType::QAct;
-  hq.sizes = {1, kMaxS, kD};
-  hq.dynamic = dyn;
-  hq.q.bits = 8;
-  hq.q.symmetric = false;
-  const uint32_t vHq = b.value(hq);
+  const uint32_t vHq =
+      b.value(BlobBuilder::qactDesc({1, kMaxS, kD}, dyn, /*symmetric=*/false));
   const uint32_t a0 = b.f32({1, kMaxS, kH}, K::INTERNAL, 0, dyn);
   const uint32_t a1 = b.f32({1, kMaxS, kH}, K::INTERNAL, 0, dyn);
   const uint32_t bq = b.f32({1, kMaxS, kH}, K::INTERNAL, 0, dyn);

@@ -133,26 +133,8 @@ inline KernelArgs makeArgs(std::vector<Tensor *> &ins,
   return a;
 }
 
-/// Runs the portable kernel of `op`.
-inline Status runPortable(OpId op, std::vector<Tensor *> ins,
-                          std::vector<Tensor *> outs,
-                          std::vector<int64_t> ints = {},
-                          std::vector<double> floats = {}) {
-  ExecContext ctx;
-  return rt::testing::callKernel(portableKernels().get(op), ctx, std::move(ins),
-                                 std::move(outs), std::move(ints),
-                                 std::move(floats));
-}
-
-/// Random floats in [lo, hi).
-inline std::vector<float> randomFloats(size_t n, std::mt19937 &gen,
-                                       float lo = -1.0f, float hi = 1.0f) {
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = d(gen);
-  return v;
-}
+using rt::testing::randomFloats;
+using rt::testing::runPortable;
 
 /// An f32 tensor holding `v` (capacity: `capacityElems` floats if larger).
 inline OwnedTensor f32Tensor(std::vector<int64_t> shape,
@@ -284,6 +266,48 @@ inline void expectClose(const std::vector<float> &got,
                     << ", portable " << ref[i] << ", |diff| " << diff << " > "
                     << tol << " (magnitude " << mag[i] << ")";
   }
+}
+
+/// Compares packed qlinear (cfg) on input `x` (f32 or QAct; xh its values,
+/// [M, K]) and weight `packed` with portable's on `dense` (both [N, K]), a
+/// random bias from `gen` added when withBias: within rel * mag, where
+/// mag[m N + n] = |bias[n]| + sum over k of |xh[m K + k]| * term(n, k), and
+/// term(n, k) bounds the magnitude of weight element (n, k).
+template <typename Term>
+void compareQLinearPacked(const Config &cfg, Tensor &x,
+                          const std::vector<double> &xh, Tensor *dense,
+                          Tensor *packed, int64_t N, int64_t K, bool withBias,
+                          std::mt19937 &gen, Term term, double rel,
+                          const std::string &what) {
+  const int64_t M = x.numel() / K;
+  std::vector<float> bv = randomFloats(size_t(N), gen);
+  OwnedTensor b = f32Tensor({N}, bv);
+  OwnedTensor ref = f32Output(size_t(M * N)), got = f32Output(size_t(M * N));
+  std::vector<Tensor *> pin = {&x, dense};
+  if (withBias)
+    pin.push_back(b);
+  ASSERT_OK(runPortable(OpId::QLinear, pin, {ref}));
+  Context ctx(cfg.threads);
+  std::vector<Tensor *> ins = {&x, packed}, outs = {got};
+  if (withBias)
+    ins.push_back(b);
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+  ASSERT_OK(
+      qlinearPacked(makeArgs(ins, outs, ints, floats, ctx.get()), cfg.isa));
+  EXPECT_EQ(rt::testing::shape(*got), rt::testing::shape(*ref)) << what;
+  std::vector<double> mag(size_t(M * N)), terms(static_cast<size_t>(K));
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t k = 0; k < K; ++k)
+      terms[size_t(k)] = term(n, k);
+    for (int64_t m = 0; m < M; ++m) {
+      double s = withBias ? std::fabs(bv[size_t(n)]) : 0.0;
+      for (int64_t k = 0; k < K; ++k)
+        s += std::fabs(xh[size_t(m * K + k)]) * terms[size_t(k)];
+      mag[size_t(m * N + n)] = s;
+    }
+  }
+  expectClose(floatsOf(*got), floatsOf(*ref), mag, rel, what);
 }
 
 } // namespace etllm::rt::cpu::test

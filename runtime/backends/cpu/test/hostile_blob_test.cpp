@@ -8,8 +8,14 @@
 //===----------------------------------------------------------------------===//
 #include "blobs.h"
 
+#include "etllm/runtime/mutation_testing.h"
+
 namespace etllm::rt::cpu::test {
 namespace {
+
+using rt::testing::offsetIn;
+using rt::testing::scalarAt;
+using rt::testing::with;
 
 struct Small {
   TestConstants constants;
@@ -323,11 +329,8 @@ TEST(HostileBlobTest, BadQuantizedValues) {
     wd.index = c;
     wd.packing = xfb::Packing::QWEIGHT_R16;
     wd.q = w.q;
-    BlobBuilder::ValueDesc qa;
-    qa.dtype = DType::QAct;
-    qa.sizes = {1, 64};
-    qa.q.bits = 8;
-    qa.q.symmetric = false;
+    BlobBuilder::ValueDesc qa =
+        BlobBuilder::qactDesc({1, 64}, {}, /*symmetric=*/false);
     mutate(wd, qa);
     const uint32_t vw = s->b.value(wd);
     const uint32_t vq = s->b.value(qa);
@@ -382,24 +385,31 @@ TEST(HostileBlobTest, BadQuantizedValues) {
   }
 }
 
-/// The blob offset of a scalar field of a flatbuffer table (the field must
-/// be stored, i.e. differ from its default).
-size_t scalarAt(const std::vector<uint8_t> &blob, const void *table,
-                flatbuffers::voffset_t field) {
-  const uint8_t *at =
-      reinterpret_cast<const flatbuffers::Table *>(table)->GetAddressOf(field);
-  EXPECT_NE(at, nullptr) << "field " << field << " is not stored";
-  return at ? size_t(at - blob.data()) : 0;
-}
-
-size_t offsetIn(const std::vector<uint8_t> &blob, const void *p) {
-  return size_t(static_cast<const uint8_t *>(p) - blob.data());
-}
-
-template <typename T>
-std::vector<uint8_t> with(std::vector<uint8_t> bytes, size_t at, T value) {
-  std::memcpy(bytes.data() + at, &value, sizeof value);
-  return bytes;
+/// Initializes `count` mutations of `good` (1 to 4 bytes set to random
+/// values, drawn from `gen`; with `truncate`, every tenth also cut at a
+/// random length) and executes each that init accepts (any status, never a
+/// crash). Returns how many init accepted.
+int mutateAndRun(const std::vector<uint8_t> &good,
+                 const ConstantTable &constants, std::mt19937 &gen, int count,
+                 bool truncate, std::vector<Tensor *> ins,
+                 std::vector<Tensor *> outs, ExecContext &ctx) {
+  std::uniform_int_distribution<size_t> pos(0, good.size() - 1);
+  std::uniform_int_distribution<int> byte(0, 255);
+  int accepted = 0;
+  for (int i = 0; i < count; ++i) {
+    std::vector<uint8_t> blob = good;
+    const int flips = 1 + i % 4;
+    for (int f = 0; f < flips; ++f)
+      blob[pos(gen)] = uint8_t(byte(gen));
+    if (truncate && i % 10 == 0)
+      blob.resize(pos(gen));
+    auto inst = initBlob(blob, constants);
+    if (!inst.ok())
+      continue;
+    ++accepted;
+    (void)execute(**inst, ins, outs, ctx);
+  }
+  return accepted;
 }
 
 /// Init's verdicts on mutated MLP blobs (makeMlp: values x = 0, norm, w1,
@@ -496,22 +506,8 @@ TEST(HostileBlobTest, MutationsNeverCrash) {
           "value 16: output index 0 is also used by value 15");
 
   // Random flips and truncations.
-  std::uniform_int_distribution<size_t> pos(0, good.size() - 1);
-  std::uniform_int_distribution<int> byte(0, 255);
-  int accepted = 0;
-  for (int i = 0; i < 3000; ++i) {
-    std::vector<uint8_t> blob = good;
-    const int flips = 1 + i % 4;
-    for (int f = 0; f < flips; ++f)
-      blob[pos(gen)] = uint8_t(byte(gen));
-    if (i % 10 == 0)
-      blob.resize(pos(gen));
-    auto inst = initBlob(blob, mlp->constants);
-    if (!inst.ok())
-      continue;
-    ++accepted;
-    (void)execute(**inst, {x}, {out0, out1}, ctx); // any status, no crash
-  }
+  const int accepted = mutateAndRun(good, mlp->constants, gen, 3000,
+                                    /*truncate=*/true, {x}, {out0, out1}, ctx);
   std::cout << "[          ] " << accepted
             << " of 3000 mutated blobs were accepted (and executed)\n";
 }
@@ -617,20 +613,8 @@ TEST(HostileBlobTest, MoeMutationsNeverCrash) {
               "node 0 (moe): invalid moe_activations 7");
 
     // Random flips.
-    std::uniform_int_distribution<size_t> pos(0, good.size() - 1);
-    std::uniform_int_distribution<int> byte(0, 255);
-    int accepted = 0;
-    for (int i = 0; i < 1500; ++i) {
-      std::vector<uint8_t> blob = good;
-      const int flips = 1 + i % 4;
-      for (int f = 0; f < flips; ++f)
-        blob[pos(gen)] = uint8_t(byte(gen));
-      auto mutated = initBlob(blob, m->constants);
-      if (!mutated.ok())
-        continue;
-      ++accepted;
-      (void)execute(**mutated, {x}, {y}, ctx); // any status, no crash
-    }
+    const int accepted = mutateAndRun(good, m->constants, gen, 1500,
+                                      /*truncate=*/false, {x}, {y}, ctx);
     std::cout << "[          ] moe_activations " << int(acts) << ": "
               << accepted
               << " of 1500 mutated blobs were accepted (and executed)\n";

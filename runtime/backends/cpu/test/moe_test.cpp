@@ -136,6 +136,14 @@ void runBoth(const Config &cfg, const Case &c, MoeActivations acts,
 
 double gWorstF32 = 0, gWorstRms = 0, gWorstMax = 0;
 
+/// Prints and resets the int8 activations' largest ratios.
+void reportWorstInt8(const char *what) {
+  std::cout << "[          ] " << what
+            << ": largest RMS / tolerance = " << gWorstRms
+            << ", largest |diff| / tolerance = " << gWorstMax << "\n";
+  gWorstRms = gWorstMax = 0;
+}
+
 void compare(const Config &cfg, const Case &c, MoeActivations acts,
              unsigned seed) {
   std::vector<float> ref, got;
@@ -214,20 +222,14 @@ TEST_P(MoeTest, Int8BlockActivationsMatchPortable) {
   unsigned seed = 200;
   for (const Case &c : cases())
     compare(GetParam(), c, MoeActivations::Int8Block, seed++);
-  std::cout << "[          ] int8 per block: largest RMS / tolerance = "
-            << gWorstRms << ", largest |diff| / tolerance = " << gWorstMax
-            << "\n";
-  gWorstRms = gWorstMax = 0;
+  reportWorstInt8("int8 per block");
 }
 
 TEST_P(MoeTest, Int8TokenActivationsMatchPortable) {
   unsigned seed = 400;
   for (const Case &c : cases())
     compare(GetParam(), c, MoeActivations::Int8Token, seed++);
-  std::cout << "[          ] int8 per token: largest RMS / tolerance = "
-            << gWorstRms << ", largest |diff| / tolerance = " << gWorstMax
-            << "\n";
-  gWorstRms = gWorstMax = 0;
+  reportWorstInt8("int8 per token");
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, MoeTest, ::testing::ValuesIn(allConfigs()),

@@ -173,39 +173,14 @@ OwnedTensor quantize(const std::vector<float> &xv, int64_t M, int64_t K,
 void compare(const Config &cfg, Tensor &x, const std::vector<double> &xh,
              GgmlWeight &w, bool withBias, std::mt19937 &gen,
              const std::string &what, double rel = kRel) {
-  const int64_t K = w.k, N = w.n, M = x.numel() / K;
-  std::vector<float> bv = randomFloats(size_t(N), gen);
-  OwnedTensor b = f32Tensor({N}, bv);
-  OwnedTensor ref = f32Output(size_t(M * N)), got = f32Output(size_t(M * N));
-  std::vector<Tensor *> pin = {&x, w.dense};
-  if (withBias)
-    pin.push_back(b);
-  ASSERT_OK(runPortable(OpId::QLinear, pin, {ref}));
-  Context ctx(cfg.threads);
-  std::vector<Tensor *> ins = {&x, w.packed}, outs = {got};
-  if (withBias)
-    ins.push_back(b);
-  std::vector<int64_t> ints;
-  std::vector<double> floats;
-  ASSERT_OK(
-      qlinearPacked(makeArgs(ins, outs, ints, floats, ctx.get()), cfg.isa));
-  std::vector<double> mag(size_t(M * N));
-  for (int64_t n = 0; n < N; ++n) {
-    std::vector<double> term(static_cast<size_t>(K));
-    for (int64_t k = 0; k < K; ++k) {
-      const GgmlBlockParams p = w.params(n, k);
-      term[size_t(k)] = std::fabs(double(p.dw[(k % kQBlock) / 16]) *
-                                  (int32_t(w.stored(n, k)) - p.bias)) +
-                        (p.hasOffset ? std::fabs(double(p.offset)) : 0.0);
-    }
-    for (int64_t m = 0; m < M; ++m) {
-      double s = withBias ? std::fabs(bv[size_t(n)]) : 0.0;
-      for (int64_t k = 0; k < K; ++k)
-        s += std::fabs(xh[size_t(m * K + k)]) * term[size_t(k)];
-      mag[size_t(m * N + n)] = s;
-    }
-  }
-  expectClose(floatsOf(*got), floatsOf(*ref), mag, rel, what);
+  auto term = [&](int64_t n, int64_t k) {
+    const GgmlBlockParams p = w.params(n, k);
+    return std::fabs(double(p.dw[(k % kQBlock) / 16]) *
+                     (int32_t(w.stored(n, k)) - p.bias)) +
+           (p.hasOffset ? std::fabs(double(p.offset)) : 0.0);
+  };
+  compareQLinearPacked(cfg, x, xh, w.dense, w.packed, w.n, w.k, withBias, gen,
+                       term, rel, what);
 }
 
 std::vector<int64_t> ks(QScheme s) {

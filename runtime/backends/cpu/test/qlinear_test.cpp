@@ -64,43 +64,27 @@ std::vector<double> dequantAct(const Tensor &qa) {
   return xh;
 }
 
+/// An asymmetric per-token QAct [M, K] of zeros (QActLayout::compute(M,
+/// K)), for a test to fill.
+OwnedTensor zeroTokenQAct(int64_t M, int64_t K) {
+  QuantInfo aq;
+  aq.bits = 8;
+  aq.symmetric = false;
+  return OwnedTensor(DType::QAct, {M, K}, 0, aq);
+}
+
 /// Compares packed qlinear (config) with portable on input `x` (f32 or
 /// QAct) and the random weight `w`.
 void compareQLinear(const Config &cfg, Tensor &x, const std::vector<double> &xh,
                     RandomQWeight &w, bool withBias, std::mt19937 &gen,
                     const std::string &what) {
-  const int64_t K = w.k, N = w.n, G = w.q.groupSize;
-  const int64_t M = x.numel() / K;
-  std::vector<float> bv = randomFloats(size_t(N), gen);
-  OwnedTensor b = f32Tensor({N}, bv);
-  OwnedTensor ref = f32Output(size_t(M * N)), got = f32Output(size_t(M * N));
-  std::vector<Tensor *> pin = {&x, w.dense};
-  if (withBias)
-    pin.push_back(b);
-  ASSERT_OK(runPortable(OpId::QLinear, pin, {ref}));
-
-  Context ctx(cfg.threads);
-  std::vector<Tensor *> ins = {&x, w.packed}, outs = {got};
-  if (withBias)
-    ins.push_back(b);
-  std::vector<int64_t> ints;
-  std::vector<double> floats;
-  ASSERT_OK(
-      qlinearPacked(makeArgs(ins, outs, ints, floats, ctx.get()), cfg.isa));
-  EXPECT_EQ(rt::testing::shape(*got), rt::testing::shape(*ref)) << what;
-
-  std::vector<double> mag(size_t(M * N));
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t n = 0; n < N; ++n) {
-      double s = withBias ? std::fabs(bv[size_t(n)]) : 0.0;
-      for (int64_t k = 0; k < K; ++k) {
-        const double q = w.values[size_t(n * K + k)];
-        s += std::fabs(xh[size_t(m * K + k)]) *
-             (std::fabs(w.scale(n, k / G) * q) + std::fabs(w.offset(n, k / G)));
-      }
-      mag[size_t(m * N + n)] = s;
-    }
-  expectClose(floatsOf(*got), floatsOf(*ref), mag, kQLinearRel, what);
+  const int64_t K = w.k, G = w.q.groupSize;
+  auto term = [&](int64_t n, int64_t k) {
+    const double q = w.values[size_t(n * K + k)];
+    return std::fabs(w.scale(n, k / G) * q) + std::fabs(w.offset(n, k / G));
+  };
+  compareQLinearPacked(cfg, x, xh, w.dense, w.packed, w.n, K, withBias, gen,
+                       term, kQLinearRel, what);
 }
 
 struct WeightCase {
@@ -481,10 +465,7 @@ TEST_P(QLinearTest, ExtremeIntegersDoNotOverflow) {
           ASSERT_TRUE(packed.ok());
           w.packed = bytesTensor(DType::QWeight, N, K, *packed, q);
 
-          QuantInfo aq;
-          aq.bits = 8;
-          aq.symmetric = false;
-          OwnedTensor qa(DType::QAct, {M, K}, 0, aq);
+          OwnedTensor qa = zeroTokenQAct(M, K);
           const QActLayout l = QActLayout::compute(M, K);
           uint8_t *base = qa->ptr<uint8_t>();
           const int32_t zps[3] = {-128, 127, 5};
@@ -550,10 +531,7 @@ TEST_P(QLinearTest, ZeroPointsBeyondAByte) {
       RandomQWeight w =
           makeRandomQWeight(N, K, bits, true, 32, DType::F32, gen);
       for (int64_t M : {1, 3, 9, 20}) { // decode tiles, prefill panels
-        QuantInfo aq;
-        aq.bits = 8;
-        aq.symmetric = false;
-        OwnedTensor qa(DType::QAct, {M, K}, 0, aq);
+        OwnedTensor qa = zeroTokenQAct(M, K);
         const QActLayout l = QActLayout::compute(M, K);
         uint8_t *base = qa->ptr<uint8_t>();
         std::uniform_int_distribution<int> q(-128, 127);

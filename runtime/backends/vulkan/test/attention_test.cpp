@@ -26,9 +26,9 @@ std::vector<float> invFreq(int64_t R, double theta = 10000.0, int64_t D = 0) {
 /// [1, S, H, D] <-> [1, H, S, D] (portable transpose).
 OwnedTensor transposed(const Tensor &t) {
   OwnedTensor out(t.dtype, {t.sizes[0], t.sizes[2], t.sizes[1], t.sizes[3]});
-  EXPECT_TRUE(
-      portable(OpId::Transpose, {const_cast<Tensor *>(&t)}, {out.get()}, {1, 2})
-          .ok());
+  EXPECT_TRUE(runPortable(OpId::Transpose, {const_cast<Tensor *>(&t)},
+                          {out.get()}, {1, 2})
+                  .ok());
   return out;
 }
 
@@ -85,8 +85,8 @@ TEST_F(Rope, ConventionsPartialRotaryAndPositions) {
         OwnedTensor xh = transposed(*xt);
         OwnedTensor ft = floatTensor({R}, freq);
         OwnedTensor rh(DType::F32, {1, H, S, D});
-        ASSERT_TRUE(portable(OpId::Rope, {xh.get(), pt.get(), ft.get()},
-                             {rh.get()}, {conv}, {0.75})
+        ASSERT_TRUE(runPortable(OpId::Rope, {xh.get(), pt.get(), ft.get()},
+                                {rh.get()}, {conv}, {0.75})
                         .ok());
         OwnedTensor want = transposed(*rh);
         EXPECT_TRUE(near(*out, *want, 1e-6, 1e-6));
@@ -228,28 +228,28 @@ void runAttention(const AttentionCase &c, int64_t prefill) {
                 vh = transposed(*vt);
     OwnedTensor qrot(DType::F32, {1, H, S, D}),
         krot(DType::F32, {1, Hkv, S, D});
-    ASSERT_TRUE(portable(OpId::Rope, {qh.get(), pt.get(), ft.get()},
-                         {qrot.get()}, {0}, {1.0})
+    ASSERT_TRUE(runPortable(OpId::Rope, {qh.get(), pt.get(), ft.get()},
+                            {qrot.get()}, {0}, {1.0})
                     .ok());
-    ASSERT_TRUE(portable(OpId::Rope, {kh.get(), pt.get(), ft.get()},
-                         {krot.get()}, {0}, {1.0})
+    ASSERT_TRUE(runPortable(OpId::Rope, {kh.get(), pt.get(), ft.get()},
+                            {krot.get()}, {0}, {1.0})
                     .ok());
     if (c.f16) // the device caches hold f16
       for (Tensor *t : {krot.get(), vh.get()})
         for (int64_t i = 0; i < t->numel(); ++i)
           t->ptr<float>()[i] = halfToFloat(floatToHalf(t->ptr<float>()[i]));
-    ASSERT_TRUE(portable(OpId::KvCacheUpdate,
-                         {kcache.get(), pt.get(), krot.get()}, {kcache.get()},
-                         {2})
+    ASSERT_TRUE(runPortable(OpId::KvCacheUpdate,
+                            {kcache.get(), pt.get(), krot.get()},
+                            {kcache.get()}, {2})
                     .ok());
-    ASSERT_TRUE(portable(OpId::KvCacheUpdate,
-                         {vcache.get(), pt.get(), vh.get()}, {vcache.get()},
-                         {2})
+    ASSERT_TRUE(runPortable(OpId::KvCacheUpdate,
+                            {vcache.get(), pt.get(), vh.get()}, {vcache.get()},
+                            {2})
                     .ok());
     OwnedTensor att(DType::F32, {1, H, S, Dv});
-    ASSERT_TRUE(portable(OpId::Sdpa,
-                         {qrot.get(), kcache.get(), vcache.get(), pt.get()},
-                         {att.get()}, {0, 1, 1, 0}, {double(scale), 0.0})
+    ASSERT_TRUE(runPortable(OpId::Sdpa,
+                            {qrot.get(), kcache.get(), vcache.get(), pt.get()},
+                            {att.get()}, {0, 1, 1, 0}, {double(scale), 0.0})
                     .ok());
     OwnedTensor want = transposed(*att);
     EXPECT_TRUE(near(*out, *want, c.f16 ? 2e-2 : 2e-5, c.f16 ? 1e-2 : 1e-5))
@@ -357,9 +357,9 @@ TEST_F(Attention, WindowSoftcapNoPositionsNotCausal) {
       std::vector<Tensor *> pin = {qh.get(), kt.get(), vt.get()};
       if (m.positions)
         pin.push_back(pt.get());
-      ASSERT_TRUE(portable(OpId::Sdpa, pin, {att.get()},
-                           {0, m.positions, m.causal, m.window},
-                           {0.3, m.softcap})
+      ASSERT_TRUE(runPortable(OpId::Sdpa, pin, {att.get()},
+                              {0, m.positions, m.causal, m.window},
+                              {0.3, m.softcap})
                       .ok());
       OwnedTensor want = transposed(*att);
       EXPECT_TRUE(near(*out, *want, 2e-6, 2e-5));

@@ -76,22 +76,14 @@ TEST_F(VulkanBackend, MalformedBlobs) {
   Constants consts;
   {
     std::vector<uint8_t> junk(64, 7);
-    AlignedBlob a(junk);
-    ExecContext ctx;
-    MemoryBudget budget(1 << 30, 0);
-    auto r =
-        validatedBackend().init(a.data(), a.size(), {}, consts, ctx, budget);
+    auto r = initBytes(validatedBackend(), junk, consts, {}, 1 << 30);
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.message().find("not a VKN1 blob"), std::string::npos);
   }
   {
     std::vector<uint8_t> bytes = addBlob().finish();
     bytes.resize(bytes.size() / 2); // truncated
-    AlignedBlob a(bytes);
-    ExecContext ctx;
-    MemoryBudget budget(1 << 30, 0);
-    auto r =
-        validatedBackend().init(a.data(), a.size(), {}, consts, ctx, budget);
+    auto r = initBytes(validatedBackend(), bytes, consts, {}, 1 << 30);
     EXPECT_FALSE(r.ok());
   }
   {

@@ -16,6 +16,7 @@
 #include "etllm/runtime/half.h"
 #include "etllm/runtime/kernel.h"
 #include "etllm/runtime/testing.h"
+#include "etllm/runtime/testing_constants.h"
 #include "etllm/runtime/vulkan/backend.h"
 #include "etllm/runtime/vulkan/format.h"
 #include "etllm/runtime/vulkan/packing.h"
@@ -34,38 +35,10 @@ namespace etllm::rt::vulkan::test {
 
 namespace vfb = ::etllm::vulkan;
 using rt::testing::OwnedTensor;
+using rt::testing::runPortable;
 
-/// Program constants a test owns (64-byte aligned, as in a program file).
-class Constants : public ConstantTable {
-public:
-  uint32_t add(const void *data, size_t bytes) {
-    store_.emplace_back(new uint8_t[bytes + 64]);
-    uint8_t *p = reinterpret_cast<uint8_t *>(
-        (reinterpret_cast<uintptr_t>(store_.back().get()) + 63) &
-        ~uintptr_t(63));
-    std::memcpy(p, data, bytes);
-    items_.push_back({p, bytes});
-    return uint32_t(items_.size() - 1);
-  }
-  uint32_t add(const std::vector<uint8_t> &v) {
-    return add(v.data(), v.size());
-  }
-  uint32_t addFloats(const std::vector<float> &v) {
-    return add(v.data(), v.size() * 4);
-  }
-  size_t size() const override { return items_.size(); }
-  Result<std::pair<const uint8_t *, size_t>>
-  get(uint32_t index) const override {
-    if (index >= items_.size())
-      return Error("constant index " + std::to_string(index) +
-                   " is out of range");
-    return items_[index];
-  }
-
-private:
-  std::vector<std::unique_ptr<uint8_t[]>> store_;
-  std::vector<std::pair<const uint8_t *, size_t>> items_;
-};
+/// Program constants a test owns.
+using Constants = rt::testing::TestConstants;
 
 /// A blob under construction.
 struct Blob {
@@ -129,7 +102,7 @@ struct Blob {
   }
   Bind ropeTable(Constants &c, const std::vector<float> &invFreq, int64_t rows,
                  float scaling = 1) {
-    buffers.push_back({vfb::BufferKind::ROPE_TABLE, c.addFloats(invFreq),
+    buffers.push_back({vfb::BufferKind::ROPE_TABLE, c.add(invFreq),
                        uint64_t(rows) * invFreq.size() * 8, rows, scaling});
     return {uint32_t(buffers.size() - 1), 0, buffers.back().size};
   }
@@ -225,15 +198,25 @@ inline Backend &validatedBackend() {
   return *b;
 }
 
-/// Builds an instance of `blob` on `backend`.
+/// Backend::init on `bytes` (copied to an aligned buffer) with `specs` and
+/// `memory` bytes of device memory.
+inline Result<std::unique_ptr<DelegateInstance>>
+initBytes(Backend &backend, const std::vector<uint8_t> &bytes,
+          Constants &constants,
+          const std::vector<std::pair<std::string, std::string>> &specs,
+          uint64_t memory) {
+  AlignedBlob a(bytes);
+  ExecContext ctx;
+  MemoryBudget budget(memory, 0);
+  return backend.init(a.data(), a.size(), specs, constants, ctx, budget);
+}
+
+/// Backend::init on `blob` (VKN1) with `memory` bytes of device memory.
 inline Result<std::unique_ptr<DelegateInstance>>
 instantiate(Backend &backend, Blob &blob, Constants &constants,
             uint64_t memory = uint64_t(8) << 30) {
-  AlignedBlob a(blob.finish());
-  ExecContext ctx;
-  MemoryBudget budget(memory, 0);
-  return backend.init(a.data(), a.size(), {{"format", kBlobFormat}}, constants,
-                      ctx, budget);
+  return initBytes(backend, blob.finish(), constants, {{"format", kBlobFormat}},
+                   memory);
 }
 
 /// Fails the test when the validation layer reported anything during it.
@@ -261,15 +244,11 @@ inline Status run(DelegateInstance &inst, std::vector<Tensor *> in,
   return inst.execute({in.data(), in.size()}, {out.data(), out.size()}, ctx);
 }
 
-/// Random floats in [-1, 1].
+/// `n` random floats in [-scale, scale), from a generator seeded `seed`.
 inline std::vector<float> randomFloats(size_t n, uint32_t seed,
                                        float scale = 1.0f) {
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-scale, scale);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = d(rng);
-  return v;
+  return rt::testing::randomFloats(n, rng, -scale, scale);
 }
 
 inline OwnedTensor floatTensor(std::vector<int64_t> shape,
@@ -309,17 +288,6 @@ inline ::testing::AssertionResult near(const Tensor &got, const Tensor &want,
   return ::testing::AssertionFailure()
          << "element " << at << ": got " << rt::testing::getElement(got, at)
          << ", want " << rt::testing::getElement(want, at);
-}
-
-/// Calls the portable kernel of `op`.
-inline Status portable(OpId op, std::vector<Tensor *> in,
-                       std::vector<Tensor *> out,
-                       std::vector<int64_t> ints = {},
-                       std::vector<double> floats = {}) {
-  ExecContext ctx;
-  return rt::testing::callKernel(portableKernels().get(op), ctx, std::move(in),
-                                 std::move(out), std::move(ints),
-                                 std::move(floats));
 }
 
 } // namespace etllm::rt::vulkan::test

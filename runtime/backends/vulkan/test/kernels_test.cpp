@@ -78,7 +78,8 @@ OwnedTensor reference(const std::vector<float> &x, const std::vector<float> &w,
   OwnedTensor xt = floatTensor({1, S, K}, x);
   OwnedTensor wt = floatTensor({N, K}, w);
   OwnedTensor out(DType::F32, {1, S, N});
-  EXPECT_TRUE(portable(OpId::Linear, {xt.get(), wt.get()}, {out.get()}).ok());
+  EXPECT_TRUE(
+      runPortable(OpId::Linear, {xt.get(), wt.get()}, {out.get()}).ok());
   mag = 0;
   for (int64_t s = 0; s < S; ++s)
     for (int64_t n = 0; n < N; ++n) {
@@ -146,7 +147,8 @@ void runMatmul(const MatmulCase &c) {
     OwnedTensor q(DType::F32, {1, c.S, c.N});
     OwnedTensor xq = floatTensor({1, c.S, c.K}, xv);
     ASSERT_TRUE(
-        portable(OpId::QLinear, {xq.get(), w.qweight.get()}, {q.get()}).ok());
+        runPortable(OpId::QLinear, {xq.get(), w.qweight.get()}, {q.get()})
+            .ok());
     want = std::move(q);
   }
   if (c.swiglu) {
@@ -154,22 +156,23 @@ void runMatmul(const MatmulCase &c) {
     double magU = 0;
     OwnedTensor u = reference(xv, up, c.S, c.K, c.N, magU);
     OwnedTensor s(DType::F32, {1, c.S, c.N});
-    ASSERT_TRUE(portable(OpId::Silu, {want.get()}, {s.get()}).ok());
+    ASSERT_TRUE(runPortable(OpId::Silu, {want.get()}, {s.get()}).ok());
     OwnedTensor m(DType::F32, {1, c.S, c.N});
-    ASSERT_TRUE(portable(OpId::Mul, {s.get(), u.get()}, {m.get()}).ok());
+    ASSERT_TRUE(runPortable(OpId::Mul, {s.get(), u.get()}, {m.get()}).ok());
     want = std::move(m);
     mag = mag * magU + mag + magU;
   }
   if (c.bias) {
     OwnedTensor bt = floatTensor({c.N}, bias);
     OwnedTensor s(DType::F32, {1, c.S, c.N});
-    ASSERT_TRUE(portable(OpId::Add, {want.get(), bt.get()}, {s.get()}).ok());
+    ASSERT_TRUE(runPortable(OpId::Add, {want.get(), bt.get()}, {s.get()}).ok());
     want = std::move(s);
     mag += 1;
   }
   if (c.residual) {
     OwnedTensor s(DType::F32, {1, c.S, c.N});
-    ASSERT_TRUE(portable(OpId::Add, {want.get(), rt_.get()}, {s.get()}).ok());
+    ASSERT_TRUE(
+        runPortable(OpId::Add, {want.get(), rt_.get()}, {s.get()}).ok());
     want = std::move(s);
     mag += 1;
   }
@@ -318,8 +321,8 @@ TEST_F(RowKernels, RmsNorm) {
         ASSERT_TRUE(run(**inst, {xt.get()}, {out.get()}).ok());
         OwnedTensor wt = floatTensor({D}, w);
         OwnedTensor want(DType::F32, {1, S, D});
-        ASSERT_TRUE(portable(OpId::RmsNorm, {xt.get(), wt.get()}, {want.get()},
-                             {}, {1e-5, 0.0})
+        ASSERT_TRUE(runPortable(OpId::RmsNorm, {xt.get(), wt.get()},
+                                {want.get()}, {}, {1e-5, 0.0})
                         .ok());
         EXPECT_TRUE(near(*out, *want, f16 ? 4e-3 : 1e-5, f16 ? 2e-3 : 1e-5));
       }
@@ -346,7 +349,8 @@ TEST_F(RowKernels, Softmax) {
       OwnedTensor out(DType::F32, {1, S, D}, size_t(33 * D * 4));
       ASSERT_TRUE(run(**inst, {xt.get()}, {out.get()}).ok());
       OwnedTensor want(DType::F32, {1, S, D});
-      ASSERT_TRUE(portable(OpId::Softmax, {xt.get()}, {want.get()}, {-1}).ok());
+      ASSERT_TRUE(
+          runPortable(OpId::Softmax, {xt.get()}, {want.get()}, {-1}).ok());
       EXPECT_TRUE(near(*out, *want, 1e-6, 1e-5));
     }
 }
@@ -385,15 +389,16 @@ TEST_F(RowKernels, Elementwise) {
       ASSERT_TRUE(run(**inst, {at.get(), bt.get()}, {out.get()}).ok());
       OwnedTensor want(DType::F32, {1, S, D});
       if (op.portableOp == OpId::Silu) {
-        ASSERT_TRUE(portable(OpId::Silu, {at.get()}, {want.get()}).ok());
+        ASSERT_TRUE(runPortable(OpId::Silu, {at.get()}, {want.get()}).ok());
       } else if (op.portableOp == OpId::NumOps) {
         OwnedTensor s(DType::F32, {1, S, D});
-        ASSERT_TRUE(portable(OpId::Silu, {at.get()}, {s.get()}).ok());
+        ASSERT_TRUE(runPortable(OpId::Silu, {at.get()}, {s.get()}).ok());
         ASSERT_TRUE(
-            portable(OpId::Mul, {s.get(), bt.get()}, {want.get()}).ok());
+            runPortable(OpId::Mul, {s.get(), bt.get()}, {want.get()}).ok());
       } else {
         ASSERT_TRUE(
-            portable(op.portableOp, {at.get(), bt.get()}, {want.get()}).ok());
+            runPortable(op.portableOp, {at.get(), bt.get()}, {want.get()})
+                .ok());
       }
       EXPECT_TRUE(near(*out, *want, 1e-6, 1e-5)) << "op " << op.code;
     }
@@ -450,7 +455,7 @@ TEST_F(RowKernels, EmbeddingEveryFormatAndASplitTable) {
       OwnedTensor table = floatTensor({V, D}, w.values);
       OwnedTensor want(DType::F32, {1, int64_t(tokens.size()), D});
       ASSERT_TRUE(
-          portable(OpId::Embedding, {table.get(), it.get()}, {want.get()})
+          runPortable(OpId::Embedding, {table.get(), it.get()}, {want.get()})
               .ok());
       EXPECT_TRUE(near(*out, *want, 0, 0));
       // An index outside the table is an error, not a read.
@@ -510,7 +515,7 @@ TEST_F(RowKernels, CopyTransposesAndConverts) {
     EXPECT_TRUE(near(*out, *xt, 0, 0));
     OwnedTensor want(DType::F32, {1, H, S, D});
     ASSERT_TRUE(
-        portable(OpId::Transpose, {xt.get()}, {want.get()}, {1, 2}).ok());
+        runPortable(OpId::Transpose, {xt.get()}, {want.get()}, {1, 2}).ok());
     EXPECT_TRUE(near(*heads, *want, 0, 0));
   }
 }

@@ -32,8 +32,10 @@ struct MoeRouting {
   bool normTopkProb = false;
   float scale = 1.0f, normEps = 0.0f;
 
-  /// Reads and checks the attributes of `args` for `experts` experts.
-  static Result<MoeRouting> parse(const KernelArgs &args, int64_t experts);
+  /// Reads and checks the attributes of `args` for `experts` experts, after
+  /// the shape of the optional score bias (f32 [experts]).
+  static Result<MoeRouting> parse(const KernelArgs &args, int64_t experts,
+                                  const Tensor *scoreBias);
 
   /// Floats of scratch route() needs.
   int64_t scratchFloats() const { return 3 * experts + numGroups; }

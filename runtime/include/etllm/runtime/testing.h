@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <random>
 #include <vector>
 
 namespace etllm::rt::testing {
@@ -201,6 +202,26 @@ inline Status callKernel(KernelFn fn, ExecContext &ctx,
   args.floats = {floats.data(), floats.size()};
   args.ctx = &ctx;
   return fn(args);
+}
+
+/// Runs the portable kernel of `op` with a fresh ExecContext.
+inline Status runPortable(OpId op, std::vector<Tensor *> ins,
+                          std::vector<Tensor *> outs,
+                          std::vector<int64_t> ints = {},
+                          std::vector<double> floats = {}) {
+  ExecContext ctx;
+  return callKernel(portableKernels().get(op), ctx, std::move(ins),
+                    std::move(outs), std::move(ints), std::move(floats));
+}
+
+/// `n` random floats, uniform in [lo, hi), drawn from `gen`.
+inline std::vector<float> randomFloats(size_t n, std::mt19937 &gen,
+                                       float lo = -1.0f, float hi = 1.0f) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = d(gen);
+  return v;
 }
 
 } // namespace etllm::rt::testing

@@ -8,9 +8,6 @@ using namespace etllm::rt::testing;
 
 namespace {
 
-const double kInf = std::numeric_limits<double>::infinity();
-const double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 //===----------------------------------------------------------------------===//
 // Unary
 //===----------------------------------------------------------------------===//

@@ -10,11 +10,16 @@
 #include <pthreadpool.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
 namespace etllm::rt::testing {
+
+/// Non-finite expected values.
+inline const double kInf = std::numeric_limits<double>::infinity();
+inline const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 /// Runs the portable kernel of `id` (through the registry's checks).
 inline Status run(OpId id, std::vector<Tensor *> ins,

@@ -10,8 +10,6 @@ using namespace etllm::rt::testing;
 
 namespace {
 
-const double kInf = std::numeric_limits<double>::infinity();
-
 //===----------------------------------------------------------------------===//
 // rms_norm, layer_norm
 //===----------------------------------------------------------------------===//

@@ -8,9 +8,6 @@ using namespace etllm::rt::testing;
 
 namespace {
 
-const double kInf = std::numeric_limits<double>::infinity();
-const double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 TEST(Reduce, SumOverDims) {
   auto x = makeTensor(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6});
   OwnedTensor y(DType::F32, {0}, 64);
