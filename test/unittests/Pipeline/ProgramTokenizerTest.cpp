@@ -52,13 +52,8 @@ TEST(ProgramTokenizer, GgufLlamaVocabularyPassesTheTestVectors) {
   ASSERT_TRUE(tok.ok()) << tok.message();
   EXPECT_EQ((*tok)->vocabSize(), 32000);
 
-  std::string base =
-      shared() + "/tokenizers/test-vectors/ggml-vocab-llama-spm.gguf";
-  std::vector<etllm::rt::test::VocabCase> cases =
-      etllm::rt::test::readVocabCases(base);
-  ASSERT_EQ(cases.size(), etllm::rt::test::kVocabCaseCount);
-  EXPECT_EQ(etllm::rt::test::checkEncodeCases(**tok, cases), cases.size());
-  EXPECT_EQ(etllm::rt::test::checkDecodeCases(**tok, cases), cases.size());
+  etllm::rt::test::expectVectors(
+      **tok, "tokenizers/test-vectors/ggml-vocab-llama-spm.gguf");
 }
 
 TEST(ProgramTokenizer, EmbeddedTokenizerFileComesBackIntact) {
