@@ -164,10 +164,12 @@ void expectVectors(const Tokenizer &tok, const std::string &base,
       ++decoded;
     }
   }
-  if (encode)
+  if (encode) {
     EXPECT_EQ(encoded, kVocabCaseCount);
-  if (decode)
+  }
+  if (decode) {
     EXPECT_EQ(decoded, kVocabCaseCount);
+  }
 }
 
 void expectFileMatchesVectors(const std::string &model, const std::string &base,
