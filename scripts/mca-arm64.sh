@@ -3,7 +3,7 @@
 #
 #  1. llvm-mca (llvm-19) cycles of the int4 decode and prefill inner loops for
 #     -mcpu=cortex-a76 and -mcpu=neoverse-n2: etllm's NEON, dotprod and i8mm
-#     kernels (runtime/backends/cpu/qdot_arm.inc) beside llama.cpp's own
+#     kernels (runtime/backends/cpu/qdot_arm{,_panels}.inc) beside llama.cpp's
 #     NEON/dotprod/i8mm Q4_0 x Q8_0 kernels (ggml-cpu/arch/arm: quants.c's
 #     ggml_vec_dot_q4_0_q8_0, repack.cpp's gemv/gemm q4_0 4x4 and 4x8),
 #     compiled by the same compiler (Debian's aarch64-linux-gnu-g++) with the
@@ -114,7 +114,8 @@ compile() { # cpu mcpu
   local cpu=$1 mcpu=$2 d=$WORK/$1
   mkdir -p "$d"
   local base="-O3 -DNDEBUG -mcpu=$mcpu"
-  local deps=("$CPU_SRC"/qdot_arm.inc "$CPU_SRC"/qdot_arm_f32.inc "$CPU_SRC"/qdot.h
+  local deps=("$CPU_SRC"/qdot_arm.inc "$CPU_SRC"/qdot_arm_panels.inc
+              "$CPU_SRC"/qdot_arm_f32.inc "$CPU_SRC"/qdot.h
               "$CPU_SRC"/qdot_target.h "$CPU_SRC"/internal.h
               "$ROOT"/runtime/include/etllm/runtime/cpu/{kernels,packing}.h)
   for f in neon dotprod i8mm; do
