@@ -1,6 +1,6 @@
-//===- Lowering.cpp - `forward` as the runtime's value table --------------===//
+//===- Lowering.cpp - Each method as the runtime's value table ------------===//
 //
-// Every value of `forward` becomes an entry of the value table: its runtime
+// Every value of a method becomes an entry of its value table: its runtime
 // dtype, its upper-bound shape (dynamic dimensions at the sequence bound
 // unless the op bounds them, BoundedShapeOpInterface) and its storage
 // (constants and parameters in the constant segment, buffer reads in their
@@ -91,7 +91,7 @@ FailureOr<uint32_t> LoweredProgram::lookup(Value v, Operation *user) {
   auto it = index.find(v);
   if (it == index.end())
     return user->emitError("operand is not defined before its use in `")
-           << forward.getSymName() << "`";
+           << current.getSymName() << "`";
   return it->second;
 }
 
@@ -405,7 +405,7 @@ LogicalResult LoweredProgram::lower(bool materializeDelegates) {
     methods.back().func = fn;
     // The method's tables are lowered in place (LoweredProgram's working
     // members), then moved into its record.
-    forward = fn;
+    current = fn;
     paramValue.clear();
     if (failed(lowerMethod(materializeDelegates, config)))
       return failure();
@@ -421,22 +421,22 @@ LogicalResult LoweredProgram::lower(bool materializeDelegates) {
     outputs.clear();
     index.clear();
   }
-  forward = nullptr;
+  current = nullptr;
   return success();
 }
 
 LogicalResult LoweredProgram::lowerMethod(bool materializeDelegates,
                                           const ProgramConfig &config) {
-  if (!forward.getBody().hasOneBlock())
-    return forward.emitError("`")
-           << forward.getSymName() << "` must have a single block";
-  Block &body = forward.getBody().front();
+  if (!current.getBody().hasOneBlock())
+    return current.emitError("`")
+           << current.getSymName() << "` must have a single block";
+  Block &body = current.getBody().front();
   for (BlockArgument arg : body.getArguments()) {
-    FailureOr<uint32_t> id = addValue(arg, forward);
+    FailureOr<uint32_t> id = addValue(arg, current);
     if (failed(id))
       return failure();
     if (seqBound <= 0 && llvm::is_contained(values[*id].dynamic, true))
-      return forward.emitError("dynamic dimensions need a bound: set ")
+      return current.emitError("dynamic dimensions need a bound: set ")
              << config.maxSeqLenSource;
     values[*id].name = "input." + std::to_string(arg.getArgNumber());
     inputs.push_back(*id);

@@ -135,11 +135,20 @@ Result<const float *> StaticMethods::step(Method &m, int64_t width,
     ETLLM_RETURN_IF_ERROR(m.setInput(2 + c, caches_[c].dtype, caches_[c].sizes,
                                      4, caches_[c].data.data()));
   ETLLM_RETURN_IF_ERROR(m.execute());
+  // The outputs keep the shapes open() checked (a kernel that resized one
+  // would be a program the copies below must not trust).
+  if (!hasShape(m.output(0), DType::F32, {1, width, vocab_}))
+    return Error("`" + m.name() + "` returned logits " +
+                 shapeText(m.output(0)) + ", not f32 [1, " +
+                 std::to_string(width) + ", " + std::to_string(vocab_) + "]");
   // The real tokens' new entries: [1, heads, width, D] into [1, heads, T, D]
   // at their positions.
   for (size_t c = 0; c < caches_.size(); ++c) {
     Cache &cache = caches_[c];
     const Tensor &out = m.output(1 + c);
+    if (!hasShape(out, cache.dtype, {1, cache.sizes[1], width, cache.sizes[3]}))
+      return Error("`" + m.name() + "` returned the entries of cache " +
+                   std::to_string(c) + " as " + shapeText(out));
     const int64_t heads = cache.sizes[1], length = cache.sizes[2];
     const size_t row = size_t(cache.sizes[3]) * cache.elementBytes;
     const uint8_t *src = out.ptr<uint8_t>();

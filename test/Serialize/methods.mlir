@@ -1,6 +1,7 @@
 // RUN: etllm-translate --mlir-to-pte %s -o %t.pte
 // RUN: etllm-translate --pte-to-text %t.pte | FileCheck %s
 // RUN: etllm-opt --etllm-plan-memory %s | FileCheck %s --check-prefix=PLAN
+// RUN: not etllm-run %t.pte --prompt x 2>&1 | FileCheck %s --check-prefix=RUNNER
 
 // Every public function is a method (a static program's `prefill` and
 // `decode`), each with its own values, instructions and arena; they share
@@ -21,6 +22,10 @@
 // CHECK: 0: slice(%1) ints [0, 0, 1, 1] -> %2
 // CHECK: 1: mul(%0, %2) -> %3
 // CHECK-NOT: method
+
+// The runner takes `prefill` for a static program's and checks it: this
+// one is not (one error naming the file, no crash).
+// RUNNER: etllm-run: error: {{.*}}.pte: not a static program's `prefill` and `decode` (etllm-static-methods): they take (tokens, positions, caches...) and return (logits, new entries...)
 
 // The planning stage records a plan on each method.
 // PLAN: func.func @prefill({{.*}}etllm.plan = #etllm.slot<arena 0

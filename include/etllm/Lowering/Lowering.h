@@ -143,7 +143,7 @@ private:
   mlir::LogicalResult lowerOp(mlir::Operation *op);
 
   // The method being lowered (moved into `methods` when it is done).
-  mlir::func::FuncOp forward;
+  mlir::func::FuncOp current;
   std::vector<ValueRec> values;
   std::vector<InstrRec> instrs;
   std::vector<uint32_t> inputs, outputs;
