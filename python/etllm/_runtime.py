@@ -1,14 +1,28 @@
 """Running programs: Program (any method, NumPy in and out) and Runner (text
 generation through the runtime's tokenizer and sampler, as etllm-run)."""
 
+import atexit
 import codecs
 import os
 import queue
 import threading
+import weakref
 
 from . import _etllm
 
 Program = _etllm.Program
+
+# Generations still running on their threads. The interpreter waits for them
+# when it exits: a thread stopped inside the runtime at exit aborts the
+# process ("terminate called without an active exception"), for example
+# after `print(runner.generate(...))` with the text never read.
+_running = weakref.WeakSet()
+
+
+@atexit.register
+def _finish_running_generations():
+    for g in list(_running):
+        g._thread.join()
 
 
 class Generation:
@@ -53,6 +67,7 @@ class Generation:
             self._queue.put(Generation._DONE)
 
         self._thread = threading.Thread(target=run, daemon=True)
+        _running.add(self)
         self._thread.start()
 
     def __iter__(self):

@@ -5,6 +5,7 @@ and sampler with the statistics etllm-run reports."""
 import gc
 import json
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -191,3 +192,33 @@ def test_profile_times_the_calls_while_on(stories):
     assert "| linear                | portable |       36.0 |" in p["table"]
     prog.profiling = True  # a fresh profile
     assert prog.profiling and prog.profile["executions"] == 0
+
+
+def test_exit_with_a_generation_unread_is_clean(stories, shared):
+    # The text is never read: the interpreter waits for the generation's
+    # thread at exit instead of aborting inside the runtime.
+    script = (
+        "import etllm\n"
+        f"r = etllm.Runner({str(stories)!r})\n"
+        "print(r.generate('Once upon a time', max_new_tokens=20,"
+        " temperature=0))\n")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "terminate" not in run.stderr
+
+
+def test_a_static_program_generates_what_forward_does(tmp_path, shared, stories):
+    # prefill over 8 tokens and decode over one, the KV caches the runner's.
+    static = tmp_path / "static.pte"
+    etllm.export(shared / "models" / "stories260K" / "stories260K.bin", static,
+                 {"model": {"static_prefill_chunk": 8}},
+                 tokenizer=shared / "models" / "stories260K" / "tok512.bin")
+    prefill = etllm.Program(static, method="prefill")
+    assert set(prefill.method_names) == {"prefill", "decode"}
+    prompt = "Once upon a time, there was a little girl named Lily. She"
+    want = etllm.Runner(stories).generate(prompt, max_new_tokens=30,
+                                          temperature=0).text
+    got = etllm.Runner(static).generate(prompt, max_new_tokens=30,
+                                        temperature=0).text
+    assert len(want) > 40 and got == want
