@@ -1,9 +1,8 @@
 //===- runner.cpp - Text generation on a program --------------------------===//
 #include "etllm/runtime/llm/runner.h"
 
-#include "static_methods.h"
-
 #include "etllm/runtime/llm/method_names.h"
+#include "etllm/runtime/llm/static_methods.h"
 
 #include <chrono>
 #include <cstring>

@@ -1,5 +1,5 @@
 //===- static_methods.cpp - A static program's prefill and decode ---------===//
-#include "static_methods.h"
+#include "etllm/runtime/llm/static_methods.h"
 
 #include "etllm/runtime/llm/method_names.h"
 
@@ -113,6 +113,13 @@ uint64_t StaticMethods::plannedBytes() const {
   uint64_t n = prefill_->plannedBytes() + decode_->plannedBytes();
   for (const Cache &c : caches_)
     n += c.data.size();
+  return n;
+}
+
+uint64_t StaticMethods::cacheBytesPerPosition() const {
+  uint64_t n = 0;
+  for (const Cache &c : caches_)
+    n += uint64_t(c.sizes[1] * c.sizes[3]) * c.elementBytes;
   return n;
 }
 

@@ -19,8 +19,10 @@
 #include "etllm/runtime/bench/bandwidth.h"
 #include "etllm/runtime/bench/llama_bench.h"
 #include "etllm/runtime/bench/traffic.h"
+#include "etllm/runtime/llm/method_names.h"
 #include "etllm/runtime/llm/perplexity.h"
 #include "etllm/runtime/llm/runner.h"
+#include "etllm/runtime/llm/static_methods.h"
 #include "etllm/runtime/lora.h"
 #include "etllm/runtime/profile.h"
 #include "etllm/runtime/program.h"
@@ -162,10 +164,12 @@ Result<LoadedModel> loadModel(const std::string &path) {
   return m;
 }
 
-/// A Module of a loaded model with its `forward` checked.
+/// A Module of a loaded model with its `forward` checked, or a static
+/// program's `prefill` and `decode` (then `forward` is null).
 struct Instance {
   std::unique_ptr<Module> module;
   Method *forward = nullptr;
+  std::unique_ptr<llm::StaticMethods> statics;
   double createMs = 0;
   DecodeTraffic traffic;
 };
@@ -232,24 +236,41 @@ instantiate(const LoadedModel &m, size_t threads, uint64_t maxMemory,
   if (!module.ok())
     return module.error();
   in.module = std::move(module.value());
-  auto method = in.module->method("forward");
-  if (!method.ok())
-    return method.error();
+  auto statics = llm::StaticMethods::open(*in.module, m.program->name(),
+                                          m.program->metadata().maxSeqLen);
+  if (!statics.ok())
+    return statics.error();
+  in.statics = std::move(statics.value());
+  if (!in.statics) {
+    auto method = in.module->method(llm::kForwardMethod);
+    if (!method.ok())
+      return method.error();
+    in.forward = *method;
+  }
   in.createMs = msSince(t0);
-  in.forward = *method;
   ETLLM_RETURN_IF_ERROR(applyLoras(*in.module, m, loras, true));
-  const Method &f = *in.forward;
-  if (f.numInputs() != 2 || f.numOutputs() != 1 ||
-      f.input(0).dtype != DType::I64 || f.input(0).rank != 2 ||
-      f.input(1).dtype != DType::I64 || f.input(1).rank != 1 ||
-      f.output(0).dtype != DType::F32 || f.output(0).rank < 1)
-    return Error(m.program->name() +
-                 ": `forward` is not forward(tokens: i64 [1, seq], "
-                 "input_pos: i64 [seq]) -> f32 logits");
-  auto traffic = analyzeDecodeTraffic(*in.module);
+  if (in.forward) {
+    const Method &f = *in.forward;
+    if (f.numInputs() != 2 || f.numOutputs() != 1 ||
+        f.input(0).dtype != DType::I64 || f.input(0).rank != 2 ||
+        f.input(1).dtype != DType::I64 || f.input(1).rank != 1 ||
+        f.output(0).dtype != DType::F32 || f.output(0).rank < 1)
+      return Error(m.program->name() +
+                   ": `forward` is not forward(tokens: i64 [1, seq], "
+                   "input_pos: i64 [seq]) -> f32 logits");
+  }
+  // A decode step of a static program is its `decode`; with
+  // static_kv_cache: io its caches are inputs, not buffers the analysis
+  // finds: their bytes per position are added (a step attends to the
+  // positions before it either way; the copies of the whole caches in and
+  // of the new entries out are the io form's own cost, not in the model).
+  auto traffic = analyzeDecodeTraffic(
+      *in.module, in.forward ? llm::kForwardMethod : llm::kDecodeMethod);
   if (!traffic.ok())
     return traffic.error();
   in.traffic = *traffic;
+  if (in.statics)
+    in.traffic.kvBytesPerPosition += in.statics->cacheBytesPerPosition();
   return in;
 }
 
@@ -280,6 +301,9 @@ int runPerplexity(const BenchParams &params) {
                           params.loras);
     if (!in.ok())
       return fail(in.message());
+    if (!in->forward)
+      return fail(path + ": perplexity (-f) takes a program with `forward`; "
+                         "this one is a static program (prefill and decode)");
     Result<std::unique_ptr<Tokenizer>> tok =
         params.tokenizer.empty() ? llm::tokenizerForProgram(*m->program)
                                  : loadTokenizer(params.tokenizer);
@@ -442,7 +466,13 @@ int main(int argc, char **argv) {
     auto m = loadModel(path);
     if (!m.ok())
       return fail(m.message());
-    auto context = forwardContextLength(*m->program);
+    // A static program's context is its max_seq_len (StaticMethods checks
+    // the rest when it is instantiated).
+    std::vector<std::string> methods = m->program->methodNames();
+    const bool isStatic = std::find(methods.begin(), methods.end(),
+                                    llm::kPrefillMethod) != methods.end();
+    auto context = isStatic ? Result<int64_t>(m->program->metadata().maxSeqLen)
+                            : forwardContextLength(*m->program);
     if (!context.ok())
       return fail(context.message());
     int64_t ctx = *context;
@@ -546,9 +576,16 @@ int main(int argc, char **argv) {
       if (params.verbose)
         std::fprintf(stderr, "etllm-bench: %s\n", note.c_str());
     }
-    Method &f = *inst->forward;
+    Method *f = inst->forward;
+    llm::StaticMethods *statics = inst->statics.get();
     Module &mod = *inst->module;
-    int64_t vocab = f.output(0).dim(-1);
+    int64_t vocab = f ? f->output(0).dim(-1) : statics->vocab();
+    // A static program's calls: the tokens of a prompt in its padded chunks,
+    // a generated token by `decode` (StaticMethods::forward).
+    auto runStatic = [&](int64_t start) -> Status {
+      auto logits = statics->forward(scratch, start);
+      return logits.ok() ? Status() : Status(logits.error());
+    };
     std::uniform_int_distribution<int64_t> randomToken(0, vocab - 1);
     int64_t bos = model->bos >= 0 && model->bos < vocab ? model->bos : -1;
     // llama-bench's test_prompt: BOS first (when the model has one), then
@@ -562,13 +599,18 @@ int main(int argc, char **argv) {
           scratch[i] = done == 0 && i == 0 && bos >= 0 ? bos : randomToken(rng);
           posScratch[i] = start + done + i;
         }
+        if (statics) {
+          ETLLM_RETURN_IF_ERROR(runStatic(start + done));
+          done += count;
+          continue;
+        }
         int64_t sizes[2] = {1, count};
         int64_t n64 = count;
         ETLLM_RETURN_IF_ERROR(
-            f.setInput(0, DType::I64, sizes, 2, scratch.data()));
+            f->setInput(0, DType::I64, sizes, 2, scratch.data()));
         ETLLM_RETURN_IF_ERROR(
-            f.setInput(1, DType::I64, &n64, 1, posScratch.data()));
-        ETLLM_RETURN_IF_ERROR(f.execute());
+            f->setInput(1, DType::I64, &n64, 1, posScratch.data()));
+        ETLLM_RETURN_IF_ERROR(f->execute());
         done += count;
       }
       return Status();
@@ -579,9 +621,14 @@ int main(int argc, char **argv) {
       int64_t one = 1, sizes[2] = {1, 1};
       for (int i = 0; i < n; ++i) {
         int64_t pos = start + i;
-        ETLLM_RETURN_IF_ERROR(f.setInput(0, DType::I64, sizes, 2, &token));
-        ETLLM_RETURN_IF_ERROR(f.setInput(1, DType::I64, &one, 1, &pos));
-        ETLLM_RETURN_IF_ERROR(f.execute());
+        if (statics) {
+          scratch.assign(1, token);
+          ETLLM_RETURN_IF_ERROR(runStatic(pos));
+        } else {
+          ETLLM_RETURN_IF_ERROR(f->setInput(0, DType::I64, sizes, 2, &token));
+          ETLLM_RETURN_IF_ERROR(f->setInput(1, DType::I64, &one, 1, &pos));
+          ETLLM_RETURN_IF_ERROR(f->execute());
+        }
         token = randomToken(rng);
       }
       return Status();
@@ -600,7 +647,8 @@ int main(int argc, char **argv) {
     r.modelParams = model->params;
     r.fileSize = model->program->fileSize();
     r.loadMs = model->programLoadMs + inst->createMs;
-    r.plannedBytes = f.plannedBytes() + mod.bufferBytes();
+    r.plannedBytes =
+        (f ? f->plannedBytes() : statics->plannedBytes()) + mod.bufferBytes();
     if (t.nGen > 0)
       r.bytesPerToken =
           inst->traffic.meanBytes(int64_t(t.nDepth) + t.nPrompt, t.nGen);
@@ -613,8 +661,15 @@ int main(int argc, char **argv) {
     }
     if (params.delay > 0)
       std::this_thread::sleep_for(std::chrono::seconds(params.delay));
-    if (!params.noWarmup) {
+    // A new conversation: the Module's buffers and a static program's
+    // caches.
+    auto resetState = [&] {
       mod.resetState();
+      if (statics)
+        statics->reset();
+    };
+    if (!params.noWarmup) {
+      resetState();
       if (t.nPrompt > 0) {
         if (params.progress)
           std::fprintf(stderr,
@@ -636,7 +691,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < mod.numDelegates(); ++i)
       countersBefore.push_back(mod.delegateCounters(i));
     for (int rep = 0; rep < params.reps; ++rep) {
-      mod.resetState();
+      resetState();
       if (t.nDepth > 0) {
         if (params.progress)
           std::fprintf(stderr,

@@ -1,6 +1,6 @@
 //===- static_methods.h - A static program's prefill and decode -*- C++ -*-===//
 //
-// Private to runtime/llm: the Runner's step over a static-shape program
+// The Runner's (and etllm-bench's) step over a static-shape program
 // (etllm-static-methods): `prefill` over a fixed chunk of C tokens and
 // `decode` over one, instead of `forward`. A step feeds its tokens in
 // chunks (the last one padded with its last token, whose logits are the
@@ -46,6 +46,8 @@ public:
   int64_t maxSeqLen() const { return maxSeqLen_; }
   /// Planned bytes of both methods and the caches owned here.
   uint64_t plannedBytes() const;
+  /// Bytes per position of the caches owned here (a step attends to them).
+  uint64_t cacheBytesPerPosition() const;
 
 private:
   struct Cache {
