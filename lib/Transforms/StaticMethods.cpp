@@ -142,6 +142,12 @@ struct StaticMethodsPass
     }
     if (failed(checkForward(forward)))
       return signalPassFailure();
+    for (StringRef name : {llm::kPrefillMethod, llm::kDecodeMethod})
+      if (Operation *other = module.lookupSymbol(name)) {
+        other->emitError("etllm-static-methods: the module already has a `")
+            << name << "`";
+        return signalPassFailure();
+      }
     SmallVector<BufferOp> buffers(module.getOps<BufferOp>());
     int64_t cacheLength = 0;
     for (BufferOp b : buffers)
@@ -165,9 +171,9 @@ struct StaticMethodsPass
 
     OpBuilder b(forward);
     MLIRContext *ctx = &getContext();
-    for (auto [name, tokens] : {std::pair<StringRef, int64_t>{
-                                  llm::kPrefillMethod, chunk},
-                              {llm::kDecodeMethod, 1}}) {
+    for (auto [name, tokens] :
+         {std::pair<StringRef, int64_t>{llm::kPrefillMethod, chunk},
+          {llm::kDecodeMethod, 1}}) {
       auto fn = cast<func::FuncOp>(b.clone(*forward));
       fn.setSymName(name);
       Block &body = fn.getBody().front();

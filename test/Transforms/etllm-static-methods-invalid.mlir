@@ -92,3 +92,18 @@ module {
     return %x : tensor<1x4xf32>
   }
 }
+
+// -----
+
+// The methods' names are taken.
+module {
+  func.func @forward(%tok: tensor<1x?xi64>, %pos: tensor<?xi64>) -> tensor<1x?x4xf32> {
+    %w = etllm.constant dense<1.0> : tensor<4x4xf32>
+    %h = etllm.embedding %w, %tok : (tensor<4x4xf32>, tensor<1x?xi64>) -> tensor<1x?x4xf32>
+    return %h : tensor<1x?x4xf32>
+  }
+  // expected-error @+1 {{etllm-static-methods: the module already has a `decode`}}
+  func.func private @decode() {
+    return
+  }
+}
