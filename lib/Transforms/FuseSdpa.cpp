@@ -294,10 +294,7 @@ struct CausalMaskToPositions : public OpRewritePattern<SdpaOp> {
         op.getLoc(), op.getType(), op.getQuery(), op.getKey(), op.getValue(),
         Value(), positions, op.getScaleAttr(), rewriter.getUnitAttr(),
         rewriter.getI64IntegerAttr(window), op.getSoftcapAttr());
-    if (StringRef path = getModulePath(op); !path.empty())
-      setModulePath(fused, path);
-    rewriter.replaceOp(op, fused.getResult());
-    return success();
+    return replaceWithFused(rewriter, op, fused);
   }
 };
 
@@ -400,11 +397,12 @@ struct AttendMaskToPositions : public OpRewritePattern<SdpaOp> {
     int64_t window = 0;
     if (windowTerm) {
       auto sub = windowTerm.getRhs().getDefiningOp<SubOp>();
-      std::optional<double> w = sub ? splat(sub.getRhs()) : std::nullopt;
-      if (!isKeyIndex(windowTerm.getLhs(), keys) || !sub || !w || *w < 1 ||
-          *w != std::floor(*w) || queryPositions(sub.getLhs()) != positions)
+      // 0 (no window) when the term is not `positions - W` with a splat W.
+      const double w = sub ? splat(sub.getRhs()).value_or(0.0) : 0.0;
+      if (!isKeyIndex(windowTerm.getLhs(), keys) || w < 1 ||
+          w != std::floor(w) || queryPositions(sub.getLhs()) != positions)
         return rewriter.notifyMatchFailure(op, "window term does not match");
-      window = int64_t(*w);
+      window = int64_t(w);
     }
     if (failed(verifyCompatibleShape(
             cast<RankedTensorType>(positions.getType()).getShape(),
