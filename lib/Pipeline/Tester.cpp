@@ -4,6 +4,8 @@
 #include "etllm/Dialect/Etllm/EtllmModelConfig.h"
 #include "etllm/InitAll.h"
 #include "etllm/runtime/backend.h"
+#include "etllm/runtime/llm/method_names.h"
+#include "etllm/runtime/llm/static_methods.h"
 #include "etllm/runtime/program.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -32,10 +34,33 @@ runProgram(const std::string &bytes, const std::vector<int64_t> &tokens,
   auto module = rt::Module::create(*program, mo);
   if (!module.ok())
     return err(module.message());
-  auto method = (*module)->method("forward");
+  std::vector<CallOutput> outs;
+  // A static program (prefill and decode): the same calls through the
+  // runner's step, each giving its last real token's logits.
+  auto statics = rt::llm::StaticMethods::open(**module, (*program)->name(),
+                                              (*program)->metadata().maxSeqLen);
+  if (!statics.ok())
+    return err(statics.message());
+  if (*statics) {
+    rt::llm::StaticMethods &s = **statics;
+    for (size_t pos = 0; pos < tokens.size();) {
+      size_t n =
+          pos == 0 ? std::max<size_t>(1, std::min(prefill, tokens.size())) : 1;
+      std::vector<int64_t> tok(tokens.begin() + pos, tokens.begin() + pos + n);
+      auto logits = s.forward(tok, int64_t(pos));
+      if (!logits.ok())
+        return err(logits.message());
+      CallOutput c;
+      c.shape = {1, 1, s.vocab()};
+      c.values.assign(*logits, *logits + s.vocab());
+      outs.push_back(std::move(c));
+      pos += n;
+    }
+    return outs;
+  }
+  auto method = (*module)->method(rt::llm::kForwardMethod);
   if (!method.ok())
     return err(method.message());
-  std::vector<CallOutput> outs;
   size_t pos = 0;
   while (pos < tokens.size()) {
     size_t n =

@@ -36,7 +36,9 @@ struct CallOutput {
 
 /// Runs a serialized program on `tokens` (one prefill call with the first
 /// `prefill` tokens, then one call per remaining token); returns every
-/// call's logits. `threads` > 1 uses a pool. The caller registers the
+/// call's logits. A static-shape program (`prefill` and `decode`) takes the
+/// same calls through the runner's step (llm::StaticMethods: the prefill in
+/// padded chunks) and returns each call's last token's logits. `threads` > 1 uses a pool. The caller registers the
 /// runtime's backends first (rt::registerBuiltinBackends), as it registers
 /// the compiler's passes and backends before using a Tester
 /// (registerAllPasses; test/unittests/TestMain.cpp does both for the tests).

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "PipelineTestUtil.h"
+#include "etllm/Pipeline/Tester.h"
 #include "etllm/runtime/llm/runner.h"
 
 #include <gtest/gtest.h>
@@ -88,8 +89,9 @@ std::string greedy(llm::Runner &r, const std::vector<int32_t> &prompt,
   next.insert(next.end(), more.begin(), more.end());
   auto second = r.continueWith(next, c, onText);
   EXPECT_TRUE(second.ok()) << second.message();
-  if (second.ok()) // the first turn's tokens stay in the cache
+  if (second.ok()) { // the first turn's tokens stay in the cache
     EXPECT_EQ(size_t(second->cachedTokens), next.size() - more.size());
+  }
   return text;
 }
 
@@ -115,6 +117,36 @@ TEST_P(StaticShapes, SameGreedyBytesAsTheDynamicProgram) {
     EXPECT_GT(want.size(), 40u);
     EXPECT_EQ(greedy(*io, prompt, more), want);
     EXPECT_EQ(greedy(*inPlace, prompt, more), want);
+  }
+}
+
+/// The Tester gates the static stage like any other: every later stage's
+/// program (static methods, in-place caches, partitioned) agrees with the
+/// exported graph's, call by call (a prefill of 6 tokens in chunks of 4,
+/// then decode steps), within 1e-5.
+TEST_P(StaticShapes, EveryStageAgreesWithTheExportedGraph) {
+  for (etllm::StaticKvCache kv :
+       {etllm::StaticKvCache::Io, etllm::StaticKvCache::InPlace}) {
+    etllm::ImportOptions io;
+    io.maxSeqLen = 32;
+    io.lastLogitsOnly = false;
+    etllm::Tester t(shared() + "/models/stories260K/stories260K.bin", io);
+    t.import();
+    etllm::RecipeOptions ro;
+    ro.staticPrefillChunk = 4;
+    ro.staticKvCache = kv;
+    bool sawStatic = false;
+    for (etllm::StageSpec &s : etllm::recipeStages(GetParam(), ro)) {
+      t.runStage(s);
+      t.runAndCompare(1e-5, 1e-5, "import");
+      sawStatic |= s.name == "static-methods";
+    }
+    EXPECT_TRUE(sawStatic);
+    EXPECT_TRUE(t.ok()) << t.report();
+    mlir::ModuleOp m = t.currentIR();
+    ASSERT_TRUE(m);
+    EXPECT_TRUE(m.lookupSymbol("prefill") && m.lookupSymbol("decode") &&
+                !m.lookupSymbol("forward"));
   }
 }
 
