@@ -401,27 +401,15 @@ LogicalResult LoweredProgram::lower(bool materializeDelegates) {
   }
   methods.reserve(fns.size());
   for (func::FuncOp fn : fns) {
-    methods.emplace_back();
-    methods.back().func = fn;
-    // The method's tables are lowered in place (LoweredProgram's working
-    // members), then moved into its record.
+    // Lowered into `working`, then moved into its record.
+    working = LoweredMethod();
     current = fn;
     paramValue.clear();
     if (failed(lowerMethod(materializeDelegates, config)))
       return failure();
-    LoweredMethod &m = methods.back();
-    m.values = std::move(values);
-    m.instrs = std::move(instrs);
-    m.inputs = std::move(inputs);
-    m.outputs = std::move(outputs);
-    m.index = std::move(index);
-    values.clear();
-    instrs.clear();
-    inputs.clear();
-    outputs.clear();
-    index.clear();
+    methods.push_back(std::move(working));
   }
-  current = nullptr;
+  working = LoweredMethod();
   return success();
 }
 

@@ -34,58 +34,61 @@ runProgram(const std::string &bytes, const std::vector<int64_t> &tokens,
   auto module = rt::Module::create(*program, mo);
   if (!module.ok())
     return err(module.message());
-  std::vector<CallOutput> outs;
-  // A static program (prefill and decode): the same calls through the
-  // runner's step, each giving its last real token's logits.
+  // A static program (prefill and decode) takes the calls through the
+  // runner's step and gives each call's last real token's logits.
   auto statics = rt::llm::StaticMethods::open(**module, (*program)->name(),
                                               (*program)->metadata().maxSeqLen);
   if (!statics.ok())
     return err(statics.message());
-  if (*statics) {
-    rt::llm::StaticMethods &s = **statics;
-    for (size_t pos = 0; pos < tokens.size();) {
-      size_t n =
-          pos == 0 ? std::max<size_t>(1, std::min(prefill, tokens.size())) : 1;
-      std::vector<int64_t> tok(tokens.begin() + pos, tokens.begin() + pos + n);
+  rt::Method *method = nullptr;
+  if (!*statics) {
+    auto m = (*module)->method(rt::llm::kForwardMethod);
+    if (!m.ok())
+      return err(m.message());
+    method = *m;
+  }
+  // One call: tokens [pos, pos + n) -> its logits.
+  auto call = [&](const std::vector<int64_t> &tok,
+                  size_t pos) -> llvm::Expected<CallOutput> {
+    CallOutput c;
+    if (*statics) {
+      rt::llm::StaticMethods &s = **statics;
       auto logits = s.forward(tok, int64_t(pos));
       if (!logits.ok())
         return err(logits.message());
-      CallOutput c;
       c.shape = {1, 1, s.vocab()};
       c.values.assign(*logits, *logits + s.vocab());
-      outs.push_back(std::move(c));
-      pos += n;
+      return c;
     }
-    return outs;
-  }
-  auto method = (*module)->method(rt::llm::kForwardMethod);
-  if (!method.ok())
-    return err(method.message());
-  size_t pos = 0;
-  while (pos < tokens.size()) {
-    size_t n =
-        pos == 0 ? std::max<size_t>(1, std::min(prefill, tokens.size())) : 1;
-    std::vector<int64_t> tok(tokens.begin() + pos, tokens.begin() + pos + n);
+    const size_t n = tok.size();
     std::vector<int64_t> positions(n);
     for (size_t i = 0; i < n; ++i)
       positions[i] = int64_t(pos + i);
     int64_t tsizes[2] = {1, int64_t(n)}, psize = int64_t(n);
-    if (auto st = (*method)->setInput(0, rt::DType::I64, tsizes, 2, tok.data());
+    if (auto st = method->setInput(0, rt::DType::I64, tsizes, 2, tok.data());
         !st.ok())
       return err(st.message());
     if (auto st =
-            (*method)->setInput(1, rt::DType::I64, &psize, 1, positions.data());
+            method->setInput(1, rt::DType::I64, &psize, 1, positions.data());
         !st.ok())
       return err(st.message());
-    if (auto st = (*method)->execute(); !st.ok())
+    if (auto st = method->execute(); !st.ok())
       return err(st.message());
-    const rt::Tensor &o = (*method)->output(0);
+    const rt::Tensor &o = method->output(0);
     if (o.dtype != rt::DType::F32)
       return err("the program's output is not f32");
-    CallOutput c;
     c.shape.assign(o.sizes, o.sizes + o.rank);
     c.values.assign(o.ptr<float>(), o.ptr<float>() + o.numel());
-    outs.push_back(std::move(c));
+    return c;
+  };
+  std::vector<CallOutput> outs;
+  for (size_t pos = 0; pos < tokens.size();) {
+    size_t n =
+        pos == 0 ? std::max<size_t>(1, std::min(prefill, tokens.size())) : 1;
+    auto c = call({tokens.begin() + pos, tokens.begin() + pos + n}, pos);
+    if (!c)
+      return c.takeError();
+    outs.push_back(std::move(*c));
     pos += n;
   }
   return outs;

@@ -30,11 +30,15 @@ std::string shapeText(const Tensor &t) {
 
 } // namespace
 
+bool StaticMethods::inProgram(const Program &program) {
+  std::vector<std::string> names = program.methodNames();
+  return std::find(names.begin(), names.end(), kPrefillMethod) != names.end();
+}
+
 Result<std::unique_ptr<StaticMethods>>
 StaticMethods::open(Module &module, const std::string &path,
                     int64_t maxSeqLen) {
-  std::vector<std::string> names = module.program().methodNames();
-  if (std::find(names.begin(), names.end(), kPrefillMethod) == names.end())
+  if (!inProgram(module.program()))
     return std::unique_ptr<StaticMethods>();
   std::unique_ptr<StaticMethods> s(new StaticMethods());
   auto prefill = module.method(kPrefillMethod);

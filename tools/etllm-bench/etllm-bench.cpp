@@ -468,9 +468,7 @@ int main(int argc, char **argv) {
       return fail(m.message());
     // A static program's context is its max_seq_len (StaticMethods checks
     // the rest when it is instantiated).
-    std::vector<std::string> methods = m->program->methodNames();
-    const bool isStatic = std::find(methods.begin(), methods.end(),
-                                    llm::kPrefillMethod) != methods.end();
+    const bool isStatic = llm::StaticMethods::inProgram(*m->program);
     auto context = isStatic ? Result<int64_t>(m->program->metadata().maxSeqLen)
                             : forwardContextLength(*m->program);
     if (!context.ok())

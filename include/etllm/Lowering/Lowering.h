@@ -112,6 +112,9 @@ llvm::SmallVector<mlir::func::FuncOp> methodFunctions(mlir::ModuleOp module);
 class LoweredProgram {
 public:
   explicit LoweredProgram(mlir::ModuleOp module);
+  // The working method's names refer to this object's own members.
+  LoweredProgram(const LoweredProgram &) = delete;
+  LoweredProgram &operator=(const LoweredProgram &) = delete;
 
   /// Lowers every method. With `materializeDelegates`, each delegate call's
   /// backend serializes its subgraph (blob, packed constants); without, a
@@ -142,12 +145,14 @@ private:
   mlir::FailureOr<uint32_t> lookup(mlir::Value v, mlir::Operation *user);
   mlir::LogicalResult lowerOp(mlir::Operation *op);
 
-  // The method being lowered (moved into `methods` when it is done).
-  mlir::func::FuncOp current;
-  std::vector<ValueRec> values;
-  std::vector<InstrRec> instrs;
-  std::vector<uint32_t> inputs, outputs;
-  llvm::DenseMap<mlir::Value, uint32_t> index;
+  // The method being lowered (moved into `methods` when it is done), and
+  // its tables by the names the lowering uses.
+  LoweredMethod working;
+  mlir::func::FuncOp &current = working.func;
+  std::vector<ValueRec> &values = working.values;
+  std::vector<InstrRec> &instrs = working.instrs;
+  std::vector<uint32_t> &inputs = working.inputs, &outputs = working.outputs;
+  llvm::DenseMap<mlir::Value, uint32_t> &index = working.index;
   /// Its parameter.get values, by parameter.
   llvm::StringMap<uint32_t> paramValue;
 };

@@ -37,7 +37,7 @@ std::string exportBytes(const std::string &checkpoint, const ExportForTest &o) {
   StagePipeline p;
   ImportOptions io;
   io.maxSeqLen = o.maxSeqLen;
-  io.lastLogitsOnly = o.lastLogitsOnly && o.staticPrefillChunk == 0;
+  io.lastLogitsOnly = o.lastLogitsOnly;
   p.add(makeImportStage(io));
   RecipeOptions ro;
   ro.staticPrefillChunk = o.staticPrefillChunk;

@@ -40,8 +40,8 @@ struct ExportForTest {
   std::string tokenizer;
   /// Recorded as the program's pipeline ("": none).
   std::string pipelineName;
-  /// Static-shape methods (RecipeOptions::staticPrefillChunk; 0: none),
-  /// with every position's logits.
+  /// Static-shape methods (RecipeOptions::staticPrefillChunk; 0: none; they
+  /// need every position's logits: lastLogitsOnly false, the default).
   int64_t staticPrefillChunk = 0;
   StaticKvCache staticKvCache = StaticKvCache::Io;
 };

@@ -25,6 +25,10 @@ namespace etllm::rt::llm {
 
 class StaticMethods {
 public:
+  /// Whether `program` is a static program (it has `prefill`): what open()
+  /// takes, without a Module.
+  static bool inProgram(const Program &program);
+
   /// The `prefill` and `decode` methods of `module`, checked against the
   /// form etllm-static-methods gives them; null when the program has no
   /// `prefill` (a dynamic program). `maxSeqLen` is the program's context
