@@ -450,6 +450,14 @@ def main():
              "lora_runtime.targets=[q_proj,v_proj,down_proj]", "--set",
              "lora_runtime.max_rank=4", "-o", pte])
         seeds.add_file("pte", pte)
+        # Static-shape programs: prefill and decode, the caches as their
+        # inputs and outputs or as buffers.
+        for kv in ("io", "in-place"):
+            pte = os.path.join(tmp, "static-" + kv + ".pte")
+            run([T("etllm-export"), "--quiet", "--model", model, "--pipeline",
+                 "cpu-fp32", "--set", "model.static_prefill_chunk=4", "--set",
+                 "model.static_kv_cache=" + kv, "-o", pte])
+            seeds.add_file("pte", pte)
         pte = os.path.join(tmp, "hf-tokenizer.pte")
         run([T("etllm-export"), "--quiet", "--model",
              os.path.join(tmp, "qwen2-hf"), "--tokenizer",

@@ -10,6 +10,7 @@
 
 #include "etllm/runtime/backend.h"
 #include "etllm/runtime/llm/runner.h"
+#include "etllm/runtime/llm/static_methods.h"
 #include "etllm/runtime/program.h"
 #include "etllm/schema/program_generated.h"
 
@@ -59,6 +60,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   auto module = Module::create(*program, options);
   if (!module.ok()) {
     note(module.message());
+    return 0;
+  }
+  // A static program: its methods checked as the runner checks them, then a
+  // prompt of 3 tokens (a padded prefill chunk, or decode steps) and one
+  // generated token, as the runner feeds them.
+  auto statics = llm::StaticMethods::open(**module, "fuzz.pte",
+                                          (*program)->metadata().maxSeqLen);
+  if (!statics.ok()) {
+    note(statics.message());
+    return 0;
+  }
+  if (*statics) {
+    auto logits = (*statics)->forward({1, 2, 3}, 0);
+    if (logits.ok())
+      logits = (*statics)->forward({4}, 3);
+    note(logits.ok() ? "executed prefill and decode" : logits.message());
     return 0;
   }
   auto method = (*module)->method("forward");
