@@ -128,6 +128,37 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        {},
        false,
        /*writtenWhenDefault=*/false},
+      {"model.kv_ring_chunk",
+       ConfigType::Int,
+       "0",
+       {},
+       "Ring KV caches (etllm-kv-ring): 0 keeps every cache max_seq_len "
+       "positions; C > 0 has the runner feed at most C tokens per call, so "
+       "that a sliding-window layer (Mistral, Gemma 2/3 local layers) keeps "
+       "only window + C - 1 positions. Not with static_prefill_chunk. At "
+       "most max_seq_len.",
+       "1",
+       0,
+       1 << 20,
+       {},
+       false,
+       /*writtenWhenDefault=*/false},
+      {"model.attention_sinks",
+       ConfigType::Int,
+       "0",
+       {},
+       "Attention sinks (StreamingLLM), with model.kv_ring_chunk: S > 0 keeps "
+       "the first S positions of every cache for good and the rest a ring "
+       "of the latest, so generation goes on past max_seq_len with the same "
+       "memory instead of stopping or shifting the context. Each query sees "
+       "the sinks and the latest max_seq_len - S - kv_ring_chunk + 1 "
+       "positions.",
+       "4",
+       0,
+       1 << 20,
+       {},
+       false,
+       /*writtenWhenDefault=*/false},
       {"model.moe",
        ConfigType::Enum,
        "experts",
@@ -146,7 +177,8 @@ const std::vector<ConfigKey> &exportConfigSchema() {
       {"pipeline.name",
        ConfigType::Enum,
        "portable",
-       {"portable", "cpu-fp32", "cpu-int4", "cpu-8da4w", "cpu-gguf", "cpu-int8",
+       {"portable", "cpu-fp32", "cpu-int4", "cpu-8da4w", "cpu-8sa4w", "cpu-gguf",
+        "cpu-int8",
         "vulkan-fp32", "vulkan-fp16", "vulkan-int4", "vulkan-int4-mixed"},
        "The named recipe; the keys below override its options "
        "(docs/Pipelines.md). The former names of the `cpu-*` recipes, "
@@ -198,13 +230,54 @@ const std::vector<ConfigKey> &exportConfigSchema() {
       {"quantization.activations",
        ConfigType::Enum,
        "pipeline",
-       {"pipeline", "float32", "int8-block"},
-       "Activations of int4/int8 linear layers: float32 (weight-only) or "
+       {"pipeline", "float32", "int8-block", "int8-static"},
+       "Activations of int4/int8 linear layers: float32 (weight-only), "
        "int8-block (quantized at run time to int8 per block of 32 values, "
-       "symmetric, as llama.cpp does for Q4_0/Q8_0). `pipeline` keeps the "
-       "recipe's (int8-block for cpu-int4, float32 otherwise). The 8da "
-       "schemes always quantize per token.",
+       "symmetric, as llama.cpp does for Q4_0/Q8_0) or int8-static (int8 per "
+       "tensor, symmetric, one scale per linear input fixed at export from "
+       "quantization.calibration: what NPUs run; the 8da schemes too). "
+       "`pipeline` keeps the recipe's (int8-block for cpu-int4, int8-static "
+       "for cpu-8sa4w, float32 otherwise). Otherwise the 8da schemes "
+       "quantize per token at run time.",
        "float32"},
+      {"quantization.calibration",
+       ConfigType::String,
+       "",
+       {},
+       "Calibration text (UTF-8, at most 64 MiB) for int8-static "
+       "activations: the float program runs on windows of it "
+       "(etllm-calibrate) and each linear's scale is the largest |x| its "
+       "input took / 127. Tokenized with the program's tokenizer "
+       "(`tokenizer`, a GGUF's vocabulary).",
+       "calibration.txt",
+       INT64_MIN,
+       INT64_MAX,
+       {},
+       false,
+       /*writtenWhenDefault=*/false},
+      {"quantization.calibration_samples",
+       ConfigType::Int,
+       "8",
+       {},
+       "Windows of the calibration text run, each from position 0 (fewer "
+       "when the text ends first).",
+       "32",
+       1,
+       4096,
+       {},
+       false,
+       /*writtenWhenDefault=*/false},
+      {"quantization.calibration_window",
+       ConfigType::Int,
+       "128",
+       {},
+       "Tokens per calibration window (at most model.max_seq_len).",
+       "256",
+       1,
+       1 << 20,
+       {},
+       false,
+       /*writtenWhenDefault=*/false},
       {"quantization.embedding",
        ConfigType::Enum,
        "pipeline",

@@ -394,7 +394,14 @@ LogicalResult LoweredProgram::lower(bool materializeDelegates) {
     return module.emitError("the module has no public function (a method: "
                             "`forward`, or `prefill` and `decode`)");
   ProgramConfig config = readProgramConfig(module);
-  seqBound = config.maxSeqLen;
+  if (config.ringChunk > 0 &&
+      (config.ringChunk > config.maxSeqLen ||
+       config.ringSinks >= config.maxSeqLen))
+    return module.emitError("the ring KV caches' chunk ")
+           << config.ringChunk << " and sinks " << config.ringSinks
+           << " do not fit the context of " << config.maxSeqLen << " ("
+           << config.maxSeqLenSource << ")";
+  seqBound = config.callBound();
   for (auto b : module.getOps<BufferOp>()) {
     bufferIndex[b.getSymName()] = buffers.size();
     buffers.push_back(b);

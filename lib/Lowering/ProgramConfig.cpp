@@ -14,6 +14,13 @@ ProgramConfig readProgramConfig(ModuleOp module) {
   c.maxSeqLenSource = (llvm::Twine("max_seq_len in the module's ") +
                        EtllmDialect::kModelConfigAttrName)
                           .str();
+  if (auto ring = module->getAttrOfType<DictionaryAttr>(
+          EtllmDialect::kKvRingAttrName)) {
+    if (auto chunk = ring.getAs<IntegerAttr>("chunk"))
+      c.ringChunk = chunk.getInt();
+    if (auto sinks = ring.getAs<IntegerAttr>("sinks"))
+      c.ringSinks = sinks.getInt();
+  }
   ModelConfigAttr cfg = getModelConfig(module);
   if (!cfg)
     return c;
@@ -23,6 +30,14 @@ ProgramConfig readProgramConfig(ModuleOp module) {
   c.eosTokenIds.assign(cfg.getEosTokenIds().begin(),
                        cfg.getEosTokenIds().end());
   return c;
+}
+
+std::string calibrationFile(ModuleOp module) {
+  if (auto c = module->getAttrOfType<DictionaryAttr>(
+          EtllmDialect::kCalibrationAttrName))
+    if (auto f = c.getAs<StringAttr>("file"))
+      return f.getValue().str();
+  return "";
 }
 
 std::string modelConfigJson(ModuleOp module) {

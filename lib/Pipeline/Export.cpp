@@ -70,6 +70,11 @@ void applyConfigToRecipeOptions(const ExportConfig &c, RecipeOptions &o) {
           parseOptionEnum<KvCacheDtype>(c.getString("model.kv_cache_dtype")))
     o.kvCacheDtype = *dt;
   o.staticPrefillChunk = c.getInt("model.static_prefill_chunk");
+  o.calibration = c.getString("quantization.calibration");
+  o.calibrationSamples = c.getInt("quantization.calibration_samples");
+  o.calibrationWindow = c.getInt("quantization.calibration_window");
+  o.kvRingChunk = c.getInt("model.kv_ring_chunk");
+  o.attentionSinks = c.getInt("model.attention_sinks");
   if (auto kv =
           parseOptionEnum<StaticKvCache>(c.getString("model.static_kv_cache")))
     o.staticKvCache = *kv;
@@ -134,6 +139,7 @@ llvm::Error runExport(Artifact input, const ExportConfig &requestedConfig,
   std::string recipe = config.getString("pipeline.name");
   RecipeOptions recipeOptions;
   applyConfigToRecipeOptions(config, recipeOptions);
+  recipeOptions.calibrationTokenizer = tokenizerPath;
   StagePipeline pipeline;
   std::vector<std::string> stageNames;
   bool fromCheckpoint = input.kind == Artifact::Kind::Checkpoint;

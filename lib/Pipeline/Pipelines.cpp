@@ -2,6 +2,7 @@
 #include "etllm/Pipeline/Pipelines.h"
 
 #include "etllm/Config/RecipeAliases.h"
+#include "etllm/Pipeline/Calibrate.h"
 #include "etllm/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -79,6 +80,17 @@ Recipe cpu8da4w() {
   return r;
 }
 
+Recipe cpu8sa4w() {
+  Recipe r = cpu8da4w();
+  r.name = "cpu-8sa4w";
+  r.description = "int8 static per-tensor activations (scales from a "
+                  "calibration text) x int4 group-wise weights (group 32), "
+                  "int8 per-row embedding, 8-bit lm_head: what NPUs run, "
+                  "on the CPU backend";
+  r.activations = ActivationScheme::Int8Static;
+  return r;
+}
+
 Recipe cpuGguf() {
   // cpu-int4's activations (Q8_0 blocks) with every weight in its own type.
   Recipe r = cpuInt4();
@@ -147,8 +159,9 @@ Recipe vulkanInt4Mixed() {
 /// Every recipe, in documentation order.
 const std::vector<Recipe> &recipes() {
   static const std::vector<Recipe> r = {
-      portable(), cpuFp32(),    cpuInt4(),    cpu8da4w(),   cpuGguf(),
-      cpuInt8(),  vulkanFp32(), vulkanFp16(), vulkanInt4(), vulkanInt4Mixed()};
+      portable(), cpuFp32(),    cpuInt4(),    cpu8da4w(),
+      cpu8sa4w(), cpuGguf(),    cpuInt8(),    vulkanFp32(),
+      vulkanFp16(), vulkanInt4(), vulkanInt4Mixed()};
   return r;
 }
 
@@ -237,6 +250,20 @@ std::vector<StageSpec> recipeStages(const std::string &recipe,
                   spell(o.kvCacheDtype.getValue()) +
                   "' needs static-kv-cache=in-place (the caches a static "
                   "program takes as inputs and outputs are float)";
+  if (optionError.empty() && activations == ActivationScheme::Int8Static &&
+      o.calibration.empty())
+    optionError = recipe + ": activations=int8-static needs a calibration "
+                           "text (calibration, quantization.calibration)";
+  if (optionError.empty() && o.attentionSinks > 0 && o.kvRingChunk <= 0)
+    optionError = recipe + ": attention-sinks needs kv-ring-chunk > 0 (the "
+                           "sinks' caches are rings)";
+  if (optionError.empty() && (o.kvRingChunk < 0 || o.attentionSinks < 0))
+    optionError = recipe + ": kv-ring-chunk and attention-sinks must not be "
+                           "negative";
+  if (optionError.empty() && o.kvRingChunk > 0 && o.staticPrefillChunk > 0)
+    optionError = recipe + ": kv-ring-chunk does not combine with "
+                           "static-prefill-chunk (ring caches are for the "
+                           "dynamic program)";
   if (!optionError.empty())
     return {{"options", [optionError](mlir::OpPassManager &pm) {
                pm.addPass(std::make_unique<OptionErrorPass>(optionError));
@@ -271,6 +298,18 @@ std::vector<StageSpec> recipeStages(const std::string &recipe,
                           createFuseSdpaPass());
                       pm.addPass(mlir::createCanonicalizerPass());
                     }});
+  // Static activations: each linear's input range from a text (a stage
+  // only when asked for), before the static methods copy `forward`.
+  if (activations == ActivationScheme::Int8Static) {
+    CalibrateOptions c;
+    c.file = o.calibration;
+    c.samples = o.calibrationSamples;
+    c.window = o.calibrationWindow;
+    c.tokenizer = o.calibrationTokenizer;
+    stages.push_back({"calibrate", [c](mlir::OpPassManager &pm) {
+                        pm.addPass(createCalibratePass(c));
+                      }});
+  }
   // Static-shape methods for backends that need them (a stage only when
   // asked for: dynamic programs are unchanged).
   if (o.staticPrefillChunk > 0) {
@@ -287,6 +326,16 @@ std::vector<StageSpec> recipeStages(const std::string &recipe,
                           createKvCacheInPlacePass());
                       cleanup(pm);
                     }});
+  // Ring caches (a stage only when asked for).
+  if (o.kvRingChunk > 0) {
+    KvRingPassOptions r;
+    r.chunk = o.kvRingChunk;
+    r.sinks = o.attentionSinks;
+    stages.push_back({"kv-ring", [r](mlir::OpPassManager &pm) {
+                        pm.addPass(createKvRingPass(r));
+                        cleanup(pm);
+                      }});
+  }
   // The KV caches stored as int8 (a stage only when asked for: programs
   // with float caches are unchanged).
   if (o.kvCacheDtype != KvCacheDtype::Model) {
@@ -369,6 +418,7 @@ const std::vector<std::pair<std::string, std::string>> &recipeAliases() {
 }
 
 void registerRecipePipelines() {
+  registerCalibratePass();
   for (const Recipe &r : recipes()) {
     std::string name = r.name;
     mlir::PassPipelineRegistration<RecipeOptions>(

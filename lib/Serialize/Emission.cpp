@@ -13,6 +13,7 @@
 #include "etllm/Formats/Checkpoint.h"
 #include "etllm/Formats/Lora.h"
 #include "etllm/Lowering/KernelCalls.h"
+#include "etllm/Lowering/ProgramConfig.h"
 #include "etllm/Lowering/Lowering.h"
 #include "etllm/Lowering/WeightStore.h"
 #include "etllm/Serialize/Streaming.h"
@@ -185,7 +186,8 @@ LogicalResult emitProgram(LoweredProgram &p, const SerializeOptions &options,
     if (!ckpt)
       return failure();
   }
-  // Declared before the hasher: it reads them until it is destroyed.
+  // Declared before the hasher: it reads them until it is destroyed (LoRA
+  // adapters, the calibration text).
   std::vector<std::unique_ptr<llvm::MemoryBuffer>> adapterFiles;
   InputHasher hasher;
   if (options.hashInputs) {
@@ -214,6 +216,17 @@ LogicalResult emitProgram(LoweredProgram &p, const SerializeOptions &options,
                          adapterFiles.back()->getBufferStart()),
                      adapterFiles.back()->getBufferSize());
         }
+    }
+    if (std::string f = calibrationFile(p.module); !f.empty()) {
+      auto buf = llvm::MemoryBuffer::getFile(f, /*IsText=*/false,
+                                             /*RequiresNullTerminator=*/false);
+      if (!buf)
+        return p.module.emitError("cannot read '")
+               << f << "': " << buf.getError().message();
+      adapterFiles.push_back(std::move(*buf));
+      hasher.add(reinterpret_cast<const uint8_t *>(
+                     adapterFiles.back()->getBufferStart()),
+                 adapterFiles.back()->getBufferSize());
     }
     hasher.start();
   }

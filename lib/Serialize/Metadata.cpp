@@ -149,6 +149,8 @@ buildMetadata(flatbuffers::FlatBufferBuilder &fb, LoweredProgram &p,
       for (const std::string &f : a.adapter->files())
         addInput(f);
   }
+  if (std::string f = calibrationFile(module); !f.empty())
+    addInput(f);
   auto prov = fbs::CreateProvenance(
       fb, fb.CreateString(ETLLM_VERSION), fb.CreateString(options.pipeline),
       fb.CreateString(options.configYaml),
@@ -159,10 +161,15 @@ buildMetadata(flatbuffers::FlatBufferBuilder &fb, LoweredProgram &p,
     return failure();
   flatbuffers::Offset<fbs::ChatTemplateInfo> chatInfo =
       *chat ? writeChatTemplateInfo(fb, **chat) : 0;
+  flatbuffers::Offset<fbs::KvRing> ring =
+      config.ringChunk > 0
+          ? fbs::CreateKvRing(fb, config.ringChunk, config.ringSinks)
+          : 0;
   return fbs::CreateMetadata(fb, fb.CreateString(modelConfigJson(module)),
-                             config.vocabSize, p.seqBound, config.bosTokenId,
+                             config.vocabSize, config.maxSeqLen,
+                             config.bosTokenId,
                              fb.CreateVector(config.eosTokenIds), tokInfo, prov,
-                             chatInfo);
+                             chatInfo, ring);
 }
 
 } // namespace etllm

@@ -10,6 +10,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/Support/Debug.h"
 
+#include <cmath>
 #include <map>
 
 #define DEBUG_TYPE "etllm-quantize"
@@ -103,6 +104,8 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
     ModuleOp module = getOperation();
     // The options' values are checked by their parser (OptionEnums.def).
     const bool blockActs = activations == ::etllm::ActivationScheme::Int8Block;
+    const bool staticActs =
+        activations == ::etllm::ActivationScheme::Int8Static;
     Scheme base;
     base.groupSize = groupSize;
     base.symmetric = symmetric;
@@ -245,6 +248,8 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
     // that read it (q, k and v projections; gate and up).
     std::map<std::pair<const void *, const void *>, QuantizeDynamicOp>
         quantizedActs;
+    // int8-static: one quantize_static per activation and scale.
+    std::map<std::pair<const void *, double>, QuantizeStaticOp> staticActsMade;
 
     SmallVector<LinearOp> linears;
     SmallVector<EmbeddingOp> embeddings;
@@ -321,10 +326,43 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
       QWeightType qt = weightType(param, s, lin, used);
       if (!qt)
         continue;
+      FloatAttr absmax;
+      if (staticActs) {
+        absmax = lin->getAttrOfType<FloatAttr>(EtllmDialect::kActAbsMaxAttrName);
+        if (!absmax) {
+          lin.emitOpError("has no calibrated input range (")
+              << EtllmDialect::kActAbsMaxAttrName
+              << "): activations=int8-static needs calibration "
+                 "(quantization.calibration, etllm-calibrate)";
+          return signalPassFailure();
+        }
+      }
       auto qget = quantizedGet(get, param, qt, lin, getModulePath(get));
       OpBuilder b(lin);
       Value x = lin.getInput();
-      if (used.dynamicActivations || used.blockActivations) {
+      if (staticActs) {
+        // One scale for the whole input, fixed now: absmax / 127 (1 for an
+        // input that was all zeros).
+        const double m = absmax.getValueAsDouble();
+        const double scale = m > 0 && std::isfinite(m) ? m / 127.0 : 1.0;
+        auto xt = cast<RankedTensorType>(x.getType());
+        auto act = QActType::get(&getContext(), xt.getShape(), 8,
+                                 ActQuantGranularity::per_tensor,
+                                 /*symmetric=*/true);
+        auto key = std::make_pair(x.getAsOpaquePointer(), scale);
+        auto it = staticActsMade.find(key);
+        if (it != staticActsMade.end() &&
+            it->second->getBlock() == lin->getBlock() &&
+            it->second->isBeforeInBlock(lin)) {
+          x = it->second.getResult();
+        } else {
+          auto q = b.create<QuantizeStaticOp>(lin.getLoc(), act, x,
+                                              b.getF64FloatAttr(scale));
+          setModulePath(q, path);
+          staticActsMade[key] = q;
+          x = q.getResult();
+        }
+      } else if (used.dynamicActivations || used.blockActivations) {
         auto xt = cast<RankedTensorType>(x.getType());
         auto act = QActType::get(&getContext(), xt.getShape(), 8,
                                  used.blockActivations

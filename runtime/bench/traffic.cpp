@@ -46,6 +46,9 @@ Result<int64_t> forwardContextLength(const Program &program,
                  "` is not forward(tokens: i64 [1, seq], input_pos: i64 "
                  "[seq]) -> f32 logits");
   int64_t ctx = tokens->sizes()->Get(1);
+  // Ring caches: calls of at most the chunk over the whole context.
+  if (program.metadata().ringChunk > 0)
+    return program.metadata().contextLimit();
   if (program.metadata().maxSeqLen > 0)
     ctx = std::min(ctx, program.metadata().maxSeqLen);
   return ctx;

@@ -215,6 +215,10 @@ Result<std::shared_ptr<Program>> Program::verify(std::shared_ptr<Program> p) {
         for (const fbs::KeyValue *kv : *pv->inputs())
           md.inputs.push_back({str(kv->key()), str(kv->value())});
     }
+    if (const fbs::KvRing *r = m->kv_ring()) { // validated
+      md.ringChunk = r->chunk();
+      md.ringSinks = r->sinks();
+    }
     if (const fbs::ChatTemplateInfo *c = m->chat()) {
       md.chat.source = str(c->source());
       md.chat.bosToken = str(c->bos_token());

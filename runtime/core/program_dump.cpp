@@ -156,8 +156,10 @@ std::string dumpProgram(const Program &program) {
   const ProgramMetadata &md = program.metadata();
   os << "metadata:\n  model_config: " << md.modelConfigJson
      << "\n  vocab_size: " << md.vocabSize
-     << "\n  max_seq_len: " << md.maxSeqLen << "\n  bos_id: " << md.bosId
-     << "\n  eos_ids: [";
+     << "\n  max_seq_len: " << md.maxSeqLen;
+  if (md.ringChunk > 0)
+    os << "\n  kv_ring: chunk " << md.ringChunk << ", sinks " << md.ringSinks;
+  os << "\n  bos_id: " << md.bosId << "\n  eos_ids: [";
   for (size_t i = 0; i < md.eosIds.size(); ++i)
     os << (i ? ", " : "") << md.eosIds[i];
   os << "]\n  tokenizer: "

@@ -70,6 +70,7 @@ public:
     for (const fbs::Method *m : *prog_.methods())
       ETLLM_RETURN_IF_ERROR(method(*m));
     ETLLM_RETURN_IF_ERROR(tokenizer());
+    ETLLM_RETURN_IF_ERROR(kvRing());
     uint32_t numHooks = 0;
     ETLLM_RETURN_IF_ERROR(loraHooks(numHooks));
     return loraCalls(numHooks);
@@ -390,6 +391,22 @@ private:
         if (t->file_segment() >= 0 &&
             uint32_t(t->file_segment()) >= numSegments_)
           return bad("the tokenizer refers to a missing segment");
+    return Status();
+  }
+
+  /// Ring caches: at least one token per call, no more than the context;
+  /// sinks fewer than the context.
+  Status kvRing() const {
+    const fbs::Metadata *m = prog_.metadata();
+    const fbs::KvRing *r = m ? m->kv_ring() : nullptr;
+    if (!r)
+      return Status();
+    const int64_t ctx = m->max_seq_len();
+    if (r->chunk() < 1 || r->chunk() > ctx || r->sinks() < 0 ||
+        r->sinks() >= ctx)
+      return bad("the ring KV caches' chunk " + std::to_string(r->chunk()) +
+                 " and sinks " + std::to_string(r->sinks()) +
+                 " do not fit a context of " + std::to_string(ctx));
     return Status();
   }
 

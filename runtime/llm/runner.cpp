@@ -127,8 +127,16 @@ Result<std::unique_ptr<Runner>> Runner::load(const std::string &path,
                           "input_pos: i64 [seq]) -> logits");
     r->maxSeqLen_ =
         md.maxSeqLen > 0 ? md.maxSeqLen : r->method_->input(0).sizes[1];
-    r->maxSeqLen_ =
-        std::min<int64_t>(r->maxSeqLen_, r->method_->input(0).sizes[1]);
+    if (md.ringChunk > 0) {
+      // Calls of at most the chunk (the input's bound) over a context of
+      // max_seq_len, or without end when the caches have sinks.
+      r->callChunk_ =
+          std::min<int64_t>(md.ringChunk, r->method_->input(0).sizes[1]);
+      r->maxSeqLen_ = md.contextLimit();
+    } else {
+      r->maxSeqLen_ =
+          std::min<int64_t>(r->maxSeqLen_, r->method_->input(0).sizes[1]);
+    }
     const Tensor &logits = r->method_->output(0);
     r->vocab_ = logits.rank > 0 ? logits.sizes[logits.rank - 1] : 0;
   }
@@ -151,7 +159,7 @@ Result<std::unique_ptr<Runner>> Runner::load(const std::string &path,
   for (int64_t e : md.eosIds)
     if (e >= 0)
       r->stopIds_.push_back(int32_t(e));
-  r->posScratch_.reserve(r->maxSeqLen_);
+  r->posScratch_.reserve(r->callChunk_ > 0 ? r->callChunk_ : r->maxSeqLen_);
   r->logits_.resize(r->vocab_);
   r->loadMs_ = msSince(start);
   return r;
@@ -163,6 +171,21 @@ Result<const float *> Runner::forward(const std::vector<int64_t> &tokens,
                                       int64_t startPos) {
   if (static_)
     return static_->forward(tokens, startPos);
+  // Ring caches take at most callChunk_ tokens a call: the earlier chunks'
+  // logits are not needed.
+  if (callChunk_ > 0 && int64_t(tokens.size()) > callChunk_) {
+    size_t done = 0;
+    while (tokens.size() - done > size_t(callChunk_)) {
+      std::vector<int64_t> part(tokens.begin() + done,
+                                tokens.begin() + done + callChunk_);
+      auto logits = forward(part, startPos + int64_t(done));
+      if (!logits.ok())
+        return logits.error();
+      done += size_t(callChunk_);
+    }
+    std::vector<int64_t> rest(tokens.begin() + done, tokens.end());
+    return forward(rest, startPos + int64_t(done));
+  }
   int64_t n = tokens.size();
   posScratch_.resize(n);
   for (int64_t i = 0; i < n; ++i)
@@ -283,6 +306,11 @@ Runner::continueWith(const std::vector<int32_t> &tokens,
     ++keep;
   if (keep == tokens.size())
     --keep;
+  // A ring has overwritten the slots of positions older than its window:
+  // going back more than one call's tokens would attend to newer entries
+  // in them, so the state is rebuilt from the start instead.
+  if (callChunk_ > 0 && cache_.size() - keep > size_t(callChunk_))
+    keep = 0;
   if (keep == 0)
     resetState();
   cache_.resize(keep);

@@ -19,6 +19,7 @@
 
 #include <iostream>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -62,6 +63,8 @@ struct Spec {
   /// Set: a fourth value, unused, stored in the buffer (its dtype, sizes and
   /// bytes) with these quantization parameters.
   std::optional<QuantInfo> bufferValueQuant;
+  /// Set: metadata with this max_seq_len and KvRing {chunk, sinks}.
+  std::optional<std::array<int64_t, 3>> kvRing;
 };
 
 flatbuffers::Offset<fbs::QuantParams>
@@ -142,10 +145,16 @@ std::vector<uint8_t> buildProgram(const Spec &s = {}) {
   if (!s.delegateBackend.empty())
     delegates.push_back(
         fbs::CreateDelegate(fb, fb.CreateString(s.delegateBackend), 0));
+  flatbuffers::Offset<fbs::Metadata> metadata = 0;
+  if (s.kvRing) {
+    auto [ctx, chunk, sinks] = *s.kvRing;
+    metadata = fbs::CreateMetadata(fb, 0, 0, ctx, -1, 0, 0, 0, 0,
+                                   fbs::CreateKvRing(fb, chunk, sinks));
+  }
   auto prog = fbs::CreateProgram(
       fb, 1, fb.CreateVector(methods), fb.CreateVector(buffers),
       fb.CreateVector(consts), fb.CreateVector(segs),
-      delegates.empty() ? 0 : fb.CreateVector(delegates));
+      delegates.empty() ? 0 : fb.CreateVector(delegates), metadata);
   fbs::FinishProgramBuffer(fb, prog);
   std::vector<uint8_t> file =
       etllm::rt::testing::programFile(fb, s.version, 64);
@@ -407,6 +416,31 @@ TEST(Program, RejectsSemanticErrors) {
   s = {};
   s.dtype = static_cast<fbs::DType>(77);
   expectRejected(buildProgram(s), "invalid dtype 77");
+}
+
+// Ring KV caches: a chunk in 1..max_seq_len, sinks in 0..max_seq_len - 1;
+// with sinks the context has no end.
+TEST(Program, KvRingMetadata) {
+  Spec s;
+  s.kvRing = {{64, 8, 4}};
+  auto p = load(buildProgram(s));
+  ASSERT_TRUE(p.ok()) << p.message();
+  EXPECT_EQ((*p)->metadata().ringChunk, 8);
+  EXPECT_EQ((*p)->metadata().ringSinks, 4);
+  EXPECT_EQ((*p)->metadata().contextLimit(),
+            ProgramMetadata::kUnboundedContext);
+  s.kvRing = {{64, 8, 0}};
+  p = load(buildProgram(s));
+  ASSERT_TRUE(p.ok()) << p.message();
+  EXPECT_EQ((*p)->metadata().contextLimit(), 64);
+  for (std::array<int64_t, 3> bad : {std::array<int64_t, 3>{64, 0, 0},
+                                     {64, 65, 0},
+                                     {64, 8, -1},
+                                     {64, 8, 64},
+                                     {0, 1, 0}}) {
+    s.kvRing = bad;
+    expectRejected(buildProgram(s), "the ring KV caches' chunk");
+  }
 }
 
 // A QACT buffer is an int8 KV cache: exactly its quantization, rank 4,

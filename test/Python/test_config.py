@@ -89,6 +89,7 @@ def test_former_recipe_names_are_aliases():
     aliases = dict(etllm.recipe_aliases())
     assert aliases == {"xnnpack-fp32": "cpu-fp32", "xnnpack-int4": "cpu-int4",
                        "xnnpack-8da4w": "cpu-8da4w",
+                       "xnnpack-8sa4w": "cpu-8sa4w",
                        "xnnpack-gguf": "cpu-gguf",
                        "xnnpack-int8": "cpu-int8"}
     assert set(aliases.values()) <= set(etllm.recipe_names())

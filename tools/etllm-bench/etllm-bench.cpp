@@ -588,9 +588,13 @@ int main(int argc, char **argv) {
     int64_t bos = model->bos >= 0 && model->bos < vocab ? model->bos : -1;
     // llama-bench's test_prompt: BOS first (when the model has one), then
     // random tokens, in batches of n_batch.
+    // Ring caches take at most their chunk of tokens a call.
+    const int64_t ringChunk = inst->module->program().metadata().ringChunk;
+    const int batch = ringChunk > 0 ? int(std::min<int64_t>(t.nBatch, ringChunk))
+                                    : t.nBatch;
     auto runPrompt = [&](int n, int64_t start) -> Status {
       for (int done = 0; done < n;) {
-        int count = std::min(n - done, t.nBatch);
+        int count = std::min(n - done, batch);
         scratch.resize(count);
         posScratch.resize(count);
         for (int i = 0; i < count; ++i) {

@@ -24,10 +24,21 @@ struct ProgramConfig {
   std::vector<int64_t> eosTokenIds;
   /// Where the bound comes from, for diagnostics.
   std::string maxSeqLenSource;
+  /// Ring KV caches (etllm-kv-ring; 0 without): the most tokens of a call,
+  /// which then bounds the dynamic dimensions, and the attention sinks.
+  int64_t ringChunk = 0, ringSinks = 0;
+  /// The bound of the dynamic dimensions: the tokens of one call.
+  int64_t callBound() const {
+    return ringChunk > 0 && ringChunk < maxSeqLen ? ringChunk : maxSeqLen;
+  }
 };
 
 /// The configuration of `module` (defaults when it has none).
 ProgramConfig readProgramConfig(mlir::ModuleOp module);
+
+/// The calibration text etllm-calibrate read (an input of the program),
+/// or "" when none.
+std::string calibrationFile(mlir::ModuleOp module);
 
 /// The whole model configuration as JSON ("{}" when none).
 std::string modelConfigJson(mlir::ModuleOp module);

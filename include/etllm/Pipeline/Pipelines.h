@@ -60,6 +60,23 @@ struct RecipeOptions : public mlir::PassPipelineOptions<RecipeOptions> {
   Option<std::string> activations{
       *this, "activations",
       llvm::cl::desc(recipeOptionHelp<ActivationScheme>()), llvm::cl::init("")};
+  Option<std::string> calibration{
+      *this, "calibration",
+      llvm::cl::desc("Calibration text of activations=int8-static "
+                     "(etllm-calibrate)"),
+      llvm::cl::init("")};
+  Option<int64_t> calibrationSamples{
+      *this, "calibration-samples",
+      llvm::cl::desc("Windows of the calibration text run"),
+      llvm::cl::init(8)};
+  Option<int64_t> calibrationWindow{
+      *this, "calibration-window",
+      llvm::cl::desc("Tokens per calibration window"), llvm::cl::init(128)};
+  Option<std::string> calibrationTokenizer{
+      *this, "calibration-tokenizer",
+      llvm::cl::desc("Tokenizer of the calibration text (default: the "
+                     "checkpoint's)"),
+      llvm::cl::init("")};
   Option<std::string> embedding{
       *this, "embedding", llvm::cl::desc(recipeOptionHelp<EmbeddingScheme>()),
       llvm::cl::init("")};
@@ -85,6 +102,18 @@ struct RecipeOptions : public mlir::PassPipelineOptions<RecipeOptions> {
   Option<StaticKvCache> staticKvCache{
       *this, "static-kv-cache", llvm::cl::desc("KV caches of a static program"),
       llvm::cl::init(StaticKvCache::Io), optionValues<StaticKvCache>()};
+  Option<int64_t> kvRingChunk{
+      *this, "kv-ring-chunk",
+      llvm::cl::desc("Ring KV caches, at most this many tokens per call: "
+                     "sliding-window layers keep window + chunk - 1 "
+                     "positions (0: no ring)"),
+      llvm::cl::init(0)};
+  Option<int64_t> attentionSinks{
+      *this, "attention-sinks",
+      llvm::cl::desc("With kv-ring-chunk: every cache keeps its first S "
+                     "positions and a ring, and generation goes on past "
+                     "max_seq_len (0: none)"),
+      llvm::cl::init(0)};
   Option<MoeMode> moe{
       *this, "moe", llvm::cl::desc("Sparse mixture-of-experts blocks"),
       llvm::cl::init(MoeMode::Experts), optionValues<MoeMode>()};

@@ -172,6 +172,61 @@ def QuantizeKvCachePass : Pass<"etllm-quantize-kv-cache", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::etllm::EtllmDialect"];
 }
 
+def KvRingPass : Pass<"etllm-kv-ring", "mlir::ModuleOp"> {
+  let summary = "Keep KV caches as rings: sliding-window layers bounded by their window, attention sinks";
+  let description = [{
+    Every call of the program carries at most `chunk` tokens (the runner
+    feeds a longer prompt in chunks). Then a KV cache need not hold
+    `max_seq_len` positions:
+
+    - a **sliding-window** layer (`etllm.sdpa` with `window` W) keeps a ring
+      of W + `chunk` - 1 positions (64 with W = 64 and `chunk` 1), when
+      that is fewer than the cache's;
+    - with **`sinks`** S > 0 (StreamingLLM), every other cache keeps its
+      first S positions for good and its other slots as a ring of the
+      latest positions; each query sees the sinks and the latest
+      `max_seq_len - S - chunk + 1` positions, so generation goes on past
+      `max_seq_len` with a cache that never grows.
+
+    ```mlir
+    %k = etllm.buffer.read @k_cache : tensor<1x4x512x8xf32>
+    %k2 = etllm.kv_cache.update %k[%pos], %new : ...
+    %o = etllm.sdpa %q, %k2, %v2 positions %pos causal window 64 scale 0.35 : ...
+    ```
+
+    becomes, with `chunk` 1,
+
+    ```mlir
+    %k = etllm.buffer.read @k_cache : tensor<1x4x64x8xf32>
+    %slots = etllm.kv_ring.slots %pos sinks 0 size 64 : tensor<?xi64>
+    %k2 = etllm.kv_cache.update %k[%slots], %new : ...
+    %m = etllm.kv_ring.mask %pos sinks 0 size 64 window 64 : ...
+    %o = etllm.sdpa %q, %k2, %v2 mask %m scale 0.35 : ...
+    ```
+
+    The module records `etllm.kv_ring = {chunk, sinks}`: the program's
+    metadata tells the runner, and the dynamic dimensions (the tokens of a
+    call) are bounded by `chunk`. Positions keep their values in the
+    text (RoPE is applied when a key is written), so the sinks' distance
+    to a query grows with the text; StreamingLLM's re-rotation of the keys
+    to their place in the cache is not done.
+
+    A cache is a buffer whose read feeds `etllm.kv_cache.update` (along
+    dimension 2) and whose update feeds an `etllm.sdpa` with `causal` and
+    `positions` and no `mask`; with `sinks` > 0 every such cache must
+    become a ring, and an attention over a cache that cannot (an explicit
+    mask) is an error naming it. Run after `etllm-kv-cache-in-place` and
+    before `etllm-quantize-kv-cache`.
+  }];
+  let options = [
+    Option<"chunk", "chunk", "int64_t", "16",
+           "Most tokens per call (the ring keeps window + chunk - 1 positions)">,
+    Option<"sinks", "sinks", "int64_t", "0",
+           "Attention sinks: with S > 0 every cache keeps its first S positions and a ring">
+  ];
+  let dependentDialects = ["::mlir::etllm::EtllmDialect"];
+}
+
 def StaticMethodsPass : Pass<"etllm-static-methods", "mlir::ModuleOp"> {
   let summary = "Static-shape `prefill` and `decode` methods instead of `forward`";
   let description = [{
@@ -233,7 +288,13 @@ def QuantizePass : Pass<"etllm-quantize", "mlir::ModuleOp"> {
     With `int4`/`int8` and `activations=int8-block` the activation is
     quantized at run time per block of 32 values (symmetric int8, one f32
     scale per block: llama.cpp's Q8_0 activations for Q4_0/Q8_0 weights);
-    with `activations=f32` the layer is weight-only.
+    with `activations=f32` the layer is weight-only. With
+    `activations=int8-static` (any weight scheme, the 8da ones included) the
+    activation is quantized with a scale fixed now, per tensor and
+    symmetric (`etllm.quantize_static`, scale = the input's calibrated
+    largest |x| / 127, the `etllm.act_absmax` attribute `etllm-calibrate`
+    sets on each linear): what NPUs run. A linear to quantize without that
+    attribute is an error naming it.
 
     * a group size that does not divide a layer's input features falls
       back to one group per row for that layer (remark);

@@ -247,6 +247,42 @@ LogicalResult KvCacheUpdateOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// KvRingSlotsOp, KvRingMaskOp
+//===----------------------------------------------------------------------===//
+
+/// A ring cache of `size` slots needs at least one ring slot after its sinks.
+static LogicalResult verifyRing(Operation *op, int64_t sinks, int64_t size) {
+  if (sinks < 0)
+    return op->emitOpError("sinks must not be negative, got ") << sinks;
+  if (sinks >= size)
+    return op->emitOpError("needs at least one ring slot: sinks ")
+           << sinks << " >= size " << size;
+  return success();
+}
+
+LogicalResult KvRingSlotsOp::verify() {
+  return verifyRing(*this, getSinks(), getSize());
+}
+
+LogicalResult KvRingMaskOp::verify() {
+  if (failed(verifyRing(*this, getSinks(), getSize())))
+    return failure();
+  if (getWindow() < 0 || getWindow() > getSize() - getSinks())
+    return emitOpError("window ")
+           << getWindow() << " is outside [0, the ring's "
+           << getSize() - getSinks() << " slots]";
+  auto pos = cast<RankedTensorType>(getPositions().getType());
+  auto result = cast<RankedTensorType>(getResult().getType());
+  SmallVector<int64_t> expected = {1, 1, pos.getDimSize(0), getSize()};
+  if (result.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError("result must be [1, 1, positions, size] = [1, 1, ")
+           << (pos.isDynamicDim(0) ? std::string("?")
+                                   : std::to_string(pos.getDimSize(0)))
+           << ", " << getSize() << "], got " << result;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // MoeOp
 //===----------------------------------------------------------------------===//
 

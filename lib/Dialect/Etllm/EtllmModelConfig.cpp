@@ -236,6 +236,26 @@ LogicalResult EtllmDialect::verifyOperationAttribute(Operation *op,
                                 "builtin.module";
     return success();
   }
+  if (attr.getName() == kKvRingAttrName) {
+    auto d = dyn_cast<DictionaryAttr>(attr.getValue());
+    IntegerAttr chunk = d ? d.getAs<IntegerAttr>("chunk") : IntegerAttr();
+    IntegerAttr sinks = d ? d.getAs<IntegerAttr>("sinks") : IntegerAttr();
+    if (!isa<ModuleOp>(op) || !d || d.size() != 2 || !chunk || !sinks ||
+        chunk.getInt() < 1 || sinks.getInt() < 0)
+      return op->emitError() << "'" << kKvRingAttrName
+                             << "' must be {chunk = C >= 1, sinks = S >= 0} "
+                                "on a builtin.module";
+    return success();
+  }
+  if (attr.getName() == kActAbsMaxAttrName) {
+    auto v = dyn_cast<FloatAttr>(attr.getValue());
+    if (!isa<LinearOp>(op) || !v || !v.getValue().isFinite() ||
+        v.getValue().isNegative())
+      return op->emitError() << "'" << kActAbsMaxAttrName
+                             << "' must be a finite float >= 0 on an "
+                             << LinearOp::getOperationName();
+    return success();
+  }
   if (attr.getName() == kMoeActivationsAttrName) {
     auto v = dyn_cast<StringAttr>(attr.getValue());
     if (!isa<MoeOp>(op) || !v ||

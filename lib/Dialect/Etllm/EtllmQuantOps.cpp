@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "OpInference.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::etllm;
 using namespace mlir::etllm::detail;
@@ -21,6 +23,25 @@ LogicalResult QuantizeDynamicOp::verify() {
     return emitOpError("result shape ")
            << shapeStr(out.getShape()) << " differs from the input shape "
            << shapeStr(in.getShape());
+  return success();
+}
+
+LogicalResult QuantizeStaticOp::verify() {
+  auto in = getInput().getType();
+  auto out = cast<QActType>(getType());
+  if (in.getShape() != out.getShape())
+    return emitOpError("result shape ")
+           << shapeStr(out.getShape()) << " differs from the input shape "
+           << shapeStr(in.getShape());
+  if (out.getBits() != 8 ||
+      out.getGranularity() != ActQuantGranularity::per_tensor ||
+      !out.getSymmetric())
+    return emitOpError("result must be an 8-bit per-tensor symmetric "
+                       "activation, got ")
+           << out;
+  const double scale = getScale().convertToDouble();
+  if (!(scale > 0) || !std::isfinite(scale))
+    return emitOpError("scale must be positive and finite, got ") << scale;
   return success();
 }
 

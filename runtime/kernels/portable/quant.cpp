@@ -129,6 +129,47 @@ Status kernelQuantizeDynamic(const KernelArgs &a) {
   });
 }
 
+/// quantize_static: q = clamp(round_half_even(x / scale), -127, 127) with
+/// the scale fixed at export; every row of the per-tensor symmetric layout
+/// stores it, with zero point 0.
+Status kernelQuantizeStatic(const KernelArgs &a) {
+  const char *op = opName(OpId::QuantizeStatic);
+  const Tensor &x = *a.inputs[0];
+  Tensor &out = *a.outputs[0];
+  if (!isFloat(x.dtype) || out.dtype != DType::QAct)
+    return unsupportedDTypes(op, x.dtype, out.dtype);
+  ETLLM_RETURN_IF_ERROR(checkQActBits(op, out));
+  if (out.quant.perToken || !out.quant.symmetric || out.quant.groupSize != 0)
+    return opError(op, "the result must be a per-tensor symmetric activation");
+  const float scale = float(a.floats[0]);
+  if (!(scale > 0.0f) || !std::isfinite(scale))
+    return opError(op, "scale " + std::to_string(a.floats[0]) +
+                           " is not positive and finite");
+  if (x.rank < 1)
+    return opError(op, "input must have rank >= 1");
+  const int64_t K = x.dim(-1), R = prod(x.sizes, 0, x.rank - 1);
+  ETLLM_RETURN_IF_ERROR(resizeTo(op, out, Shape::of(x)));
+  if (K == 0 || R == 0)
+    return Status();
+  const QActLayout l = QActLayout::compute(R, K, out.quant);
+  uint8_t *base = out.ptr<uint8_t>();
+  int8_t *qs = reinterpret_cast<int8_t *>(base);
+  float *scales = reinterpret_cast<float *>(base + l.scalesOff);
+  int32_t *zps = reinterpret_cast<int32_t *>(base + l.zpOff);
+  return dispatchFloat(x.dtype, op, [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    const T *px = x.ptr<T>();
+    for (int64_t r = 0; r < R; ++r) {
+      scales[r] = scale;
+      zps[r] = 0;
+      for (int64_t k = 0; k < K; ++k)
+        qs[r * K + k] =
+            int8_t(roundClamp(toF32(px[r * K + k]) / scale, -127, 127));
+    }
+    return Status();
+  });
+}
+
 Status kernelQLinear(const KernelArgs &a) {
   const char *op = opName(OpId::QLinear);
   const Tensor &x = *a.inputs[0], &w = *a.inputs[1];

@@ -42,6 +42,8 @@ std::string exportBytes(const std::string &checkpoint, const ExportForTest &o) {
   RecipeOptions ro;
   ro.staticPrefillChunk = o.staticPrefillChunk;
   ro.staticKvCache = o.staticKvCache;
+  ro.kvRingChunk = o.kvRingChunk;
+  ro.attentionSinks = o.attentionSinks;
   for (StageSpec &s : recipeStages(o.recipe, ro))
     p.add(makePassStage(s));
   SerializeOptions so;

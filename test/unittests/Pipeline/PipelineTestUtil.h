@@ -44,6 +44,8 @@ struct ExportForTest {
   /// need every position's logits: lastLogitsOnly false, the default).
   int64_t staticPrefillChunk = 0;
   StaticKvCache staticKvCache = StaticKvCache::Io;
+  /// Ring KV caches (RecipeOptions::kvRingChunk, attentionSinks; 0: none).
+  int64_t kvRingChunk = 0, attentionSinks = 0;
 };
 
 /// `checkpoint` through import, the recipe's stages and the serializer:

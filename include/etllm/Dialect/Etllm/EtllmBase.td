@@ -66,6 +66,21 @@ def Etllm_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kLoraMaxRankAttrName =
         "etllm.lora_max_rank";
     /// Module attribute: the model configuration (#etllm.model_config).
+    /// Discardable attribute of an etllm.linear: the largest |x| its input
+    /// took over the calibration text (etllm-calibrate), f64; what
+    /// etllm-quantize's static activations (int8-static) take the scale
+    /// from.
+    static constexpr ::llvm::StringLiteral kActAbsMaxAttrName =
+        "etllm.act_absmax";
+    /// Module attribute: {file = "...", samples = N : i64, tokens = T :
+    /// i64}, the text etllm-calibrate ran on (a program input: its hash is
+    /// in the provenance).
+    static constexpr ::llvm::StringLiteral kCalibrationAttrName =
+        "etllm.calibration";
+    /// Module attribute: {chunk = C : i64, sinks = S : i64} when some KV
+    /// caches are rings (etllm-kv-ring): every call carries at most C
+    /// tokens, and with S > 0 generation goes on past max_seq_len.
+    static constexpr ::llvm::StringLiteral kKvRingAttrName = "etllm.kv_ring";
     static constexpr ::llvm::StringLiteral kModelConfigAttrName =
         "etllm.model_config";
     /// Function attribute on outlined delegate subgraphs: the backend id.

@@ -184,6 +184,66 @@ def Etllm_KvCacheUpdateOp : Etllm_Op<"kv_cache.update",
 }
 
 
+def Etllm_KvRingSlotsOp : Etllm_Op<"kv_ring.slots",
+    [Pure, SameOperandsAndResultType,
+     Etllm_Kernel<"kv_ring_slots", [Etllm_Int<"sinks">, Etllm_Int<"size">]>,
+     Etllm_Min<"sinks", 0>, Etllm_Min<"size", 1>,
+     Etllm_Rank<"positions", 1>]> {
+  let summary = "the slots of a ring KV cache that positions are written to";
+  let description = [{
+    A ring cache of `size` slots keeps positions 0 .. `sinks` - 1 in the
+    first `sinks` slots for good (attention sinks) and every later position
+    p in slot `sinks + (p - sinks) mod (size - sinks)`: the newest position
+    overwrites the oldest one of the ring. The result gives each position
+    its slot, to index `etllm.kv_cache.update` (`etllm-kv-ring`). A position
+    must not be negative.
+
+    ```mlir
+    %slots = etllm.kv_ring.slots %pos sinks 4 size 68 : tensor<?xi64>
+    %k2 = etllm.kv_cache.update %k[%slots], %new : ...
+    ```
+  }];
+  let arguments = (ins Etllm_IndexTensor:$positions, Etllm_I64Attr:$sinks,
+                       Etllm_I64Attr:$size);
+  let results = (outs Etllm_IndexTensor:$result);
+  let assemblyFormat = "$positions `sinks` $sinks `size` $size attr-dict `:` "
+                       "type($positions)";
+  let hasVerifier = 1;
+}
+
+def Etllm_KvRingMaskOp : Etllm_Op<"kv_ring.mask",
+    [Pure,
+     Etllm_Kernel<"kv_ring_mask", [Etllm_Int<"sinks">, Etllm_Int<"size">,
+                                   Etllm_Int<"window">]>,
+     Etllm_Min<"sinks", 0>, Etllm_Min<"size", 1>, Etllm_Min<"window", 0>,
+     Etllm_Rank<"positions", 1>, Etllm_Rank<"result", 4>]> {
+  let summary = "the attention mask over a ring KV cache";
+  let description = [{
+    The additive mask `etllm.sdpa` takes over a ring cache of `size` slots
+    (`etllm.kv_ring.slots`) once one call's positions p0, p0 + 1, ..., pL
+    (ascending by one; a call carries at most `size - sinks - window + 1`
+    of them, so that no query's window has been overwritten) are written.
+    Sink slot j < `sinks` holds position j; ring slot j holds the newest
+    position q(j) <= pL that maps to it, `pL - ((pL - j) mod (size -
+    sinks))`, and nothing while q(j) < `sinks`. Query i (position p) sees
+    slot j (0, else -inf) when the slot holds a position q <= p and either
+    j < `sinks` or `window` = 0 or q > p - `window`. The result is
+    [1, 1, number of positions, size], f32.
+
+    ```mlir
+    %m = etllm.kv_ring.mask %pos sinks 0 size 64 window 64
+        : (tensor<?xi64>) -> tensor<1x1x?x64xf32>
+    %o = etllm.sdpa %q, %k2, %v2 mask %m scale 0.125 : ...
+    ```
+  }];
+  let arguments = (ins Etllm_IndexTensor:$positions, Etllm_I64Attr:$sinks,
+                       Etllm_I64Attr:$size, Etllm_I64Attr:$window);
+  let results = (outs Etllm_TensorOf<[F32]>:$result);
+  let assemblyFormat = "$positions `sinks` $sinks `size` $size `window` "
+                       "$window attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Etllm_MoeOp : Etllm_Op<"moe", [Pure, AllTypesMatch<["input", "result"]>,
     Etllm_Kernel<"moe", [Etllm_Int<"top_k">, Etllm_Enum<"scoring">,
                          Etllm_Enum<"topk_method">, Etllm_Int<"n_group">,

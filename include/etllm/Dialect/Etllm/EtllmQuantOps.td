@@ -32,6 +32,31 @@ def Etllm_QuantizeDynamicOp : Etllm_Op<"quantize_dynamic",
   let hasVerifier = 1;
 }
 
+def Etllm_QuantizeStaticOp : Etllm_Op<"quantize_static",
+    [Pure, Etllm_Kernel<"quantize_static", [], [Etllm_Float<"scale">]>,
+     Etllm_Finite<"scale">, Etllm_MinRank<"input", 1>]> {
+  let summary = "quantize an activation with a scale fixed at export";
+  let description = [{
+    Static activation quantization, as NPUs run it: the scale comes from
+    calibration (`etllm-calibrate` records the largest |x| the input took
+    on a text, `scale = absmax / 127`), not from the values at run time.
+    `q = clamp(round_half_even(x / scale), -127, 127)`: values beyond the
+    calibrated range saturate. The result is a per-tensor symmetric int8
+    activation (every row carries the one scale, zero point 0), which
+    `etllm.qlinear` takes like a dynamic one.
+
+    ```mlir
+    %qa = etllm.quantize_static %x scale 0.0125 : tensor<1x?x64xf32>
+        -> !etllm.qact<1x?x64, i8, per_tensor, sym>
+    ```
+  }];
+  let arguments = (ins Etllm_FloatTensor:$input, F64Attr:$scale);
+  let results = (outs Etllm_QAct:$result);
+  let assemblyFormat = "$input `scale` $scale attr-dict `:` type($input) `->` "
+                       "type($result)";
+  let hasVerifier = 1;
+}
+
 def Etllm_QLinearOp : Etllm_Op<"qlinear",
     [Pure, Etllm_Kernel<"qlinear", [], [], "QLinear">]> {
   let summary = "linear with a block-quantized weight";

@@ -81,15 +81,16 @@ def Etllm_QWeightType : Etllm_Type<"QWeight", "qweight"> {
 }
 
 def Etllm_QActType : Etllm_Type<"QAct", "qact"> {
-  let summary = "dynamically quantized activation";
+  let summary = "quantized activation";
   let description = [{
-    A float activation quantized at run time to `bits`-bit integers with one
-    scale (and zero point when asymmetric) per row (`per_token`), per
-    tensor, or per block of 32 consecutive values of a row (`per_block`,
-    symmetric only: llama.cpp's Q8_0 activations, the last block of a row
-    may be shorter). Produced by `etllm.quantize_dynamic`, consumed by
-    `etllm.qlinear`. The scales are computed from the data on every run;
-    nothing about them is fixed at compile time.
+    A float activation quantized to `bits`-bit integers with one scale (and
+    zero point when asymmetric) per row (`per_token`), per tensor, or per
+    block of 32 consecutive values of a row (`per_block`, symmetric only:
+    llama.cpp's Q8_0 activations, the last block of a row may be shorter).
+    Produced by `etllm.quantize_dynamic`, whose scales are computed from the
+    data on every run, or by `etllm.quantize_static` (per tensor,
+    symmetric), whose one scale was fixed at export by calibration; consumed
+    by `etllm.qlinear`. The layout stores a scale per row either way.
 
     A quantized KV cache (`model.kv_cache_dtype: int8`) is a buffer of this
     type: `[B, Hkv, T, D]`, `per_token`, `sym`, static, so that each row is

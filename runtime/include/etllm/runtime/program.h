@@ -88,6 +88,17 @@ struct ProgramMetadata {
   std::vector<std::string> stages;
   std::vector<std::pair<std::string, std::string>> inputs;
   ChatTemplateMetadata chat;
+  /// Ring KV caches (schema KvRing; 0 without): the most tokens of a call,
+  /// and the attention sinks (> 0: positions may pass maxSeqLen).
+  int64_t ringChunk = 0, ringSinks = 0;
+  /// The positions one text may take: maxSeqLen, or with attention sinks
+  /// (caches that never fill) kUnboundedContext.
+  int64_t contextLimit() const {
+    return ringSinks > 0 ? kUnboundedContext : maxSeqLen;
+  }
+  /// The context of a program with attention sinks: positions stay well
+  /// inside what float RoPE angles resolve.
+  static constexpr int64_t kUnboundedContext = int64_t(1) << 30;
 };
 
 /// A loaded and verified program file.

@@ -146,6 +146,8 @@ protected:
         Case{
             OpId::Sdpa, {x4, kv, kv, p2}, DType::F32, {0, 1, 1, 0}, {0.5, 0.0}},
         Case{OpId::KvCacheUpdate, {cache, p1, val}, DType::F32, {2}},
+        Case{OpId::KvRingSlots, {p2}, DType::I64, {1, 3}},
+        Case{OpId::KvRingMask, {p2}, DType::F32, {1, 4, 2}},
         Case{OpId::QLinear, {a4, qw}},
         Case{OpId::Lora, {a4, a}, DType::F32, {0}},
         Case{OpId::QEmbedding, {qw, idx2}},
@@ -154,6 +156,11 @@ protected:
     Case qd{OpId::QuantizeDynamic, {a4}, DType::QAct};
     qd.outQuant = act;
     cs.push_back(qd);
+    Case qs{OpId::QuantizeStatic, {a4}, DType::QAct, {}, {0.05}};
+    qs.outQuant = act;
+    qs.outQuant.symmetric = true;
+    qs.outQuant.perToken = false;
+    cs.push_back(qs);
     Case topk{OpId::TopK, {a}, DType::F32, {2, -1}, {}, 2};
     topk.outTypes = {DType::F32, DType::I64};
     cs.push_back(topk);

@@ -228,6 +228,56 @@ TEST(QuantizeDynamic, AsymmetricPerTensor) {
             (std::vector<int>{-128, -43, -43, 127}));
 }
 
+// The scale fixed at export: values beyond the calibrated range saturate,
+// half-way values round to even, every row stores the scale and zero point 0;
+// the bytes a per-tensor quantize_dynamic gives when the scale is the data's.
+TEST(QuantizeStatic, FixedScaleSaturatesAndRoundsToEven) {
+  auto x = makeTensor(DType::F32, {2, 4}, {0.25, -0.5, 3.0, -3.0,  //
+                                           0.125, 0.375, 0, -0.75});
+  OwnedTensor qa(DType::QAct, {2, 4}, 0, actInfo(true, false));
+  ASSERT_OK(run(OpId::QuantizeStatic, {x}, {qa}, {}, {0.25}));
+  QActView v = qactView(*qa);
+  EXPECT_EQ(v.scales[0], 0.25f);
+  EXPECT_EQ(v.scales[1], 0.25f);
+  EXPECT_EQ(v.zps[0], 0);
+  EXPECT_EQ(v.zps[1], 0);
+  // 3 / 0.25 = 12; 0.125 / 0.25 = 0.5 -> 0; 0.375 / 0.25 = 1.5 -> 2.
+  EXPECT_EQ(std::vector<int>(v.q, v.q + 8),
+            (std::vector<int>{1, -2, 12, -12, 0, 2, 0, -3}));
+  ASSERT_OK(run(OpId::QuantizeStatic, {x}, {qa}, {}, {0.01}));
+  v = qactView(*qa);
+  EXPECT_EQ(std::vector<int>(v.q, v.q + 4),
+            (std::vector<int>{25, -50, 127, -127}));
+  // The scale of the data itself: quantize_dynamic's bytes.
+  auto y = makeTensor(DType::F16, {2, 3}, {1.0, -0.5, 0.25, 2.0, 0.75, -1.5});
+  OwnedTensor qs(DType::QAct, {2, 3}, 0, actInfo(true, false));
+  OwnedTensor qd(DType::QAct, {2, 3}, 0, actInfo(true, false));
+  ASSERT_OK(run(OpId::QuantizeStatic, {y}, {qs}, {}, {2.0f / 127.0f}));
+  ASSERT_OK(run(OpId::QuantizeDynamic, {y}, {qd}));
+  EXPECT_EQ(std::vector<uint8_t>(qs->ptr<uint8_t>(),
+                                 qs->ptr<uint8_t>() + qs->nbytes()),
+            std::vector<uint8_t>(qd->ptr<uint8_t>(),
+                                 qd->ptr<uint8_t>() + qd->nbytes()));
+}
+
+TEST(QuantizeStatic, Errors) {
+  auto x = makeTensor(DType::F32, {1, 4}, {1, 2, 3, 4});
+  OwnedTensor perToken(DType::QAct, {1, 4}, 0, actInfo(true, true));
+  EXPECT_ERROR(run(OpId::QuantizeStatic, {x}, {perToken}, {}, {0.5}),
+               "per-tensor symmetric");
+  OwnedTensor asym(DType::QAct, {1, 4}, 0, actInfo(false, false));
+  EXPECT_ERROR(run(OpId::QuantizeStatic, {x}, {asym}, {}, {0.5}),
+               "per-tensor symmetric");
+  OwnedTensor qa(DType::QAct, {1, 4}, 0, actInfo(true, false));
+  EXPECT_ERROR(run(OpId::QuantizeStatic, {x}, {qa}, {}, {0.0}),
+               "not positive and finite");
+  EXPECT_ERROR(run(OpId::QuantizeStatic, {x}, {qa}, {}, {-1.0}),
+               "not positive and finite");
+  auto i = makeTensor(DType::I32, {1, 4}, {1, 2, 3, 4});
+  EXPECT_ERROR(run(OpId::QuantizeStatic, {i}, {qa}, {}, {0.5}),
+               "unsupported");
+}
+
 TEST(QuantizeDynamic, Errors) {
   auto x = makeTensor(DType::I32, {1, 4}, {});
   OwnedTensor qa(DType::QAct, {1, 4}, 0, actInfo(false, true));

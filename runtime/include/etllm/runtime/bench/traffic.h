@@ -54,8 +54,9 @@ struct DecodeTraffic {
 
 /// The context length of `method` (forward(tokens: i64 [1, seq],
 /// input_pos: i64 [seq]) -> f32 logits): the bound of its token input, and
-/// of the program's max_seq_len; an error when the method has another
-/// signature. Reads the program only (no Module).
+/// of the program's max_seq_len (with ring caches, whose calls are bounded
+/// by their chunk, the program's context limit); an error when the method
+/// has another signature. Reads the program only (no Module).
 Result<int64_t> forwardContextLength(const Program &program,
                                      const std::string &method = "forward");
 

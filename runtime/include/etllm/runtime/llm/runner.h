@@ -146,6 +146,9 @@ public:
   Module &module() { return *module_; }
   /// The program, shared (LoraAdapter::load takes it).
   const std::shared_ptr<Program> &sharedProgram() const { return program_; }
+  /// The most positions the cache holds for one text: the context, or
+  /// effectively no limit with attention sinks (KvRing), whose caches are
+  /// rings.
   int64_t maxSeqLen() const { return maxSeqLen_; }
 
 private:
@@ -165,6 +168,9 @@ private:
   std::unique_ptr<Tokenizer> tokenizer_;
   std::vector<int32_t> stopIds_;
   int64_t maxSeqLen_ = 0, vocab_ = 0;
+  /// Ring caches (ProgramMetadata::ringChunk): the most tokens of a call
+  /// (0: any up to the context); the prompt goes in chunks of it.
+  int64_t callChunk_ = 0;
   double loadMs_ = 0;
   std::vector<int64_t> posScratch_;
   std::vector<float> logits_;
