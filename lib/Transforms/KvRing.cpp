@@ -32,9 +32,6 @@ namespace {
 /// `window` positions back (0: all the ring holds).
 struct Ring {
   int64_t sinks = 0, size = 0, window = 0;
-  bool operator==(const Ring &o) const {
-    return sinks == o.sinks && size == o.size && window == o.window;
-  }
 };
 
 /// The in-place update and buffer read behind an sdpa key or value operand,

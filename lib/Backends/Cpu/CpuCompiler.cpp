@@ -297,8 +297,26 @@ public:
                  (u.getCache().getDefiningOp<BufferReadOp>() ||
                   isa<BlockArgument>(u.getCache()));
         })
+        // (A mask the kernel takes: f32 [1, 1, S or 1, T] over the keys,
+        // the ring caches' etllm.kv_ring.mask.)
         .Case([](SdpaOp a) {
-          return !a.getMask() && isF32Rank4(a.getType()) &&
+          int64_t keys = ShapedType::kDynamic;
+          if (auto t = dyn_cast<RankedTensorType>(a.getKey().getType()))
+            keys = t.getRank() == 4 ? t.getDimSize(2) : keys;
+          else if (auto q = dyn_cast<QActType>(a.getKey().getType()))
+            keys = q.getRank() == 4 ? q.getShape()[2] : keys;
+          auto maskType =
+              a.getMask() ? cast<RankedTensorType>(a.getMask().getType())
+                          : RankedTensorType();
+          auto queryType = cast<RankedTensorType>(a.getQuery().getType());
+          const bool maskOk =
+              !maskType ||
+              (maskType.getElementType().isF32() && maskType.getRank() == 4 &&
+               maskType.getDimSize(0) == 1 && maskType.getDimSize(1) == 1 &&
+               (maskType.getDimSize(2) == 1 ||
+                maskType.getDimSize(2) == queryType.getDimSize(2)) &&
+               !maskType.isDynamicDim(3) && maskType.getDimSize(3) == keys);
+          return maskOk && isF32Rank4(a.getType()) &&
                  isF32Rank4(a.getQuery().getType()) &&
                  isKvCache(a.getKey().getType()) &&
                  isKvCache(a.getValue().getType()) &&

@@ -1,7 +1,9 @@
 //===- sdpa.cpp - Scaled dot-product attention over the KV cache ----------===//
 //
-// sdpa (causal with positions, optional sliding window and softcap; no
-// mask): per batch and KV head, the G = H / Hkv query heads x S rows that
+// sdpa (causal with positions, optional sliding window and softcap; an
+// optional additive mask [1, 1, S or 1, T], added to each row's scaled
+// scores as portable does: the ring caches' kv_ring.mask): per batch and KV
+// head, the G = H / Hkv query heads x S rows that
 // share the KV head walk the visible keys in blocks of kKeyBlock, so each
 // cached K/V row is read from memory once per KV head (the other rows find
 // it in L1), with an online softmax (running max, sum and f32 accumulator
@@ -52,6 +54,15 @@ struct SdpaProblem {
   bool causal;
   int64_t window;
   const Tensor *pos;
+  /// An additive f32 mask [1, 1, S or 1, T] (null: none): row s starts at
+  /// mask + s * maskRow.
+  const float *mask = nullptr;
+  int64_t maskRow = 0;
+
+  /// The mask's values for query row s from key j (null without a mask).
+  const float *maskAt(int64_t s, int64_t j) const {
+    return mask ? mask + s * maskRow + j : nullptr;
+  }
 
   /// The visible keys [j0, j1) of query row s.
   void range(int64_t s, int64_t &j0, int64_t &j1) const {
@@ -514,11 +525,14 @@ inline void updateState(float *st, float mx, float corr, const float *p,
 /// corr is what the row's accumulator is scaled by. False (nothing changed)
 /// while no score is finite (or NaN scores: left to the merge).
 bool softmaxStepAvx2(const SdpaProblem &P, float *sc, int n, float *st,
-                     float &corr) {
+                     float &corr, const float *mask) {
   scaleAvx2(sc, n, P.scale);
   if (P.softcap > 0.0f)
     for (int o = 0; o < n; o += 8)
       softcapAvx2(sc + o, std::min(8, n - o), P.softcap);
+  if (mask) // added to the scaled (and capped) scores, as portable
+    for (int o = 0; o < n; ++o)
+      sc[o] += mask[o];
   const float mx = maxAvx2(sc, n, st[0]);
   if (!(mx > -INFINITY))
     return false;
@@ -610,7 +624,7 @@ void sdpaChunk(const SdpaProblem &P, Isa isa, int64_t b, int64_t hk, int64_t c0,
           for (int r = 0; r < R; ++r) {
             float *sc = scr[r], *st = sts[r];
             float corr;
-            if (!softmaxStepAvx2(P, sc, n, st, corr))
+            if (!softmaxStepAvx2(P, sc, n, st, corr, P.maskAt(s, lo)))
               continue;
             if (live != r)
               std::memcpy(ps[live], sc, sizeof(float) * size_t(n));
@@ -638,7 +652,7 @@ void sdpaChunk(const SdpaProblem &P, Isa isa, int64_t b, int64_t hk, int64_t c0,
           for (int o = 0; o < n; o += 8)
             dotsAvx2(q, k0 + o * D, D, std::min(8, n - o), sc + o);
           float corr;
-          if (!softmaxStepAvx2(P, sc, n, st, corr))
+          if (!softmaxStepAvx2(P, sc, n, st, corr, P.maskAt(s, lo)))
             continue;
           accumulateAvx2(acc, corr, sc, v0, Dv, n);
           continue;
@@ -651,6 +665,9 @@ void sdpaChunk(const SdpaProblem &P, Isa isa, int64_t b, int64_t hk, int64_t c0,
           scaleNeon(sc, n, P.scale);
           if (P.softcap > 0.0f)
             softcapNeon(sc, n, P.softcap);
+          if (const float *m = P.maskAt(s, lo))
+            for (int o = 0; o < n; ++o)
+              sc[o] += m[o];
           const float mx = maxNeon(sc, n, st[0]);
           if (!(mx > -INFINITY))
             continue;
@@ -669,6 +686,9 @@ void sdpaChunk(const SdpaProblem &P, Isa isa, int64_t b, int64_t hk, int64_t c0,
         if (P.softcap > 0.0f)
           for (int o = 0; o < n; ++o)
             sc[o] = P.softcap * std::tanh(sc[o] / P.softcap);
+        if (const float *m = P.maskAt(s, lo))
+          for (int o = 0; o < n; ++o)
+            sc[o] += m[o];
         float mx = st[0];
         for (int o = 0; o < n; ++o)
           mx = std::max(mx, sc[o]);
@@ -748,16 +768,19 @@ size_t sdpaScratchBytes(const ExecContext *ctx, int64_t B, int64_t H, int64_t S,
 Status sdpaKernel(const KernelArgs &a, Isa isa, bool &handled) {
   handled = false;
   if (a.inputs.size < 3 || a.outputs.size != 1 || a.ints.size != 4 ||
-      a.floats.size != 2 || a.ints[0] != 0 || !isF32Rank4(a.inputs[0]) ||
-      !a.outputs[0] || a.outputs[0]->dtype != DType::F32 || !a.ctx)
+      a.floats.size != 2 || (a.ints[0] != 0 && a.ints[0] != 1) ||
+      !isF32Rank4(a.inputs[0]) || !a.outputs[0] ||
+      a.outputs[0]->dtype != DType::F32 || !a.ctx)
     return Status();
   // Key and value: both f32 or both int8 caches (a mix is portable's error).
   const bool int8Kv = isInt8KvCache(a.inputs[1]) && isInt8KvCache(a.inputs[2]);
   if (!int8Kv && (!isF32Rank4(a.inputs[1]) || !isF32Rank4(a.inputs[2])))
     return Status();
-  const bool hasPos = a.ints[1] != 0;
-  if (a.inputs.size != size_t(3 + hasPos) ||
-      (hasPos && !isPositions(a.inputs[3])) || a.ints[3] < 0)
+  const bool hasMask = a.ints[0] != 0, hasPos = a.ints[1] != 0;
+  const Tensor *mask = hasMask ? a.inputs[3] : nullptr;
+  const Tensor *pos = hasPos ? a.inputs[3 + hasMask] : nullptr;
+  if (a.inputs.size != size_t(3 + hasMask + hasPos) ||
+      (hasPos && !isPositions(pos)) || a.ints[3] < 0)
     return Status();
   const Tensor &q = *a.inputs[0], &k = *a.inputs[1], &v = *a.inputs[2];
   SdpaProblem P;
@@ -770,7 +793,15 @@ Status sdpaKernel(const KernelArgs &a, Isa isa, bool &handled) {
   P.Dv = v.sizes[3];
   if (k.sizes[0] != P.B || k.sizes[3] != P.D || v.sizes[0] != P.B ||
       v.sizes[1] != P.Hkv || v.sizes[2] != P.T || P.Hkv <= 0 ||
-      P.H % P.Hkv != 0 || (hasPos && a.inputs[3]->sizes[0] != P.S))
+      P.H % P.Hkv != 0 || (hasPos && pos->sizes[0] != P.S))
+    return Status();
+  // A mask over the keys of each query row, the same for every batch and
+  // head ([1, 1, S or 1, T], f32: what kv_ring.mask gives); any other
+  // broadcast is portable's.
+  if (mask && (!isF32Rank4(mask) || mask->sizes[0] != 1 ||
+               mask->sizes[1] != 1 ||
+               (mask->sizes[2] != P.S && mask->sizes[2] != 1) ||
+               mask->sizes[3] != P.T))
     return Status();
   handled = true;
   P.group = P.H / P.Hkv;
@@ -786,7 +817,11 @@ Status sdpaKernel(const KernelArgs &a, Isa isa, bool &handled) {
   P.softcap = float(a.floats[1]);
   P.causal = a.ints[2] != 0;
   P.window = a.ints[3];
-  P.pos = hasPos ? a.inputs[3] : nullptr;
+  P.pos = pos;
+  if (mask) {
+    P.mask = mask->ptr<float>();
+    P.maskRow = mask->sizes[2] == 1 ? 0 : P.T;
+  }
   Tensor &out = *a.outputs[0];
   const int64_t shape[4] = {P.B, P.H, P.S, P.Dv};
   ETLLM_RETURN_IF_ERROR(out.resize(shape, 4));

@@ -249,7 +249,9 @@ TEST_P(KvRing, EveryStageAgreesWithTheExportedGraph) {
                                        280, 270, 300, 310, 320, 330};
   for (etllm::StageSpec &s : etllm::recipeStages(GetParam(), ro)) {
     t.runStage(s);
-    t.runAndCompare(1e-5, 1e-5, "import", tokens, 4);
+    // (1e-4 as for every cpu-fp32 stage: the delegate's SDPA sums the
+    // ring's slots in another order than portable's.)
+    t.runAndCompare(1e-4, 1e-4, "import", tokens, 4);
     sawRing |= s.name == "kv-ring";
   }
   EXPECT_TRUE(sawRing);

@@ -106,6 +106,9 @@ struct SdpaCase {
   int64_t window;
   double softcap;
   bool causal;
+  /// An additive mask [1, 1, S, T] (a ring cache's): 0 or -inf, some rows
+  /// with finite offsets, one row all -inf; 2: [1, 1, 1, T] for every row.
+  int mask = 0;
 };
 
 /// The rows of `x` (rows of D values) quantized into an int8 KV cache of
@@ -140,18 +143,34 @@ void checkSdpa(const Config &cfg, const SdpaCase &c, std::mt19937 &gen,
     p.push_back(c.p0 + s);
   OwnedTensor pos = positions(p);
   const double scale = 1.0 / std::sqrt(double(c.D));
-  std::vector<int64_t> ints = {0, 1, c.causal ? 1 : 0, c.window};
+  std::vector<int64_t> ints = {c.mask ? 1 : 0, 1, c.causal ? 1 : 0, c.window};
   std::vector<double> floats = {scale, c.softcap};
   const size_t n = size_t(c.B * c.H * c.S * Dv);
   OwnedTensor ref = f32Output(n), got = f32Output(n);
-  ASSERT_OK(runPortable(OpId::Sdpa, {q, k, v, pos}, {ref}, ints, floats));
+  const int64_t maskRows = c.mask == 2 ? 1 : c.S;
+  std::vector<float> mv(size_t(maskRows * c.T));
+  std::uniform_real_distribution<float> u01(0.0f, 1.0f);
+  for (int64_t s = 0; s < maskRows; ++s)
+    for (int64_t j = 0; j < c.T; ++j) {
+      const float r = u01(gen);
+      mv[size_t(s * c.T + j)] =
+          s == 1 ? -INFINITY // a row that sees nothing: zeros
+          : r < 0.3f ? -INFINITY
+          : s % 3 == 2 ? -2.0f * u01(gen) // finite offsets
+                       : 0.0f;
+    }
+  OwnedTensor mask = f32Tensor({1, 1, maskRows, c.T}, mv);
+  std::vector<Tensor *> inputs = {q, k, v, pos};
+  if (c.mask)
+    inputs = {q, k, v, mask, pos};
+  ASSERT_OK(runPortable(OpId::Sdpa, inputs, {ref}, ints, floats));
   {
     // With the scratch init reserves (sdpaScratchBytes), which the kernel
     // must not outgrow.
     Context ctx(cfg.threads);
     void *reserved = ctx.get()->scratch(sdpaScratchBytes(
         ctx.get(), c.B, c.H, c.S, c.Hkv, c.T, c.D, Dv, int8Kv));
-    std::vector<Tensor *> ins = {q, k, v, pos}, outs = {got};
+    std::vector<Tensor *> ins = inputs, outs = {got};
     std::vector<int64_t> is = ints;
     std::vector<double> fs = floats;
     bool handled = false;
@@ -199,7 +218,8 @@ void checkSdpa(const Config &cfg, const SdpaCase &c, std::mt19937 &gen,
                     << " S=" << c.S << " T=" << c.T << " D=" << c.D
                     << " p0=" << c.p0 << " window=" << c.window
                     << " softcap=" << c.softcap << " causal=" << c.causal
-                    << " int8Kv=" << int8Kv << " at " << i << ": " << g[i]
+                    << " mask=" << c.mask << " int8Kv=" << int8Kv << " at "
+                    << i << ": " << g[i]
                     << " vs " << r[i];
   }
 }
@@ -265,6 +285,30 @@ TEST_P(AttentionTest, SdpaOverAnInt8CacheMatchesPortable) {
   for (const SdpaCase &c : cases)
     checkSdpa(GetParam(), c, gen, /*int8Kv=*/true);
   reportWorst("SdpaOverAnInt8CacheMatchesPortable");
+}
+
+/// An additive mask (a ring cache's kv_ring.mask: 0 or -inf per slot, here
+/// with finite offsets too), alone or with causal positions, over f32 and
+/// int8 caches; head sizes on every path; one row per query or one for all.
+TEST_P(AttentionTest, SdpaWithAMaskMatchesPortable) {
+  std::mt19937 gen(11);
+  const std::vector<SdpaCase> cases = {
+      // Decode over a ring of 543 slots (Gemma 3's local layers, chunk 32).
+      {1, 4, 1, 1, 543, 64, 0, 0, 0, false, 1},
+      // A chunk of 7 over 71 slots, GQA 4:1; head size 12 (generic path).
+      {1, 8, 2, 7, 71, 8, 0, 0, 0, false, 1},
+      {2, 6, 3, 4, 40, 12, 0, 0, 0, false, 1},
+      // 80 values of a head (64 in registers + 16), softcap.
+      {1, 4, 2, 3, 67, 80, 0, 0, 30.0, false, 1},
+      // With causal positions and a window as well; one mask row for all.
+      {1, 4, 2, 5, 600, 16, 590, 64, 0, true, 1},
+      {1, 4, 2, 3, 1100, 64, 1090, 0, 0, true, 2},
+  };
+  for (const SdpaCase &c : cases) {
+    checkSdpa(GetParam(), c, gen);
+    checkSdpa(GetParam(), c, gen, /*int8Kv=*/true);
+  }
+  reportWorst("SdpaWithAMaskMatchesPortable");
 }
 
 TEST_P(AttentionTest, SdpaOverTheLatentCacheAsKeyAndValue) {
@@ -457,8 +501,8 @@ TEST_P(AttentionTest, Int8CacheUpdateIsExact) {
 }
 
 TEST(AttentionTest, DeclinesWhatItDoesNotCover) {
-  // An out-of-range cache position, a mask, a transpose of other dims: the
-  // optimized kernels leave them (and the error) to portable.
+  // An out-of-range cache position, a mask per head, a transpose of other
+  // dims: the optimized kernels leave them (and the error) to portable.
   std::mt19937 gen(4);
   OwnedTensor cache = f32Tensor({1, 2, 4, 8}, randomFloats(64, gen));
   OwnedTensor v = f32Tensor({1, 2, 1, 8}, randomFloats(16, gen));
@@ -509,6 +553,16 @@ TEST(AttentionTest, DeclinesWhatItDoesNotCover) {
   ASSERT_OK(sdpaKernel(sa, detectIsa(), handled));
   EXPECT_FALSE(handled);
   EXPECT_FALSE(runDense(OpId::Sdpa, sa, detectIsa()).ok());
+
+  // A mask per head ([1, 2, 1, T]) is portable's broadcast, not the
+  // kernel's.
+  OwnedTensor headMask = f32Tensor({1, 2, 1, 4}, std::vector<float>(8, 0.0f));
+  std::vector<Tensor *> mi = {q, cache, cache, headMask};
+  std::vector<int64_t> mints = {1, 0, 0, 0};
+  handled = true;
+  ASSERT_OK(sdpaKernel(makeArgs(mi, so, mints, sfloats, &ctx), detectIsa(),
+                       handled));
+  EXPECT_FALSE(handled);
 }
 
 INSTANTIATE_TEST_SUITE_P(Configs, AttentionTest,
