@@ -65,9 +65,20 @@ struct SdpaProblem {
   }
 
   /// The visible keys [j0, j1) of query row s.
+  /// With a mask: each mask row's keys from its first to its last entry
+  /// that is not -inf ([maskSpan[2r], maskSpan[2r + 1]), empty when the row
+  /// hides every key), so that keys outside it are never read (a ring
+  /// still filling, a window).
+  const int64_t *maskSpan = nullptr;
+
   void range(int64_t s, int64_t &j0, int64_t &j1) const {
     j0 = 0;
     j1 = T;
+    if (maskSpan) {
+      const int64_t r = maskRow ? s : 0;
+      j0 = maskSpan[2 * r];
+      j1 = maskSpan[2 * r + 1];
+    }
     if (!causal)
       return;
     const int64_t p = pos ? loadPos(*pos, s) : s;
@@ -75,9 +86,10 @@ struct SdpaProblem {
       j1 = 0;
       return;
     }
-    j1 = p >= T ? T : p + 1;
+    j1 = std::min(j1, p >= T ? T : p + 1);
     if (window > 0 && p - window + 1 > 0)
-      j0 = p - window + 1;
+      j0 = std::max(j0, p - window + 1);
+    j0 = std::min(j0, j1);
   }
 };
 
@@ -818,9 +830,27 @@ Status sdpaKernel(const KernelArgs &a, Isa isa, bool &handled) {
   P.causal = a.ints[2] != 0;
   P.window = a.ints[3];
   P.pos = pos;
+  // The mask rows' spans, on the stack (no allocation per call); a call of
+  // more rows reads every key of each row (the same result).
+  constexpr int64_t kMaxSpanRows = 256;
+  int64_t maskSpan[2 * kMaxSpanRows];
   if (mask) {
     P.mask = mask->ptr<float>();
     P.maskRow = mask->sizes[2] == 1 ? 0 : P.T;
+  }
+  if (mask && mask->sizes[2] <= kMaxSpanRows) {
+    const int64_t rows = mask->sizes[2];
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *m = P.mask + r * P.T;
+      int64_t lo = 0, hi = P.T;
+      while (lo < hi && m[lo] == -INFINITY)
+        ++lo;
+      while (hi > lo && m[hi - 1] == -INFINITY)
+        --hi;
+      maskSpan[2 * r] = lo;
+      maskSpan[2 * r + 1] = hi;
+    }
+    P.maskSpan = maskSpan;
   }
   Tensor &out = *a.outputs[0];
   const int64_t shape[4] = {P.B, P.H, P.S, P.Dv};
