@@ -458,6 +458,22 @@ def main():
                  "cpu-fp32", "--set", "model.static_prefill_chunk=4", "--set",
                  "model.static_kv_cache=" + kv, "-o", pte])
             seeds.add_file("pte", pte)
+        # Ring caches with attention sinks (KvRing metadata, the
+        # kv_ring_slots / kv_ring_mask calls, a masked sdpa in the cpu
+        # delegate) and static activations (quantize_static calls).
+        pte = os.path.join(tmp, "ring-sinks.pte")
+        run([T("etllm-export"), "--quiet", "--model", model, "--pipeline",
+             "cpu-fp32", "--set", "model.kv_ring_chunk=4", "--set",
+             "model.attention_sinks=2", "-o", pte])
+        seeds.add_file("pte", pte)
+        pte = os.path.join(tmp, "static-activations.pte")
+        run([T("etllm-export"), "--quiet", "--model",
+             S("models/stories260K/stories260K.bin"), "--tokenizer",
+             S("models/stories260K/tok512.bin"), "--pipeline", "cpu-8sa4w",
+             "--set", "quantization.calibration=" +
+             os.path.join(a.repo, "test/Inputs/calibration-story.txt"),
+             "--set", "quantization.calibration_samples=2", "-o", pte])
+        seeds.add_file("pte", pte)
         pte = os.path.join(tmp, "hf-tokenizer.pte")
         run([T("etllm-export"), "--quiet", "--model",
              os.path.join(tmp, "qwen2-hf"), "--tokenizer",
