@@ -190,6 +190,19 @@ LogicalResult emitProgram(LoweredProgram &p, const SerializeOptions &options,
   // adapters, the calibration text).
   std::vector<std::unique_ptr<llvm::MemoryBuffer>> adapterFiles;
   InputHasher hasher;
+  // Reads `path` and gives it to the hasher (in order).
+  auto hashFile = [&](const std::string &path) -> LogicalResult {
+    auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                           /*RequiresNullTerminator=*/false);
+    if (!buf)
+      return p.module.emitError("cannot read '")
+             << path << "': " << buf.getError().message();
+    adapterFiles.push_back(std::move(*buf));
+    hasher.add(
+        reinterpret_cast<const uint8_t *>(adapterFiles.back()->getBufferStart()),
+        adapterFiles.back()->getBufferSize());
+    return success();
+  };
   if (options.hashInputs) {
     if (ckpt)
       for (const auto &f : ckpt->files())
@@ -204,30 +217,13 @@ LogicalResult emitProgram(LoweredProgram &p, const SerializeOptions &options,
       if (failed(adapters))
         return failure();
       for (const WeightStore::Adapter &a : **adapters)
-        for (const std::string &f : a.adapter->files()) {
-          auto buf = llvm::MemoryBuffer::getFile(f, /*IsText=*/false,
-                                                 /*RequiresNullTerminator=*/
-                                                 false);
-          if (!buf)
-            return p.module.emitError("cannot read '")
-                   << f << "': " << buf.getError().message();
-          adapterFiles.push_back(std::move(*buf));
-          hasher.add(reinterpret_cast<const uint8_t *>(
-                         adapterFiles.back()->getBufferStart()),
-                     adapterFiles.back()->getBufferSize());
-        }
+        for (const std::string &f : a.adapter->files())
+          if (failed(hashFile(f)))
+            return failure();
     }
-    if (std::string f = calibrationFile(p.module); !f.empty()) {
-      auto buf = llvm::MemoryBuffer::getFile(f, /*IsText=*/false,
-                                             /*RequiresNullTerminator=*/false);
-      if (!buf)
-        return p.module.emitError("cannot read '")
-               << f << "': " << buf.getError().message();
-      adapterFiles.push_back(std::move(*buf));
-      hasher.add(reinterpret_cast<const uint8_t *>(
-                     adapterFiles.back()->getBufferStart()),
-                 adapterFiles.back()->getBufferSize());
-    }
+    if (std::string f = calibrationFile(p.module); !f.empty())
+      if (failed(hashFile(f)))
+        return failure();
     hasher.start();
   }
   std::vector<uint64_t> constSizes;

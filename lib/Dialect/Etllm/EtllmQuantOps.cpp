@@ -16,23 +16,25 @@ using namespace mlir::etllm::detail;
 // Level C
 //===----------------------------------------------------------------------===//
 
-LogicalResult QuantizeDynamicOp::verify() {
-  auto in = getInput().getType();
-  auto out = cast<QActType>(getType());
+/// A quantize op's result has its input's shape.
+static LogicalResult verifySameShape(Operation *op, ShapedType in,
+                                     QActType out) {
   if (in.getShape() != out.getShape())
-    return emitOpError("result shape ")
+    return op->emitOpError("result shape ")
            << shapeStr(out.getShape()) << " differs from the input shape "
            << shapeStr(in.getShape());
   return success();
 }
 
+LogicalResult QuantizeDynamicOp::verify() {
+  return verifySameShape(*this, getInput().getType(),
+                         cast<QActType>(getType()));
+}
+
 LogicalResult QuantizeStaticOp::verify() {
-  auto in = getInput().getType();
   auto out = cast<QActType>(getType());
-  if (in.getShape() != out.getShape())
-    return emitOpError("result shape ")
-           << shapeStr(out.getShape()) << " differs from the input shape "
-           << shapeStr(in.getShape());
+  if (failed(verifySameShape(*this, getInput().getType(), out)))
+    return failure();
   if (out.getBits() != 8 ||
       out.getGranularity() != ActQuantGranularity::per_tensor ||
       !out.getSymmetric())

@@ -18,7 +18,6 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -27,6 +26,8 @@
 namespace {
 
 namespace llm = etllm::rt::llm;
+using etllm::test::loadWithStoriesTokenizer;
+using etllm::test::writeBytes;
 
 std::string shared() { return ETLLM_SHARED_DIR; }
 
@@ -43,24 +44,11 @@ struct TempDir {
   }
 };
 
-std::string writeProgram(const std::string &path, const std::string &bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-  return path;
-}
-
 uint64_t bufferBytes(const std::string &bytes) {
   auto p = etllm::rt::Program::loadFromBuffer(
       reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size(), "test");
   EXPECT_TRUE(p.ok()) << p.message();
   return p.ok() ? (*p)->plannedMemory().buffers : 0;
-}
-
-std::unique_ptr<llm::Runner> load(const std::string &path) {
-  llm::RunnerOptions ro;
-  ro.tokenizerPath = shared() + "/models/stories260K/tok512.bin";
-  auto r = llm::Runner::load(path, ro);
-  EXPECT_TRUE(r.ok()) << r.message();
-  return r.ok() ? std::move(r.value()) : nullptr;
 }
 
 /// Every call's logits of `a` within 1e-5 + 1e-5 |b| of `b`'s.
@@ -151,8 +139,10 @@ TEST_P(KvRing, SlidingWindowRingGivesTheFullCachesLogits) {
 
   // The runner feeds a 300-token prompt to the chunk-8 ring in calls of 8
   // and generates what the full cache does; a second turn keeps the first.
-  auto fullRunner = load(writeProgram(dir.path + "/full.pte", full));
-  auto ringRunner = load(writeProgram(dir.path + "/ring8.pte", ring8));
+  auto fullRunner =
+      loadWithStoriesTokenizer(writeBytes(dir.path + "/full.pte", full));
+  auto ringRunner =
+      loadWithStoriesTokenizer(writeBytes(dir.path + "/ring8.pte", ring8));
   ASSERT_TRUE(fullRunner && ringRunner);
   std::vector<int32_t> prompt(tokens.begin(), tokens.begin() + 300);
   llm::GenerationConfig c;
@@ -173,7 +163,8 @@ TEST_P(KvRing, SlidingWindowRingGivesTheFullCachesLogits) {
   EXPECT_EQ(ringRunner->cachedTokens(), fullRunner->cachedTokens());
 
   // 1,000 generated tokens from a cache of 64 positions per layer.
-  auto ring1 = load(writeProgram(dir.path + "/ring.pte", ring));
+  auto ring1 =
+      loadWithStoriesTokenizer(writeBytes(dir.path + "/ring.pte", ring));
   ASSERT_TRUE(ring1);
   llm::Stats s = generateTokens(*ring1, {1}, 1000, 2);
   EXPECT_EQ(s.contextShifts, 0);
@@ -213,7 +204,8 @@ TEST_P(KvRing, SinksGenerateFourTimesTheContext) {
     llvm::consumeError(tooLong.takeError());
 
   // Four contexts' worth of tokens without a context shift.
-  auto runner = load(writeProgram(dir.path + "/sinks.pte", sinks));
+  auto runner =
+      loadWithStoriesTokenizer(writeBytes(dir.path + "/sinks.pte", sinks));
   ASSERT_TRUE(runner);
   const uint64_t buffers = runner->module().bufferBytes();
   llm::Stats s = generateTokens(*runner, {1}, 4 * 128, 2);
@@ -221,7 +213,8 @@ TEST_P(KvRing, SinksGenerateFourTimesTheContext) {
   EXPECT_GE(runner->cachedTokens().size(), 4u * 128u);
   EXPECT_EQ(runner->module().bufferBytes(), buffers);
   // The plain program stops at its context instead.
-  auto plainRunner = load(writeProgram(dir.path + "/plain.pte", plain));
+  auto plainRunner =
+      loadWithStoriesTokenizer(writeBytes(dir.path + "/plain.pte", plain));
   ASSERT_TRUE(plainRunner);
   llm::GenerationConfig c;
   c.maxNewTokens = 4 * 128;
@@ -260,12 +253,6 @@ TEST_P(KvRing, EveryStageAgreesWithTheExportedGraph) {
 
 INSTANTIATE_TEST_SUITE_P(Recipes, KvRing,
                          ::testing::Values("portable", "cpu-fp32"),
-                         [](const auto &info) {
-                           std::string s = info.param;
-                           for (char &c : s)
-                             if (c == '-')
-                               c = '_';
-                           return s;
-                         });
+                         etllm::test::recipeTestName);
 
 } // namespace

@@ -11,9 +11,33 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <system_error>
 
 namespace etllm::test {
+
+std::string writeBytes(const std::string &path, const std::string &bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+std::unique_ptr<rt::llm::Runner>
+loadWithStoriesTokenizer(const std::string &path) {
+  rt::llm::RunnerOptions ro;
+  ro.tokenizerPath =
+      std::string(ETLLM_SHARED_DIR) + "/models/stories260K/tok512.bin";
+  auto r = rt::llm::Runner::load(path, ro);
+  EXPECT_TRUE(r.ok()) << r.message();
+  return r.ok() ? std::move(r.value()) : nullptr;
+}
+
+std::string recipeTestName(const ::testing::TestParamInfo<const char *> &info) {
+  std::string s = info.param;
+  for (char &c : s)
+    if (c == '-')
+      c = '_';
+  return s;
+}
 
 RemoveOnExit::~RemoveOnExit() {
   std::error_code ec;

@@ -1,8 +1,10 @@
 //===- PipelineTestUtil.h - What the pipeline tests share -------*- C++ -*-===//
 //
 // Generated checkpoints removed when a test ends, a checkpoint exported
-// into program bytes through a recipe, and the stage-by-stage comparison
-// with the exported graph that the architecture tests run.
+// into program bytes through a recipe, the stage-by-stage comparison with
+// the exported graph that the architecture tests run, and the small
+// helpers of the tests that run programs (a file written, a Runner with
+// stories260K's tokenizer, recipe names as test names).
 //
 //===----------------------------------------------------------------------===//
 #ifndef ETLLM_TEST_PIPELINE_PIPELINETESTUTIL_H
@@ -11,12 +13,27 @@
 #include "etllm/Pipeline/Pipelines.h"
 #include "etllm/Pipeline/Tester.h"
 #include "etllm/Testing/Generator.h"
+#include "etllm/runtime/llm/runner.h"
+
+#include <gtest/gtest.h>
 
 #include <cstdint>
 #include <memory>
 #include <string>
 
 namespace etllm::test {
+
+/// Writes `bytes` to the file `path`; returns `path`.
+std::string writeBytes(const std::string &path, const std::string &bytes);
+
+/// A Runner of the program at `path` with stories260K's tokenizer
+/// (tok512.bin of the shared test data); null and a test failure on an
+/// error.
+std::unique_ptr<rt::llm::Runner>
+loadWithStoriesTokenizer(const std::string &path);
+
+/// A recipe parameter as a test name ("cpu-fp32" -> "cpu_fp32").
+std::string recipeTestName(const ::testing::TestParamInfo<const char *> &info);
 
 /// Removes a file or directory when the test ends.
 struct RemoveOnExit {

@@ -16,7 +16,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -25,6 +24,8 @@
 namespace {
 
 namespace llm = etllm::rt::llm;
+using etllm::test::loadWithStoriesTokenizer;
+using etllm::test::writeBytes;
 
 std::string shared() { return ETLLM_SHARED_DIR; }
 
@@ -37,11 +38,6 @@ struct Programs {
   }
 };
 
-std::string writeProgram(const std::string &path, const std::string &bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-  return path;
-}
-
 /// The three programs of `recipe`, with a context of 128 tokens.
 void exportAll(const std::string &recipe, Programs &p) {
   p.dir = testing::TempDir() + "/etllm_static_" + std::to_string(getpid()) +
@@ -53,23 +49,15 @@ void exportAll(const std::string &recipe, Programs &p) {
   o.maxSeqLen = 128;
   std::string bytes = etllm::test::exportBytes(model, o);
   ASSERT_FALSE(bytes.empty());
-  p.dynamic = writeProgram(p.dir + "/dynamic.pte", bytes);
+  p.dynamic = writeBytes(p.dir + "/dynamic.pte", bytes);
   o.staticPrefillChunk = 16;
   bytes = etllm::test::exportBytes(model, o);
   ASSERT_FALSE(bytes.empty());
-  p.staticIo = writeProgram(p.dir + "/io.pte", bytes);
+  p.staticIo = writeBytes(p.dir + "/io.pte", bytes);
   o.staticKvCache = etllm::StaticKvCache::InPlace;
   bytes = etllm::test::exportBytes(model, o);
   ASSERT_FALSE(bytes.empty());
-  p.staticInPlace = writeProgram(p.dir + "/inplace.pte", bytes);
-}
-
-std::unique_ptr<llm::Runner> load(const std::string &path) {
-  llm::RunnerOptions ro;
-  ro.tokenizerPath = shared() + "/models/stories260K/tok512.bin";
-  auto r = llm::Runner::load(path, ro);
-  EXPECT_TRUE(r.ok()) << r.message();
-  return r.ok() ? std::move(r.value()) : nullptr;
+  p.staticInPlace = writeBytes(p.dir + "/inplace.pte", bytes);
 }
 
 /// Greedy text after `prompt` (token ids), then after a second turn that
@@ -100,8 +88,9 @@ class StaticShapes : public ::testing::TestWithParam<const char *> {};
 TEST_P(StaticShapes, SameGreedyBytesAsTheDynamicProgram) {
   Programs p;
   ASSERT_NO_FATAL_FAILURE(exportAll(GetParam(), p));
-  auto dynamic = load(p.dynamic), io = load(p.staticIo),
-       inPlace = load(p.staticInPlace);
+  auto dynamic = loadWithStoriesTokenizer(p.dynamic),
+       io = loadWithStoriesTokenizer(p.staticIo),
+       inPlace = loadWithStoriesTokenizer(p.staticInPlace);
   ASSERT_TRUE(dynamic && io && inPlace);
   auto text = dynamic->tokenizer().encode(
       "Once upon a time, there was a little girl named Lily. She loved to "
@@ -152,12 +141,6 @@ TEST_P(StaticShapes, EveryStageAgreesWithTheExportedGraph) {
 
 INSTANTIATE_TEST_SUITE_P(Recipes, StaticShapes,
                          ::testing::Values("portable", "cpu-fp32"),
-                         [](const auto &info) {
-                           std::string s = info.param;
-                           for (char &c : s)
-                             if (c == '-')
-                               c = '_';
-                           return s;
-                         });
+                         etllm::test::recipeTestName);
 
 } // namespace
