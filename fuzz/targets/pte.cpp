@@ -66,7 +66,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // prompt of 3 tokens (a padded prefill chunk, or decode steps) and one
   // generated token, as the runner feeds them.
   auto statics = llm::StaticMethods::open(**module, "fuzz.pte",
-                                          (*program)->metadata().maxSeqLen);
+                                          (*program)->metadata().contextLimit());
   if (!statics.ok()) {
     note(statics.message());
     return 0;

@@ -135,8 +135,9 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        "Ring KV caches (etllm-kv-ring): 0 keeps every cache max_seq_len "
        "positions; C > 0 has the runner feed at most C tokens per call, so "
        "that a sliding-window layer (Mistral, Gemma 2/3 local layers) keeps "
-       "only window + C - 1 positions. Not with static_prefill_chunk. At "
-       "most max_seq_len.",
+       "only window + C - 1 positions. In a static program it must be "
+       "static_prefill_chunk, with static_kv_cache: in-place. At most "
+       "max_seq_len.",
        "1",
        0,
        1 << 20,

@@ -260,10 +260,20 @@ std::vector<StageSpec> recipeStages(const std::string &recipe,
   if (optionError.empty() && (o.kvRingChunk < 0 || o.attentionSinks < 0))
     optionError = recipe + ": kv-ring-chunk and attention-sinks must not be "
                            "negative";
-  if (optionError.empty() && o.kvRingChunk > 0 && o.staticPrefillChunk > 0)
-    optionError = recipe + ": kv-ring-chunk does not combine with "
-                           "static-prefill-chunk (ring caches are for the "
-                           "dynamic program)";
+  // A static program's rings are its buffers, written by calls of its
+  // prefill chunk.
+  if (optionError.empty() && o.kvRingChunk > 0 && o.staticPrefillChunk > 0 &&
+      o.staticKvCache == StaticKvCache::Io)
+    optionError = recipe + ": kv-ring-chunk needs static-kv-cache=in-place "
+                           "in a static program (the ring caches are its "
+                           "buffers)";
+  if (optionError.empty() && o.kvRingChunk > 0 && o.staticPrefillChunk > 0 &&
+      o.kvRingChunk != o.staticPrefillChunk)
+    optionError = recipe + ": kv-ring-chunk " +
+                  std::to_string(o.kvRingChunk.getValue()) +
+                  " must be the static program's prefill chunk " +
+                  std::to_string(o.staticPrefillChunk.getValue()) +
+                  " (the most tokens of a call)";
   if (!optionError.empty())
     return {{"options", [optionError](mlir::OpPassManager &pm) {
                pm.addPass(std::make_unique<OptionErrorPass>(optionError));

@@ -36,8 +36,8 @@ runProgram(const std::string &bytes, const std::vector<int64_t> &tokens,
     return err(module.message());
   // A static program (prefill and decode) takes the calls through the
   // runner's step and gives each call's last real token's logits.
-  auto statics = rt::llm::StaticMethods::open(**module, (*program)->name(),
-                                              (*program)->metadata().maxSeqLen);
+  auto statics = rt::llm::StaticMethods::open(
+      **module, (*program)->name(), (*program)->metadata().contextLimit());
   if (!statics.ok())
     return err(statics.message());
   rt::Method *method = nullptr;

@@ -106,13 +106,16 @@ Result<std::unique_ptr<Runner>> Runner::load(const std::string &path,
     return module.error();
   r->module_ = std::move(module.value());
   const ProgramMetadata &md = r->program_->metadata();
-  auto statics = StaticMethods::open(*r->module_, path, md.maxSeqLen);
+  auto statics = StaticMethods::open(*r->module_, path, md.contextLimit());
   if (!statics.ok())
     return statics.error();
   r->static_ = std::move(statics.value());
   if (r->static_) {
     r->maxSeqLen_ = r->static_->maxSeqLen();
     r->vocab_ = r->static_->vocab();
+    // Ring caches: its calls are its prefill chunk or one token.
+    if (md.ringChunk > 0)
+      r->callChunk_ = r->static_->chunk();
   } else {
     auto method = r->module_->method(kForwardMethod);
     if (!method.ok())

@@ -237,7 +237,7 @@ instantiate(const LoadedModel &m, size_t threads, uint64_t maxMemory,
     return module.error();
   in.module = std::move(module.value());
   auto statics = llm::StaticMethods::open(*in.module, m.program->name(),
-                                          m.program->metadata().maxSeqLen);
+                                          m.program->metadata().contextLimit());
   if (!statics.ok())
     return statics.error();
   in.statics = std::move(statics.value());
@@ -469,8 +469,9 @@ int main(int argc, char **argv) {
     // A static program's context is its max_seq_len (StaticMethods checks
     // the rest when it is instantiated).
     const bool isStatic = llm::StaticMethods::inProgram(*m->program);
-    auto context = isStatic ? Result<int64_t>(m->program->metadata().maxSeqLen)
-                            : forwardContextLength(*m->program);
+    auto context =
+        isStatic ? Result<int64_t>(m->program->metadata().contextLimit())
+                 : forwardContextLength(*m->program);
     if (!context.ok())
       return fail(context.message());
     int64_t ctx = *context;

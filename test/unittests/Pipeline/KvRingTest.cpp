@@ -224,6 +224,59 @@ TEST_P(KvRing, SinksGenerateFourTimesTheContext) {
   EXPECT_NE(stopped->stopReason, "max_new_tokens");
 }
 
+/// Greedy text after `prompt` (token ids), `n` tokens.
+std::string greedyText(llm::Runner &r, const std::vector<int32_t> &prompt,
+                       int32_t n, llm::Stats *stats = nullptr) {
+  llm::GenerationConfig c;
+  c.maxNewTokens = n;
+  c.sampling.temperature = 0;
+  std::string text;
+  r.resetCache();
+  auto s = r.continueWith(prompt, c, [&](const std::string &t) { text += t; });
+  EXPECT_TRUE(s.ok()) << s.message();
+  if (s.ok() && stats)
+    *stats = *s;
+  return text;
+}
+
+/// A static program (prefill over 16 tokens, decode over one, in-place
+/// caches) with the same rings and sinks: the dynamic ring program's text,
+/// past four times the context, for a prompt shorter than the sinks, one
+/// of a padded chunk and one of several chunks.
+TEST_P(KvRing, StaticProgramWithSinksPrintsTheDynamicText) {
+  TempDir dir(std::string("static_") + GetParam());
+  const std::string model = shared() + "/models/stories260K/stories260K.bin";
+  etllm::test::ExportForTest o;
+  o.recipe = GetParam();
+  o.maxSeqLen = 64;
+  o.kvRingChunk = 16;
+  o.attentionSinks = 4;
+  const std::string dynamic = etllm::test::exportBytes(model, o);
+  o.staticPrefillChunk = 16;
+  o.staticKvCache = etllm::StaticKvCache::InPlace;
+  const std::string fixed = etllm::test::exportBytes(model, o);
+  ASSERT_FALSE(dynamic.empty() || fixed.empty());
+  EXPECT_EQ(bufferBytes(fixed), bufferBytes(dynamic));
+  auto d = loadWithStoriesTokenizer(writeBytes(dir.path + "/d.pte", dynamic));
+  auto f = loadWithStoriesTokenizer(writeBytes(dir.path + "/f.pte", fixed));
+  ASSERT_TRUE(d && f);
+  auto text = d->tokenizer().encode(
+      "Once upon a time, there was a little girl named Lily. She loved to "
+      "play outside in the sun with her big red ball and her dog Max.",
+      true);
+  ASSERT_TRUE(text.ok());
+  ASSERT_GE(text->size(), 40u);
+  for (size_t n : {2u, 9u, 40u}) {
+    SCOPED_TRACE("prompt of " + std::to_string(n) + " tokens");
+    std::vector<int32_t> prompt(text->begin(), text->begin() + n);
+    llm::Stats st;
+    const std::string want = greedyText(*d, prompt, 256, &st);
+    EXPECT_EQ(st.generatedTokens, 256);
+    EXPECT_EQ(st.contextShifts, 0);
+    EXPECT_EQ(greedyText(*f, prompt, 256), want);
+  }
+}
+
 /// The Tester gates the ring stage like any other: with sinks over a
 /// context of 32 (calls of 4, the window 25 positions), every stage agrees
 /// with the exported graph on a prompt and decode steps that stay inside
