@@ -65,8 +65,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // A static program: its methods checked as the runner checks them, then a
   // prompt of 3 tokens (a padded prefill chunk, or decode steps) and one
   // generated token, as the runner feeds them.
-  auto statics = llm::StaticMethods::open(**module, "fuzz.pte",
-                                          (*program)->metadata().contextLimit());
+  auto statics = llm::StaticMethods::open(
+      **module, "fuzz.pte", (*program)->metadata().contextLimit());
   if (!statics.ok()) {
     note(statics.message());
     return 0;

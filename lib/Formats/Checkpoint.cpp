@@ -46,6 +46,8 @@ std::string joinPath(const std::string &dir, const std::string &name) {
   return dir + "/" + name;
 }
 
+} // namespace detail
+
 Result<std::string> readTextFile(const std::string &path, uint64_t maxBytes) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
@@ -77,6 +79,8 @@ Result<std::string> readTextFile(const std::string &path, uint64_t maxBytes) {
   ::close(fd);
   return out;
 }
+
+namespace detail {
 
 bool splitLayerName(const std::string &name, const std::string &prefix,
                     int64_t &layer, std::string &suffix) {

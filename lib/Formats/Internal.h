@@ -10,6 +10,7 @@
 
 #include "etllm/Formats/Checkpoint.h"
 #include "etllm/Formats/Limits.h"
+#include "etllm/Formats/TextFile.h"
 #include "etllm/Models/Family.h"
 
 #include <algorithm>
@@ -151,9 +152,8 @@ bool isDirectory(const std::string &path);
 bool pathExists(const std::string &path);
 /// Joins a directory and a file name.
 std::string joinPath(const std::string &dir, const std::string &name);
-/// Reads a whole (small) file into a string; error names the path.
-Result<std::string> readTextFile(const std::string &path,
-                                 uint64_t maxBytes = 64u << 20);
+/// Reads a whole (small) file into a string (etllm/Formats/TextFile.h).
+using formats::readTextFile;
 
 //===--- Family keys (etllm/Models/Family.h) -----------------------------===//
 

@@ -15,6 +15,7 @@
 #include "etllm/Dialect/Etllm/EtllmDialect.h"
 #include "etllm/Dialect/Etllm/EtllmModelConfig.h"
 #include "etllm/Dialect/Etllm/EtllmOps.h"
+#include "etllm/Formats/TextFile.h"
 #include "etllm/Serialize/ProgramWriter.h"
 #include "etllm/runtime/half.h"
 #include "etllm/runtime/kernel.h"
@@ -29,7 +30,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <vector>
 
 using namespace mlir;
@@ -46,22 +46,30 @@ struct LinearRanges {
 };
 thread_local LinearRanges *tRanges = nullptr;
 
+/// The largest finite |x| of the n values `load(i)` gives.
+template <typename Load> double absMax(int64_t n, Load load) {
+  float m = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = std::fabs(load(i));
+    if (std::isfinite(v))
+      m = std::max(m, v);
+  }
+  return m;
+}
+
 rt::Status observingLinear(const rt::KernelArgs &a) {
   if (tRanges && a.inputs.size > 0) {
     const rt::Tensor &x = *a.inputs[0];
-    double m = 0;
     const int64_t n = x.numel();
-    for (int64_t i = 0; i < n; ++i) {
-      float v = 0;
-      if (x.dtype == rt::DType::F32)
-        v = x.ptr<float>()[i];
-      else if (x.dtype == rt::DType::F16)
-        v = rt::halfToFloat(x.ptr<uint16_t>()[i]);
-      else if (x.dtype == rt::DType::BF16)
-        v = rt::bf16ToFloat(x.ptr<uint16_t>()[i]);
-      if (std::isfinite(v))
-        m = std::max(m, double(std::fabs(v)));
-    }
+    double m = 0;
+    if (x.dtype == rt::DType::F32)
+      m = absMax(n, [&](int64_t i) { return x.ptr<float>()[i]; });
+    else if (x.dtype == rt::DType::F16)
+      m = absMax(
+          n, [&](int64_t i) { return rt::halfToFloat(x.ptr<uint16_t>()[i]); });
+    else if (x.dtype == rt::DType::BF16)
+      m = absMax(
+          n, [&](int64_t i) { return rt::bf16ToFloat(x.ptr<uint16_t>()[i]); });
     if (tRanges->next >= tRanges->absmax.size())
       tRanges->absmax.push_back(0);
     double &slot = tRanges->absmax[tRanges->next++];
@@ -132,17 +140,10 @@ struct CalibratePass
       return; // nothing to calibrate
 
     // The text, bounded before it is read.
-    std::ifstream in(file, std::ios::binary | std::ios::ate);
-    if (!in)
-      return fail("cannot read '" + file + "'");
-    const std::streamoff size = in.tellg();
-    if (size < 0 || uint64_t(size) > kMaxCalibrationBytes)
-      return fail("'" + file + "' is larger than " +
-                  Twine(kMaxCalibrationBytes >> 20) + " MiB");
-    in.seekg(0);
-    std::string text(size_t(size), '\0');
-    if (!in.read(text.data(), size))
-      return fail("cannot read '" + file + "'");
+    rt::Result<std::string> text =
+        formats::readTextFile(file, kMaxCalibrationBytes);
+    if (!text.ok())
+      return fail(text.message());
 
     // The float program as it stands.
     OwningOpRef<ModuleOp> copy(module.clone());
@@ -163,7 +164,7 @@ struct CalibratePass
     if (!tok.ok())
       return fail("no tokenizer for the calibration text (" + tok.message() +
                   "): give one with --tokenizer");
-    auto tokens = (*tok)->encode(text, /*addBos=*/true);
+    auto tokens = (*tok)->encode(*text, /*addBos=*/true);
     if (!tokens.ok())
       return fail("'" + file + "': " + tokens.message());
     if (tokens->size() < 2)
@@ -185,6 +186,9 @@ struct CalibratePass
     LinearRanges ranges;
     ranges.absmax.assign(linears.size(), 0);
     tRanges = &ranges;
+    struct Unset {
+      ~Unset() { tRanges = nullptr; }
+    } unset; // on every return
     size_t at = 0;
     int64_t ran = 0;
     for (; ran < samples && at < tokens->size(); ++ran) {
@@ -200,19 +204,14 @@ struct CalibratePass
           st = (*method)->setInput(1, rt::DType::I64, &one, 1, &pos);
         if (st.ok())
           st = (*method)->execute();
-        if (!st.ok()) {
-          tRanges = nullptr;
+        if (!st.ok())
           return fail(st.message());
-        }
-        if (ranges.next != linears.size()) {
-          tRanges = nullptr;
+        if (ranges.next != linears.size())
           return fail("the calibration program ran " + Twine(ranges.next) +
                       " linear layers, `forward` has " + Twine(linears.size()));
-        }
       }
       at += n;
     }
-    tRanges = nullptr;
     Builder b(module.getContext());
     for (size_t i = 0; i < linears.size(); ++i)
       linears[i]->setAttr(EtllmDialect::kActAbsMaxAttrName,

@@ -145,6 +145,8 @@ struct KvRingPass : public ::etllm::impl::KvRingPassBase<KvRingPass> {
       planned.insert(p.key.update);
       planned.insert(p.value.update);
     }
+    // (Each ring buffer with its reads, checked, then retyped.)
+    SmallVector<std::tuple<BufferOp, int64_t, SmallVector<BufferReadOp>>> rings;
     for (auto [name, size] : bufferSize) {
       auto buffer = SymbolTable::lookupNearestSymbolFrom<BufferOp>(
           module, SymbolRefAttr::get(name));
@@ -154,6 +156,7 @@ struct KvRingPass : public ::etllm::impl::KvRingPassBase<KvRingPass> {
           SymbolTable::getSymbolUses(buffer, module);
       if (!uses)
         return fail(buffer, "cannot find the uses of @" + name.getValue());
+      SmallVector<BufferReadOp> reads;
       for (const SymbolTable::SymbolUse &use : *uses) {
         auto read = dyn_cast<BufferReadOp>(use.getUser());
         if (!read || !read.getResult().hasOneUse() ||
@@ -163,21 +166,18 @@ struct KvRingPass : public ::etllm::impl::KvRingPassBase<KvRingPass> {
                           " as a ring: it is used by '" +
                           use.getUser()->getName().getStringRef() +
                           "', not only updated in place for an attention");
+        reads.push_back(read);
       }
+      rings.push_back({buffer, size, std::move(reads)});
     }
     // Checked: retype every ring buffer, its reads and their updates.
-    for (auto [name, size] : bufferSize) {
-      auto buffer = SymbolTable::lookupNearestSymbolFrom<BufferOp>(
-          module, SymbolRefAttr::get(name));
+    for (auto &[buffer, size, reads] : rings) {
       auto type = cast<RankedTensorType>(buffer.getType());
       SmallVector<int64_t> shape(type.getShape());
       shape[2] = size;
       auto ringType = RankedTensorType::get(shape, type.getElementType());
       buffer.setType(ringType);
-      std::optional<SymbolTable::UseRange> uses =
-          SymbolTable::getSymbolUses(buffer, module);
-      for (const SymbolTable::SymbolUse &use : *uses) {
-        auto read = cast<BufferReadOp>(use.getUser());
+      for (BufferReadOp read : reads) {
         read.getResult().setType(ringType);
         (*read.getResult().getUsers().begin())->getResult(0).setType(ringType);
       }

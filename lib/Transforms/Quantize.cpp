@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #define DEBUG_TYPE "etllm-quantize"
 
@@ -244,12 +245,21 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
                                              : Type(b.getF32Type()));
     };
 
-    // One quantize_dynamic per activation and scheme, shared by the layers
-    // that read it (q, k and v projections; gate and up).
-    std::map<std::pair<const void *, const void *>, QuantizeDynamicOp>
+    // One quantize op per activation and its quantized type (with
+    // int8-static, its scale too), shared by the layers that read it (q, k
+    // and v projections; gate and up) when it comes before them.
+    std::map<std::tuple<const void *, const void *, double>, Operation *>
         quantizedActs;
-    // int8-static: one quantize_static per activation and scale.
-    std::map<std::pair<const void *, double>, QuantizeStaticOp> staticActsMade;
+    auto sharedQuantize = [&](Value x, QActType act, double scale,
+                              LinearOp lin,
+                              llvm::function_ref<Operation *()> make) {
+      Operation *&q =
+          quantizedActs[{x.getAsOpaquePointer(),
+                         Type(act).getAsOpaquePointer(), scale}];
+      if (!q || q->getBlock() != lin->getBlock() || !q->isBeforeInBlock(lin))
+        q = make();
+      return q->getResult(0);
+    };
 
     SmallVector<LinearOp> linears;
     SmallVector<EmbeddingOp> embeddings;
@@ -328,7 +338,8 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
         continue;
       FloatAttr absmax;
       if (staticActs) {
-        absmax = lin->getAttrOfType<FloatAttr>(EtllmDialect::kActAbsMaxAttrName);
+        absmax =
+            lin->getAttrOfType<FloatAttr>(EtllmDialect::kActAbsMaxAttrName);
         if (!absmax) {
           lin.emitOpError("has no calibrated input range (")
               << EtllmDialect::kActAbsMaxAttrName
@@ -349,19 +360,12 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
         auto act = QActType::get(&getContext(), xt.getShape(), 8,
                                  ActQuantGranularity::per_tensor,
                                  /*symmetric=*/true);
-        auto key = std::make_pair(x.getAsOpaquePointer(), scale);
-        auto it = staticActsMade.find(key);
-        if (it != staticActsMade.end() &&
-            it->second->getBlock() == lin->getBlock() &&
-            it->second->isBeforeInBlock(lin)) {
-          x = it->second.getResult();
-        } else {
+        x = sharedQuantize(x, act, scale, lin, [&]() -> Operation * {
           auto q = b.create<QuantizeStaticOp>(lin.getLoc(), act, x,
                                               b.getF64FloatAttr(scale));
           setModulePath(q, path);
-          staticActsMade[key] = q;
-          x = q.getResult();
-        }
+          return q;
+        });
       } else if (used.dynamicActivations || used.blockActivations) {
         auto xt = cast<RankedTensorType>(x.getType());
         auto act = QActType::get(&getContext(), xt.getShape(), 8,
@@ -369,19 +373,11 @@ struct QuantizePass : public ::etllm::impl::QuantizePassBase<QuantizePass> {
                                      ? ActQuantGranularity::per_block
                                      : ActQuantGranularity::per_token,
                                  /*symmetric=*/used.blockActivations);
-        auto key = std::make_pair(x.getAsOpaquePointer(),
-                                  Type(act).getAsOpaquePointer());
-        auto it = quantizedActs.find(key);
-        if (it != quantizedActs.end() &&
-            it->second->getBlock() == lin->getBlock() &&
-            it->second->isBeforeInBlock(lin)) {
-          x = it->second.getResult();
-        } else {
+        x = sharedQuantize(x, act, /*scale=*/0, lin, [&]() -> Operation * {
           auto q = b.create<QuantizeDynamicOp>(lin.getLoc(), act, x);
           setModulePath(q, path);
-          quantizedActs[key] = q;
-          x = q.getResult();
-        }
+          return q;
+        });
       }
       auto ql = b.create<QLinearOp>(lin.getLoc(), lin.getType(), x, qget,
                                     lin.getBias());

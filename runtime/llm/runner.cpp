@@ -174,28 +174,27 @@ Result<const float *> Runner::forward(const std::vector<int64_t> &tokens,
                                       int64_t startPos) {
   if (static_)
     return static_->forward(tokens, startPos);
-  // Ring caches take at most callChunk_ tokens a call: the earlier chunks'
+  // Ring caches take at most callChunk_ tokens a call: the earlier calls'
   // logits are not needed.
-  if (callChunk_ > 0 && int64_t(tokens.size()) > callChunk_) {
-    size_t done = 0;
-    while (tokens.size() - done > size_t(callChunk_)) {
-      std::vector<int64_t> part(tokens.begin() + done,
-                                tokens.begin() + done + callChunk_);
-      auto logits = forward(part, startPos + int64_t(done));
-      if (!logits.ok())
-        return logits.error();
-      done += size_t(callChunk_);
-    }
-    std::vector<int64_t> rest(tokens.begin() + done, tokens.end());
-    return forward(rest, startPos + int64_t(done));
+  const int64_t total = int64_t(tokens.size());
+  const int64_t step =
+      callChunk_ > 0 ? callChunk_ : std::max<int64_t>(total, 1);
+  for (int64_t done = 0;; done += step) {
+    const int64_t n = std::min(step, total - done);
+    auto logits = call(tokens.data() + done, n, startPos + done);
+    if (!logits.ok() || done + n >= total)
+      return logits;
   }
-  int64_t n = tokens.size();
+}
+
+Result<const float *> Runner::call(const int64_t *tokens, int64_t n,
+                                   int64_t startPos) {
   posScratch_.resize(n);
   for (int64_t i = 0; i < n; ++i)
     posScratch_[i] = startPos + i;
   int64_t tokSizes[2] = {1, n};
   ETLLM_RETURN_IF_ERROR(
-      method_->setInput(0, DType::I64, tokSizes, 2, tokens.data()));
+      method_->setInput(0, DType::I64, tokSizes, 2, tokens));
   ETLLM_RETURN_IF_ERROR(
       method_->setInput(1, DType::I64, &n, 1, posScratch_.data()));
   ETLLM_RETURN_IF_ERROR(method_->execute());

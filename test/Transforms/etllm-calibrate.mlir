@@ -12,7 +12,7 @@
 // CHECK: module attributes {etllm.calibration = {file = "{{.*}}calibration-story.txt", samples = 2 : i64, tokens = 32 : i64}
 // CHECK: etllm.linear {{.*}}etllm.act_absmax = 5.000000e-01 : f64
 // CHECK: etllm.linear {{.*}}etllm.act_absmax = 1.500000e+00 : f64
-// MISSING: error: etllm-calibrate: cannot read '{{.*}}.missing'
+// MISSING: error: etllm-calibrate: {{.*}}.missing: cannot open
 // NOTOK: error: etllm-calibrate: no tokenizer for the calibration text ({{.*}}): give one with --tokenizer
 // NOFILE: error: etllm-calibrate: no calibration text (quantization.calibration)
 // EMPTY: error: etllm-calibrate: '{{.*}}.empty' holds no text to calibrate on

@@ -591,8 +591,8 @@ int main(int argc, char **argv) {
     // random tokens, in batches of n_batch.
     // Ring caches take at most their chunk of tokens a call.
     const int64_t ringChunk = inst->module->program().metadata().ringChunk;
-    const int batch = ringChunk > 0 ? int(std::min<int64_t>(t.nBatch, ringChunk))
-                                    : t.nBatch;
+    const int batch =
+        ringChunk > 0 ? int(std::min<int64_t>(t.nBatch, ringChunk)) : t.nBatch;
     auto runPrompt = [&](int n, int64_t start) -> Status {
       for (int done = 0; done < n;) {
         int count = std::min(n - done, batch);

@@ -52,23 +52,43 @@ void chooseQParams(const T *x, int64_t n, bool symmetric, float &scale,
   qactParamsFromRange(symmetric, mn, mx, amax, scale, zp);
 }
 
+/// What quantize_dynamic and quantize_static check first: a float input
+/// and an 8-bit QAct result.
+Status checkQuantizeTypes(const char *op, const Tensor &x, const Tensor &out) {
+  if (!isFloat(x.dtype) || out.dtype != DType::QAct)
+    return unsupportedDTypes(op, x.dtype, out.dtype);
+  return checkQActBits(op, out);
+}
+
+/// The result resized to the input's shape (rank >= 1) and its layout of R
+/// rows of K values; `empty` when there is nothing to write.
+Status resizeQAct(const char *op, const Tensor &x, Tensor &out, int64_t &R,
+                  int64_t &K, QActLayout &l, bool &empty) {
+  if (x.rank < 1)
+    return opError(op, "input must have rank >= 1");
+  K = x.dim(-1);
+  R = prod(x.sizes, 0, x.rank - 1);
+  ETLLM_RETURN_IF_ERROR(resizeTo(op, out, Shape::of(x)));
+  empty = K == 0 || R == 0;
+  if (!empty)
+    l = QActLayout::compute(R, K, out.quant);
+  return Status();
+}
+
 } // namespace
 
 Status kernelQuantizeDynamic(const KernelArgs &a) {
   const char *op = opName(OpId::QuantizeDynamic);
   const Tensor &x = *a.inputs[0];
   Tensor &out = *a.outputs[0];
-  if (!isFloat(x.dtype) || out.dtype != DType::QAct)
-    return unsupportedDTypes(op, x.dtype, out.dtype);
-  ETLLM_RETURN_IF_ERROR(checkQActBits(op, out));
-  if (x.rank < 1)
-    return opError(op, "input must have rank >= 1");
-  const int64_t K = x.dim(-1), R = prod(x.sizes, 0, x.rank - 1);
+  ETLLM_RETURN_IF_ERROR(checkQuantizeTypes(op, x, out));
   const bool sym = out.quant.symmetric, perToken = out.quant.perToken;
-  ETLLM_RETURN_IF_ERROR(resizeTo(op, out, Shape::of(x)));
-  if (K == 0 || R == 0)
+  int64_t R, K;
+  QActLayout l;
+  bool empty;
+  ETLLM_RETURN_IF_ERROR(resizeQAct(op, x, out, R, K, l, empty));
+  if (empty)
     return Status();
-  const QActLayout l = QActLayout::compute(R, K, out.quant);
   uint8_t *base = out.ptr<uint8_t>();
   int8_t *qs = reinterpret_cast<int8_t *>(base);
   float *scales = reinterpret_cast<float *>(base + l.scalesOff);
@@ -136,22 +156,19 @@ Status kernelQuantizeStatic(const KernelArgs &a) {
   const char *op = opName(OpId::QuantizeStatic);
   const Tensor &x = *a.inputs[0];
   Tensor &out = *a.outputs[0];
-  if (!isFloat(x.dtype) || out.dtype != DType::QAct)
-    return unsupportedDTypes(op, x.dtype, out.dtype);
-  ETLLM_RETURN_IF_ERROR(checkQActBits(op, out));
+  ETLLM_RETURN_IF_ERROR(checkQuantizeTypes(op, x, out));
   if (out.quant.perToken || !out.quant.symmetric || out.quant.groupSize != 0)
     return opError(op, "the result must be a per-tensor symmetric activation");
   const float scale = float(a.floats[0]);
   if (!(scale > 0.0f) || !std::isfinite(scale))
     return opError(op, "scale " + std::to_string(a.floats[0]) +
                            " is not positive and finite");
-  if (x.rank < 1)
-    return opError(op, "input must have rank >= 1");
-  const int64_t K = x.dim(-1), R = prod(x.sizes, 0, x.rank - 1);
-  ETLLM_RETURN_IF_ERROR(resizeTo(op, out, Shape::of(x)));
-  if (K == 0 || R == 0)
+  int64_t R, K;
+  QActLayout l;
+  bool empty;
+  ETLLM_RETURN_IF_ERROR(resizeQAct(op, x, out, R, K, l, empty));
+  if (empty)
     return Status();
-  const QActLayout l = QActLayout::compute(R, K, out.quant);
   uint8_t *base = out.ptr<uint8_t>();
   int8_t *qs = reinterpret_cast<int8_t *>(base);
   float *scales = reinterpret_cast<float *>(base + l.scalesOff);

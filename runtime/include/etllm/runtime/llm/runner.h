@@ -153,8 +153,13 @@ public:
 
 private:
   Runner() = default;
+  /// The logits of the last of `tokens` fed at positions from startPos
+  /// (in calls of at most callChunk_ tokens with ring caches).
   Result<const float *> forward(const std::vector<int64_t> &tokens,
                                 int64_t startPos);
+  /// One call of `forward` over n tokens.
+  Result<const float *> call(const int64_t *tokens, int64_t n,
+                             int64_t startPos);
   /// The full context shifted to make room for `incoming` tokens
   /// (GenerationConfig::shiftContext); false when nothing can be dropped.
   Result<bool> shiftContext(int64_t sinkTokens, size_t incoming);
