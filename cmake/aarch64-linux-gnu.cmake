@@ -70,10 +70,12 @@ set(CMAKE_SHARED_LINKER_FLAGS_INIT "${CMAKE_EXE_LINKER_FLAGS_INIT}")
 
 # Tests (and gtest_discover_tests) run under qemu-user: the cross C library
 # as the guest's root for the loader, the unpacked libraries through the
-# build tree's RPATH. QEMU_CPU in the environment picks the CPU model.
+# build tree's RPATH and, for their own dependencies (libpng's libz, which no
+# RUNPATH of ours names), the guest's LD_LIBRARY_PATH. QEMU_CPU in the
+# environment picks the CPU model.
 set(ETLLM_ARM64_GUEST_ROOT /usr/${ETLLM_CROSS_TRIPLE})
 find_program(ETLLM_QEMU_AARCH64 qemu-aarch64)
 if(ETLLM_QEMU_AARCH64)
   set(CMAKE_CROSSCOMPILING_EMULATOR
-      "${ETLLM_QEMU_AARCH64};-L;${ETLLM_ARM64_GUEST_ROOT}")
+      "${ETLLM_QEMU_AARCH64};-L;${ETLLM_ARM64_GUEST_ROOT};-E;LD_LIBRARY_PATH=${ETLLM_ARM64_SYSROOT}/usr/lib/${ETLLM_CROSS_TRIPLE}")
 endif()

@@ -1,7 +1,9 @@
 /* The C API on the installed etllm runtime (compiled as C): load a
- * program, generate with a callback, read the statistics, chat, and check
- * the errors a caller can make.
- *   generate_c MODEL.pte "Once upon a time" [CHAT_MODEL.pte] */
+ * program, generate with a callback, read the statistics, chat, describe
+ * images with a composite model (LLaVA), and check the errors a caller can
+ * make.
+ *   generate_c MODEL.pte "Once upon a time" [CHAT_MODEL.pte
+ *              [LLAVA_MODEL.pte IMAGE.png IMAGE.jpg]] */
 #include <etllm/runtime/c_api.h>
 
 #include <stdio.h>
@@ -20,6 +22,22 @@ static int stop_after_three(const char *text, size_t length, void *user_data) {
   return ++*(int *)user_data >= 3;
 }
 
+/* Collects up to 255 bytes of generated text. */
+typedef struct text_buffer {
+  char bytes[256];
+  size_t length;
+} text_buffer;
+
+static int collect(const char *text, size_t length, void *user_data) {
+  text_buffer *b = (text_buffer *)user_data;
+  size_t room = sizeof b->bytes - 1 - b->length;
+  size_t n = length < room ? length : room;
+  memcpy(b->bytes + b->length, text, n);
+  b->length += n;
+  b->bytes[b->length] = 0;
+  return 0;
+}
+
 static int check(int ok, const char *what) {
   if (!ok)
     fprintf(stderr, "FAIL: %s (last error: %s)\n", what, etllm_last_error());
@@ -33,8 +51,11 @@ int main(int argc, char **argv) {
   etllm_runner *runner;
   size_t pieces = 0;
   int calls = 0, failures = 0;
-  if (argc != 3 && argc != 4) {
-    fprintf(stderr, "usage: %s MODEL.pte PROMPT [CHAT_MODEL.pte]\n", argv[0]);
+  if (argc != 3 && argc != 4 && argc != 7) {
+    fprintf(stderr,
+            "usage: %s MODEL.pte PROMPT [CHAT_MODEL.pte [LLAVA_MODEL.pte "
+            "IMAGE.png IMAGE.jpg]]\n",
+            argv[0]);
     return 2;
   }
   /* Errors are values with a message, never crashes. */
@@ -88,7 +109,7 @@ int main(int argc, char **argv) {
                     "a program without a chat template cannot chat");
   etllm_runner_destroy(runner);
 
-  if (argc == 4) {
+  if (argc >= 4) {
     /* Two turns: the second reuses the KV cache of the first. */
     etllm_chat *chat;
     runner = etllm_runner_create(argv[3], &options);
@@ -119,6 +140,56 @@ int main(int argc, char **argv) {
     etllm_chat_reset(chat);
     etllm_chat_destroy(chat);
     etllm_chat_destroy(NULL);
+    etllm_runner_destroy(runner);
+  }
+  if (argc == 7) {
+    /* Images at the prompt's <image>: each image's own text. */
+    const char *png[1], *jpg[1], *both[2];
+    text_buffer a, b;
+    int64_t images = 0;
+    double encode_ms = 0;
+    png[0] = argv[5];
+    jpg[0] = argv[6];
+    both[0] = argv[5];
+    both[1] = argv[6];
+    runner = etllm_runner_create(argv[4], &options);
+    if (check(runner != NULL, "create the LLaVA runner"))
+      return 1;
+    etllm_generation_config_init(&config);
+    config.temperature = 0.0f;
+    config.max_new_tokens = 12;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    failures += check(etllm_runner_generate_with_images(
+                          runner, "Once upon a<image> time", png, 1, &config,
+                          collect, &a) == ETLLM_OK &&
+                          a.length > 0,
+                      "generate with a PNG");
+    failures += check(etllm_runner_image_stats(runner, &images, &encode_ms) ==
+                              ETLLM_OK &&
+                          images == 1 && encode_ms > 0,
+                      "image statistics");
+    failures += check(etllm_runner_generate_with_images(
+                          runner, "Once upon a<image> time", jpg, 1, &config,
+                          collect, &b) == ETLLM_OK &&
+                          b.length > 0 && strcmp(a.bytes, b.bytes) != 0,
+                      "generate with a JPEG: another text");
+    printf("image (PNG): %s\nimage (JPEG): %s\n", a.bytes, b.bytes);
+    failures += check(etllm_runner_generate_with_images(
+                          runner, "One <image> only", both, 2, &config, NULL,
+                          NULL) == ETLLM_ERROR &&
+                          strstr(etllm_last_error(), "placeholders") != NULL,
+                      "a placeholder count that differs is refused");
+    png[0] = "/nonexistent.png";
+    failures += check(etllm_runner_generate_with_images(
+                          runner, "A", png, 1, &config, NULL, NULL) ==
+                              ETLLM_ERROR &&
+                          strstr(etllm_last_error(), "/nonexistent.png") != NULL,
+                      "a missing image is an error naming it");
+    failures += check(etllm_runner_generate_with_images(
+                          runner, "A", NULL, 1, &config, NULL, NULL) ==
+                          ETLLM_INVALID_ARGUMENT,
+                      "NULL image paths");
     etllm_runner_destroy(runner);
   }
   fprintf(stderr, "etllm %s C API: %s\n", etllm_version(),

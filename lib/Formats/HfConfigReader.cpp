@@ -634,6 +634,8 @@ Status readEnforcedConstants(const ConfigReader &r,
 
 Result<ModelConfig> parseHfConfigText(const std::string &text,
                                       const std::string &source) {
+  if (detail::isMultimodalConfig(text))
+    return detail::parseMultimodalConfig(text, source);
   json root;
   try {
     root = json::parse(text);

@@ -243,6 +243,8 @@ Result<std::string> toHfConfigJson(const ModelConfig &config) {
     return Error(c.architecture + " has no attention bias");
   if (c.mlpBias && !hf.mlpBiasKey)
     return Error(c.architecture + " has no mlp bias");
+  if (c.hasVision())
+    return detail::multimodalHfConfigJson(c, j.dump());
   return j.dump(2) + "\n";
 }
 

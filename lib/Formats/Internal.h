@@ -155,6 +155,22 @@ std::string joinPath(const std::string &dir, const std::string &name);
 /// Reads a whole (small) file into a string (etllm/Formats/TextFile.h).
 using formats::readTextFile;
 
+//===--- Composite models (HfVisionConfig.cpp) ----------------------------===//
+
+/// True when config.json's text is a composite model's (LLaVA).
+bool isMultimodalConfig(const std::string &jsonText);
+/// The decoder's config from `text_config` with the vision fields set.
+Result<ModelConfig> parseMultimodalConfig(const std::string &jsonText,
+                                          const std::string &source);
+/// The rules between the vision fields (nothing for a text model).
+Status validateVision(const ModelConfig &c);
+/// The vision tower's and projector's tensors (canonical names).
+void appendVisionTensors(const ModelConfig &c,
+                         std::vector<ExpectedTensor> &out);
+/// The composite config.json around the decoder's `textJson`.
+Result<std::string> multimodalHfConfigJson(const ModelConfig &c,
+                                           const std::string &textJson);
+
 //===--- Family keys (etllm/Models/Family.h) -----------------------------===//
 
 // getField, setField and listField: a family key's ModelConfig field by its

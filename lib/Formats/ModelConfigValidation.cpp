@@ -232,7 +232,7 @@ Status validate(const ModelConfig &c) {
   }
   if (c.ropeScaling.type == "yarn" && !family.hf.yarnRopeScaling)
     return Error("unsupported rope scaling type 'yarn' for " + c.architecture);
-  return Status();
+  return detail::validateVision(c);
 }
 
 namespace {
@@ -355,6 +355,7 @@ Result<std::vector<ExpectedTensor>> expectedTensors(const ModelConfig &c) {
   add(HfModule::FinalNorm, {h}, true);
   if (!t.tieWordEmbeddings)
     add(HfModule::LmHead, {t.vocabSize, h});
+  detail::appendVisionTensors(t, out);
   return out;
 }
 

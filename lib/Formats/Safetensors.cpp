@@ -2,6 +2,8 @@
 
 #include "etllm/Formats/Safetensors.h"
 #include "Internal.h"
+#include "etllm/Models/Multimodal.h"
+#include "etllm/runtime/image/preprocess.h"
 
 #include <nlohmann/json.hpp>
 
@@ -197,8 +199,29 @@ Result<std::unique_ptr<Checkpoint>> openHfDirectory(const std::string &dir) {
   Result<ModelConfig> config = parseHfConfig(configPath);
   if (!config)
     return config.error();
+  // A composite model (LLaVA): its processor's configuration goes into the
+  // program, and its tensors get the decoder family's names.
+  const models::MultimodalSpec *multimodal = nullptr;
+  if (config->hasVision()) {
+    multimodal = models::findMultimodalByModelType(config->multimodalType);
+    std::string pre = detail::joinPath(dir, "preprocessor_config.json");
+    Result<std::string> text = detail::readTextFile(pre);
+    if (!text)
+      return Error(text.message() + " (a " + config->multimodalType +
+                   " model needs its image processor's configuration)");
+    rt::image::PreprocessConfig parsed;
+    if (rt::Status st = rt::image::parsePreprocessorConfig(*text, pre, parsed);
+        !st.ok())
+      return Error(st.message());
+    config->imagePreprocessor = *text;
+  }
   detail::CheckpointBuilder b("safetensors", dir);
   b.setConfig(*config);
+  auto add = [&](TensorRef t) {
+    if (multimodal)
+      t.name = models::canonicalTensorName(*multimodal, t.name);
+    return b.addTensor(std::move(t));
+  };
 
   std::string single = detail::joinPath(dir, "model.safetensors");
   std::string indexPath = detail::joinPath(dir, "model.safetensors.index.json");
@@ -208,7 +231,7 @@ Result<std::unique_ptr<Checkpoint>> openHfDirectory(const std::string &dir) {
       return parsed.error();
     b.addFile(parsed->file);
     for (TensorRef &t : parsed->tensors)
-      ETLLM_RETURN_IF_ERROR(b.addTensor(std::move(t)));
+      ETLLM_RETURN_IF_ERROR(add(std::move(t)));
     return b.finish();
   }
   if (!detail::pathExists(indexPath)) {
@@ -265,7 +288,7 @@ Result<std::unique_ptr<Checkpoint>> openHfDirectory(const std::string &dir) {
     std::set<std::string> &need = wanted[shard];
     for (TensorRef &t : parsed->tensors) {
       need.erase(t.name);
-      ETLLM_RETURN_IF_ERROR(b.addTensor(std::move(t)));
+      ETLLM_RETURN_IF_ERROR(add(std::move(t)));
     }
     if (!need.empty())
       return Error(shardPath + ": tensor '" + *need.begin() +

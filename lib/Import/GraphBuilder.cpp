@@ -12,6 +12,7 @@
 #include "Blocks/Blocks.h"
 
 #include "etllm/Dialect/Etllm/EtllmModelConfig.h"
+#include "etllm/runtime/llm/method_names.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
@@ -33,50 +34,22 @@ llvm::Error makeError(const llvm::Twine &message) {
                                              llvm::inconvertibleErrorCode());
 }
 
-/// The forward function of the whole model, block by block: the KV-cache
-/// buffers, the embedding, the rotary tables and masks (shared by every
-/// layer), the decoder layers with the family's blocks, the head, and the
-/// write-backs of the caches.
-LogicalResult buildModel(GraphEmitter &e, const ::etllm::ImportOptions &options,
-                         int64_t maxSeq) {
+/// The decoder from the embeddings `h` on, in the <Family>Model scope the
+/// caller entered: the rotary tables and masks (shared by every layer), the
+/// decoder layers with the family's blocks, the final norm; then, at the
+/// root, the head and the write-backs of the caches.
+Value buildDecoder(GraphEmitter &e, const ::etllm::ImportOptions &options,
+                   int64_t maxSeq, Value h, Value inputPos) {
   const ModelConfig &c = e.config;
   OpBuilder &b = e.b;
-  Type i64 = b.getI64Type(), f32 = b.getF32Type();
-  const int64_t Hkv = c.numKvHeads, Dh = c.headDim, V = c.vocabSize, T = maxSeq,
-                dyn = ShapedType::kDynamic;
   BlockSet blocks = selectBlocks(e.family.blocks);
-
-  // Mutable buffers: one K and one V cache per layer (MLA: the expanded
-  // per-head keys [nope | rope] and values StaticCache holds).
-  b.setInsertionPointToEnd(e.module.getBody());
+  const int64_t Hkv = c.numKvHeads, Dh = c.headDim, T = maxSeq;
   auto cacheType = e.tensorType({1, Hkv, T, Dh}, e.dtype);
   auto valueCacheType = cacheType;
   if (c.isMla()) {
     cacheType = e.tensorType({1, c.numHeads, T, c.qkHeadDim()}, e.dtype);
     valueCacheType = e.tensorType({1, c.numHeads, T, c.vHeadDim}, e.dtype);
   }
-  for (int64_t i = 0; i < c.numLayers; ++i) {
-    b.create<BufferOp>(e.loc, e.path(HfModule::Attention, i) + ".k_cache",
-                       cacheType);
-    b.create<BufferOp>(e.loc, e.path(HfModule::Attention, i) + ".v_cache",
-                       valueCacheType);
-  }
-
-  auto tokensType = e.tensorType({1, dyn}, i64);
-  auto posType = e.tensorType({dyn}, i64);
-  int64_t outSeq = options.lastLogitsOnly ? 1 : dyn;
-  auto logitsType = e.tensorType({1, outSeq, V}, f32);
-  auto fn = b.create<func::FuncOp>(
-      e.loc, "forward", b.getFunctionType({tokensType, posType}, {logitsType}));
-  Block *entry = fn.addEntryBlock();
-  b.setInsertionPointToStart(entry);
-  Value tokens = entry->getArgument(0), inputPos = entry->getArgument(1);
-
-  // The <Family>Model scope; left before the lm_head.
-  std::string model = e.path(HfModule::Model);
-  e.pathStack.push_back(model);
-  e.moduleClasses[model] = e.cls("Model");
-  Value h = buildEmbedding(e, tokens);
   RotaryTables rotary = buildRotary(e, inputPos);
   // The sliding-window layers' own table, when they have their own base.
   const bool anySliding = llvm::is_contained(c.layerUsesSlidingWindow, true);
@@ -107,7 +80,85 @@ LogicalResult buildModel(GraphEmitter &e, const ::etllm::ImportOptions &options,
   // The write-back copies torch.export inserts for mutated buffers.
   for (auto &[sym, value] : e.cacheWrites)
     b.create<BufferWriteOp>(e.loc, value, FlatSymbolRefAttr::get(e.ctx, sym));
-  b.create<func::ReturnOp>(e.loc, logits);
+  e.cacheWrites.clear();
+  return logits;
+}
+
+/// A public function `name` of `inputs` returning `result`, its entry block
+/// the insertion point.
+func::FuncOp beginMethod(GraphEmitter &e, StringRef name,
+                         ArrayRef<Type> inputs, Type result) {
+  OpBuilder &b = e.b;
+  b.setInsertionPointToEnd(e.module.getBody());
+  auto fn = b.create<func::FuncOp>(e.loc, name,
+                                   b.getFunctionType(inputs, {result}));
+  b.setInsertionPointToStart(fn.addEntryBlock());
+  return fn;
+}
+
+/// The model's methods, block by block: the KV-cache buffers, `forward`
+/// (token ids and positions to logits) and, for a composite model (LLaVA),
+/// `vision_encoder` (pixels to image features in the decoder's hidden size)
+/// and `text_decoder` (embeddings and positions to logits: forward without
+/// its embedding, over the same caches and weights).
+LogicalResult buildModel(GraphEmitter &e, const ::etllm::ImportOptions &options,
+                         int64_t maxSeq) {
+  const ModelConfig &c = e.config;
+  OpBuilder &b = e.b;
+  Type i64 = b.getI64Type(), f32 = b.getF32Type();
+  const int64_t Hkv = c.numKvHeads, Dh = c.headDim, V = c.vocabSize, T = maxSeq,
+                dyn = ShapedType::kDynamic;
+
+  // Mutable buffers: one K and one V cache per layer (MLA: the expanded
+  // per-head keys [nope | rope] and values StaticCache holds).
+  b.setInsertionPointToEnd(e.module.getBody());
+  auto cacheType = e.tensorType({1, Hkv, T, Dh}, e.dtype);
+  auto valueCacheType = cacheType;
+  if (c.isMla()) {
+    cacheType = e.tensorType({1, c.numHeads, T, c.qkHeadDim()}, e.dtype);
+    valueCacheType = e.tensorType({1, c.numHeads, T, c.vHeadDim}, e.dtype);
+  }
+  for (int64_t i = 0; i < c.numLayers; ++i) {
+    b.create<BufferOp>(e.loc, e.path(HfModule::Attention, i) + ".k_cache",
+                       cacheType);
+    b.create<BufferOp>(e.loc, e.path(HfModule::Attention, i) + ".v_cache",
+                       valueCacheType);
+  }
+
+  auto tokensType = e.tensorType({1, dyn}, i64);
+  auto posType = e.tensorType({dyn}, i64);
+  int64_t outSeq = options.lastLogitsOnly ? 1 : dyn;
+  auto logitsType = e.tensorType({1, outSeq, V}, f32);
+  // The <Family>Model scope, which buildDecoder leaves before the lm_head.
+  std::string model = e.path(HfModule::Model);
+  auto enterModel = [&] {
+    e.pathStack.push_back(model);
+    e.moduleClasses[model] = e.cls("Model");
+  };
+
+  func::FuncOp fn = beginMethod(e, ::etllm::rt::llm::kForwardMethod,
+                                {tokensType, posType}, logitsType);
+  enterModel();
+  Value h = buildEmbedding(e, fn.getArgument(0));
+  b.create<func::ReturnOp>(
+      e.loc, buildDecoder(e, options, maxSeq, h, fn.getArgument(1)));
+
+  if (c.hasVision()) {
+    const int64_t S = c.visionImageSize;
+    fn = beginMethod(e, ::etllm::rt::llm::kVisionEncoderMethod,
+                     {e.tensorType({1, 3, S, S}, f32)},
+                     e.tensorType({1, c.imageSeqLen, c.hiddenSize}, e.dtype));
+    b.create<func::ReturnOp>(e.loc,
+                             buildVisionEncoder(e, fn.getArgument(0)));
+    fn = beginMethod(e, ::etllm::rt::llm::kTextDecoderMethod,
+                     {e.tensorType({1, dyn, c.hiddenSize}, e.dtype), posType},
+                     logitsType);
+    enterModel();
+    b.create<func::ReturnOp>(e.loc,
+                             buildDecoder(e, options, maxSeq,
+                                          fn.getArgument(0),
+                                          fn.getArgument(1)));
+  }
   return success(e.error.empty());
 }
 

@@ -1,6 +1,7 @@
 //===- Generator.cpp - Synthetic HF / GGUF checkpoints --------------------===//
 
 #include "etllm/Testing/Generator.h"
+#include "etllm/Models/Multimodal.h"
 #include "Internal.h"
 #include "etllm/Formats/Gguf.h"
 #include "etllm/Formats/Safetensors.h"
@@ -57,6 +58,11 @@ ValueStream streamFor(uint64_t seed, const std::string &name, bool isNorm,
   ValueStream s;
   s.seed = mix64(seed ^ fnv1a(name));
   s.scale = kStd;
+  // A composite model's projector weights as large as unit-variance
+  // features need, so the text depends on the image (std 0.02 throughout
+  // makes the image features vanish beside the token embeddings).
+  if (name.rfind(models::kProjectorPath, 0) == 0 && !isNorm)
+    s.scale = 0.25f;
   s.offset = isNorm && !normAddsOne ? 1.0f : 0.0f;
   return s;
 }
@@ -352,13 +358,18 @@ Status generateHf(const GeneratorOptions &o, const ModelConfig &c) {
     return specs.error();
   SafetensorsWriter w;
   w.setMetadata("format", "pt");
+  // A composite model's tensors under the names its hub checkpoints use.
+  const models::MultimodalSpec *mm =
+      models::findMultimodalByModelType(c.multimodalType);
   for (const ExpectedTensor &t : *specs)
-    ETLLM_RETURN_IF_ERROR(w.addTensor(t.name, o.dtype, t.shape));
+    ETLLM_RETURN_IF_ERROR(w.addTensor(
+        mm ? models::hubTensorName(*mm, t.name) : t.name, o.dtype, t.shape));
   std::string path = detail::joinPath(o.output, "model.safetensors");
   ETLLM_RETURN_IF_ERROR(w.open(path));
   for (const ExpectedTensor &t : *specs) {
-    int64_t rows = t.shape[0];
-    int64_t cols = t.shape.size() > 1 ? t.shape[1] : 1;
+    int64_t rows = t.shape[0], cols = 1;
+    for (size_t d = 1; d < t.shape.size(); ++d)
+      cols *= t.shape[d]; // a patch embedding's [D, 3, P, P]: rows of 3*P*P
     ValueStream vs = streamFor(o.seed, t.name, t.isNorm, c.normAddsOne);
     ETLLM_RETURN_IF_ERROR(streamTensor(
         vs, rows, cols, o.dtype, o.dtype,
@@ -368,7 +379,25 @@ Status generateHf(const GeneratorOptions &o, const ModelConfig &c) {
         [](float v) { return v; },
         [&](const uint8_t *p, size_t n) { return w.write(p, n); }));
   }
-  return w.finish();
+  ETLLM_RETURN_IF_ERROR(w.finish());
+  if (!c.hasVision())
+    return Status();
+  // CLIPImageProcessor's configuration at the tower's input size.
+  const std::string side = std::to_string(c.visionImageSize);
+  return detail::writeTextFile(
+      detail::joinPath(o.output, "preprocessor_config.json"),
+      "{\n  \"image_processor_type\": \"CLIPImageProcessor\",\n"
+      "  \"do_resize\": true,\n  \"size\": {\"shortest_edge\": " +
+          side +
+          "},\n  \"resample\": 3,\n  \"do_center_crop\": true,\n"
+          "  \"crop_size\": {\"height\": " +
+          side + ", \"width\": " + side +
+          "},\n  \"do_rescale\": true,\n"
+          "  \"rescale_factor\": 0.00392156862745098,\n"
+          "  \"do_normalize\": true,\n"
+          "  \"image_mean\": [0.48145466, 0.4578275, 0.40821073],\n"
+          "  \"image_std\": [0.26862954, 0.26130258, 0.27577711],\n"
+          "  \"do_convert_rgb\": true\n}\n");
 }
 
 /// What llama.cpp's GGUF of the family cannot hold, as an error naming the
@@ -792,8 +821,36 @@ float generatorValue(uint64_t seed, const std::string &hfName, bool isNorm,
   return streamFor(seed, hfName, isNorm, normAddsOne).at(index);
 }
 
+/// The tiny vision tower and projector of a composite model (`--arch
+/// llava`): a CLIP-ViT of 3 layers over 32 x 32 images in 8 x 8 patches,
+/// LLaVA-1.5's feature layer (-2) and strategy (no class token), the image
+/// token the last of the vocabulary.
+void setTinyVision(const models::MultimodalSpec &mm, ModelConfig &c) {
+  c.multimodalType = mm.modelType;
+  c.visionArch = mm.visionArch;
+  c.visionHiddenSize = 32;
+  c.visionIntermediateSize = 64;
+  c.visionNumLayers = 3;
+  c.visionNumHeads = 4;
+  c.visionImageSize = 32;
+  c.visionPatchSize = 8;
+  c.visionLayerNormEps = 1e-5;
+  c.visionHiddenAct = "quick_gelu";
+  c.visionLayersUsed = 2;
+  c.visionDropClassToken = true;
+  c.projectorHiddenAct = "gelu";
+  c.projectorBias = true;
+  c.imageTokenId = c.vocabSize - 1;
+  c.imageSeqLen = 16;
+}
+
+/// The decoder family of --arch: the composite's text model is llama.
+std::string textArch(const std::string &arch) {
+  return models::findMultimodalByModelType(arch) ? "llama" : arch;
+}
+
 Result<ModelConfig> generatorConfig(const GeneratorOptions &o) {
-  Result<Choice> choice = choose(o.arch, o.preset);
+  Result<Choice> choice = choose(textArch(o.arch), o.preset);
   if (!choice)
     return choice.error();
   const models::FamilySpec &f = *choice->family;
@@ -958,6 +1015,10 @@ Result<ModelConfig> generatorConfig(const GeneratorOptions &o) {
   Status s = validate(c);
   if (!s.ok())
     return Error("invalid generator configuration: " + s.message());
+  if (auto *mm = models::findMultimodalByModelType(o.arch)) {
+    setTinyVision(*mm, c);
+    ETLLM_RETURN_IF_ERROR(detail::validateVision(c));
+  }
   Result<std::string> json = toHfConfigJson(c);
   if (!json)
     return Error("invalid generator configuration: " + json.message());
@@ -973,6 +1034,10 @@ Status generateCheckpoint(const GeneratorOptions &o) {
   if (o.format == "hf")
     return generateHf(o, *c);
   if (o.format == "gguf") {
+    if (c->hasVision())
+      return Error("--arch " + o.arch +
+                   ": GGUF (a text model and its mmproj file) is not "
+                   "generated yet; use --format hf");
     Result<Choice> choice = choose(o.arch, o.preset);
     if (!choice)
       return choice.error();

@@ -126,26 +126,32 @@ struct SwapSourcePass
                     IRRewriter &rewriter) {
     const ::etllm::SourceSwapFn *fn =
         ::etllm::findSourceSwap(list.front().second);
+    // An instance is swapped in each function that runs it (a composite
+    // model's forward and text_decoder both run the decoder's layers).
+    SmallVector<func::FuncOp> functions(module.getOps<func::FuncOp>());
     for (auto &[path, cls] : list) {
-      ::etllm::ModuleInstance inst;
-      inst.path = path;
-      inst.klass = cls;
-      inst.config = config;
-      inst.module = module;
-      inst.mlaCache = mlaCache;
-      inst.moe = moe;
-      module.walk([&](Operation *op) {
-        if (!isa<ModuleOp, func::FuncOp>(op) && inst.contains(op))
-          inst.ops.push_back(op);
-      });
-      if (inst.ops.empty())
-        continue;
-      std::string reason;
-      if (failed((*fn)(inst, rewriter, reason))) {
-        inst.ops.front()->emitRemark()
-            << "etllm-swap-source: left " << cls << " instance '" << path
-            << "' alone: " << reason;
-        LLVM_DEBUG(llvm::dbgs() << "skip " << path << ": " << reason << "\n");
+      for (func::FuncOp function : functions) {
+        ::etllm::ModuleInstance inst;
+        inst.path = path;
+        inst.klass = cls;
+        inst.config = config;
+        inst.module = module;
+        inst.mlaCache = mlaCache;
+        inst.moe = moe;
+        function.walk([&](Operation *op) {
+          if (op != function && inst.contains(op))
+            inst.ops.push_back(op);
+        });
+        if (inst.ops.empty())
+          continue;
+        std::string reason;
+        if (failed((*fn)(inst, rewriter, reason))) {
+          inst.ops.front()->emitRemark()
+              << "etllm-swap-source: left " << cls << " instance '" << path
+              << "' alone: " << reason;
+          LLVM_DEBUG(llvm::dbgs()
+                     << "skip " << path << ": " << reason << "\n");
+        }
       }
     }
   }

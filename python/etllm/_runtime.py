@@ -129,13 +129,33 @@ class Runner:
     def max_seq_len(self):
         return self._runner.max_seq_len
 
+    @property
+    def image_preprocessor(self):
+        """preprocessor_config.json of a composite model's program (the
+        image processor its images go through), else None."""
+        return self._runner.image_preprocessor
+
+    def _pixels(self, image):
+        if isinstance(image, (str, os.PathLike)):
+            config = self.image_preprocessor
+            if config is None:
+                raise _etllm.Error(
+                    "the program has no vision encoder (images need a "
+                    "composite model's program, e.g. LLaVA's)")
+            return _etllm.preprocess_image(os.fspath(image), config)
+        return image
+
     def encode(self, text, add_bos=True):
         return self._runner.encode(text, add_bos)
+
+    def decode(self, ids):
+        """The bytes of token `ids` (each piece as generation prints it)."""
+        return self._runner.decode(list(ids))
 
     def generate(self, prompt, max_new_tokens=128, temperature=0.8, top_p=0.9,
                  top_k=0, min_p=0.0, seed=0, stop=(), repetition_penalty=1.0,
                  add_bos=True, callback=None, shift_context=False,
-                 sink_tokens=4):
+                 sink_tokens=4, images=()):
         """Generates from `prompt` (the KV cache starts empty).
 
         temperature 0 is greedy; top_k 0, top_p 1 and min_p 0 turn those
@@ -147,15 +167,21 @@ class Runner:
         is passed to it as it is produced and this returns when generation
         is done; without, the returned Generation streams the pieces when
         iterated.
+
+        `images` (a composite model's program, e.g. LLaVA's): PNG or JPEG
+        paths, decoded and preprocessed as the program's image processor
+        says, or float32 pixels [3, H, W] already preprocessed. Each goes at
+        the prompt's next "<image>", or before the text when it has none.
         """
         if isinstance(stop, str):
             stop = [stop]
+        pixels = [self._pixels(i) for i in images]
 
         def start(on_text):
             stats = self._runner.generate(
                 prompt, max_new_tokens, temperature, top_p, top_k, min_p,
                 repetition_penalty, seed, list(stop), add_bos, on_text,
-                shift_context, sink_tokens)
+                shift_context, sink_tokens, pixels)
             self.stats = stats
             return stats
 

@@ -317,7 +317,22 @@ public:
                     float temperature, float topP, int32_t topK, float minP,
                     float repetitionPenalty, uint64_t seed,
                     const std::vector<std::string> &stop, bool addBos,
-                    py::object onText, bool shiftContext, int32_t sinkTokens) {
+                    py::object onText, bool shiftContext, int32_t sinkTokens,
+                    const std::vector<py::array_t<
+                        float, py::array::c_style | py::array::forcecast>>
+                        &images) {
+    // Preprocessed pixels [3, H, W] (Runner.generate converts image files
+    // with the program's image processor).
+    std::vector<rt::llm::ImagePixels> pixels;
+    for (const auto &a : images) {
+      if (a.ndim() != 3 || a.shape(0) != 3)
+        raise("an image's pixels must be float32 [3, height, width]");
+      rt::llm::ImagePixels px;
+      px.height = a.shape(1);
+      px.width = a.shape(2);
+      px.chw.assign(a.data(), a.data() + a.size());
+      pixels.push_back(std::move(px));
+    }
     rt::llm::GenerationConfig c;
     c.maxNewTokens = maxNewTokens;
     c.sampling.temperature = temperature;
@@ -353,7 +368,7 @@ public:
     };
     rt::Result<rt::llm::Stats> stats = [&] {
       py::gil_scoped_release release;
-      return runner_->generate(prompt, c, callback);
+      return runner_->generate(prompt, pixels, c, callback);
     }();
     if (callbackError)
       throw std::move(*callbackError);
@@ -363,6 +378,20 @@ public:
   }
 
   int64_t maxSeqLen() const { return runner_->maxSeqLen(); }
+
+  /// preprocessor_config.json of a composite model's program, else None.
+  py::object imagePreprocessor() const {
+    if (!runner_->vision())
+      return py::none();
+    return py::str(runner_->vision()->preprocessorJson());
+  }
+
+  py::bytes decode(const std::vector<int32_t> &ids) const {
+    for (int32_t id : ids)
+      if (id < 0 || id >= runner_->tokenizer().vocabSize())
+        raise("token id " + std::to_string(id) + " is outside the vocabulary");
+    return py::bytes(runner_->tokenizer().decode(ids));
+  }
 
   std::vector<int32_t> encode(const std::string &text, bool addBos) const {
     auto ids = runner_->tokenizer().encode(text, addBos);
@@ -478,9 +507,14 @@ per token with the sampler.)doc")
            py::arg("min_p") = 0.0f, py::arg("repetition_penalty") = 1.0f,
            py::arg("seed") = 0, py::arg("stop") = std::vector<std::string>(),
            py::arg("add_bos") = true, py::arg("on_text") = py::none(),
-           py::arg("shift_context") = false, py::arg("sink_tokens") = 4)
+           py::arg("shift_context") = false, py::arg("sink_tokens") = 4,
+           py::arg("images") = std::vector<py::array_t<float>>())
+      .def_property_readonly("image_preprocessor",
+                             &PyRunner::imagePreprocessor)
       .def("encode", &PyRunner::encode, py::arg("text"),
            py::arg("add_bos") = true)
+      .def("decode", &PyRunner::decode, py::arg("ids"),
+           "The bytes of `ids` as the runner prints them one by one.")
       .def_property_readonly("max_seq_len", &PyRunner::maxSeqLen);
 }
 

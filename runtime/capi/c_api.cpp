@@ -7,6 +7,9 @@
 #include "etllm/runtime/c_api.h"
 
 #include "etllm/runtime/backend.h"
+#ifdef ETLLM_C_IMAGES
+#include "etllm/runtime/image/preprocess.h"
+#endif
 #include "etllm/runtime/llm/chat.h"
 #include "etllm/runtime/llm/runner.h"
 #include "etllm/runtime/lora.h"
@@ -177,16 +180,53 @@ etllm_status etllm_runner_generate(etllm_runner *runner, const char *prompt,
                                    const etllm_generation_config *config,
                                    etllm_text_callback on_text,
                                    void *user_data) {
+  return etllm_runner_generate_with_images(runner, prompt, nullptr, 0, config,
+                                           on_text, user_data);
+}
+
+etllm_status etllm_runner_generate_with_images(
+    etllm_runner *runner, const char *prompt, const char *const *image_paths,
+    size_t num_images, const etllm_generation_config *config,
+    etllm_text_callback on_text, void *user_data) {
   return guarded([&] {
     if (!runner || !prompt)
       return failWith(ETLLM_INVALID_ARGUMENT, "runner or prompt is NULL");
+    if (num_images > 0 && !image_paths)
+      return failWith(ETLLM_INVALID_ARGUMENT, "image_paths is NULL");
     llm::GenerationConfig gc;
     if (etllm_status st = toConfig(config, gc); st != ETLLM_OK)
       return st;
+    std::vector<llm::ImagePixels> images;
+    if (num_images > 0) {
+#ifdef ETLLM_C_IMAGES
+      const llm::VisionMethods *vision = runner->runner->vision();
+      if (!vision)
+        return failWith(ETLLM_ERROR,
+                        runner->runner->program().name() +
+                            ": the program has no vision encoder (images "
+                            "need a composite model's program, e.g. "
+                            "LLaVA's)");
+      for (size_t i = 0; i < num_images; ++i) {
+        if (!image_paths[i])
+          return failWith(ETLLM_INVALID_ARGUMENT, "an image path is NULL");
+        image::Pixels px;
+        if (Status st = image::loadForModel(
+                image_paths[i], vision->preprocessorJson(),
+                runner->runner->program().name() + " (image_preprocessor)",
+                px);
+            !st.ok())
+          return failWith(ETLLM_ERROR, st.message());
+        images.push_back({px.height, px.width, std::move(px.chw)});
+      }
+#else
+      return failWith(ETLLM_ERROR, "images: this runtime was built without "
+                                   "libpng/libjpeg");
+#endif
+    }
     std::atomic<bool> stop{false};
     gc.cancel = &stop;
-    auto stats =
-        runner->runner->generate(prompt, gc, [&](const std::string &s) {
+    auto stats = runner->runner->generate(
+        prompt, images, gc, [&](const std::string &s) {
           if (on_text && !stop.load() && on_text(s.data(), s.size(), user_data))
             stop.store(true);
         });
@@ -222,6 +262,20 @@ etllm_status etllm_runner_stats(const etllm_runner *runner,
                  sizeof stats->stop_reason - 1);
     stats->cached_tokens = s.cachedTokens;
     stats->context_tokens = s.contextTokens;
+    return ETLLM_OK;
+  });
+}
+
+etllm_status etllm_runner_image_stats(const etllm_runner *runner,
+                                      int64_t *images, double *encode_ms) {
+  return guarded([&] {
+    if (!runner || !images || !encode_ms)
+      return failWith(ETLLM_INVALID_ARGUMENT,
+                      "runner, images or encode_ms is NULL");
+    if (!runner->haveStats)
+      return failWith(ETLLM_ERROR, "no generation has run yet");
+    *images = runner->stats.images;
+    *encode_ms = runner->stats.imageEncodeMs;
     return ETLLM_OK;
   });
 }

@@ -231,4 +231,14 @@ Status preprocess(const Image &img, const PreprocessConfig &config,
   return Status();
 }
 
+Status loadForModel(const std::string &path, const std::string &configText,
+                    const std::string &configName, Pixels &out,
+                    const DecodeLimits &limits) {
+  PreprocessConfig config;
+  ETLLM_RETURN_IF_ERROR(parsePreprocessorConfig(configText, configName, config));
+  Image img;
+  ETLLM_RETURN_IF_ERROR(load(path, img, limits));
+  return preprocess(img, config, out);
+}
+
 } // namespace etllm::rt::image

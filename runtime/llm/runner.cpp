@@ -55,6 +55,7 @@ std::string Stats::toJson() const {
      << stopReason << "\",\"cached_tokens\":" << cachedTokens
      << ",\"context_tokens\":" << contextTokens
      << ",\"context_shifts\":" << contextShifts << ",\"shift_ms\":" << shiftMs
+     << ",\"images\":" << images << ",\"image_encode_ms\":" << imageEncodeMs
      << "}";
   return os.str();
 }
@@ -143,6 +144,10 @@ Result<std::unique_ptr<Runner>> Runner::load(const std::string &path,
     const Tensor &logits = r->method_->output(0);
     r->vocab_ = logits.rank > 0 ? logits.sizes[logits.rank - 1] : 0;
   }
+  auto vision = VisionMethods::open(*r->module_, path, r->vocab_);
+  if (!vision.ok())
+    return vision.error();
+  r->vision_ = std::move(vision.value());
   if (options.tokenizerPath.empty()) {
     auto tok = tokenizerForProgram(*r->program_);
     if (!tok.ok())
@@ -206,6 +211,7 @@ Result<const float *> Runner::call(const int64_t *tokens, int64_t n,
 }
 
 void Runner::resetState() {
+  imageCacheEnd_ = 0;
   module_->resetState();
   if (static_)
     static_->reset();
@@ -250,6 +256,94 @@ Runner::generate(const std::string &prompt, const GenerationConfig &config,
   return continueWith(*encoded, config, onText);
 }
 
+Result<Stats>
+Runner::generate(const std::string &prompt,
+                 const std::vector<ImagePixels> &images,
+                 const GenerationConfig &config,
+                 const std::function<void(const std::string &)> &onText) {
+  if (images.empty())
+    return generate(prompt, config, onText);
+  ETLLM_RETURN_IF_ERROR(validate(config));
+  if (!vision_)
+    return Error(program_->name() +
+                 ": the program has no vision encoder (images need a "
+                 "composite model's program, e.g. LLaVA's)");
+  if (callChunk_ > 0)
+    return Error("images with ring KV caches are not supported");
+  // The text around the placeholders; no placeholder: the images first.
+  const std::string mark = kImagePlaceholder;
+  std::vector<std::string> pieces;
+  for (size_t from = 0;;) {
+    size_t at = prompt.find(mark, from);
+    pieces.push_back(prompt.substr(from, at - from));
+    if (at == std::string::npos)
+      break;
+    from = at + mark.size();
+  }
+  if (pieces.size() == 1)
+    pieces.insert(pieces.begin(), images.size(), std::string());
+  else if (pieces.size() - 1 != images.size())
+    return Error("the prompt has " + std::to_string(pieces.size() - 1) +
+                 " " + mark + " placeholders for " +
+                 std::to_string(images.size()) + " images");
+  // Tokens (an image's placeholder ids) and where each image starts.
+  std::vector<int32_t> tokens;
+  std::vector<size_t> imageAt;
+  const int64_t n = vision_->imageSeqLen();
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    if (i > 0) {
+      imageAt.push_back(tokens.size());
+      tokens.insert(tokens.end(), size_t(n),
+                    int32_t(vision_->imageTokenId()));
+    }
+    if (pieces[i].empty() && !(i == 0 && config.addBos))
+      continue;
+    auto encoded = tokenizer_->encode(pieces[i], i == 0 && config.addBos);
+    if (!encoded.ok())
+      return encoded.error();
+    tokens.insert(tokens.end(), encoded->begin(), encoded->end());
+  }
+  if (int64_t(tokens.size()) > maxSeqLen_)
+    return Error("the prompt has " + std::to_string(tokens.size()) +
+                 " tokens with its images' " + std::to_string(n) +
+                 " each, more than the model's context of " +
+                 std::to_string(maxSeqLen_));
+  resetCache();
+  double encodeMs = 0;
+  // The text before, between and after the images through forward, each
+  // image's features through text_decoder, in order over one cache.
+  std::function<Result<const float *>()> prefill =
+      [&]() -> Result<const float *> {
+    Result<const float *> last = Error("the prompt is empty");
+    size_t done = 0;
+    for (size_t i = 0; i <= imageAt.size(); ++i) {
+      size_t end = i < imageAt.size() ? imageAt[i] : tokens.size();
+      if (end > done) {
+        std::vector<int64_t> text(tokens.begin() + done, tokens.begin() + end);
+        last = forward(text, int64_t(done));
+        if (!last.ok())
+          return last;
+      }
+      if (i == imageAt.size())
+        break;
+      double ms = 0;
+      last = vision_->prefill(images[i], int64_t(end), &ms);
+      if (!last.ok())
+        return last;
+      encodeMs += ms;
+      done = end + size_t(n);
+      imageCacheEnd_ = done;
+    }
+    return last;
+  };
+  auto stats = continueFrom(tokens, config, onText, &prefill);
+  if (stats.ok()) {
+    stats->images = int64_t(images.size());
+    stats->imageEncodeMs = encodeMs;
+  }
+  return stats;
+}
+
 size_t contextShiftDrop(size_t size, size_t sink, int64_t needed,
                         size_t keepAtLeast) {
   sink = std::min(sink, size);
@@ -259,6 +353,8 @@ size_t contextShiftDrop(size_t size, size_t sink, int64_t needed,
 }
 
 Result<bool> Runner::shiftContext(int64_t sinkTokens, size_t incoming) {
+  if (imageCacheEnd_ > 0)
+    return false; // an image's features cannot be fed again from its tokens
   auto t0 = Clock::now();
   const size_t sink =
       std::min(size_t(std::max<int64_t>(sinkTokens, 0)), cache_.size());
@@ -287,6 +383,14 @@ Result<Stats>
 Runner::continueWith(const std::vector<int32_t> &tokens,
                      const GenerationConfig &config,
                      const std::function<void(const std::string &)> &onText) {
+  return continueFrom(tokens, config, onText, nullptr);
+}
+
+Result<Stats>
+Runner::continueFrom(const std::vector<int32_t> &tokens,
+                     const GenerationConfig &config,
+                     const std::function<void(const std::string &)> &onText,
+                     const std::function<Result<const float *>()> *prefill) {
   ETLLM_RETURN_IF_ERROR(validate(config));
   Stats stats;
   stats.loadMs = loadMs_;
@@ -313,6 +417,10 @@ Runner::continueWith(const std::vector<int32_t> &tokens,
   // in them, so the state is rebuilt from the start instead.
   if (callChunk_ > 0 && cache_.size() - keep > size_t(callChunk_))
     keep = 0;
+  if (keep > 0 && keep < imageCacheEnd_)
+    return Error("the tokens differ from the cached conversation inside an "
+                 "image (its features cannot be fed again from the tokens): "
+                 "start again with the images");
   if (keep == 0)
     resetState();
   cache_.resize(keep);
@@ -348,7 +456,8 @@ Runner::continueWith(const std::vector<int32_t> &tokens,
       break;
     }
     auto t0 = Clock::now();
-    auto logits = forward(input, pos);
+    auto logits =
+        step == 0 && prefill ? (*prefill)() : forward(input, pos);
     if (!logits.ok()) {
       resetCache();
       return logits.error();
@@ -414,7 +523,7 @@ Runner::continueWith(const std::vector<int32_t> &tokens,
   stats.peakRssBytes = peakRssBytes();
   stats.plannedBytes =
       (static_ ? static_->plannedBytes() : method_->plannedBytes()) +
-      module_->bufferBytes();
+      (vision_ ? vision_->plannedBytes() : 0) + module_->bufferBytes();
   stats.contextTokens = int64_t(cache_.size());
   return stats;
 }

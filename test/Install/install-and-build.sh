@@ -33,11 +33,16 @@ echo "built the examples with find_package(etllm_runtime) and pkg-config"
   --tokenizer "$shared/models/stories260K/tok512.bin" \
   --chat-template "$src/test/ChatTemplate/Inputs/meta-llama-Llama-2-7b-chat-hf.jinja" \
   -o "$work/chat.pte"
+# A tiny random LLaVA (issue 34): the C API's images.
+"$(dirname "$etllm_export")/etllm-gen-checkpoint" --arch llava --format hf \
+  --vocab 512 -o "$work/llava-hf" > /dev/null
+"$etllm_export" --quiet --model "$work/llava-hf" \
+  --tokenizer "$shared/models/stories260K/tok512.bin" -o "$work/llava.pte"
 # The llama2.c reference's greedy text (portable recipe, exact).
 expected="Once upon a time, there was a little girl named Lily. She loved to play outside in the park."
 for app in "$work/generate/generate" "$work/generate-pc" "$work/c-api/generate_c"; do
   chat=
-  case $app in *generate_c) chat=$work/chat.pte ;; esac
+  case $app in *generate_c) chat="$work/chat.pte $work/llava.pte $src/test/Inputs/image-48x64.png $src/test/Inputs/image-30x40.jpg" ;; esac
   "$app" "$work/stories260K.pte" "Once upon a time" $chat > "$work/out.txt" 2> "$work/err.txt"
   if ! grep -qF "$expected" "$work/out.txt"; then
     echo "FAIL: $app printed:"; cat "$work/out.txt" "$work/err.txt"; exit 1
@@ -46,4 +51,5 @@ for app in "$work/generate/generate" "$work/generate-pc" "$work/c-api/generate_c
 done
 grep -q "all checks passed" "$work/err.txt" || { cat "$work/err.txt"; exit 1; }
 grep "chat: second turn reused" "$work/err.txt"
+grep "^image (JPEG): " "$work/out.txt"
 echo "install-and-build: PASS"

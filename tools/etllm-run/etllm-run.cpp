@@ -18,6 +18,9 @@
 //===----------------------------------------------------------------------===//
 #include "etllm/runtime/backend.h"
 #include "etllm/runtime/flags.h"
+#ifdef ETLLM_RUN_IMAGES
+#include "etllm/runtime/image/preprocess.h"
+#endif
 #include "etllm/runtime/llm/chat.h"
 #include "etllm/runtime/llm/runner.h"
 #include "etllm/runtime/lora.h"
@@ -47,6 +50,9 @@ void usage() {
       "usage: etllm-run MODEL.pte --prompt TEXT [options]\n"
       "       etllm-run MODEL.pte --chat [--system TEXT] [options]\n"
       "  --prompt TEXT           text to continue (required without --chat)\n"
+      "  --image FILE            a PNG or JPEG for a composite model (LLaVA),\n"
+      "                          at the prompt's next <image> or, without one,\n"
+      "                          before the text (repeatable; default: none)\n"
       "  --chat                  interactive chat with the model's chat "
       "template\n"
       "                          (default: off)\n"
@@ -247,6 +253,7 @@ bool readFile(const std::string &path, std::string &out) {
 int main(int argc, char **argv) {
   std::string model, prompt, templatePath;
   std::vector<std::pair<std::string, double>> loras; // --lora FILE[:SCALE]
+  std::vector<std::string> imagePaths;
   bool havePrompt = false, statsJson = false, chatMode = false,
        verbosePrompt = false,
        haveMaxNew = false, profiled = false;
@@ -282,6 +289,10 @@ int main(int argc, char **argv) {
     } else if (a == "--prompt" && i + 1 < argc) {
       prompt = argv[++i];
       havePrompt = true;
+    } else if (a == "--image") {
+      if (i + 1 >= argc)
+        return fail("--image: the file is missing");
+      imagePaths.push_back(argv[++i]);
     } else if (a == "--chat") {
       chatMode = true;
     } else if (a == "--system" && i + 1 < argc) {
@@ -376,6 +387,13 @@ int main(int argc, char **argv) {
     return fail(model.empty() ? "no model file given"
                               : "--prompt (or --chat) is required");
   }
+  if (chatMode && !imagePaths.empty())
+    return fail("--image needs --prompt (images in --chat turns are not "
+                "supported yet)");
+#ifndef ETLLM_RUN_IMAGES
+  if (!imagePaths.empty())
+    return fail("--image: this etllm-run was built without libpng/libjpeg");
+#endif
   if (chatMode && havePrompt)
     return fail("--prompt and --chat exclude each other");
   if (!chatMode && (!chatOptions.systemPrompt.empty() ||
@@ -417,9 +435,25 @@ int main(int argc, char **argv) {
     return rc;
   }
 
+  std::vector<llm::ImagePixels> images;
+#ifdef ETLLM_RUN_IMAGES
+  if (!imagePaths.empty() && !(*runner)->vision())
+    return fail(model + ": --image: the program has no vision encoder (a "
+                        "composite model's program, e.g. LLaVA's)");
+  for (const std::string &path : imagePaths) {
+    image::Pixels px;
+    if (Status st = image::loadForModel(
+            path, (*runner)->vision()->preprocessorJson(),
+            model + " (image_preprocessor)", px);
+        !st.ok())
+      return fail(st.message());
+    images.push_back({px.height, px.width, std::move(px.chw)});
+  }
+#endif
   std::fwrite(prompt.data(), 1, prompt.size(), stdout);
   std::fflush(stdout);
-  auto stats = (*runner)->generate(prompt, config, [](const std::string &s) {
+  auto stats = (*runner)->generate(prompt, images, config,
+                                   [](const std::string &s) {
     std::fwrite(s.data(), 1, s.size(), stdout);
     std::fflush(stdout);
   });

@@ -60,6 +60,8 @@ struct ModelConfig {
   /// The factor cos and sin are multiplied by (YaRN's attention scaling;
   /// 1 for every other rope).
   double ropeAttentionFactor() const;
+  /// True for a vision encoder composed with this decoder (LLaVA).
+  bool hasVision() const { return !multimodalType.empty(); }
   /// True for a Multi-head Latent Attention config.
   bool isMla() const { return kvLoraRank > 0; }
   /// MLA: qk_nope_head_dim + qk_rope_head_dim.

@@ -107,6 +107,7 @@ def NotInAttr : ConfigAttrGroup<"", "", "">;
 def CoreAttr : ConfigAttrGroup<"", "ModelConfig", "true">;
 def MlaAttr : ConfigAttrGroup<"mla", "MlaConfig", "c.isMla()">;
 def MoeAttr : ConfigAttrGroup<"moe", "MoeConfig", "c.hasMoeLayers()">;
+def VisionAttr : ConfigAttrGroup<"vision", "VisionConfig", "c.hasVision()">;
 
 /// A group nested in the core attribute (a field of CoreAttr).
 class CfgNested<ConfigAttrGroup g>
@@ -179,6 +180,10 @@ class MoeField<string k, ConfigType t, string m, string s>
     : CoreField<k, t, m, s> {
   let attr = MoeAttr;
   let familyKey = 1;
+}
+class VisionField<string k, ConfigType t, string m, string s>
+    : CoreField<k, t, m, s> {
+  let attr = VisionAttr;
 }
 /// A member of RopeScaling.
 class RopeField<string k, ConfigType t, string m, string s>
@@ -451,6 +456,64 @@ def : MoeField<"layer_moe", CfgBoolList, "layerIsMoe",
                     "above).";
   let familyKey = 0;
 }
+
+//===--- A vision encoder composed with the decoder (LLaVA) ---------------===//
+// Read from config.json's vision_config and top-level keys by
+// lib/Formats/HfVisionConfig.cpp; the graph builder emits the
+// `vision_encoder` and `text_decoder` methods from them; the runner reads
+// image_token_id, image_seq_len and image_preprocessor from the program's
+// metadata.
+
+def : CoreField<"vision", CfgNested<VisionAttr>, "",
+                "vision encoder and projector (absent: text only)">;
+def : VisionField<"multimodal_type", CfgChoice<["llava"]>, "multimodalType",
+                  "the composite model's model_type (\"\": text only)">;
+def : VisionField<"vision_arch", CfgChoice<["clip"]>, "visionArch",
+                  "the vision tower: clip (CLIPVisionModel)">;
+def : VisionField<"vision_hidden_size", CfgInt, "visionHiddenSize",
+                  "vision_config.hidden_size">;
+def : VisionField<"vision_intermediate_size", CfgInt,
+                  "visionIntermediateSize",
+                  "vision_config.intermediate_size">;
+def : VisionField<"vision_num_layers", CfgInt, "visionNumLayers",
+                  "vision_config.num_hidden_layers">;
+def : VisionField<"vision_num_heads", CfgInt, "visionNumHeads",
+                  "vision_config.num_attention_heads">;
+def : VisionField<"vision_image_size", CfgInt, "visionImageSize",
+                  "vision_config.image_size (the side of the square input)">;
+def : VisionField<"vision_patch_size", CfgInt, "visionPatchSize",
+                  "vision_config.patch_size">;
+def : VisionField<"vision_layer_norm_eps", CfgReal, "visionLayerNormEps",
+                  "vision_config.layer_norm_eps"> {
+  let default = "1e-05";
+}
+def : VisionField<"vision_hidden_act",
+                  CfgChoice<["quick_gelu", "gelu", "gelu_pytorch_tanh"]>,
+                  "visionHiddenAct", "vision_config.hidden_act">;
+def : VisionField<"vision_layers_used", CfgInt, "visionLayersUsed",
+                  "encoder layers whose output the projector takes"> {
+  let description = "The encoder layers run: vision_feature_layer -2 of a "
+                    "24-layer tower is 23 (hidden_states[-2] is the output "
+                    "of layer 23; the last layer and post_layernorm are "
+                    "not used).";
+}
+def : VisionField<"vision_drop_class_token", CfgBool,
+                  "visionDropClassToken",
+                  "vision_feature_select_strategy default: the class "
+                  "token's feature is dropped">;
+def : VisionField<"projector_hidden_act", CfgChoice<["gelu"]>,
+                  "projectorHiddenAct",
+                  "the 2-layer projector's activation">;
+def : VisionField<"projector_bias", CfgBool, "projectorBias",
+                  "multimodal_projector_bias">;
+def : VisionField<"image_token_id", CfgInt, "imageTokenId",
+                  "image_token_index: the placeholder id of an image "
+                  "position">;
+def : VisionField<"image_seq_len", CfgInt, "imageSeqLen",
+                  "positions one image takes in the text (the encoder's "
+                  "features)">;
+def : VisionField<"image_preprocessor", CfgString, "imagePreprocessor",
+                  "preprocessor_config.json's text, as exported">;
 
 //===--- Traits of the family (set from `architecture`) -------------------===//
 

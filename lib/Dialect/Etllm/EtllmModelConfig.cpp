@@ -124,6 +124,32 @@ mlir::etllm::verifyMoeConfigRules(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult mlir::etllm::verifyVisionConfigRules(
+    function_ref<InFlightDiagnostic()> emitError, const VisionConfigParams &p) {
+  if (p.multimodalType.empty() || p.visionArch.empty())
+    return emitError() << "a vision group needs multimodal_type and "
+                          "vision_arch";
+  if (p.visionHiddenSize <= 0 || p.visionNumHeads <= 0 ||
+      p.visionHiddenSize % p.visionNumHeads != 0)
+    return emitError() << "vision_num_heads " << p.visionNumHeads
+                       << " does not divide vision_hidden_size "
+                       << p.visionHiddenSize;
+  if (p.visionPatchSize <= 0 || p.visionImageSize % p.visionPatchSize != 0)
+    return emitError() << "vision_patch_size " << p.visionPatchSize
+                       << " does not divide vision_image_size "
+                       << p.visionImageSize;
+  if (p.visionLayersUsed < 1 || p.visionLayersUsed > p.visionNumLayers)
+    return emitError() << "vision_layers_used " << p.visionLayersUsed
+                       << " is not in 1 .. vision_num_layers ("
+                       << p.visionNumLayers << ")";
+  int64_t side = p.visionImageSize / p.visionPatchSize;
+  int64_t tokens = side * side + (p.visionDropClassToken ? 0 : 1);
+  if (p.imageSeqLen != tokens)
+    return emitError() << "image_seq_len " << p.imageSeqLen
+                       << " is not the encoder's " << tokens << " features";
+  return success();
+}
+
 LogicalResult mlir::etllm::verifyModelConfigRules(
     function_ref<InFlightDiagnostic()> emitError, const ModelConfigParams &p) {
   if (p.numKeyValueHeads > 0 && p.numAttentionHeads % p.numKeyValueHeads != 0)

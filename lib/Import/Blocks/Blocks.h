@@ -92,6 +92,11 @@ mlir::Value buildEmbedding(GraphEmitter &e, mlir::Value tokens);
 mlir::Value buildFinalNorm(GraphEmitter &e, mlir::Value h, bool addOne);
 mlir::Value buildLmHead(GraphEmitter &e, mlir::Value h, bool lastOnly);
 
+/// A composite model's image features [1, image_seq_len, hidden_size] of
+/// `pixels` [1, 3, image_size, image_size] (float32): the vision tower and
+/// the projector (Vision.cpp).
+mlir::Value buildVisionEncoder(GraphEmitter &e, mlir::Value pixels);
+
 //===--- Decoder-layer blocks (selected by the spec) -------------------===//
 
 /// q/k/v/o projections, per-head q/k norms when the family has them

@@ -48,7 +48,7 @@
 // The attribute's parameter (mlir-tblgen over the AttrDefs, which build
 // their parameters from the records), its getter, printed and parsed:
 // RUN: mlir-tblgen -gen-attrdef-decls -attrdefs-dialect=etllm -I %t -I %etllm_src/include -I %mlir_include %etllm_src/include/etllm/Dialect/Etllm/EtllmAttrs.td | FileCheck %s --check-prefix=ATTR
-// ATTR: static ModelConfigAttr get(::mlir::MLIRContext *context, {{.*}}::mlir::etllm::MoeConfigAttr moe, int64_t scratch_window);
+// ATTR: static ModelConfigAttr get(::mlir::MLIRContext *context, {{.*}}::mlir::etllm::MoeConfigAttr moe, {{.*}}::mlir::etllm::VisionConfigAttr vision, int64_t scratch_window);
 // ATTR: int64_t getScratchWindow() const;
 // RUN: mlir-tblgen -gen-attrdef-defs -attrdefs-dialect=etllm -I %t -I %etllm_src/include -I %mlir_include %etllm_src/include/etllm/Dialect/Etllm/EtllmAttrs.td | FileCheck %s --check-prefix=ATTRDEF
 // ATTRDEF: if (!_seen_scratch_window && _paramKey == "scratch_window") {

@@ -125,6 +125,18 @@ def Etllm_MoeConfigAttr : Etllm_ConfigAttr<MoeAttr, "moe_config"> {
   }];
 }
 
+def Etllm_VisionConfigAttr : Etllm_ConfigAttr<VisionAttr, "vision_config"> {
+  let summary = "vision encoder fields of the model config";
+  let description = [{
+    The `vision` group of `#etllm.model_config`, present only for a vision
+    encoder composed with the decoder (LLaVA): the tower's sizes and
+    activation, how many of its layers feed the projector and whether the
+    class token's feature is dropped, the projector's activation and bias,
+    the image placeholder token and how many positions an image takes, and
+    the image processor's configuration (JSON text) the runtime applies.
+  }];
+}
+
 def Etllm_ModelConfigAttr : Etllm_ConfigAttr<CoreAttr, "model_config"> {
   let summary = "the normalized model configuration of an imported graph";
   let description = [{

@@ -31,7 +31,7 @@ extern "C" {
 
 /** Version of this API (incremented when functions or fields are added;
  *  2: etllm_runner_options.max_memory; 3: the etllm_lora functions). */
-#define ETLLM_C_API_VERSION 3
+#define ETLLM_C_API_VERSION 4
 
 typedef enum etllm_status {
   ETLLM_OK = 0,
@@ -120,6 +120,24 @@ ETLLM_C_EXPORT etllm_status
 etllm_runner_generate(etllm_runner *runner, const char *prompt,
                       const etllm_generation_config *config,
                       etllm_text_callback on_text, void *user_data);
+
+/** A composite model's (LLaVA's) continuation of `prompt` and
+ * `num_images` images, PNG or JPEG files at `image_paths`: each goes at the
+ * prompt's next "<image>", or, when the prompt has none, before its text.
+ * Each is decoded and preprocessed as the program's image processor says
+ * (recorded at export). ETLLM_ERROR, naming the problem, for a program
+ * without a vision encoder, a corrupt or oversized image, a placeholder
+ * count that differs from num_images, or a runtime built without libpng
+ * and libjpeg. Since API version 4. */
+ETLLM_C_EXPORT etllm_status etllm_runner_generate_with_images(
+    etllm_runner *runner, const char *prompt, const char *const *image_paths,
+    size_t num_images, const etllm_generation_config *config,
+    etllm_text_callback on_text, void *user_data);
+
+/** The images of the last successful generation and the vision encoder's
+ * time for them (milliseconds, part of prefill_ms). Since API version 4. */
+ETLLM_C_EXPORT etllm_status etllm_runner_image_stats(
+    const etllm_runner *runner, int64_t *images, double *encode_ms);
 
 /** The statistics of the last successful etllm_runner_generate. */
 ETLLM_C_EXPORT etllm_status etllm_runner_stats(const etllm_runner *runner,

@@ -50,6 +50,13 @@ struct Pixels {
 Status preprocess(const Image &img, const PreprocessConfig &config,
                   Pixels &out);
 
+/// Decodes the PNG or JPEG at `path` and applies the processor
+/// configuration `configText` (preprocessor_config.json's text; errors name
+/// it `configName`): what a vision encoder's caller does with a file.
+Status loadForModel(const std::string &path, const std::string &configText,
+                    const std::string &configName, Pixels &out,
+                    const DecodeLimits &limits = {});
+
 } // namespace etllm::rt::image
 
 #endif // ETLLM_RUNTIME_IMAGE_PREPROCESS_H

@@ -2,7 +2,9 @@
 //
 // The entry points the compiler gives a language model's program and the
 // runner calls, spelled once for both sides: `forward` (dynamic shapes), or
-// a static-shape program's `prefill` and `decode` (etllm-static-methods).
+// a static-shape program's `prefill` and `decode` (etllm-static-methods);
+// a composite model (LLaVA) adds `vision_encoder` (pixels to image features)
+// and `text_decoder` (embeddings to logits, forward's caches and weights).
 //
 //===----------------------------------------------------------------------===//
 #ifndef ETLLM_RUNTIME_LLM_METHOD_NAMES_H
@@ -13,6 +15,8 @@ namespace etllm::rt::llm {
 inline constexpr const char kForwardMethod[] = "forward";
 inline constexpr const char kPrefillMethod[] = "prefill";
 inline constexpr const char kDecodeMethod[] = "decode";
+inline constexpr const char kVisionEncoderMethod[] = "vision_encoder";
+inline constexpr const char kTextDecoderMethod[] = "text_decoder";
 
 } // namespace etllm::rt::llm
 

@@ -11,6 +11,7 @@
 
 #include "etllm/runtime/flags.h"
 #include "etllm/runtime/llm/sampler.h"
+#include "etllm/runtime/llm/vision_methods.h"
 #include "etllm/runtime/program.h"
 #include "etllm/runtime/tokenizer.h"
 
@@ -81,6 +82,10 @@ struct Stats {
   double prefillMs = 0; // the prompt's forward call
   double decodeMs = 0;  // forward calls of generated tokens after the first
   double samplingMs = 0;
+  /// Images of the prompt, and the vision encoder's time for all of them
+  /// (part of prefillMs).
+  int64_t images = 0;
+  double imageEncodeMs = 0;
   int64_t promptTokens = 0;
   int64_t generatedTokens = 0;
   uint64_t peakRssBytes = 0;
@@ -129,6 +134,19 @@ public:
   /// its longest common prefix with the sequence already in the cache (a
   /// chat's next turn prefills only its new tokens). Stats::promptTokens
   /// counts the tokens prefilled, Stats::cachedTokens those reused.
+  /// A composite model's prompt with images: each `<image>` of the text
+  /// (kImagePlaceholder) is one image of `images` in order, or, when the
+  /// text has none, the images come first (after BOS). The text between
+  /// placeholders is tokenized piece by piece; each image takes
+  /// imageSeqLen() positions, fed its features by the vision encoder, the
+  /// text by forward. Starts from an empty cache. `images` empty: the text
+  /// prompt's generate().
+  Result<Stats>
+  generate(const std::string &prompt, const std::vector<ImagePixels> &images,
+           const GenerationConfig &config,
+           const std::function<void(const std::string &)> &onText);
+  /// The image methods; null for a text-only program.
+  const VisionMethods *vision() const { return vision_.get(); }
   Result<Stats>
   continueWith(const std::vector<int32_t> &tokens,
                const GenerationConfig &config,
@@ -163,6 +181,12 @@ private:
   /// The full context shifted to make room for `incoming` tokens
   /// (GenerationConfig::shiftContext); false when nothing can be dropped.
   Result<bool> shiftContext(int64_t sinkTokens, size_t incoming);
+  /// continueWith, the first call being `prefill` when given.
+  Result<Stats>
+  continueFrom(const std::vector<int32_t> &tokens,
+               const GenerationConfig &config,
+               const std::function<void(const std::string &)> &onText,
+               const std::function<Result<const float *>()> *prefill);
   /// Zeroes the KV state: the Module's buffers and a static program's
   /// caches.
   void resetState();
@@ -170,6 +194,10 @@ private:
   std::unique_ptr<Module> module_;
   Method *method_ = nullptr; // `forward`, or null for a static program
   std::unique_ptr<StaticMethods> static_;
+  std::unique_ptr<VisionMethods> vision_;
+  /// The cache holds an image's features up to this many positions (0:
+  /// none): they cannot be recomputed from the tokens.
+  size_t imageCacheEnd_ = 0;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::vector<int32_t> stopIds_;
   int64_t maxSeqLen_ = 0, vocab_ = 0;

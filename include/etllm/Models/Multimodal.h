@@ -1,0 +1,60 @@
+//===- Multimodal.h - Vision encoders composed with a decoder ---*- C++ -*-===//
+//
+// A composite model (LLaVA) is a decoder of the family registry plus a vision
+// tower and a projector. Its spec says how its config.json nests the text
+// model (`text_config`) and the tower (`vision_config`), and how its
+// checkpoints name their tensors: the decoder's under a prefix that differs
+// between transformers versions, mapped here onto the family's own names
+// (model.layers.0...), so the decoder's graph and the GGUF/HF paths of the
+// family apply unchanged. No LLVM/MLIR.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ETLLM_MODELS_MULTIMODAL_H
+#define ETLLM_MODELS_MULTIMODAL_H
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace etllm::models {
+
+/// A tensor-name prefix of a checkpoint and the canonical prefix it maps to.
+struct TensorRename {
+  const char *from;
+  const char *to;
+};
+
+struct MultimodalSpec {
+  /// config.json's top-level model_type ("llava") and class.
+  const char *modelType;
+  const char *hfArchitecture;
+  /// vision_config.model_type of the one tower supported, and its
+  /// ModelConfig::visionArch spelling.
+  const char *visionModelType;
+  const char *visionArch;
+  /// First match wins; a tensor that matches none keeps its name.
+  std::vector<TensorRename> renames;
+  /// Canonical prefixes to the names the hub's checkpoints use (what the
+  /// generator writes).
+  std::vector<TensorRename> hubNames;
+};
+
+/// The canonical module paths of the tower and the projector.
+inline constexpr const char kVisionTowerPath[] = "vision_tower";
+inline constexpr const char kProjectorPath[] = "multi_modal_projector";
+
+const MultimodalSpec *findMultimodalByModelType(std::string_view modelType);
+const MultimodalSpec *
+findMultimodalByArchitecture(std::string_view hfArchitecture);
+/// "LlavaForConditionalGeneration, ...".
+std::string supportedMultimodalArchitectures();
+/// `name` with its prefix renamed by the spec's table.
+std::string canonicalTensorName(const MultimodalSpec &spec,
+                                std::string_view name);
+
+/// A canonical `name` as the hub's checkpoints spell it.
+std::string hubTensorName(const MultimodalSpec &spec, std::string_view name);
+
+} // namespace etllm::models
+
+#endif // ETLLM_MODELS_MULTIMODAL_H

@@ -1,0 +1,71 @@
+//===- vision_methods.h - A composite model's image methods -----*- C++ -*-===//
+//
+// A composite model's program (LLaVA: etllm-export of a vision tower + a
+// decoder) has, beside `forward`, `vision_encoder` (float pixels [1, 3, S, S]
+// to image features [1, N, hidden]) and `text_decoder` (embeddings
+// [1, seq, hidden] and positions to logits, over forward's KV caches and
+// weights). VisionMethods finds and checks them and feeds one image's
+// features at its positions; the Runner places them at the prompt's image
+// placeholders. What the model's image processor does (resize, crop,
+// normalize) is recorded in the program's metadata; etllm/runtime/image
+// applies it before pixels reach here.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ETLLM_RUNTIME_LLM_VISION_METHODS_H
+#define ETLLM_RUNTIME_LLM_VISION_METHODS_H
+
+#include "etllm/runtime/program.h"
+#include "etllm/runtime/result.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace etllm::rt::llm {
+
+/// Where an image goes in a prompt's text.
+inline constexpr const char kImagePlaceholder[] = "<image>";
+
+/// Float pixels an image processor made: [3, height, width], row-major
+/// (etllm/runtime/image/preprocess.h's Pixels).
+struct ImagePixels {
+  int64_t height = 0, width = 0;
+  std::vector<float> chw;
+};
+
+class VisionMethods {
+public:
+  /// The image methods of `module`, checked against each other and the
+  /// metadata's image fields (image_token_id, image_seq_len,
+  /// vision_image_size, image_preprocessor); null when the program has no
+  /// `vision_encoder`. `vocab` is forward's.
+  static Result<std::unique_ptr<VisionMethods>>
+  open(Module &module, const std::string &path, int64_t vocab);
+
+  /// Encodes `image` and feeds its features at positions pos ..
+  /// pos + imageSeqLen() - 1; the last position's logits, valid until the
+  /// next call. `encodeMs` gets the encoder's time.
+  Result<const float *> prefill(const ImagePixels &image, int64_t pos,
+                                double *encodeMs);
+
+  int64_t imageTokenId() const { return imageTokenId_; }
+  /// Positions (and placeholder tokens) one image takes.
+  int64_t imageSeqLen() const { return imageSeqLen_; }
+  /// The side of the square pixels the encoder takes.
+  int64_t imageSize() const { return imageSize_; }
+  /// preprocessor_config.json as exported.
+  const std::string &preprocessorJson() const { return preprocessor_; }
+  uint64_t plannedBytes() const;
+
+private:
+  Method *encoder_ = nullptr, *decoder_ = nullptr;
+  int64_t imageTokenId_ = 0, imageSeqLen_ = 0, imageSize_ = 0, hidden_ = 0,
+          vocab_ = 0;
+  std::string preprocessor_;
+  std::vector<int64_t> positions_;
+};
+
+} // namespace etllm::rt::llm
+
+#endif // ETLLM_RUNTIME_LLM_VISION_METHODS_H
