@@ -207,6 +207,10 @@ buildExportedGraph(MLIRContext *context, const Checkpoint &checkpoint,
     return makeError("model.max_seq_len: " + std::to_string(maxSeq) +
                      " is out of range (1 .. 16777216)");
 
+  if (c.hasVision() && c.imageSeqLen > maxSeq)
+    return makeError("model.max_seq_len: " + std::to_string(maxSeq) +
+                     " is shorter than one image's " +
+                     std::to_string(c.imageSeqLen) + " positions");
   OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(context));
   GraphEmitter emitter(context, *module, checkpoint, c,
                        *::etllm::formats::familyOf(c), dtype);

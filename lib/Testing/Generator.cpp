@@ -821,27 +821,48 @@ float generatorValue(uint64_t seed, const std::string &hfName, bool isNorm,
   return streamFor(seed, hfName, isNorm, normAddsOne).at(index);
 }
 
-/// The tiny vision tower and projector of a composite model (`--arch
-/// llava`): a CLIP-ViT of 3 layers over 32 x 32 images in 8 x 8 patches,
-/// LLaVA-1.5's feature layer (-2) and strategy (no class token), the image
-/// token the last of the vocabulary.
-void setTinyVision(const models::MultimodalSpec &mm, ModelConfig &c) {
+/// The vision tower and projector of a composite model (`--arch llava`):
+/// the preset's CLIP ViT, LLaVA-1.5's feature layer (-2) and strategy (no
+/// class token), the image token the last of the vocabulary.
+Status setVision(const models::MultimodalSpec &mm, const std::string &preset,
+                 ModelConfig &c) {
+  struct Tower {
+    const char *name;
+    int64_t hidden, ffn, layers, heads, image, patch;
+  };
+  static const Tower kTowers[] = {
+      {"tiny", 32, 64, 3, 4, 32, 8},
+      {"clip-vit-b16", 768, 3072, 12, 12, 224, 16},
+      {"clip-vit-l14-336", 1024, 4096, 24, 16, 336, 14},
+  };
+  const Tower *t = nullptr;
+  std::string names;
+  for (const Tower &k : kTowers) {
+    names += (names.empty() ? "" : ", ") + std::string(k.name);
+    if (preset == k.name)
+      t = &k;
+  }
+  if (!t)
+    return Error("unknown --vision-preset '" + preset + "' (supported: " +
+                 names + ")");
   c.multimodalType = mm.modelType;
   c.visionArch = mm.visionArch;
-  c.visionHiddenSize = 32;
-  c.visionIntermediateSize = 64;
-  c.visionNumLayers = 3;
-  c.visionNumHeads = 4;
-  c.visionImageSize = 32;
-  c.visionPatchSize = 8;
+  c.visionHiddenSize = t->hidden;
+  c.visionIntermediateSize = t->ffn;
+  c.visionNumLayers = t->layers;
+  c.visionNumHeads = t->heads;
+  c.visionImageSize = t->image;
+  c.visionPatchSize = t->patch;
   c.visionLayerNormEps = 1e-5;
   c.visionHiddenAct = "quick_gelu";
-  c.visionLayersUsed = 2;
+  c.visionLayersUsed = t->layers - 1;
   c.visionDropClassToken = true;
   c.projectorHiddenAct = "gelu";
   c.projectorBias = true;
   c.imageTokenId = c.vocabSize - 1;
-  c.imageSeqLen = 16;
+  const int64_t side = t->image / t->patch;
+  c.imageSeqLen = side * side;
+  return detail::validateVision(c);
 }
 
 /// The decoder family of --arch: the composite's text model is llama.
@@ -1015,10 +1036,10 @@ Result<ModelConfig> generatorConfig(const GeneratorOptions &o) {
   Status s = validate(c);
   if (!s.ok())
     return Error("invalid generator configuration: " + s.message());
-  if (auto *mm = models::findMultimodalByModelType(o.arch)) {
-    setTinyVision(*mm, c);
-    ETLLM_RETURN_IF_ERROR(detail::validateVision(c));
-  }
+  if (auto *mm = models::findMultimodalByModelType(o.arch))
+    ETLLM_RETURN_IF_ERROR(setVision(*mm, o.visionPreset, c));
+  else if (o.visionPreset != "tiny")
+    return Error("--vision-preset needs a composite --arch (llava)");
   Result<std::string> json = toHfConfigJson(c);
   if (!json)
     return Error("invalid generator configuration: " + json.message());

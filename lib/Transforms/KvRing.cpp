@@ -9,6 +9,7 @@
 #include "etllm/Dialect/Etllm/EtllmDialect.h"
 #include "etllm/Dialect/Etllm/EtllmOps.h"
 #include "etllm/Transforms/Passes.h"
+#include "etllm/runtime/llm/method_names.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -64,6 +65,12 @@ struct KvRingPass : public ::etllm::impl::KvRingPassBase<KvRingPass> {
       return fail(module, "chunk must be at least 1, got " + Twine(chunk));
     if (sinks < 0)
       return fail(module, "sinks must not be negative, got " + Twine(sinks));
+    // An image's features go in one call of image_seq_len positions, which
+    // a ring of calls of at most `chunk` tokens does not take.
+    if (Operation *vision =
+            module.lookupSymbol(::etllm::rt::llm::kVisionEncoderMethod))
+      return fail(vision, "a composite model's program (vision_encoder, "
+                          "text_decoder) cannot have ring caches yet");
 
     // Decide each attention's ring; every buffer gets one size.
     struct Plan {

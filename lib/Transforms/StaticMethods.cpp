@@ -142,6 +142,12 @@ struct StaticMethodsPass
     }
     if (failed(checkForward(forward)))
       return signalPassFailure();
+    if (Operation *vision = module.lookupSymbol(llm::kVisionEncoderMethod)) {
+      vision->emitError("etllm-static-methods: a composite model's program "
+                        "(vision_encoder, text_decoder) has no static form "
+                        "yet");
+      return signalPassFailure();
+    }
     for (StringRef name : {llm::kPrefillMethod, llm::kDecodeMethod})
       if (Operation *other = module.lookupSymbol(name)) {
         other->emitError("etllm-static-methods: the module already has a `")

@@ -179,6 +179,11 @@ std::string benchUsage(const char *argv0) {
         "all)\n"
      << "  --tokenizer <file>                    tokenizer to use instead of "
         "the program's\n"
+     << "\nimages (a composite model's program, e.g. LLaVA's):\n"
+     << "  --image-encode                        time vision_encoder on one "
+        "image per run\n"
+     << "                                        (the threads of -t, -r runs)"
+        "\n"
      << "\nMultiple values can be given for each parameter by separating "
         "them with ','\nor by specifying the parameter multiple times. "
         "Ranges can be given as\n'first-last' or 'first-last+step' or "
@@ -302,6 +307,8 @@ Result<BenchParams> parseBenchArgs(int argc, const char *const *argv,
       p.noWarmup = true;
     } else if (arg == "--profile") {
       p.profile = true;
+    } else if (arg == "--image-encode") {
+      p.imageEncode = true;
     } else if (arg == "--bandwidth-mib") {
       auto v = integer(0, 1 << 20);
       if (!v.ok())

@@ -148,6 +148,9 @@ Result<std::unique_ptr<Runner>> Runner::load(const std::string &path,
   if (!vision.ok())
     return vision.error();
   r->vision_ = std::move(vision.value());
+  if (r->vision_ && (r->static_ || md.ringChunk > 0))
+    return Error(path + ": a composite model's program with static methods "
+                        "or ring caches is not supported");
   if (options.tokenizerPath.empty()) {
     auto tok = tokenizerForProgram(*r->program_);
     if (!tok.ok())

@@ -92,6 +92,11 @@ VisionMethods::open(Module &module, const std::string &path, int64_t vocab) {
                  std::to_string(s) + ", " + std::to_string(s) +
                  "]) -> features [1, " + std::to_string(n) + ", hidden]");
   v->hidden_ = e.output(0).sizes[2];
+  if (d.numInputs() == 2 && d.input(0).rank == 3 && d.input(0).sizes[1] < n)
+    return Error(path + ": the text decoder takes at most " +
+                 std::to_string(d.input(0).sizes[1]) +
+                 " positions a call, fewer than one image's " +
+                 std::to_string(n));
   if (d.numInputs() != 2 || d.numOutputs() != 1 || d.input(0).rank != 3 ||
       d.input(0).dtype != e.output(0).dtype ||
       d.input(0).sizes[2] != v->hidden_ || d.input(0).sizes[1] < n ||

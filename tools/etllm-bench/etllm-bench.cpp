@@ -15,6 +15,8 @@
 // runtime's own.
 //
 //===----------------------------------------------------------------------===//
+#include "image_encode.h"
+
 #include "etllm/runtime/backend.h"
 #include "etllm/runtime/bench/bandwidth.h"
 #include "etllm/runtime/bench/llama_bench.h"
@@ -455,6 +457,10 @@ int main(int argc, char **argv) {
   registerBuiltinBackends();
   if (!params.perplexityFile.empty())
     return runPerplexity(params);
+  if (params.imageEncode) {
+    auto rc = runImageEncode(params);
+    return rc.ok() ? *rc : fail(rc.message());
+  }
 
   std::vector<TestInstance> tests = testInstances(params);
   if (tests.empty())

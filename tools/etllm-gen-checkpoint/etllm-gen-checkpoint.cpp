@@ -33,6 +33,7 @@ const char *kOptions =
     "         [--tied|--untied] [--rope-scaling none|llama3|linear:F|\n"
     "          yarn:FACTOR:ORIGINAL:MSCALE:MSCALE_ALL_DIM]\n"
     "         [--q-lora-rank N --kv-lora-rank N --gguf-kv-b split|joint]\n"
+    "         [--vision-preset tiny|clip-vit-b16|clip-vit-l14-336]\n"
     "         [--seed S] [--verify] -o OUT\n"
     "\n"
     "Writes an HF directory (config.json + model.safetensors) or the GGUF\n"
@@ -40,7 +41,9 @@ const char *kOptions =
     "result and checks its config and tensors. Multi-head latent attention\n"
     "families (DeepSeek) take the LoRA ranks (--q-lora-rank 0: q_proj) and\n"
     "the GGUF form of kv_b_proj (split attn_k_b/attn_v_b, as llama.cpp's\n"
-    "converter writes it, or the older joint attn_kv_b).\n"
+    "converter writes it, or the older joint attn_kv_b). --arch llava is a\n"
+    "composite model: a llama decoder, a CLIP vision tower of the\n"
+    "--vision-preset, the projector and preprocessor_config.json (HF only).\n"
     "\n"
     "       etllm-gen-checkpoint --lora-for BASE --format {hf,gguf}\n"
     "         [--rank N (4)] [--alpha X (8)] [--lora-targets "
@@ -117,6 +120,10 @@ int main(int argc, char **argv) {
         return fail("--format needs a value");
       o.format = v;
       sawFormat = true;
+    } else if (a == "--vision-preset") {
+      if (!value(v))
+        return fail("--vision-preset needs a value");
+      o.visionPreset = v;
     } else if (a == "--preset") {
       if (!value(v))
         return fail("--preset needs a value");

@@ -58,6 +58,10 @@ struct GeneratorOptions {
   /// llama.cpp's fallbacks, Q5_0, Q5_1, Q8_0); 1-D tensors are always F32,
   /// as llama.cpp's converter writes them. Unset: same as dtype.
   std::optional<DType> ggufType;
+  /// A composite model's vision tower (--arch llava): "tiny" (3 layers,
+  /// 32 x 32 in 8 x 8 patches), "clip-vit-b16" (CLIP ViT-B/16 at 224) or
+  /// "clip-vit-l14-336" (LLaVA-1.5's CLIP ViT-L/14 at 336).
+  std::string visionPreset = "tiny";
   uint64_t seed = 0;
   /// Output directory (hf) or file (gguf).
   std::string output;

@@ -62,6 +62,9 @@ struct BenchParams {
   /// --profile: each test's time per operator over its timed runs
   /// (profile.h), printed to stderr after the test.
   bool profile = false;
+  /// --image-encode: time a composite model's vision_encoder on one image
+  /// per run instead of the text tests.
+  bool imageEncode = false;
 };
 
 /// The defaults (llama-bench's: -p 512 -n 128 -b 2048 -r 5 -t <cores>).
