@@ -474,6 +474,17 @@ def main():
              os.path.join(a.repo, "test/Inputs/calibration-story.txt"),
              "--set", "quantization.calibration_samples=2", "-o", pte])
         seeds.add_file("pte", pte)
+        # A composite model (LLaVA): vision_encoder and text_decoder beside
+        # forward, the vision keys in the metadata, portable and cpu.
+        llava = os.path.join(tmp, "llava-hf")
+        run([T("etllm-gen-checkpoint"), "--arch", "llava", "--format", "hf",
+             "--vocab", "512", "-o", llava])
+        for recipe in ("portable", "cpu-fp32"):
+            pte = os.path.join(tmp, "llava-" + recipe + ".pte")
+            run([T("etllm-export"), "--quiet", "--model", llava,
+                 "--tokenizer", S("models/stories260K/tok512.bin"),
+                 "--pipeline", recipe, "-o", pte])
+            seeds.add_file("pte", pte)
         pte = os.path.join(tmp, "hf-tokenizer.pte")
         run([T("etllm-export"), "--quiet", "--model",
              os.path.join(tmp, "qwen2-hf"), "--tokenizer",

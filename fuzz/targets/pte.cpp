@@ -11,6 +11,7 @@
 #include "etllm/runtime/backend.h"
 #include "etllm/runtime/llm/runner.h"
 #include "etllm/runtime/llm/static_methods.h"
+#include "etllm/runtime/llm/vision_methods.h"
 #include "etllm/runtime/program.h"
 #include "etllm/schema/program_generated.h"
 
@@ -114,5 +115,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   Status st = m.execute();
   note(st.ok() ? "executed forward" : st.message());
+  if (!st.ok() || m.numOutputs() != 1 || m.output(0).rank < 1)
+    return 0;
+  // A composite model's image methods, checked as the runner checks them,
+  // then one image of zero pixels fed after the token.
+  auto vision =
+      llm::VisionMethods::open(**module, "fuzz.pte", m.output(0).dim(-1));
+  if (!vision.ok()) {
+    note(vision.message());
+    return 0;
+  }
+  if (*vision) {
+    const int64_t s = (*vision)->imageSize();
+    if (s > 512)
+      return 0;
+    llm::ImagePixels px;
+    px.height = px.width = s;
+    px.chw.assign(size_t(3 * s * s), 0.0f);
+    auto logits = (*vision)->prefill(px, 1, nullptr);
+    note(logits.ok() ? "executed vision_encoder and text_decoder"
+                     : logits.message());
+  }
   return 0;
 }

@@ -233,3 +233,38 @@ func.func @forward(%x: tensor<1x?x16xf32>, %pos: tensor<?xi64>, %act: tensor<1x2
   %n = etllm.matmul %ov, %act : (tensor<1x2x?x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x?x4xf32>
   return %y, %n : tensor<1x?x16xf32>, tensor<1x2x?x4xf32>
 }
+
+// -----
+
+// A linear whose weight is a parameter read through reshapes only (a patch
+// embedding's convolution weight [D, C, P, P] as [D, C*P*P]) is cpu's: the
+// view becomes one packed constant at export.
+// CHECK-LABEL: func.func private @cpu_0
+// CHECK: etllm.parameter.get @patch
+// CHECK: etllm.reshape
+// CHECK: etllm.linear
+// CHECK-LABEL: func.func @forward
+// CHECK: etllm.delegate.call "cpu" @cpu_0
+// CHECK-NOT: etllm.linear
+etllm.parameter @patch : tensor<8x3x2x2xf32>
+func.func @forward(%x: tensor<1x4x12xf32>) -> tensor<1x4x8xf32> {
+  %w = etllm.parameter.get @patch : tensor<8x3x2x2xf32>
+  %v = etllm.reshape %w [8, 12] : tensor<8x3x2x2xf32> -> tensor<8x12xf32>
+  %y = etllm.linear %x, %v : (tensor<1x4x12xf32>, tensor<8x12xf32>) -> tensor<1x4x8xf32>
+  return %y : tensor<1x4x8xf32>
+}
+
+// -----
+
+// Near miss: a weight read through a transpose is not a reshaped parameter:
+// the linear stays on portable kernels.
+// CHECK-LABEL: func.func @forward
+// CHECK-NOT: etllm.delegate.call
+// CHECK: etllm.linear
+etllm.parameter @wt : tensor<12x8xf32>
+func.func @forward(%x: tensor<1x4x12xf32>) -> tensor<1x4x8xf32> {
+  %w = etllm.parameter.get @wt : tensor<12x8xf32>
+  %v = etllm.transpose %w 0, 1 : tensor<12x8xf32> -> tensor<8x12xf32>
+  %y = etllm.linear %x, %v : (tensor<1x4x12xf32>, tensor<8x12xf32>) -> tensor<1x4x8xf32>
+  return %y : tensor<1x4x8xf32>
+}

@@ -112,6 +112,17 @@ std::optional<ParamView> paramView(Value v) {
   return std::nullopt;
 }
 
+/// A 2-D weight that is an f32 parameter read through reshapes only (a
+/// patch embedding's convolution weight [D, C, P, P] as the linear's
+/// [D, C*P*P]): one constant at export, packed as any linear weight.
+bool isReshapedParam(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  std::optional<ParamView> pv = paramView(v);
+  return t && t.getRank() == 2 && pv && !pv->chain.empty() &&
+         llvm::all_of(pv->chain,
+                      [](Operation *o) { return isa<ReshapeOp>(o); });
+}
+
 /// What a ParamView computes, as plain data (the export materializes it
 /// after the subgraph is gone): the parameter's shape, then per op its kind
 /// ('r'eshape, 's'lice: dim, start, step; 't'ranspose: dims) and result shape.
@@ -220,7 +231,8 @@ public:
   bool isLegal(Operation *op) const override {
     return llvm::TypeSwitch<Operation *, bool>(op)
         .Case([](LinearOp l) {
-          return isF32Tensor(l.getType()) && isParam(l.getWeight()) &&
+          return isF32Tensor(l.getType()) &&
+                 (isParam(l.getWeight()) || isReshapedParam(l.getWeight())) &&
                  isF32Tensor(l.getInput().getType()) &&
                  (!l.getBias() || isParam(l.getBias()));
         })
@@ -396,15 +408,23 @@ LogicalResult CpuCompiler::serialize(
   // serialized.
   llvm::DenseMap<Value, ParamView> views;
   llvm::DenseSet<Operation *> candidates, folded;
-  for (Operation &op : body)
+  for (Operation &op : body) {
+    Value weight;
     if (auto m = dyn_cast<MatmulOp>(op))
-      if (std::optional<ParamView> pv = paramView(m.getRhs());
-          pv && isLegal(m) && !pv->chain.empty()) {
-        views[m.getRhs()] = *pv;
-        folded.insert(m); // (a reader that needs nothing more)
-        candidates.insert(pv->get);
-        candidates.insert(pv->chain.begin(), pv->chain.end());
-      }
+      weight = m.getRhs();
+    else if (auto l = dyn_cast<LinearOp>(op);
+             l && isReshapedParam(l.getWeight()))
+      weight = l.getWeight();
+    if (!weight)
+      continue;
+    if (std::optional<ParamView> pv = paramView(weight);
+        pv && isLegal(&op) && !pv->chain.empty()) {
+      views[weight] = *pv;
+      folded.insert(&op); // (a reader that needs nothing more)
+      candidates.insert(pv->get);
+      candidates.insert(pv->chain.begin(), pv->chain.end());
+    }
+  }
   for (Operation &op : llvm::reverse(body))
     if (candidates.contains(&op) &&
         llvm::all_of(op.getUsers(), [&](Operation *u) {
@@ -415,7 +435,7 @@ LogicalResult CpuCompiler::serialize(
   for (auto &entry : views)
     folded.erase(entry.second.chain.back()); // a constant, below
   for (Operation &op : body)
-    if (isa<MatmulOp>(op))
+    if (isa<MatmulOp, LinearOp>(op))
       folded.erase(&op);
 
   auto addValue = [&](Value v, xfb::ValueKind kind, uint32_t idx,
@@ -468,20 +488,30 @@ LogicalResult CpuCompiler::serialize(
       ViewSteps view = describeView(it->second);
       auto t = cast<RankedTensorType>(op.getResult(0).getType());
       WeightStore *weights = &ctx.weights();
+      // A linear's weight packed as its kernel reads it; a matmul's dense.
+      const xfb::Packing pack = packing.lookup(op.getResult(0));
+      const bool nr8 = pack == xfb::Packing::F32_NR8;
+      const int64_t rows = t.getRank() == 2 ? t.getDimSize(0) : 0,
+                    cols = t.getRank() == 2 ? t.getDimSize(1) : 0;
       uint32_t constant = ctx.addWeight(
-          view.name, uint64_t(t.getNumElements()) * 4,
+          view.name + (nr8 ? "@nr8" : ""),
+          nr8 ? rt::cpu::PackedF32Layout::compute(rows, cols).totalBytes
+              : uint64_t(t.getNumElements()) * 4,
           uint64_t(t.getNumElements()),
-          [weights, param, view]() -> FailureOr<std::vector<uint8_t>> {
+          [weights, param, view, nr8, rows,
+           cols]() -> FailureOr<std::vector<uint8_t>> {
             FailureOr<std::vector<float>> f = weights->floatValues(param);
             if (failed(f))
               return failure();
             std::vector<float> v = evaluateView(view, std::move(*f));
+            if (nr8)
+              return rt::cpu::packF32Weight(v.data(), rows, cols);
             std::vector<uint8_t> bytes(v.size() * 4);
             std::memcpy(bytes.data(), v.data(), bytes.size());
             return bytes;
           });
       addValue(op.getResult(0), xfb::ValueKind::CONSTANT, constant,
-               xfb::Packing::DENSE);
+               nr8 ? pack : xfb::Packing::DENSE);
       continue;
     }
     if (auto get = dyn_cast<ParameterGetOp>(op)) {

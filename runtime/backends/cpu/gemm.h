@@ -104,6 +104,41 @@ template <int MR, int NB> ETLLM_CPU_AVX2 void tileAvx2(const Tile &t) {
   }
 }
 
+/// tileAvx2 over two blocks with 512-bit vectors: the two blocks' k-th
+/// values (two 256-bit loads) make one zmm, so each broadcast input value
+/// feeds 16 outputs with one FMA and a tile holds MR (up to 12) rows. Every
+/// output gets the same FMAs in the same order as tileAvx2<MR, 2>: the same
+/// bits.
+template <int MR>
+__attribute__((target("avx512f,avx512vl,avx512dq,avx2,fma"))) void
+tileAvx512(const Tile &t) {
+  __m512 acc[MR];
+#pragma GCC unroll 12
+  for (int i = 0; i < MR; ++i)
+    acc[i] = _mm512_setzero_ps();
+  const float *x = t.x;
+  const float *w0 = t.w, *w1 = t.w + t.ws;
+  const int64_t ldx = t.ldx;
+  for (int64_t k = 0; k < t.kc; ++k) {
+    const __m512 wv = _mm512_insertf32x8(
+        _mm512_castps256_ps512(_mm256_loadu_ps(w0 + k * kNR)),
+        _mm256_loadu_ps(w1 + k * kNR), 1);
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; ++i)
+      acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(x[i * ldx + k]), wv, acc[i]);
+  }
+  const int valid = t.nValid < 16 ? t.nValid : 16;
+  const __mmask16 m = __mmask16((1u << valid) - 1u);
+#pragma GCC unroll 12
+  for (int i = 0; i < MR; ++i) {
+    float *dst = t.y + i * t.ldy;
+    __m512 base = t.accumulate ? _mm512_maskz_loadu_ps(m, dst)
+                  : t.bias     ? _mm512_maskz_loadu_ps(m, t.bias)
+                               : _mm512_setzero_ps();
+    _mm512_mask_storeu_ps(dst, m, _mm512_add_ps(base, acc[i]));
+  }
+}
+
 /// One input row (decode) against NB blocks over the whole k range, with
 /// two accumulator sets (even/odd k) to hide the FMA latency.
 template <int NB> ETLLM_CPU_AVX2 void gemvAvx2(const Tile &t) {
@@ -236,8 +271,9 @@ template <int NB> void gemvNeon(const Tile &t) {
 }
 #endif
 
-/// Rows per tile of the drivers below.
-inline constexpr int kMRAvx2 = 6, kMRNeon = 6, kMRGeneric = 4;
+/// Rows per tile of the drivers below (AVX-512: two-block panels only).
+inline constexpr int kMRAvx2 = 6, kMRAvx512 = 12, kMRNeon = 6,
+                     kMRGeneric = 4;
 /// Blocks per panel (the tile width) for prefill and for decode.
 inline constexpr int kPanelBlocks = 2, kGemvBlocks = 4;
 /// k per chunk: a panel's chunk (2 x 256 x 8 floats, 16 KiB) stays in L1.
@@ -248,6 +284,39 @@ inline constexpr int64_t kChunk = 256;
 template <int NB> void panelRows(Isa isa, Tile t, int64_t M) {
   int64_t m = 0;
 #if ETLLM_CPU_X86
+  if (NB == 2 && hasAvx512(isa)) {
+    for (; m + kMRAvx512 <= M; m += kMRAvx512) {
+      tileAvx512<kMRAvx512>(t);
+      t.x += kMRAvx512 * t.ldx;
+      t.y += kMRAvx512 * t.ldy;
+    }
+    switch (M - m) {
+    case 1:
+      return tileAvx512<1>(t);
+    case 2:
+      return tileAvx512<2>(t);
+    case 3:
+      return tileAvx512<3>(t);
+    case 4:
+      return tileAvx512<4>(t);
+    case 5:
+      return tileAvx512<5>(t);
+    case 6:
+      return tileAvx512<6>(t);
+    case 7:
+      return tileAvx512<7>(t);
+    case 8:
+      return tileAvx512<8>(t);
+    case 9:
+      return tileAvx512<9>(t);
+    case 10:
+      return tileAvx512<10>(t);
+    case 11:
+      return tileAvx512<11>(t);
+    default:
+      return;
+    }
+  }
   if (hasAvx2(isa)) {
     for (; m + kMRAvx2 <= M; m += kMRAvx2) {
       tileAvx2<kMRAvx2, NB>(t);

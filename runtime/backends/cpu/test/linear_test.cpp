@@ -76,8 +76,9 @@ class LinearTest : public ConfigTest {};
 TEST_P(LinearTest, MatchesPortable) {
   unsigned seed = 1;
   // N % 8 != 0 remainders, K beyond one 256-k chunk, M = 1 (decode) and
-  // M > 1 with every remainder of the 6-row (AVX2) / 4-row (generic) tiles.
-  for (int64_t M : {1, 2, 3, 5, 6, 7, 13, 33})
+  // M > 1 with every remainder of the 6-row (AVX2) / 4-row (generic) tiles
+  // and several of the 12-row (AVX-512) ones.
+  for (int64_t M : {1, 2, 3, 5, 6, 7, 11, 12, 13, 25, 33})
     for (auto [K, N] : std::vector<std::pair<int64_t, int64_t>>{{1, 3},
                                                                 {8, 8},
                                                                 {16, 13},
@@ -115,11 +116,11 @@ TEST(LinearTest, ThreadCountDoesNotChangeResults) {
   // Every output element is computed by one thread in a fixed order. The
   // shapes exceed the kernels' parallel threshold (2^18 multiply-adds), so
   // the 2-thread runs really split the work (decode and prefill paths).
-  for (Isa isa : {Isa::Generic, Isa::Avx2, Isa::Neon}) {
+  for (Isa isa : {Isa::Generic, Isa::Avx2, Isa::Avx512, Isa::Neon}) {
     if (!isaSupported(isa))
       continue;
     for (auto [M, K, N] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
-             {1, 1024, 301}, {9, 640, 77}}) {
+             {1, 1024, 301}, {9, 640, 77}, {37, 300, 45}}) {
       std::vector<float> one = checkLinear({isa, 1}, {{M, K}, N, true}, 3);
       std::vector<float> two = checkLinear({isa, 2}, {{M, K}, N, true}, 3);
       ASSERT_EQ(one.size(), two.size());
@@ -128,6 +129,24 @@ TEST(LinearTest, ThreadCountDoesNotChangeResults) {
     }
   }
   reportWorst("ThreadCountDoesNotChangeResults");
+}
+
+TEST(LinearTest, Avx512TilesGiveTheAvx2Bits) {
+  // The 512-bit prefill tile makes each output with the 256-bit tile's FMAs
+  // in the same order: every row remainder of both tile heights.
+  if (!isaSupported(Isa::Avx512))
+    GTEST_SKIP() << "this CPU cannot run the avx512 kernels";
+  for (int64_t M : {2, 5, 11, 12, 13, 30})
+    for (auto [K, N] : std::vector<std::pair<int64_t, int64_t>>{
+             {300, 37}, {64, 16}, {513, 9}}) {
+      std::vector<float> a = checkLinear({Isa::Avx2, 1}, {{M, K}, N, true}, 5);
+      std::vector<float> b =
+          checkLinear({Isa::Avx512, 1}, {{M, K}, N, true}, 5);
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t i = 0; i < a.size(); ++i)
+        ASSERT_TRUE(sameFloat(a[i], b[i])) << "M=" << M << " K=" << K << " " << i;
+    }
+  reportWorst("Avx512TilesGiveTheAvx2Bits");
 }
 
 TEST(LinearTest, RejectsBadOperands) {
