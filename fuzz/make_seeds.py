@@ -479,6 +479,18 @@ def main():
         llava = os.path.join(tmp, "llava-hf")
         run([T("etllm-gen-checkpoint"), "--arch", "llava", "--format", "hf",
              "--vocab", "512", "-o", llava])
+        # Its tower and projector as llama.cpp's mmproj (the gguf target
+        # completes a tiny text model with each input as one).
+        mmproj = os.path.join(tmp, "mmproj.gguf")
+        # (The project's venv has the gguf package the writer uses.)
+        venv_python = subprocess.run(
+            [os.path.join(a.repo, "scripts/venv.sh"), "python"],
+            capture_output=True, text=True).stdout.strip()
+        if venv_python:
+            run([venv_python,
+                 os.path.join(a.repo, "scripts/lib/llava_mmproj.py"), llava,
+                 mmproj])
+            seeds.add_file("gguf", mmproj)
         for recipe in ("portable", "cpu-fp32"):
             pte = os.path.join(tmp, "llava-" + recipe + ".pte")
             run([T("etllm-export"), "--quiet", "--model", llava,

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # One image's encode time, etllm against llama.cpp's mtmd on the same
-# weights, the same machine, one run (issue 34): a random LLaVA with a
-# CLIP-ViT-B/16-shape tower (etllm-gen-checkpoint --arch llava
-# --vision-preset clip-vit-b16), exported by etllm-export with each RECIPE
-# and written as llama.cpp's mmproj GGUF (scripts/lib/llava_mmproj.py: f32
-# and f16) beside a tiny llama text GGUF. Rounds interleave
+# GGUF + mmproj files, the same machine, one run (issue 34): a random LLaVA
+# with a CLIP-ViT-B/16-shape tower (etllm-gen-checkpoint --arch llava
+# --vision-preset clip-vit-b16) written as llama.cpp's mmproj GGUF
+# (scripts/lib/llava_mmproj.py: f32 and f16) beside a tiny llama text GGUF;
+# etllm-export makes a program of the text GGUF and the f32 mmproj
+# (model.mmproj) with each RECIPE. Rounds interleave
 # `llama-mtmd-cli ... --image` (its "mtmd batch encoding done in N ms": the
 # encoder on the preprocessed image) and `etllm-bench --image-encode` (the
 # program's vision_encoder on pixels of the same size), per thread count.
@@ -50,7 +51,8 @@ for prec in f32 f16; do
 done
 programs=()
 for r in $RECIPES; do
-  "$B/etllm-export" --quiet --model "$W/hf" --pipeline "$r" -o "$W/$r.pte"
+  "$B/etllm-export" --quiet --model "$W/text.gguf" \
+    --set model.mmproj="$W/mmproj-f32.gguf" --pipeline "$r" -o "$W/$r.pte"
   programs+=("$W/$r.pte")
 done
 size=$(sed -n 's/.*"image_size": \([0-9]*\).*/\1/p' "$W/hf/config.json" | head -1)

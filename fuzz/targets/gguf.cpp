@@ -2,10 +2,33 @@
 //
 // openCheckpoint on a GGUF file (header, metadata, tensor infos, config from
 // metadata, validation), the tensors' float conversion, and the embedded
-// vocabulary's tokenizer as a program would build it.
+// vocabulary's tokenizer as a program would build it. The same bytes as a
+// llama.cpp mmproj completing a tiny GGUF text model (its keys into the
+// vision config, its tensors renamed and checked against it).
 //
 //===----------------------------------------------------------------------===//
 #include "CheckpointFuzz.h"
+
+#include "etllm/Testing/Generator.h"
+
+namespace {
+
+/// A tiny GGUF text model for the input to complete as an mmproj (made
+/// once; the generator's "tiny" llama, width 64 as the seeds' projectors).
+const std::string &textModel() {
+  static const std::string path = [] {
+    etllm::formats::GeneratorOptions o;
+    o.arch = "llama";
+    o.format = "gguf";
+    o.vocab = 512;
+    o.output = etllm::fuzz::writeScratch("text.gguf", "");
+    (void)etllm::formats::generateCheckpoint(o);
+    return o.output;
+  }();
+  return path;
+}
+
+} // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string path = etllm::fuzz::writeScratch(
@@ -13,6 +36,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       std::string_view(reinterpret_cast<const char *>(data), size));
   etllm::fuzz::fuzzCheckpoint(path);
   etllm::formats::OpenOptions options;
+  options.mmproj = path;
+  (void)etllm::formats::openCheckpoint(textModel(), options);
+  options.mmproj.clear();
   options.validateTensors = false;
   auto ckpt = etllm::formats::openCheckpoint(path, options);
   if (!ckpt.ok() || !(*ckpt)->ggufTokenizer())

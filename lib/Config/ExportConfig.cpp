@@ -192,6 +192,21 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        false,
        /*writtenWhenDefault=*/true,
        /*canonical=*/&canonicalRecipeName},
+      {"model.mmproj",
+       ConfigType::String,
+       "",
+       {},
+       "A llama.cpp mmproj GGUF (a LLaVA vision tower and projector, "
+       "projector type mlp) composing the GGUF text model of `--model` "
+       "into a composite program (vision_encoder, text_decoder). Its "
+       "image processor is recorded as CLIP's (resize, center crop); "
+       "llama.cpp pads to a square instead.",
+       "mmproj-model-f16.gguf",
+       INT64_MIN,
+       INT64_MAX,
+       {},
+       false,
+       /*writtenWhenDefault=*/false},
       {"quantization.linear",
        ConfigType::Enum,
        "pipeline",

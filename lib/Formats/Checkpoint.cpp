@@ -190,6 +190,16 @@ Result<std::unique_ptr<Checkpoint>> openCheckpoint(const std::string &path,
   }
   if (!result)
     return result;
+  if (!options.mmproj.empty()) {
+    if ((*result)->format() != "gguf" || !(*result)->hasConfig() ||
+        (*result)->config().hasVision())
+      return Error(options.mmproj + ": an mmproj file completes a GGUF text "
+                                    "model; " +
+                   path + " is not one");
+    result = detail::attachMmproj(std::move(*result), options.mmproj);
+    if (!result)
+      return result;
+  }
   if (options.validateTensors && (*result)->hasConfig()) {
     Status s = validateAgainstConfig(**result, (*result)->config());
     if (!s.ok())
@@ -205,6 +215,8 @@ Status validateAgainstConfig(const Checkpoint &checkpoint,
     return Error(checkpoint.path() + ": invalid config: " + expected.message());
   for (const ExpectedTensor &e : *expected) {
     const TensorRef *t = checkpoint.find(e.name);
+    if (!t && e.optional)
+      continue;
     if (!t)
       return Error(checkpoint.path() + ": missing tensor '" + e.name +
                    "' required by " + config.architecture + " (expected " +

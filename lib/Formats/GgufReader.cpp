@@ -263,8 +263,11 @@ Status addAdapterTensor(detail::CheckpointBuilder &b, const FamilySpec &family,
   return b.addTensor(std::move(t));
 }
 
+enum class GgufRole { Model, Adapter, Mmproj };
+
 Result<std::unique_ptr<Checkpoint>> openGgufFile(const std::string &path,
-                                                 bool adapter) {
+                                                 GgufRole role) {
+  const bool adapter = role == GgufRole::Adapter;
   Result<std::shared_ptr<rt::MappedFile>> mapped = rt::MappedFile::open(path);
   if (!mapped)
     return mapped.error();
@@ -344,7 +347,12 @@ Result<std::unique_ptr<Checkpoint>> openGgufFile(const std::string &path,
     return Error(path + ": metadata key 'general.architecture': required key "
                         "is missing");
   }
-  const FamilySpec *family = detail::ggufFamily(b.get(), *arch);
+  if (role == GgufRole::Mmproj && *arch != "clip")
+    return Error(path + ": metadata key 'general.architecture': '" + *arch +
+                 "': not a llama.cpp mmproj file (expected 'clip')");
+  const FamilySpec *family = role == GgufRole::Mmproj
+                                 ? &models::llama2cFamily()
+                                 : detail::ggufFamily(b.get(), *arch);
   if (!family)
     return Error(path +
                  ": metadata key 'general.architecture': unsupported "
@@ -470,6 +478,18 @@ Result<std::unique_ptr<Checkpoint>> openGgufFile(const std::string &path,
       return Error(where + ": data [" + std::to_string(info.offset) + ", +" +
                    std::to_string(info.nbytes) + ") runs past the end of the " +
                    std::to_string(dataSize) + "-byte data section");
+    if (role == GgufRole::Mmproj) {
+      TensorRef t;
+      t.sourceName = t.name = info.name;
+      t.file = path;
+      t.dtype = info.dtype;
+      t.shape = std::move(info.shape);
+      t.fileOffset = dataStart + info.offset;
+      t.data = file->data() + t.fileOffset;
+      t.nbytes = info.nbytes;
+      ETLLM_RETURN_IF_ERROR(b.addTensor(std::move(t)));
+      continue;
+    }
     if (adapter) {
       uint64_t at = dataStart + info.offset;
       ETLLM_RETURN_IF_ERROR(
@@ -552,7 +572,7 @@ Result<std::unique_ptr<Checkpoint>> openGgufFile(const std::string &path,
   b.sortTensors([](const TensorRef &x, const TensorRef &y) {
     return x.fileOffset < y.fileOffset;
   });
-  if (adapter)
+  if (role != GgufRole::Model)
     return b.finish();
 
   Result<std::unique_ptr<GgufTokenizerInfo>> tok =
@@ -573,12 +593,16 @@ Result<std::unique_ptr<Checkpoint>> openGgufFile(const std::string &path,
 } // namespace
 
 Result<std::unique_ptr<Checkpoint>> openGguf(const std::string &path) {
-  return openGgufFile(path, /*adapter=*/false);
+  return openGgufFile(path, GgufRole::Model);
 }
 
 Result<std::unique_ptr<Checkpoint>>
 openGgufLoraAdapter(const std::string &path) {
-  return openGgufFile(path, /*adapter=*/true);
+  return openGgufFile(path, GgufRole::Adapter);
+}
+
+Result<std::unique_ptr<Checkpoint>> openGgufMmproj(const std::string &path) {
+  return openGgufFile(path, GgufRole::Mmproj);
 }
 
 } // namespace etllm::formats

@@ -309,6 +309,7 @@ void appendVisionTensors(const ModelConfig &c,
     norm(l + ".layer_norm2");
   }
   norm(tower + ".post_layernorm");
+  out[out.size() - 2].optional = out[out.size() - 1].optional = true;
   linear(proj + ".linear_1", c.hiddenSize, d, c.projectorBias);
   linear(proj + ".linear_2", c.hiddenSize, c.hiddenSize, c.projectorBias);
 }

@@ -31,6 +31,11 @@ public:
     checkpoint_->path_ = std::move(path);
   }
 
+  /// Goes on building an opened checkpoint (a GGUF text model that an
+  /// mmproj file completes).
+  explicit CheckpointBuilder(std::unique_ptr<Checkpoint> checkpoint)
+      : checkpoint_(std::move(checkpoint)) {}
+
   Checkpoint &get() { return *checkpoint_; }
 
   void addFile(std::shared_ptr<rt::MappedFile> file) {
@@ -167,6 +172,10 @@ Status validateVision(const ModelConfig &c);
 /// The vision tower's and projector's tensors (canonical names).
 void appendVisionTensors(const ModelConfig &c,
                          std::vector<ExpectedTensor> &out);
+/// `text` (a GGUF text model) with the vision tower and projector of the
+/// llama.cpp mmproj file at `path` (GgufMmproj.cpp).
+Result<std::unique_ptr<Checkpoint>>
+attachMmproj(std::unique_ptr<Checkpoint> text, const std::string &path);
 /// The composite config.json around the decoder's `textJson`.
 Result<std::string> multimodalHfConfigJson(const ModelConfig &c,
                                            const std::string &textJson);

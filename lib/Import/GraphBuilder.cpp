@@ -226,6 +226,13 @@ buildExportedGraph(MLIRContext *context, const Checkpoint &checkpoint,
         entry.getKey(), builder.getStringAttr(entry.getValue())));
   (*module)->setAttr(EtllmDialect::kCheckpointAttrName,
                      builder.getStringAttr(ec ? checkpoint.path() : absPath));
+  if (!options.mmproj.empty()) {
+    std::error_code mec;
+    std::string abs =
+        std::filesystem::absolute(options.mmproj, mec).lexically_normal();
+    (*module)->setAttr(EtllmDialect::kMmprojAttrName,
+                       builder.getStringAttr(mec ? options.mmproj : abs));
+  }
   if (!options.lora.empty()) {
     SmallVector<Attribute> adapters;
     for (const ::etllm::formats::LoraSpec &spec : options.lora) {

@@ -50,6 +50,9 @@ const formats::Checkpoint *WeightStore::checkpoint(Operation *diagOp) {
     }
     formats::OpenOptions opts;
     opts.validateTensors = false; // the IR says which tensors are needed
+    if (auto mm = module->getAttrOfType<StringAttr>(
+            EtllmDialect::kMmprojAttrName))
+      opts.mmproj = mm.str();
     auto opened = formats::openCheckpoint(path.str(), opts);
     if (!opened.ok()) {
       diagOp->emitError("cannot open the checkpoint: ") << opened.message();

@@ -43,6 +43,7 @@ ImportOptions importOptionsFromConfig(const ExportConfig &c) {
   ImportOptions o;
   o.maxSeqLen = c.getInt("model.max_seq_len");
   o.dtype = c.getString("model.dtype");
+  o.mmproj = c.getString("model.mmproj");
   // A static program's prefill chunk is padded: the runner needs the logits
   // of its last real token, so every position's.
   o.lastLogitsOnly = c.getBool("model.last_logits_only") &&

@@ -109,7 +109,9 @@ public:
   Artifact::Kind outputKind() const override { return Artifact::Kind::IR; }
   llvm::Expected<Artifact> run(Artifact input,
                                mlir::MLIRContext &context) override {
-    auto ckpt = formats::openCheckpoint(input.checkpointPath);
+    formats::OpenOptions open;
+    open.mmproj = options.mmproj;
+    auto ckpt = formats::openCheckpoint(input.checkpointPath, open);
     if (!ckpt.ok())
       return stageError(stageName, ckpt.message());
     auto module = buildExportedGraph(&context, **ckpt, options);

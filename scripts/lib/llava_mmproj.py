@@ -10,9 +10,12 @@ tools/mtmd/legacy-models/convert_image_encoder_to_gguf.py, writes the
 same): clip.vision.* sizes, block_count = the layers vision_feature_layer
 uses, feature_layer, image_mean/std, use_gelu false (quick GELU), v.* tower
 tensors of those layers (no post-LayerNorm), mm.0 / mm.2 the projector.
-Only for measuring: etllm does not read this file.
+etllm reads it (`model.mmproj`) as it reads llama.cpp's; the tests use it
+to compose a GGUF text model with the same weights as an HF checkpoint.
 
-usage: llava_mmproj.py HF_DIR OUT.gguf [--f16]
+usage: llava_mmproj.py HF_DIR OUT.gguf [--f16] [--legacy-ffn-names]
+  --legacy-ffn-names  fc1 as ffn_down and fc2 as ffn_up, as the legacy
+                      converter names them (clip.cpp and etllm detect it)
 """
 import json
 import pathlib
@@ -25,10 +28,13 @@ import gguf
 
 
 def main():
-    if len(sys.argv) not in (3, 4):
+    args = sys.argv[1:]
+    flags = {a for a in args if a.startswith("--")}
+    paths = [a for a in args if not a.startswith("--")]
+    if len(paths) != 2 or flags - {"--f16", "--legacy-ffn-names"}:
         sys.exit(__doc__)
-    src, out = pathlib.Path(sys.argv[1]), sys.argv[2]
-    f16 = sys.argv[3:] == ["--f16"]
+    src, out = pathlib.Path(paths[0]), paths[1]
+    f16 = "--f16" in flags
     cfg = json.loads((src / "config.json").read_text())
     v = cfg["vision_config"]
     pre = json.loads((src / "preprocessor_config.json").read_text())
@@ -73,6 +79,8 @@ def main():
              "self_attn.v_proj": "attn_v", "self_attn.out_proj": "attn_out",
              "layer_norm1": "ln1", "layer_norm2": "ln2",
              "mlp.fc1": "ffn_up", "mlp.fc2": "ffn_down"}
+    if "--legacy-ffn-names" in flags:
+        parts["mlp.fc1"], parts["mlp.fc2"] = "ffn_down", "ffn_up"
     for i in range(used):
         for hf, gg in parts.items():
             for kind in ("weight", "bias"):

@@ -15,7 +15,9 @@ against transformers' own model in float64 on the same files:
 - bad inputs get one clear error."""
 
 import json
+import pathlib
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -254,3 +256,63 @@ def test_bad_inputs_get_one_clear_error(programs, images, tmp_path, tok512,
     with pytest.raises(etllm.Error, match="no vision encoder"):
         plain.generate("A", images=[images[0]], max_new_tokens=2,
                        callback=lambda _: None)
+
+
+MMPROJ = (pathlib.Path(__file__).resolve().parents[2] / "scripts" / "lib"
+          / "llava_mmproj.py")
+
+
+@pytest.fixture(scope="module")
+def gguf_pair(checkpoint, tool):
+    """The same weights as llama.cpp keeps them: the decoder as a llama GGUF
+    (the generator's values depend on the tensor's name and the seed, so the
+    tiny llama is the LLaVA's decoder) and the tower + projector as an mmproj
+    (f32; and with the legacy converter's fc1/fc2 names)."""
+    d = checkpoint.parent
+    subprocess.run([tool("etllm-gen-checkpoint"), "--arch", "llama",
+                    "--format", "gguf", "--vocab", str(VOCAB), "-o",
+                    str(d / "text.gguf")], check=True, capture_output=True)
+    for name, extra in (("mmproj.gguf", []),
+                        ("mmproj-legacy.gguf", ["--legacy-ffn-names"])):
+        subprocess.run([sys.executable, str(MMPROJ), str(checkpoint),
+                        str(d / name)] + extra, check=True)
+    return d / "text.gguf", d / "mmproj.gguf", d / "mmproj-legacy.gguf"
+
+
+def _run_image(tool, program, image):
+    return subprocess.run(
+        [tool("etllm-run"), str(program), "--image", str(image), "--prompt",
+         "Once upon a<image> time", "-n", "16", "--temperature", "0"],
+        check=True, capture_output=True).stdout
+
+
+@pytest.mark.parametrize("recipe", ["portable", "cpu-fp32"])
+def test_gguf_and_mmproj_give_the_hf_greedy_tokens(gguf_pair, programs,
+                                                   images, tool, tok512,
+                                                   recipe):
+    text, mmproj, legacy = gguf_pair
+    for proj in (mmproj, legacy):
+        pte = text.parent / f"gguf-{proj.stem}-{recipe}.pte"
+        subprocess.run([tool("etllm-export"), "--model", str(text), "--set",
+                        f"model.mmproj={proj}", "--pipeline", recipe,
+                        "--tokenizer", str(tok512), "--quiet", "-o",
+                        str(pte)], check=True)
+        for image in images[:2]:
+            assert (_run_image(tool, pte, image)
+                    == _run_image(tool, programs[recipe], image))
+
+
+def test_mmproj_errors(gguf_pair, checkpoint, tool, tmp_path):
+    text, mmproj, _ = gguf_pair
+
+    def export(model, proj):
+        r = subprocess.run([tool("etllm-export"), "--model", str(model),
+                            "--set", f"model.mmproj={proj}", "--quiet",
+                            "-o", str(tmp_path / "x.pte")],
+                           capture_output=True, text=True)
+        assert r.returncode != 0
+        return r.stderr
+
+    assert "completes a GGUF text model" in export(checkpoint, mmproj)
+    assert "not a llama.cpp mmproj file (expected 'clip')" in export(text, text)
+    assert "missing.gguf" in export(text, tmp_path / "missing.gguf")

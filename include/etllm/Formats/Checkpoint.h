@@ -203,6 +203,10 @@ struct OpenOptions {
   /// Run validateAgainstConfig after reading (every tensor the architecture
   /// needs present with the expected shape).
   bool validateTensors = true;
+  /// A llama.cpp mmproj GGUF (a LLaVA vision tower and projector, projector
+  /// type "mlp") to compose with a GGUF text model: its tensors get the
+  /// canonical vision names, its keys the config's vision fields.
+  std::string mmproj;
 };
 
 /// Opens a checkpoint, detecting the format from content, not the extension:

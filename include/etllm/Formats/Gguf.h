@@ -71,6 +71,11 @@ Result<std::unique_ptr<Checkpoint>> openGguf(const std::string &path);
 Result<std::unique_ptr<Checkpoint>>
 openGgufLoraAdapter(const std::string &path);
 
+/// Reads a llama.cpp mmproj file (general.architecture = clip): the
+/// container checked as openGguf checks it, the tensors under their GGUF
+/// names (v.blk.0.attn_q.weight, mm.0.weight, ...), no config.
+Result<std::unique_ptr<Checkpoint>> openGgufMmproj(const std::string &path);
+
 /// Derives the ModelConfig of an opened GGUF checkpoint from its metadata and
 /// tensors (openGguf already did this; exposed for importers and tests).
 /// What GGUF cannot express is what the family spec says: a family llama.cpp

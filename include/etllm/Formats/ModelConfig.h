@@ -123,6 +123,9 @@ struct ExpectedTensor {
   bool isNorm = false;
   /// A bias vector.
   bool isBias = false;
+  /// A tensor the graph never reads that the format's files may leave out
+  /// (a LLaVA tower's post_layernorm: llama.cpp's mmproj has none).
+  bool optional = false;
 };
 
 /// Every tensor (HF name and shape) the HF modeling code of config's

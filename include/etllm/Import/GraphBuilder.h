@@ -41,6 +41,9 @@ struct ImportOptions {
   /// and checked against the checkpoint here and recorded in the module
   /// attribute `etllm.lora`; the serializer's weight store merges them.
   std::vector<formats::LoraSpec> lora;
+  /// A llama.cpp mmproj GGUF completing a GGUF text model (`model.mmproj`):
+  /// recorded in the module attribute `etllm.mmproj` for the serializer.
+  std::string mmproj;
 };
 
 inline constexpr int64_t kDefaultMaxSeqLen = 2048;

@@ -57,6 +57,9 @@ def Etllm_Dialect : Dialect {
     /// Module attribute: the checkpoint parameters are read from.
     static constexpr ::llvm::StringLiteral kCheckpointAttrName =
         "etllm.checkpoint";
+    /// Module attribute: the llama.cpp mmproj GGUF a composite model's
+    /// vision tower and projector are read from, beside the checkpoint.
+    static constexpr ::llvm::StringLiteral kMmprojAttrName = "etllm.mmproj";
     /// Module attribute: LoRA adapters merged into the parameters when the
     /// serializer reads them, in order: an array of
     /// {path = "...", scale = <f64>} dictionaries.
