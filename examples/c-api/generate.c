@@ -190,6 +190,26 @@ int main(int argc, char **argv) {
                           runner, "A", NULL, 1, &config, NULL, NULL) ==
                           ETLLM_INVALID_ARGUMENT,
                       "NULL image paths");
+    {
+      /* A chat whose first message carries the PNG. */
+      etllm_chat *chat = etllm_chat_create(runner, NULL);
+      memset(&a, 0, sizeof a);
+      failures += check(chat != NULL &&
+                            etllm_chat_send_with_images(chat, "Describe it.",
+                                                        png, 0, &config,
+                                                        collect, &a) ==
+                                ETLLM_OK,
+                        "a chat turn without an image");
+      png[0] = argv[5];
+      failures += check(etllm_chat_send_with_images(chat, "And this?", png, 1,
+                                                    &config, collect, &a) ==
+                                ETLLM_OK &&
+                            etllm_runner_image_stats(runner, &images,
+                                                     &encode_ms) == ETLLM_OK &&
+                            images == 1,
+                        "a chat turn with an image");
+      etllm_chat_destroy(chat);
+    }
     etllm_runner_destroy(runner);
   }
   fprintf(stderr, "etllm %s C API: %s\n", etllm_version(),

@@ -176,6 +176,39 @@ etllm_runner *etllm_runner_create(const char *program_path,
   });
 }
 
+/// The images at `paths` as the runner's program preprocesses them.
+static etllm_status loadImages(llm::Runner &runner, const char *const *paths,
+                        size_t count, std::vector<llm::ImagePixels> &out) {
+  if (count == 0)
+    return ETLLM_OK;
+  if (!paths)
+    return failWith(ETLLM_INVALID_ARGUMENT, "image_paths is NULL");
+#ifdef ETLLM_C_IMAGES
+  const llm::VisionMethods *vision = runner.vision();
+  if (!vision)
+    return failWith(ETLLM_ERROR, runner.program().name() +
+                                     ": the program has no vision encoder "
+                                     "(images need a composite model's "
+                                     "program, e.g. LLaVA's)");
+  for (size_t i = 0; i < count; ++i) {
+    if (!paths[i])
+      return failWith(ETLLM_INVALID_ARGUMENT, "an image path is NULL");
+    image::Pixels px;
+    if (Status st = image::loadForModel(
+            paths[i], vision->preprocessorJson(),
+            runner.program().name() + " (image_preprocessor)", px);
+        !st.ok())
+      return failWith(ETLLM_ERROR, st.message());
+    out.push_back({px.height, px.width, std::move(px.chw)});
+  }
+  return ETLLM_OK;
+#else
+  (void)runner;
+  return failWith(ETLLM_ERROR,
+                  "images: this runtime was built without libpng/libjpeg");
+#endif
+}
+
 etllm_status etllm_runner_generate(etllm_runner *runner, const char *prompt,
                                    const etllm_generation_config *config,
                                    etllm_text_callback on_text,
@@ -191,38 +224,14 @@ etllm_status etllm_runner_generate_with_images(
   return guarded([&] {
     if (!runner || !prompt)
       return failWith(ETLLM_INVALID_ARGUMENT, "runner or prompt is NULL");
-    if (num_images > 0 && !image_paths)
-      return failWith(ETLLM_INVALID_ARGUMENT, "image_paths is NULL");
     llm::GenerationConfig gc;
     if (etllm_status st = toConfig(config, gc); st != ETLLM_OK)
       return st;
     std::vector<llm::ImagePixels> images;
-    if (num_images > 0) {
-#ifdef ETLLM_C_IMAGES
-      const llm::VisionMethods *vision = runner->runner->vision();
-      if (!vision)
-        return failWith(ETLLM_ERROR,
-                        runner->runner->program().name() +
-                            ": the program has no vision encoder (images "
-                            "need a composite model's program, e.g. "
-                            "LLaVA's)");
-      for (size_t i = 0; i < num_images; ++i) {
-        if (!image_paths[i])
-          return failWith(ETLLM_INVALID_ARGUMENT, "an image path is NULL");
-        image::Pixels px;
-        if (Status st = image::loadForModel(
-                image_paths[i], vision->preprocessorJson(),
-                runner->runner->program().name() + " (image_preprocessor)",
-                px);
-            !st.ok())
-          return failWith(ETLLM_ERROR, st.message());
-        images.push_back({px.height, px.width, std::move(px.chw)});
-      }
-#else
-      return failWith(ETLLM_ERROR, "images: this runtime was built without "
-                                   "libpng/libjpeg");
-#endif
-    }
+    if (etllm_status st =
+            loadImages(*runner->runner, image_paths, num_images, images);
+        st != ETLLM_OK)
+      return st;
     std::atomic<bool> stop{false};
     gc.cancel = &stop;
     auto stats = runner->runner->generate(
@@ -357,6 +366,14 @@ etllm_chat *etllm_chat_create(etllm_runner *runner, const char *system_prompt) {
 etllm_status etllm_chat_send(etllm_chat *chat, const char *user_message,
                              const etllm_generation_config *config,
                              etllm_text_callback on_text, void *user_data) {
+  return etllm_chat_send_with_images(chat, user_message, nullptr, 0, config,
+                                     on_text, user_data);
+}
+
+etllm_status etllm_chat_send_with_images(
+    etllm_chat *chat, const char *user_message, const char *const *image_paths,
+    size_t num_images, const etllm_generation_config *config,
+    etllm_text_callback on_text, void *user_data) {
   return guarded([&] {
     if (!chat || !user_message)
       return failWith(ETLLM_INVALID_ARGUMENT, "chat or user_message is NULL");
@@ -364,9 +381,14 @@ etllm_status etllm_chat_send(etllm_chat *chat, const char *user_message,
     gc.maxNewTokens = 1024;
     if (etllm_status st = toConfig(config, gc); st != ETLLM_OK)
       return st;
+    std::vector<llm::ImagePixels> images;
+    if (etllm_status st = loadImages(*chat->runner->runner, image_paths,
+                                     num_images, images);
+        st != ETLLM_OK)
+      return st;
     std::atomic<bool> stop{false};
     gc.cancel = &stop;
-    auto turn = chat->session->send(user_message, gc,
+    auto turn = chat->session->send(user_message, images, gc,
                                     textSink(on_text, user_data, stop));
     if (!turn.ok())
       return failWith(ETLLM_ERROR, turn.message());

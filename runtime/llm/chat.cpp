@@ -59,6 +59,7 @@ ChatSession::create(Runner &runner, const ChatOptions &options) {
 
 void ChatSession::reset() {
   messages_.clear();
+  images_.clear();
   if (!systemPrompt_.empty())
     messages_.push_back({"system", systemPrompt_});
   cachedText_.clear();
@@ -121,11 +122,43 @@ Result<ChatTurn>
 ChatSession::send(const std::string &userMessage,
                   const GenerationConfig &config,
                   const std::function<void(const std::string &)> &onText) {
+  return send(userMessage, {}, config, onText);
+}
+
+namespace {
+size_t countPlaceholders(const std::string &text) {
+  size_t n = 0;
+  for (size_t at = text.find(kImagePlaceholder); at != std::string::npos;
+       at = text.find(kImagePlaceholder, at + 1))
+    ++n;
+  return n;
+}
+} // namespace
+
+Result<ChatTurn>
+ChatSession::send(const std::string &userMessage,
+                  const std::vector<ImagePixels> &newImages,
+                  const GenerationConfig &config,
+                  const std::function<void(const std::string &)> &onText) {
+  std::string message = userMessage;
+  if (!newImages.empty() && countPlaceholders(message) == 0) {
+    std::string marks;
+    for (size_t i = 0; i < newImages.size(); ++i)
+      marks += std::string(kImagePlaceholder) + "\n";
+    message = marks + message;
+  }
+  if (!newImages.empty() && countPlaceholders(message) != newImages.size())
+    return Error("the message has " +
+                 std::to_string(countPlaceholders(message)) + " " +
+                 kImagePlaceholder + " placeholders for " +
+                 std::to_string(newImages.size()) + " images");
   std::vector<ChatMessage> next = messages_;
-  next.push_back({"user", userMessage});
+  next.push_back({"user", message});
   auto rendered = render(next);
   if (!rendered.ok())
     return rendered.error();
+  std::vector<ImagePixels> images = images_;
+  images.insert(images.end(), newImages.begin(), newImages.end());
   ChatTurn turn;
   std::vector<int32_t> tokens;
   if (!reuse_) {
@@ -134,15 +167,39 @@ ChatSession::send(const std::string &userMessage,
   }
   const std::vector<int32_t> &cached = runner_.cachedTokens();
   size_t cachedBefore = cached.size();
+  // Text, or (a conversation with images) its pieces around the images'
+  // placeholders, as this session tokenizes text.
+  std::vector<Runner::ImageAt> imageAt;
+  auto tokenize = [&](const std::string &text, size_t firstImage,
+                      size_t offset) -> Result<std::vector<int32_t>> {
+    if (images.empty())
+      return encode(text);
+    const size_t count = countPlaceholders(text);
+    if (firstImage + count != images.size())
+      return Error("the conversation has " +
+                   std::to_string(firstImage + count) + " " +
+                   kImagePlaceholder + " placeholders for " +
+                   std::to_string(images.size()) + " images");
+    auto p = runner_.tokenizeWithImages(
+        text, count, /*addBos=*/false,
+        [&](const std::string &piece) { return encode(piece); });
+    if (!p.ok())
+      return p.error();
+    for (size_t i = 0; i < count; ++i)
+      imageAt.push_back({offset + p->imageAt[i], &images[firstImage + i]});
+    return std::move(p->tokens);
+  };
   if (!cached.empty() &&
       rendered->compare(0, cachedText_.size(), cachedText_) == 0) {
-    auto suffix = encode(rendered->substr(cachedText_.size()));
-    if (!suffix.ok())
-      return suffix.error();
+    const std::string suffix = rendered->substr(cachedText_.size());
+    auto more = tokenize(suffix, images.size() - countPlaceholders(suffix),
+                         cached.size());
+    if (!more.ok())
+      return more.error();
     tokens = cached;
-    tokens.insert(tokens.end(), suffix->begin(), suffix->end());
+    tokens.insert(tokens.end(), more->begin(), more->end());
   } else {
-    auto all = encode(*rendered);
+    auto all = tokenize(*rendered, 0, 0);
     if (!all.ok())
       return all.error();
     tokens = std::move(*all);
@@ -154,7 +211,8 @@ ChatSession::send(const std::string &userMessage,
   // new message's last token kept); the runner prefills what follows the
   // kept start again.
   bool shifted = false;
-  if (int64_t(tokens.size()) >= maxSeq && config.shiftContext) {
+  if (int64_t(tokens.size()) >= maxSeq && config.shiftContext &&
+      images.empty()) {
     const size_t sink = std::min(
         size_t(std::max<int32_t>(config.sinkTokens, 0)), tokens.size());
     if (size_t drop = contextShiftDrop(
@@ -174,10 +232,14 @@ ChatSession::send(const std::string &userMessage,
   cfg.stopStrings.insert(cfg.stopStrings.end(), stopStrings_.begin(),
                          stopStrings_.end());
   std::string reply;
-  auto stats = runner_.continueWith(tokens, cfg, [&](const std::string &s) {
-    reply += s;
-    onText(s);
-  });
+  // (With images the runner does not shift a full context either.)
+  if (!images.empty())
+    cfg.shiftContext = false;
+  auto stats = runner_.continueWith(tokens, imageAt, cfg,
+                                    [&](const std::string &s) {
+                                      reply += s;
+                                      onText(s);
+                                    });
   if (!stats.ok()) {
     // The KV cache no longer matches any text we know.
     cachedText_.clear();
@@ -213,6 +275,7 @@ ChatSession::send(const std::string &userMessage,
   }
   messages_ = std::move(next);
   messages_.push_back({"assistant", reply});
+  images_ = std::move(images);
   turn.stats = std::move(*stats);
   turn.stats.contextShifts += shifted;
   turn.turn = ++turns_;

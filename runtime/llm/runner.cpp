@@ -214,7 +214,7 @@ Result<const float *> Runner::call(const int64_t *tokens, int64_t n,
 }
 
 void Runner::resetState() {
-  imageCacheEnd_ = 0;
+  cachedImageAt_.clear();
   module_->resetState();
   if (static_)
     static_->reset();
@@ -259,6 +259,51 @@ Runner::generate(const std::string &prompt, const GenerationConfig &config,
   return continueWith(*encoded, config, onText);
 }
 
+Result<Runner::ImagePrompt> Runner::tokenizeWithImages(
+    const std::string &text, size_t images, bool addBos,
+    const std::function<Result<std::vector<int32_t>>(const std::string &)>
+        &encode) const {
+  if (!vision_)
+    return Error(program_->name() +
+                 ": the program has no vision encoder (images need a "
+                 "composite model's program, e.g. LLaVA's)");
+  // The text around the placeholders; no placeholder: the images first.
+  const std::string mark = kImagePlaceholder;
+  std::vector<std::string> pieces;
+  for (size_t from = 0;;) {
+    size_t at = text.find(mark, from);
+    pieces.push_back(text.substr(from, at - from));
+    if (at == std::string::npos)
+      break;
+    from = at + mark.size();
+  }
+  if (pieces.size() == 1)
+    pieces.insert(pieces.begin(), images, std::string());
+  else if (pieces.size() - 1 != images)
+    return Error("the prompt has " + std::to_string(pieces.size() - 1) + " " +
+                 mark + " placeholders for " + std::to_string(images) +
+                 " images");
+  ImagePrompt out;
+  const int64_t n = vision_->imageSeqLen();
+  if (addBos && tokenizer_->bosId() >= 0)
+    out.tokens.push_back(tokenizer_->bosId());
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    if (i > 0) {
+      out.imageAt.push_back(out.tokens.size());
+      out.tokens.insert(out.tokens.end(), size_t(n),
+                        int32_t(vision_->imageTokenId()));
+    }
+    if (pieces[i].empty())
+      continue;
+    auto encoded = encode ? encode(pieces[i])
+                          : tokenizer_->encode(pieces[i], /*addBos=*/false);
+    if (!encoded.ok())
+      return encoded.error();
+    out.tokens.insert(out.tokens.end(), encoded->begin(), encoded->end());
+  }
+  return out;
+}
+
 Result<Stats>
 Runner::generate(const std::string &prompt,
                  const std::vector<ImagePixels> &images,
@@ -267,84 +312,51 @@ Runner::generate(const std::string &prompt,
   if (images.empty())
     return generate(prompt, config, onText);
   ETLLM_RETURN_IF_ERROR(validate(config));
-  if (!vision_)
-    return Error(program_->name() +
-                 ": the program has no vision encoder (images need a "
-                 "composite model's program, e.g. LLaVA's)");
-  if (callChunk_ > 0)
-    return Error("images with ring KV caches are not supported");
-  // The text around the placeholders; no placeholder: the images first.
-  const std::string mark = kImagePlaceholder;
-  std::vector<std::string> pieces;
-  for (size_t from = 0;;) {
-    size_t at = prompt.find(mark, from);
-    pieces.push_back(prompt.substr(from, at - from));
-    if (at == std::string::npos)
-      break;
-    from = at + mark.size();
-  }
-  if (pieces.size() == 1)
-    pieces.insert(pieces.begin(), images.size(), std::string());
-  else if (pieces.size() - 1 != images.size())
-    return Error("the prompt has " + std::to_string(pieces.size() - 1) +
-                 " " + mark + " placeholders for " +
-                 std::to_string(images.size()) + " images");
-  // Tokens (an image's placeholder ids) and where each image starts.
-  std::vector<int32_t> tokens;
-  std::vector<size_t> imageAt;
-  const int64_t n = vision_->imageSeqLen();
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    if (i > 0) {
-      imageAt.push_back(tokens.size());
-      tokens.insert(tokens.end(), size_t(n),
-                    int32_t(vision_->imageTokenId()));
-    }
-    if (pieces[i].empty() && !(i == 0 && config.addBos))
-      continue;
-    auto encoded = tokenizer_->encode(pieces[i], i == 0 && config.addBos);
-    if (!encoded.ok())
-      return encoded.error();
-    tokens.insert(tokens.end(), encoded->begin(), encoded->end());
-  }
-  if (int64_t(tokens.size()) > maxSeqLen_)
-    return Error("the prompt has " + std::to_string(tokens.size()) +
-                 " tokens with its images' " + std::to_string(n) +
-                 " each, more than the model's context of " +
-                 std::to_string(maxSeqLen_));
-  resetCache();
-  double encodeMs = 0;
-  // The text before, between and after the images through forward, each
-  // image's features through text_decoder, in order over one cache.
-  std::function<Result<const float *>()> prefill =
-      [&]() -> Result<const float *> {
-    Result<const float *> last = Error("the prompt is empty");
-    size_t done = 0;
-    for (size_t i = 0; i <= imageAt.size(); ++i) {
-      size_t end = i < imageAt.size() ? imageAt[i] : tokens.size();
-      if (end > done) {
-        std::vector<int64_t> text(tokens.begin() + done, tokens.begin() + end);
-        last = forward(text, int64_t(done));
-        if (!last.ok())
-          return last;
-      }
-      if (i == imageAt.size())
-        break;
-      double ms = 0;
-      last = vision_->prefill(images[i], int64_t(end), &ms);
+  auto p = tokenizeWithImages(prompt, images.size(), config.addBos);
+  if (!p.ok())
+    return p.error();
+  std::vector<ImageAt> at;
+  for (size_t i = 0; i < images.size(); ++i)
+    at.push_back({p->imageAt[i], &images[i]});
+  resetCache(); // new images: nothing cached is theirs
+  return continueFrom(p->tokens, at, config, onText);
+}
+
+Result<Stats>
+Runner::continueWith(const std::vector<int32_t> &tokens,
+                     const std::vector<ImageAt> &images,
+                     const GenerationConfig &config,
+                     const std::function<void(const std::string &)> &onText) {
+  return continueFrom(tokens, images, config, onText);
+}
+
+Result<const float *>
+Runner::prefillImages(const std::vector<int32_t> &tokens, size_t keep,
+                      const std::vector<ImageAt> &images, double *encodeMs) {
+  Result<const float *> last = Error("there are no tokens to feed");
+  const size_t n = size_t(vision_->imageSeqLen());
+  size_t done = keep;
+  for (size_t i = 0; i <= images.size(); ++i) {
+    if (i < images.size() && images[i].at + n <= keep)
+      continue; // cached
+    const size_t end = i < images.size() ? images[i].at : tokens.size();
+    if (end > done) {
+      std::vector<int64_t> text(tokens.begin() + done, tokens.begin() + end);
+      last = forward(text, int64_t(done));
       if (!last.ok())
         return last;
-      encodeMs += ms;
-      done = end + size_t(n);
-      imageCacheEnd_ = done;
     }
-    return last;
-  };
-  auto stats = continueFrom(tokens, config, onText, &prefill);
-  if (stats.ok()) {
-    stats->images = int64_t(images.size());
-    stats->imageEncodeMs = encodeMs;
+    if (i == images.size())
+      break;
+    double ms = 0;
+    last = vision_->prefill(*images[i].pixels, int64_t(end), &ms);
+    if (!last.ok())
+      return last;
+    *encodeMs += ms;
+    cachedImageAt_.push_back(end);
+    done = end + n;
   }
-  return stats;
+  return last;
 }
 
 size_t contextShiftDrop(size_t size, size_t sink, int64_t needed,
@@ -356,7 +368,7 @@ size_t contextShiftDrop(size_t size, size_t sink, int64_t needed,
 }
 
 Result<bool> Runner::shiftContext(int64_t sinkTokens, size_t incoming) {
-  if (imageCacheEnd_ > 0)
+  if (!cachedImageAt_.empty())
     return false; // an image's features cannot be fed again from its tokens
   auto t0 = Clock::now();
   const size_t sink =
@@ -386,15 +398,29 @@ Result<Stats>
 Runner::continueWith(const std::vector<int32_t> &tokens,
                      const GenerationConfig &config,
                      const std::function<void(const std::string &)> &onText) {
-  return continueFrom(tokens, config, onText, nullptr);
+  return continueFrom(tokens, {}, config, onText);
 }
 
 Result<Stats>
 Runner::continueFrom(const std::vector<int32_t> &tokens,
+                     const std::vector<ImageAt> &images,
                      const GenerationConfig &config,
-                     const std::function<void(const std::string &)> &onText,
-                     const std::function<Result<const float *>()> *prefill) {
+                     const std::function<void(const std::string &)> &onText) {
   ETLLM_RETURN_IF_ERROR(validate(config));
+  if (!images.empty()) {
+    if (!vision_)
+      return Error(program_->name() +
+                   ": the program has no vision encoder (images need a "
+                   "composite model's program, e.g. LLaVA's)");
+    if (callChunk_ > 0)
+      return Error("images with ring KV caches are not supported");
+    const size_t n = size_t(vision_->imageSeqLen());
+    for (size_t i = 0; i < images.size(); ++i)
+      if (!images[i].pixels || images[i].at + n > tokens.size() ||
+          (i > 0 && images[i].at < images[i - 1].at + n))
+        return Error("image " + std::to_string(i) +
+                     " is not at image positions of the tokens");
+  }
   Stats stats;
   stats.loadMs = loadMs_;
   auto start = Clock::now();
@@ -420,14 +446,33 @@ Runner::continueFrom(const std::vector<int32_t> &tokens,
   // in them, so the state is rebuilt from the start instead.
   if (callChunk_ > 0 && cache_.size() - keep > size_t(callChunk_))
     keep = 0;
-  if (keep > 0 && keep < imageCacheEnd_)
-    return Error("the tokens differ from the cached conversation inside an "
-                 "image (its features cannot be fed again from the tokens): "
-                 "start again with the images");
+  // A kept prefix that ends inside a cached image feeds that image again
+  // (whole), which needs its pixels; without them, from the start.
+  if (vision_) {
+    const size_t n = size_t(vision_->imageSeqLen());
+    for (size_t at : cachedImageAt_)
+      if (keep > at && keep < at + n) {
+        keep = at;
+        bool given = false;
+        for (const ImageAt &i : images)
+          given |= i.at == at;
+        if (!given)
+          return Error("the tokens differ from the cached conversation "
+                       "inside an image (its features cannot be fed again "
+                       "from the tokens): give the images again");
+      }
+    std::vector<size_t> still;
+    for (size_t at : cachedImageAt_)
+      if (at + n <= keep)
+        still.push_back(at);
+    cachedImageAt_ = std::move(still);
+  }
   if (keep == 0)
     resetState();
   cache_.resize(keep);
   stats.cachedTokens = int64_t(keep);
+  double encodeMs = 0; // the images encoded by this call's prefill
+  const size_t imagesBefore = cachedImageAt_.size();
   std::vector<int32_t> history = tokens;
   stats.promptTokens = int64_t(tokens.size() - keep);
   Sampler sampler(int32_t(vocab_), config.sampling);
@@ -459,8 +504,9 @@ Runner::continueFrom(const std::vector<int32_t> &tokens,
       break;
     }
     auto t0 = Clock::now();
-    auto logits =
-        step == 0 && prefill ? (*prefill)() : forward(input, pos);
+    auto logits = step == 0 && !images.empty()
+                      ? prefillImages(tokens, keep, images, &encodeMs)
+                      : forward(input, pos);
     if (!logits.ok()) {
       resetCache();
       return logits.error();
@@ -523,6 +569,8 @@ Runner::continueFrom(const std::vector<int32_t> &tokens,
   }
   if (stats.stopReason != "stop_string" && emitted < generated.size())
     onText(generated.substr(emitted));
+  stats.images = int64_t(cachedImageAt_.size() - imagesBefore);
+  stats.imageEncodeMs = encodeMs;
   stats.peakRssBytes = peakRssBytes();
   stats.plannedBytes =
       (static_ ? static_->plannedBytes() : method_->plannedBytes()) +

@@ -37,7 +37,9 @@ echo "built the examples with find_package(etllm_runtime) and pkg-config"
 "$(dirname "$etllm_export")/etllm-gen-checkpoint" --arch llava --format hf \
   --vocab 512 -o "$work/llava-hf" > /dev/null
 "$etllm_export" --quiet --model "$work/llava-hf" \
-  --tokenizer "$shared/models/stories260K/tok512.bin" -o "$work/llava.pte"
+  --tokenizer "$shared/models/stories260K/tok512.bin" \
+  --chat-template "$src/test/ChatTemplate/Inputs/meta-llama-Llama-2-7b-chat-hf.jinja" \
+  -o "$work/llava.pte"
 # The llama2.c reference's greedy text (portable recipe, exact).
 expected="Once upon a time, there was a little girl named Lily. She loved to play outside in the park."
 for app in "$work/generate/generate" "$work/generate-pc" "$work/c-api/generate_c"; do

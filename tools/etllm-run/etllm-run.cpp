@@ -52,7 +52,9 @@ void usage() {
       "  --prompt TEXT           text to continue (required without --chat)\n"
       "  --image FILE            a PNG or JPEG for a composite model (LLaVA),\n"
       "                          at the prompt's next <image> or, without one,\n"
-      "                          before the text (repeatable; default: none)\n"
+      "                          before the text; with --chat, in the first\n"
+      "                          message (/image FILE adds one to the next)\n"
+      "                          (repeatable; default: none)\n"
       "  --chat                  interactive chat with the model's chat "
       "template\n"
       "                          (default: off)\n"
@@ -152,8 +154,27 @@ void writeOut(const std::string &s) {
   std::fflush(stdout);
 }
 
+/// An image file as the program's image processor makes it (a composite
+/// model's program; the caller checked runner.vision()).
+Result<llm::ImagePixels> loadImage(llm::Runner &runner,
+                                   const std::string &path) {
+#ifdef ETLLM_RUN_IMAGES
+  image::Pixels px;
+  if (Status st = image::loadForModel(
+          path, runner.vision()->preprocessorJson(),
+          runner.program().name() + " (image_preprocessor)", px);
+      !st.ok())
+    return Error(st.message());
+  return llm::ImagePixels{px.height, px.width, std::move(px.chw)};
+#else
+  (void)runner;
+  return Error(path + ": this etllm-run was built without libpng/libjpeg");
+#endif
+}
+
 int chat(llm::Runner &runner, const llm::ChatOptions &options,
-         llm::GenerationConfig config, bool statsJson, bool verbosePrompt) {
+         llm::GenerationConfig config, bool statsJson, bool verbosePrompt,
+         std::vector<llm::ImagePixels> images) {
   auto session = llm::ChatSession::create(runner, options);
   if (!session.ok())
     return fail(session.message());
@@ -169,6 +190,9 @@ int chat(llm::Runner &runner, const llm::ChatOptions &options,
                "etllm-run: chat (context %lld tokens). /reset starts over, "
                "/quit or Ctrl-D leaves, Ctrl-C stops a reply.\n",
                (long long)runner.maxSeqLen());
+  if (runner.vision())
+    std::fprintf(stderr, "etllm-run: /image FILE adds an image to your next "
+                         "message (at its <image>, or first).\n");
   bool lastWasInterrupt = false;
   uint64_t seed = config.sampling.seed;
   while (true) {
@@ -198,10 +222,26 @@ int chat(llm::Runner &runner, const llm::ChatOptions &options,
       std::fprintf(stderr, "etllm-run: new conversation\n");
       continue;
     }
+    if (line.rfind("/image ", 0) == 0) {
+      if (!runner.vision()) {
+        std::fprintf(stderr, "etllm-run: the program has no vision encoder\n");
+        continue;
+      }
+      auto px = loadImage(runner, line.substr(7));
+      if (!px.ok()) {
+        std::fprintf(stderr, "etllm-run: %s\n", px.message().c_str());
+        continue;
+      }
+      images.push_back(std::move(*px));
+      std::fprintf(stderr, "etllm-run: %zu image(s) for the next message\n",
+                   images.size());
+      continue;
+    }
     if (line.empty())
       continue;
     config.sampling.seed = seed++;
-    auto turn = (*session)->send(line, config, writeOut);
+    auto turn = (*session)->send(line, images, config, writeOut);
+    images.clear();
     if (!turn.ok()) {
       std::fprintf(stderr, "etllm-run: %s\n", turn.message().c_str());
       continue;
@@ -387,9 +427,6 @@ int main(int argc, char **argv) {
     return fail(model.empty() ? "no model file given"
                               : "--prompt (or --chat) is required");
   }
-  if (chatMode && !imagePaths.empty())
-    return fail("--image needs --prompt (images in --chat turns are not "
-                "supported yet)");
 #ifndef ETLLM_RUN_IMAGES
   if (!imagePaths.empty())
     return fail("--image: this etllm-run was built without libpng/libjpeg");
@@ -429,27 +466,23 @@ int main(int argc, char **argv) {
                    static_cast<unsigned long long>(profile.executions()),
                    profile.table().c_str());
   };
+  if (!imagePaths.empty() && !(*runner)->vision())
+    return fail(model + ": --image: the program has no vision encoder (a "
+                        "composite model's program, e.g. LLaVA's)");
+  std::vector<llm::ImagePixels> images;
+  for (const std::string &path : imagePaths) {
+    auto px = loadImage(**runner, path);
+    if (!px.ok())
+      return fail(px.message());
+    images.push_back(std::move(*px));
+  }
   if (chatMode) {
-    const int rc = chat(**runner, chatOptions, config, statsJson, verbosePrompt);
+    const int rc = chat(**runner, chatOptions, config, statsJson,
+                        verbosePrompt, std::move(images));
     printProfile();
     return rc;
   }
 
-  std::vector<llm::ImagePixels> images;
-#ifdef ETLLM_RUN_IMAGES
-  if (!imagePaths.empty() && !(*runner)->vision())
-    return fail(model + ": --image: the program has no vision encoder (a "
-                        "composite model's program, e.g. LLaVA's)");
-  for (const std::string &path : imagePaths) {
-    image::Pixels px;
-    if (Status st = image::loadForModel(
-            path, (*runner)->vision()->preprocessorJson(),
-            model + " (image_preprocessor)", px);
-        !st.ok())
-      return fail(st.message());
-    images.push_back({px.height, px.width, std::move(px.chw)});
-  }
-#endif
   std::fwrite(prompt.data(), 1, prompt.size(), stdout);
   std::fflush(stdout);
   auto stats = (*runner)->generate(prompt, images, config,

@@ -161,6 +161,15 @@ etllm_chat_send(etllm_chat *chat, const char *user_message,
                 const etllm_generation_config *config,
                 etllm_text_callback on_text, void *user_data);
 
+/** etllm_chat_send with images (a composite model's program): each goes at
+ * the message's next "<image>", or the message starts with them; they stay
+ * part of the conversation. Errors as etllm_runner_generate_with_images'.
+ * Since API version 4. */
+ETLLM_C_EXPORT etllm_status etllm_chat_send_with_images(
+    etllm_chat *chat, const char *user_message, const char *const *image_paths,
+    size_t num_images, const etllm_generation_config *config,
+    etllm_text_callback on_text, void *user_data);
+
 /** Back to the start of the conversation (the system message only). */
 ETLLM_C_EXPORT void etllm_chat_reset(etllm_chat *chat);
 

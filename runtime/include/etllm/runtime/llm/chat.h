@@ -69,6 +69,15 @@ public:
   Result<ChatTurn> send(const std::string &userMessage,
                         const GenerationConfig &config,
                         const std::function<void(const std::string &)> &onText);
+  /// A turn with images (a composite model's program): each goes at the
+  /// message's next kImagePlaceholder, or, when it has none, the message
+  /// starts with one "<image>\n" per image. The images stay part of the
+  /// conversation (a turn that feeds the conversation again feeds them);
+  /// a conversation with images does not shift its context.
+  Result<ChatTurn> send(const std::string &userMessage,
+                        const std::vector<ImagePixels> &images,
+                        const GenerationConfig &config,
+                        const std::function<void(const std::string &)> &onText);
 
   /// Back to the start (the system message only), KV cache emptied.
   void reset();
@@ -91,6 +100,8 @@ private:
   std::vector<int32_t> stopIds_;
   std::vector<std::string> stopStrings_;
   std::vector<ChatMessage> messages_;
+  /// The conversation's images, in order (their placeholders in messages_).
+  std::vector<ImagePixels> images_;
   std::string systemPrompt_;
   bool reuse_ = true;
   /// The text whose tokens are in the KV cache.

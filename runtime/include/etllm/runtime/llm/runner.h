@@ -82,7 +82,8 @@ struct Stats {
   double prefillMs = 0; // the prompt's forward call
   double decodeMs = 0;  // forward calls of generated tokens after the first
   double samplingMs = 0;
-  /// Images of the prompt, and the vision encoder's time for all of them
+  /// Images this call encoded (a chat turn: its new ones), and the vision
+  /// encoder's time for them
   /// (part of prefillMs).
   int64_t images = 0;
   double imageEncodeMs = 0;
@@ -147,6 +148,38 @@ public:
            const std::function<void(const std::string &)> &onText);
   /// The image methods; null for a text-only program.
   const VisionMethods *vision() const { return vision_.get(); }
+
+  /// Where an image goes in a token sequence: its imageSeqLen() positions
+  /// start at `at` (the tokens there are image placeholders).
+  struct ImageAt {
+    size_t at = 0;
+    const ImagePixels *pixels = nullptr;
+  };
+  /// A prompt with images as tokens: the text between the placeholders
+  /// tokenized piece by piece (BOS first when `addBos`), each image's
+  /// positions filled with the image token.
+  struct ImagePrompt {
+    std::vector<int32_t> tokens;
+    std::vector<size_t> imageAt;
+  };
+  /// The tokens of `text` whose kImagePlaceholder marks go to `images`
+  /// images in order (none: the images first). `encode` tokenizes a piece
+  /// (default: the tokenizer's encode without BOS).
+  Result<ImagePrompt> tokenizeWithImages(
+      const std::string &text, size_t images, bool addBos,
+      const std::function<Result<std::vector<int32_t>>(const std::string &)>
+          &encode = nullptr) const;
+  /// continueWith over tokens that hold images: the cached prefix is kept
+  /// up to the first difference (never into an image: an image the prefix
+  /// ends inside is fed again, whole), then the text goes through forward
+  /// and each image's features through text_decoder, in order. The images
+  /// before the kept end are taken as cached (a conversation's earlier
+  /// images are the same); what is fed must hold every image after it.
+  Result<Stats>
+  continueWith(const std::vector<int32_t> &tokens,
+               const std::vector<ImageAt> &images,
+               const GenerationConfig &config,
+               const std::function<void(const std::string &)> &onText);
   Result<Stats>
   continueWith(const std::vector<int32_t> &tokens,
                const GenerationConfig &config,
@@ -181,12 +214,17 @@ private:
   /// The full context shifted to make room for `incoming` tokens
   /// (GenerationConfig::shiftContext); false when nothing can be dropped.
   Result<bool> shiftContext(int64_t sinkTokens, size_t incoming);
-  /// continueWith, the first call being `prefill` when given.
+  /// continueWith with images (none: text only).
   Result<Stats>
   continueFrom(const std::vector<int32_t> &tokens,
+               const std::vector<ImageAt> &images,
                const GenerationConfig &config,
-               const std::function<void(const std::string &)> &onText,
-               const std::function<Result<const float *>()> *prefill);
+               const std::function<void(const std::string &)> &onText);
+  /// The prefill of tokens[keep..] with the images that start there.
+  Result<const float *> prefillImages(const std::vector<int32_t> &tokens,
+                                      size_t keep,
+                                      const std::vector<ImageAt> &images,
+                                      double *encodeMs);
   /// Zeroes the KV state: the Module's buffers and a static program's
   /// caches.
   void resetState();
@@ -195,9 +233,10 @@ private:
   Method *method_ = nullptr; // `forward`, or null for a static program
   std::unique_ptr<StaticMethods> static_;
   std::unique_ptr<VisionMethods> vision_;
-  /// The cache holds an image's features up to this many positions (0:
-  /// none): they cannot be recomputed from the tokens.
-  size_t imageCacheEnd_ = 0;
+  /// Where the cache holds images' features: they cannot be recomputed
+  /// from the tokens (no context shift over them; a prefix ending inside
+  /// one feeds it again).
+  std::vector<size_t> cachedImageAt_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::vector<int32_t> stopIds_;
   int64_t maxSeqLen_ = 0, vocab_ = 0;
