@@ -478,18 +478,6 @@ Result<std::unique_ptr<Checkpoint>> openGgufFile(const std::string &path,
       return Error(where + ": data [" + std::to_string(info.offset) + ", +" +
                    std::to_string(info.nbytes) + ") runs past the end of the " +
                    std::to_string(dataSize) + "-byte data section");
-    if (role == GgufRole::Mmproj) {
-      TensorRef t;
-      t.sourceName = t.name = info.name;
-      t.file = path;
-      t.dtype = info.dtype;
-      t.shape = std::move(info.shape);
-      t.fileOffset = dataStart + info.offset;
-      t.data = file->data() + t.fileOffset;
-      t.nbytes = info.nbytes;
-      ETLLM_RETURN_IF_ERROR(b.addTensor(std::move(t)));
-      continue;
-    }
     if (adapter) {
       uint64_t at = dataStart + info.offset;
       ETLLM_RETURN_IF_ERROR(
@@ -497,7 +485,8 @@ Result<std::unique_ptr<Checkpoint>> openGgufFile(const std::string &path,
                            info.dtype, at, file->data() + at, info.nbytes));
       continue;
     }
-    if (!detail::ggufNameToHf(*family, info.name, 0).empty()) {
+    if (role == GgufRole::Model &&
+        !detail::ggufNameToHf(*family, info.name, 0).empty()) {
       // A stacked expert tensor [E, rows, cols]: one HF tensor per expert,
       // each a slice of the bytes (whole rows, so any ggml type).
       if (info.shape.size() != 3)
@@ -531,9 +520,11 @@ Result<std::unique_ptr<Checkpoint>> openGgufFile(const std::string &path,
       }
       continue;
     }
+    // (An mmproj's tensors keep their GGUF names: GgufMmproj.cpp maps them.)
     TensorRef t;
     t.sourceName = info.name;
-    t.name = detail::ggufNameToHf(*family, info.name);
+    if (role == GgufRole::Model)
+      t.name = detail::ggufNameToHf(*family, info.name);
     if (t.name.empty())
       t.name = info.name;
     t.file = path;
@@ -542,7 +533,7 @@ Result<std::unique_ptr<Checkpoint>> openGgufFile(const std::string &path,
     t.fileOffset = dataStart + info.offset;
     t.data = file->data() + t.fileOffset;
     t.nbytes = info.nbytes;
-    if (family->gguf.permutesQk) {
+    if (role == GgufRole::Model && family->gguf.permutesQk) {
       auto endsWith = [&](const std::string &s) {
         return t.name.size() >= s.size() &&
                t.name.compare(t.name.size() - s.size(), s.size(), s) == 0;

@@ -34,6 +34,18 @@ llvm::Error makeError(const llvm::Twine &message) {
                                              llvm::inconvertibleErrorCode());
 }
 
+/// The KV caches' types: key [1, KV, T, D] and value (MLA: the expanded
+/// per-head keys [nope | rope] and values StaticCache holds).
+std::pair<RankedTensorType, RankedTensorType> cacheTypes(GraphEmitter &e,
+                                                         int64_t maxSeq) {
+  const ModelConfig &c = e.config;
+  if (c.isMla())
+    return {e.tensorType({1, c.numHeads, maxSeq, c.qkHeadDim()}, e.dtype),
+            e.tensorType({1, c.numHeads, maxSeq, c.vHeadDim}, e.dtype)};
+  auto t = e.tensorType({1, c.numKvHeads, maxSeq, c.headDim}, e.dtype);
+  return {t, t};
+}
+
 /// The decoder from the embeddings `h` on, in the <Family>Model scope the
 /// caller entered: the rotary tables and masks (shared by every layer), the
 /// decoder layers with the family's blocks, the final norm; then, at the
@@ -43,13 +55,8 @@ Value buildDecoder(GraphEmitter &e, const ::etllm::ImportOptions &options,
   const ModelConfig &c = e.config;
   OpBuilder &b = e.b;
   BlockSet blocks = selectBlocks(e.family.blocks);
-  const int64_t Hkv = c.numKvHeads, Dh = c.headDim, T = maxSeq;
-  auto cacheType = e.tensorType({1, Hkv, T, Dh}, e.dtype);
-  auto valueCacheType = cacheType;
-  if (c.isMla()) {
-    cacheType = e.tensorType({1, c.numHeads, T, c.qkHeadDim()}, e.dtype);
-    valueCacheType = e.tensorType({1, c.numHeads, T, c.vHeadDim}, e.dtype);
-  }
+  const int64_t T = maxSeq;
+  auto [cacheType, valueCacheType] = cacheTypes(e, maxSeq);
   RotaryTables rotary = buildRotary(e, inputPos);
   // The sliding-window layers' own table, when they have their own base.
   const bool anySliding = llvm::is_contained(c.layerUsesSlidingWindow, true);
@@ -106,18 +113,11 @@ LogicalResult buildModel(GraphEmitter &e, const ::etllm::ImportOptions &options,
   const ModelConfig &c = e.config;
   OpBuilder &b = e.b;
   Type i64 = b.getI64Type(), f32 = b.getF32Type();
-  const int64_t Hkv = c.numKvHeads, Dh = c.headDim, V = c.vocabSize, T = maxSeq,
-                dyn = ShapedType::kDynamic;
+  const int64_t V = c.vocabSize, dyn = ShapedType::kDynamic;
 
-  // Mutable buffers: one K and one V cache per layer (MLA: the expanded
-  // per-head keys [nope | rope] and values StaticCache holds).
+  // Mutable buffers: one K and one V cache per layer.
   b.setInsertionPointToEnd(e.module.getBody());
-  auto cacheType = e.tensorType({1, Hkv, T, Dh}, e.dtype);
-  auto valueCacheType = cacheType;
-  if (c.isMla()) {
-    cacheType = e.tensorType({1, c.numHeads, T, c.qkHeadDim()}, e.dtype);
-    valueCacheType = e.tensorType({1, c.numHeads, T, c.vHeadDim}, e.dtype);
-  }
+  auto [cacheType, valueCacheType] = cacheTypes(e, maxSeq);
   for (int64_t i = 0; i < c.numLayers; ++i) {
     b.create<BufferOp>(e.loc, e.path(HfModule::Attention, i) + ".k_cache",
                        cacheType);

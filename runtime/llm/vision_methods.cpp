@@ -18,8 +18,9 @@ namespace {
 
 using json = nlohmann::json;
 
-Result<int64_t> positiveKey(const json &j, const char *key,
-                            const std::string &path) {
+/// A non-negative integer (at most 2^30) of the program's model config.
+Result<int64_t> configInt(const json &j, const char *key,
+                          const std::string &path) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_number_integer() || it->get<int64_t>() < 0 ||
       it->get<int64_t>() > (int64_t(1) << 30))
@@ -56,11 +57,11 @@ VisionMethods::open(Module &module, const std::string &path, int64_t vocab) {
   if (!config.is_object())
     return Error(path + ": the model config is not a JSON object");
   ETLLM_ASSIGN_OR_RETURN(v->imageTokenId_,
-                         positiveKey(config, "image_token_id", path));
+                         configInt(config, "image_token_id", path));
   ETLLM_ASSIGN_OR_RETURN(v->imageSeqLen_,
-                         positiveKey(config, "image_seq_len", path));
+                         configInt(config, "image_seq_len", path));
   ETLLM_ASSIGN_OR_RETURN(v->imageSize_,
-                         positiveKey(config, "vision_image_size", path));
+                         configInt(config, "vision_image_size", path));
   if (auto it = config.find("image_preprocessor");
       it != config.end() && it->is_string())
     v->preprocessor_ = it->get<std::string>();

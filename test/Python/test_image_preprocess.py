@@ -16,6 +16,7 @@ import pytest
 from PIL import Image
 
 import etllm
+import images as images_lib
 
 transformers = pytest.importorskip("transformers")
 
@@ -58,13 +59,7 @@ BILINEAR = {
 
 
 def _photo(w, h, seed):
-    """A smooth picture with noise (what JPEG is made for)."""
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:h, 0:w]
-    base = np.stack([x * 255.0 / max(w - 1, 1), y * 255.0 / max(h - 1, 1),
-                     (x + y) * 127.0 / max(w + h - 2, 1)], axis=-1)
-    noisy = base + rng.normal(0, 12, base.shape)
-    return np.clip(noisy, 0, 255).astype(np.uint8)
+    return images_lib.photo(w, h, seed)
 
 
 @pytest.fixture(scope="module")

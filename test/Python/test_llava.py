@@ -24,6 +24,7 @@ import pytest
 from PIL import Image
 
 import etllm
+import images as images_lib
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -73,12 +74,7 @@ def processor(checkpoint):
 
 
 def _photo(w, h, seed):
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:h, 0:w]
-    base = np.stack([x * 255.0 / max(w - 1, 1), y * 255.0 / max(h - 1, 1),
-                     (x + y) * 127.0 / max(w + h - 2, 1)], axis=-1)
-    return np.clip(base + rng.normal(0, 40, base.shape), 0, 255).astype(
-        np.uint8)
+    return images_lib.photo(w, h, seed, noise=40)
 
 
 @pytest.fixture(scope="module")
