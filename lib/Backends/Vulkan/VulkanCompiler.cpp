@@ -67,6 +67,44 @@ LogicalResult checkCachesAreLocal(func::FuncOp fn) {
   return result;
 }
 
+/// A KV cache buffer that Vulkan calls of two methods update (a composite
+/// model's forward and text_decoder, a static program's prefill and
+/// decode) would be two caches: each call keeps its own in its device
+/// memory, so one method would not see what the other wrote.
+LogicalResult checkCachesAreInOneMethod(func::FuncOp fn) {
+  auto module = fn->getParentOfType<ModuleOp>();
+  if (!module)
+    return success();
+  // Buffer symbol -> the methods whose Vulkan calls update it.
+  llvm::StringMap<llvm::SmallSetVector<StringRef, 2>> updaters;
+  module.walk([&](DelegateCallOp call) {
+    if (call.getBackend() != rvk::kBackendId)
+      return;
+    auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+    if (!callee)
+      return;
+    for (auto [i, operand] : llvm::enumerate(call.getOperands())) {
+      auto read = operand.getDefiningOp<BufferReadOp>();
+      if (!read)
+        continue;
+      bool updated = llvm::any_of(
+          callee.getArgument(i).getUsers(),
+          [](Operation *u) { return isa<KvCacheUpdateOp>(u); });
+      if (updated)
+        updaters[read.getName()].insert(
+            call->getParentOfType<func::FuncOp>().getSymName());
+    }
+  });
+  for (auto &entry : updaters)
+    if (entry.getValue().size() > 1)
+      return fn.emitError("vulkan: the KV cache ")
+             << entry.getKey() << " is updated by Vulkan calls of two methods ("
+             << entry.getValue()[0] << ", " << entry.getValue()[1]
+             << "): each call keeps its caches in its own device memory, so "
+                "one method would not see the other's entries";
+  return success();
+}
+
 class VulkanCompiler : public BackendCompiler {
 public:
   llvm::StringRef id() const override { return rvk::kBackendId; }
@@ -93,7 +131,7 @@ public:
 LogicalResult VulkanCompiler::serialize(
     func::FuncOp fn, DelegateContext &ctx, std::vector<uint8_t> &blob,
     std::vector<std::pair<std::string, std::string>> &specs) const {
-  if (failed(checkCachesAreLocal(fn)))
+  if (failed(checkCachesAreLocal(fn)) || failed(checkCachesAreInOneMethod(fn)))
     return failure();
   vk::PlanOptions options = vk::planOptions(fn, ctx.dynamicDimBound());
   FailureOr<vk::Plan> plan = vk::planFunction(fn, options);

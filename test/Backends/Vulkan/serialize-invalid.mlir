@@ -38,3 +38,30 @@ func.func @forward(%q: tensor<1x1x?x4xf32>, %k: tensor<1x1x?x4xf32>, %pos: tenso
   return %a : tensor<1x1x?x4xf32>
 }
 }
+
+// -----
+
+// Two methods (a composite model's forward and text_decoder) whose Vulkan
+// calls update one KV cache would each keep their own copy of it: refused.
+module attributes {etllm.model_config = #etllm.model_config<max_seq_len = 8>} {
+etllm.buffer @kc : tensor<1x1x8x4xf32>
+// expected-error @+1 {{vulkan: the KV cache kc is updated by Vulkan calls of two methods (forward, text_decoder)}}
+func.func private @vulkan_0(%c: tensor<1x1x8x4xf32>, %pos: tensor<?xi64>, %k: tensor<1x1x?x4xf32>) -> tensor<1x1x8x4xf32> attributes {etllm.backend = "vulkan"} {
+  %u = etllm.kv_cache.update %c[%pos], %k : (tensor<1x1x8x4xf32>, tensor<?xi64>, tensor<1x1x?x4xf32>) -> tensor<1x1x8x4xf32>
+  return %u : tensor<1x1x8x4xf32>
+}
+func.func private @vulkan_1(%c: tensor<1x1x8x4xf32>, %pos: tensor<?xi64>, %k: tensor<1x1x?x4xf32>) -> tensor<1x1x8x4xf32> attributes {etllm.backend = "vulkan"} {
+  %u = etllm.kv_cache.update %c[%pos], %k : (tensor<1x1x8x4xf32>, tensor<?xi64>, tensor<1x1x?x4xf32>) -> tensor<1x1x8x4xf32>
+  return %u : tensor<1x1x8x4xf32>
+}
+func.func @forward(%k: tensor<1x1x?x4xf32>, %pos: tensor<?xi64>) -> tensor<1x1x8x4xf32> {
+  %c = etllm.buffer.read @kc : tensor<1x1x8x4xf32>
+  %u = etllm.delegate.call "vulkan" @vulkan_0(%c, %pos, %k) : (tensor<1x1x8x4xf32>, tensor<?xi64>, tensor<1x1x?x4xf32>) -> tensor<1x1x8x4xf32>
+  return %u : tensor<1x1x8x4xf32>
+}
+func.func @text_decoder(%k: tensor<1x1x?x4xf32>, %pos: tensor<?xi64>) -> tensor<1x1x8x4xf32> {
+  %c = etllm.buffer.read @kc : tensor<1x1x8x4xf32>
+  %u = etllm.delegate.call "vulkan" @vulkan_1(%c, %pos, %k) : (tensor<1x1x8x4xf32>, tensor<?xi64>, tensor<1x1x?x4xf32>) -> tensor<1x1x8x4xf32>
+  return %u : tensor<1x1x8x4xf32>
+}
+}
