@@ -415,6 +415,14 @@ def main():
             seeds.add("safetensors", arch + "-hf",
                       read(os.path.join(h, "config.json")) + HF_SEPARATOR +
                       read(os.path.join(h, "model.safetensors")))
+        # A composite model (LLaVA: text_config, vision_config, the tower's
+        # and projector's tensors).
+        h = os.path.join(tmp, "llava-seed-hf")
+        run([T("etllm-gen-checkpoint"), "--arch", "llava", "--format", "hf",
+             "--vocab", "512", "-o", h])
+        seeds.add("safetensors", "llava-hf",
+                  read(os.path.join(h, "config.json")) + HF_SEPARATOR +
+                  read(os.path.join(h, "model.safetensors")))
         for gtype in ["f16", "bf16", "q8_0", "q4_0"]:
             g = os.path.join(tmp, "llama-%s.gguf" % gtype)
             # ggml blocks are 32 wide: rows of 32 and 64.

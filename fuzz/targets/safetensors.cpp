@@ -23,6 +23,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   etllm::fuzz::writeScratch("hf/config.json", parts[0]);
   etllm::fuzz::writeScratch("hf/model.safetensors", parts[1]);
+  // A composite model (LLaVA) also reads its image processor's
+  // configuration: a fixed CLIP one, so the input's config.json and tensors
+  // go the whole way.
+  etllm::fuzz::writeScratch(
+      "hf/preprocessor_config.json",
+      R"({"do_resize": true, "size": {"shortest_edge": 32}, "resample": 3,
+          "do_center_crop": true, "crop_size": {"height": 32, "width": 32},
+          "do_rescale": true, "rescale_factor": 0.00392156862745098,
+          "do_normalize": true, "image_mean": [0.5, 0.5, 0.5],
+          "image_std": [0.5, 0.5, 0.5]})");
   etllm::fuzz::fuzzCheckpoint(etllm::fuzz::scratchDir() + "/hf");
   return 0;
 }
