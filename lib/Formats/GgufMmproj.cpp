@@ -133,7 +133,7 @@ attachMmproj(std::unique_ptr<Checkpoint> text, const std::string &path) {
   const models::MultimodalSpec *spec =
       models::findMultimodalByModelType("llava");
   c.multimodalType = spec->modelType;
-  c.visionArch = spec->visionArch;
+  c.visionArch = "clip"; // projector type mlp: LLaVA-1.5's CLIP tower
   ETLLM_ASSIGN_OR_RETURN(c.visionHiddenSize,
                          uintKey("clip.vision.embedding_length", 1,
                                  kMaxConfigDim));

@@ -123,13 +123,21 @@ const MultimodalSpec *specOf(const json &root) {
 
 Status readVisionTower(const Keys &v, const MultimodalSpec &spec,
                        ModelConfig &c) {
-  std::string type;
-  ETLLM_ASSIGN_OR_RETURN(type, v.string("model_type", spec.visionModelType));
-  if (type != spec.visionModelType)
+  // The first tower is LlavaConfig's default.
+  std::string type, supported;
+  ETLLM_ASSIGN_OR_RETURN(type, v.string("model_type", spec.towers[0].from));
+  c.visionArch.clear();
+  for (const models::TensorRename &t : spec.towers) {
+    supported += (supported.empty() ? "" : ", ") + std::string(t.from);
+    if (type == t.from)
+      c.visionArch = t.to;
+  }
+  if (c.visionArch.empty())
     return v.error("model_type", "'" + type + "' is not supported for " +
                                      spec.hfArchitecture + " (supported: " +
-                                     spec.visionModelType + ")");
-  c.visionArch = spec.visionArch;
+                                     supported + ")");
+  // The defaults of transformers' CLIPVisionConfig and SiglipVisionConfig.
+  const bool clip = c.visionArch == "clip";
   ETLLM_ASSIGN_OR_RETURN(c.visionHiddenSize,
                          v.integer("hidden_size", 768, 1, kMaxConfigDim));
   ETLLM_ASSIGN_OR_RETURN(
@@ -142,12 +150,12 @@ Status readVisionTower(const Keys &v, const MultimodalSpec &spec,
   ETLLM_ASSIGN_OR_RETURN(c.visionImageSize,
                          v.integer("image_size", 224, 1, 4096));
   ETLLM_ASSIGN_OR_RETURN(c.visionPatchSize,
-                         v.integer("patch_size", 32, 1, 4096));
+                         v.integer("patch_size", clip ? 32 : 16, 1, 4096));
   ETLLM_ASSIGN_OR_RETURN(c.visionLayerNormEps,
-                         v.real("layer_norm_eps", 1e-5));
+                         v.real("layer_norm_eps", clip ? 1e-5 : 1e-6));
   ETLLM_ASSIGN_OR_RETURN(
       c.visionHiddenAct,
-      v.choice("hidden_act", "quick_gelu",
+      v.choice("hidden_act", clip ? "quick_gelu" : "gelu_pytorch_tanh",
                {"quick_gelu", "gelu", "gelu_pytorch_tanh"}));
   int64_t channels;
   ETLLM_ASSIGN_OR_RETURN(channels, v.integer("num_channels", 3, 1, 1024));
@@ -231,7 +239,10 @@ Result<ModelConfig> parseMultimodalConfig(const std::string &jsonText,
   ETLLM_ASSIGN_OR_RETURN(c.imageTokenId,
                          top.integer(tokenKey, 32000, 0, c.vocabSize - 1));
   int64_t side = c.visionImageSize / c.visionPatchSize;
-  c.imageSeqLen = side * side + (c.visionDropClassToken ? 0 : 1);
+  // transformers' `default` strategy drops the first feature whichever the
+  // tower (a SigLIP tower's is a patch).
+  c.imageSeqLen = side * side + (c.visionArch == "clip" ? 1 : 0) -
+                  (c.visionDropClassToken ? 1 : 0);
   Status s = validateVision(c);
   if (!s.ok())
     return Error(source + ": " + s.message());
@@ -290,15 +301,21 @@ void appendVisionTensors(const ModelConfig &c,
     if (bias)
       out.push_back({path + ".bias", {o}, false, true});
   };
-  out.push_back({tower + ".embeddings.class_embedding", {d}, false, true});
+  const bool clip = c.visionArch == "clip";
+  if (clip)
+    out.push_back({tower + ".embeddings.class_embedding", {d}, false, true});
   out.push_back(
       {tower + ".embeddings.patch_embedding.weight", {d, 3, p, p}, false,
        false});
+  if (!clip) // SigLIP's patch convolution has a bias
+    out.push_back(
+        {tower + ".embeddings.patch_embedding.bias", {d}, false, true});
   out.push_back({tower + ".embeddings.position_embedding.weight",
-                 {side * side + 1, d},
+                 {side * side + (clip ? 1 : 0), d},
                  false,
                  false});
-  norm(tower + ".pre_layrnorm");
+  if (clip)
+    norm(tower + ".pre_layrnorm");
   for (int64_t i = 0; i < c.visionNumLayers; ++i) {
     std::string l = tower + ".encoder.layers." + std::to_string(i);
     for (const char *m : {"q_proj", "k_proj", "v_proj", "out_proj"})
@@ -331,7 +348,7 @@ Result<std::string> multimodalHfConfigJson(const ModelConfig &c,
   j["model_type"] = spec->modelType;
   j["text_config"] = text;
   j["vision_config"] = {
-      {"model_type", spec->visionModelType},
+      {"model_type", models::towerModelType(*spec, c.visionArch)},
       {"hidden_size", c.visionHiddenSize},
       {"intermediate_size", c.visionIntermediateSize},
       {"num_hidden_layers", c.visionNumLayers},
@@ -343,6 +360,8 @@ Result<std::string> multimodalHfConfigJson(const ModelConfig &c,
       {"num_channels", 3},
       {"projection_dim", c.visionHiddenSize},
   };
+  if (c.visionArch == "siglip") // no attention-pooling head is written
+    j["vision_config"]["vision_use_head"] = false;
   j["vision_feature_layer"] = c.visionLayersUsed - c.visionNumLayers - 1;
   j["vision_feature_select_strategy"] =
       c.visionDropClassToken ? "default" : "full";

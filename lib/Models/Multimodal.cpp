@@ -17,8 +17,7 @@ const std::vector<MultimodalSpec> &specs() {
   static const std::vector<MultimodalSpec> all = {
       {"llava",
        "LlavaForConditionalGeneration",
-       "clip_vision_model",
-       "clip",
+       {{"clip_vision_model", "clip"}, {"siglip_vision_model", "siglip"}},
        {
            {"language_model.model.", "model."},
            {"language_model.lm_head.", "lm_head."},
@@ -38,6 +37,14 @@ const std::vector<MultimodalSpec> &specs() {
 }
 
 } // namespace
+
+const char *towerModelType(const MultimodalSpec &spec,
+                           std::string_view visionArch) {
+  for (const TensorRename &t : spec.towers)
+    if (visionArch == t.to)
+      return t.from;
+  return nullptr;
+}
 
 const MultimodalSpec *findMultimodalByModelType(std::string_view modelType) {
   for (const MultimodalSpec &s : specs())

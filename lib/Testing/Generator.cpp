@@ -382,8 +382,19 @@ Status generateHf(const GeneratorOptions &o, const ModelConfig &c) {
   ETLLM_RETURN_IF_ERROR(w.finish());
   if (!c.hasVision())
     return Status();
-  // CLIPImageProcessor's configuration at the tower's input size.
   const std::string side = std::to_string(c.visionImageSize);
+  if (c.visionArch == "siglip") // SiglipImageProcessor's
+    return detail::writeTextFile(
+        detail::joinPath(o.output, "preprocessor_config.json"),
+        "{\n  \"image_processor_type\": \"SiglipImageProcessor\",\n"
+        "  \"do_resize\": true,\n  \"size\": {\"height\": " +
+            side + ", \"width\": " + side +
+            "},\n  \"resample\": 3,\n  \"do_rescale\": true,\n"
+            "  \"rescale_factor\": 0.00392156862745098,\n"
+            "  \"do_normalize\": true,\n"
+            "  \"image_mean\": [0.5, 0.5, 0.5],\n"
+            "  \"image_std\": [0.5, 0.5, 0.5]\n}\n");
+  // CLIPImageProcessor's configuration at the tower's input size.
   return detail::writeTextFile(
       detail::joinPath(o.output, "preprocessor_config.json"),
       "{\n  \"image_processor_type\": \"CLIPImageProcessor\",\n"
@@ -827,13 +838,16 @@ float generatorValue(uint64_t seed, const std::string &hfName, bool isNorm,
 Status setVision(const models::MultimodalSpec &mm, const std::string &preset,
                  ModelConfig &c) {
   struct Tower {
-    const char *name;
+    const char *name, *arch;
     int64_t hidden, ffn, layers, heads, image, patch;
   };
   static const Tower kTowers[] = {
-      {"tiny", 32, 64, 3, 4, 32, 8},
-      {"clip-vit-b16", 768, 3072, 12, 12, 224, 16},
-      {"clip-vit-l14-336", 1024, 4096, 24, 16, 336, 14},
+      {"tiny", "clip", 32, 64, 3, 4, 32, 8},
+      {"clip-vit-b16", "clip", 768, 3072, 12, 12, 224, 16},
+      {"clip-vit-l14-336", "clip", 1024, 4096, 24, 16, 336, 14},
+      // LLaVA-Interleave's kind: a SigLIP tower, its last layer, every
+      // feature (vision_feature_layer -1, strategy full).
+      {"siglip-tiny", "siglip", 32, 64, 3, 4, 32, 8},
   };
   const Tower *t = nullptr;
   std::string names;
@@ -846,22 +860,23 @@ Status setVision(const models::MultimodalSpec &mm, const std::string &preset,
     return Error("unknown --vision-preset '" + preset + "' (supported: " +
                  names + ")");
   c.multimodalType = mm.modelType;
-  c.visionArch = mm.visionArch;
+  c.visionArch = t->arch;
   c.visionHiddenSize = t->hidden;
   c.visionIntermediateSize = t->ffn;
   c.visionNumLayers = t->layers;
   c.visionNumHeads = t->heads;
   c.visionImageSize = t->image;
   c.visionPatchSize = t->patch;
-  c.visionLayerNormEps = 1e-5;
-  c.visionHiddenAct = "quick_gelu";
-  c.visionLayersUsed = t->layers - 1;
-  c.visionDropClassToken = true;
+  const bool clip = c.visionArch == "clip";
+  c.visionLayerNormEps = clip ? 1e-5 : 1e-6;
+  c.visionHiddenAct = clip ? "quick_gelu" : "gelu_pytorch_tanh";
+  c.visionLayersUsed = clip ? t->layers - 1 : t->layers;
+  c.visionDropClassToken = clip;
   c.projectorHiddenAct = "gelu";
   c.projectorBias = true;
   c.imageTokenId = c.vocabSize - 1;
   const int64_t side = t->image / t->patch;
-  c.imageSeqLen = side * side;
+  c.imageSeqLen = side * side; // CLIP: its class token dropped
   return detail::validateVision(c);
 }
 

@@ -1,8 +1,10 @@
-"""A vision encoder composed with a decoder (LLaVA, issue 34): a tiny random
-LlavaForConditionalGeneration made by etllm-gen-checkpoint (CLIP-ViT tower
-of 3 layers over 32 x 32 images, feature layer -2 without the class token,
-the GELU projector, a Llama decoder), exported through etllm-export, checked
-against transformers' own model in float64 on the same files:
+"""A vision encoder composed with a decoder (LLaVA, issue 34): tiny random
+LlavaForConditionalGeneration checkpoints made by etllm-gen-checkpoint (a
+CLIP-ViT tower of 3 layers over 32 x 32 images, feature layer -2 without the
+class token; or, as LLaVA-Interleave, a SigLIP tower, its last layer, every
+feature; the GELU projector, a Llama decoder), exported through
+etllm-export, checked against transformers' own model in float64 on the
+same files:
 
 - the program's `vision_encoder` gives LlavaModel.get_image_features and its
   `text_decoder` the logits of the whole model for an image + prompt, within
@@ -35,11 +37,23 @@ IMAGE_TOKEN = VOCAB - 1  # the generator's image_token_index
 IMAGE_SEQ = 16           # (32 / 8)^2 patches, the class token dropped
 
 
+# The towers: etllm-gen-checkpoint's --vision-preset, and the image
+# processor class transformers pairs with it.
+TOWERS = {"tiny": "CLIPImageProcessorPil",
+          "siglip-tiny": "SiglipImageProcessorPil"}
+
+
+@pytest.fixture(scope="module", params=sorted(TOWERS))
+def tower(request):
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory, tool):
-    d = tmp_path_factory.mktemp("llava") / "hf"
+def checkpoint(tmp_path_factory, tool, tower):
+    d = tmp_path_factory.mktemp("llava-" + tower) / "hf"
     subprocess.run([tool("etllm-gen-checkpoint"), "--arch", "llava",
-                    "--format", "hf", "--vocab", str(VOCAB), "-o", str(d)],
+                    "--format", "hf", "--vocab", str(VOCAB), "--vision-preset",
+                    tower, "-o", str(d)],
                    check=True, capture_output=True)
     return d
 
@@ -67,10 +81,10 @@ def reference(checkpoint):
 
 
 @pytest.fixture(scope="module")
-def processor(checkpoint):
+def processor(checkpoint, tower):
     cfg = json.loads((checkpoint / "preprocessor_config.json").read_text())
     cfg.pop("image_processor_type", None)
-    return transformers.CLIPImageProcessorPil(**cfg)
+    return getattr(transformers, TOWERS[tower])(**cfg)
 
 
 def _photo(w, h, seed):
@@ -128,8 +142,7 @@ def test_methods_match_float64(programs, reference, checkpoint, recipe):
         ref_logits = reference(input_ids=torch.tensor([ids]),
                                pixel_values=px64).logits[0, -1].numpy()
         ref_features = reference.model.get_image_features(
-            pixel_values=px64, vision_feature_layer=-2,
-            vision_feature_select_strategy="default").pooler_output
+            pixel_values=px64).pooler_output
         ref_features = torch.cat(list(ref_features)).numpy()
 
     encoder = etllm.Program(programs[recipe], method="vision_encoder")
@@ -259,11 +272,13 @@ MMPROJ = (pathlib.Path(__file__).resolve().parents[2] / "scripts" / "lib"
 
 
 @pytest.fixture(scope="module")
-def gguf_pair(checkpoint, tool):
+def gguf_pair(checkpoint, tool, tower):
     """The same weights as llama.cpp keeps them: the decoder as a llama GGUF
     (the generator's values depend on the tensor's name and the seed, so the
     tiny llama is the LLaVA's decoder) and the tower + projector as an mmproj
     (f32; and with the legacy converter's fc1/fc2 names)."""
+    if tower != "tiny":
+        pytest.skip("llama.cpp's mmproj of projector type mlp is a CLIP tower")
     d = checkpoint.parent
     subprocess.run([tool("etllm-gen-checkpoint"), "--arch", "llama",
                     "--format", "gguf", "--vocab", str(VOCAB), "-o",

@@ -33,7 +33,7 @@ const char *kOptions =
     "         [--tied|--untied] [--rope-scaling none|llama3|linear:F|\n"
     "          yarn:FACTOR:ORIGINAL:MSCALE:MSCALE_ALL_DIM]\n"
     "         [--q-lora-rank N --kv-lora-rank N --gguf-kv-b split|joint]\n"
-    "         [--vision-preset tiny|clip-vit-b16|clip-vit-l14-336]\n"
+    "         [--vision-preset tiny|clip-vit-b16|clip-vit-l14-336|siglip-tiny]\n"
     "         [--seed S] [--verify] -o OUT\n"
     "\n"
     "Writes an HF directory (config.json + model.safetensors) or the GGUF\n"

@@ -468,8 +468,10 @@ def : CoreField<"vision", CfgNested<VisionAttr>, "",
                 "vision encoder and projector (absent: text only)">;
 def : VisionField<"multimodal_type", CfgChoice<["llava"]>, "multimodalType",
                   "the composite model's model_type (\"\": text only)">;
-def : VisionField<"vision_arch", CfgChoice<["clip"]>, "visionArch",
-                  "the vision tower: clip (CLIPVisionModel)">;
+def : VisionField<"vision_arch", CfgChoice<["clip", "siglip"]>, "visionArch",
+                  "the vision tower: clip (CLIPVisionModel: class token, "
+                  "pre-LayerNorm) or siglip (SiglipVisionModel: patch bias, "
+                  "no class token)">;
 def : VisionField<"vision_hidden_size", CfgInt, "visionHiddenSize",
                   "vision_config.hidden_size">;
 def : VisionField<"vision_intermediate_size", CfgInt,
@@ -499,8 +501,9 @@ def : VisionField<"vision_layers_used", CfgInt, "visionLayersUsed",
 }
 def : VisionField<"vision_drop_class_token", CfgBool,
                   "visionDropClassToken",
-                  "vision_feature_select_strategy default: the class "
-                  "token's feature is dropped">;
+                  "vision_feature_select_strategy default: the first "
+                  "feature (CLIP's class token; a SigLIP tower's first "
+                  "patch, as transformers drops it) is dropped">;
 def : VisionField<"projector_hidden_act", CfgChoice<["gelu"]>,
                   "projectorHiddenAct",
                   "the 2-layer projector's activation">;

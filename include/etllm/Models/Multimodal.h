@@ -28,10 +28,9 @@ struct MultimodalSpec {
   /// config.json's top-level model_type ("llava") and class.
   const char *modelType;
   const char *hfArchitecture;
-  /// vision_config.model_type of the one tower supported, and its
-  /// ModelConfig::visionArch spelling.
-  const char *visionModelType;
-  const char *visionArch;
+  /// The towers supported: vision_config.model_type and the
+  /// ModelConfig::visionArch spelling of each.
+  std::vector<TensorRename> towers;
   /// First match wins; a tensor that matches none keeps its name.
   std::vector<TensorRename> renames;
   /// Canonical prefixes to the names the hub's checkpoints use (what the
@@ -52,6 +51,10 @@ std::string supportedMultimodalArchitectures();
 std::string canonicalTensorName(const MultimodalSpec &spec,
                                 std::string_view name);
 
+/// vision_config.model_type of the tower `visionArch` (null: not one of
+/// the spec's).
+const char *towerModelType(const MultimodalSpec &spec,
+                           std::string_view visionArch);
 /// A canonical `name` as the hub's checkpoints spell it.
 std::string hubTensorName(const MultimodalSpec &spec, std::string_view name);
 

@@ -143,7 +143,8 @@ LogicalResult mlir::etllm::verifyVisionConfigRules(
                        << " is not in 1 .. vision_num_layers ("
                        << p.visionNumLayers << ")";
   int64_t side = p.visionImageSize / p.visionPatchSize;
-  int64_t tokens = side * side + (p.visionDropClassToken ? 0 : 1);
+  int64_t tokens = side * side + (p.visionArch == "clip" ? 1 : 0) -
+                   (p.visionDropClassToken ? 1 : 0);
   if (p.imageSeqLen != tokens)
     return emitError() << "image_seq_len " << p.imageSeqLen
                        << " is not the encoder's " << tokens << " features";

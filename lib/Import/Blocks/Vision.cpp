@@ -4,9 +4,11 @@
 // (LlavaModel.get_image_features): the CLIP vision tower
 // (CLIPVisionEmbeddings: the patch convolution, the class token and learned
 // positions; pre_layrnorm; CLIPEncoderLayers with pre-LayerNorm attention
-// without a mask and a fc1/act/fc2 MLP) up to the hidden state
-// `vision_feature_layer` selects, the class token dropped by the `default`
-// strategy, then LlavaMultiModalProjector (linear_1, GELU, linear_2). The
+// without a mask and a fc1/act/fc2 MLP) or the SigLIP one (the same layers;
+// a patch convolution with a bias, no class token, no pre-LayerNorm) up to
+// the hidden state `vision_feature_layer` selects, the first feature
+// dropped by the `default` strategy, then LlavaMultiModalProjector
+// (linear_1, GELU, linear_2). The
 // patch convolution (stride = kernel) is an unfold (reshape, permute) and a
 // linear over the weight's [D, 3*P*P] view, as the ATen importer maps it.
 //
@@ -22,6 +24,12 @@ using namespace mlir::etllm;
 
 namespace etllm::import {
 namespace {
+
+/// A tower module's class: "CLIP" or "Siglip" + `suffix`.
+std::string towerClass(const GraphEmitter &e, const char *suffix) {
+  return (e.config.visionArch == "clip" ? "CLIP" : "Siglip") +
+         std::string(suffix);
+}
 
 Value layerNorm(GraphEmitter &e, const std::string &path, Value x,
                 int64_t d) {
@@ -47,7 +55,7 @@ Value attention(GraphEmitter &e, const std::string &path, Value x,
                 int64_t tokens) {
   const formats::ModelConfig &c = e.config;
   const int64_t d = c.visionHiddenSize, h = c.visionNumHeads, dh = d / h;
-  GraphEmitter::Scope s(e, path, "CLIPAttention");
+  GraphEmitter::Scope s(e, path, towerClass(e, "Attention"));
   auto heads = [&](const char *proj) {
     Value v = e.linear(path + "." + proj, x, d, d, true);
     return e.transpose(e.reshape(v, {1, tokens, h, dh}), 1, 2);
@@ -67,13 +75,13 @@ Value encoderLayer(GraphEmitter &e, const std::string &path, Value x,
                    int64_t tokens) {
   const formats::ModelConfig &c = e.config;
   const int64_t d = c.visionHiddenSize, f = c.visionIntermediateSize;
-  GraphEmitter::Scope s(e, path, "CLIPEncoderLayer");
+  GraphEmitter::Scope s(e, path, towerClass(e, "EncoderLayer"));
   Value h = layerNorm(e, path + ".layer_norm1", x, d);
   x = e.val<AddOp>(x, attention(e, path + ".self_attn", h, tokens));
   h = layerNorm(e, path + ".layer_norm2", x, d);
   {
     std::string mlp = path + ".mlp";
-    GraphEmitter::Scope m(e, mlp, "CLIPMLP");
+    GraphEmitter::Scope m(e, mlp, towerClass(e, "MLP"));
     h = e.linear(mlp + ".fc1", h, f, d, true);
     h = activation(e, c.visionHiddenAct, h);
     h = e.linear(mlp + ".fc2", h, d, f, true);
@@ -85,15 +93,16 @@ Value encoderLayer(GraphEmitter &e, const std::string &path, Value x,
 
 Value buildVisionEncoder(GraphEmitter &e, Value pixels) {
   const formats::ModelConfig &c = e.config;
+  const bool clip = c.visionArch == "clip"; // else SigLIP
   const int64_t d = c.visionHiddenSize, p = c.visionPatchSize,
                 g = c.visionImageSize / p, patches = g * g,
-                tokens = patches + 1, D = c.hiddenSize;
+                tokens = patches + (clip ? 1 : 0), D = c.hiddenSize;
   const std::string tower = models::kVisionTowerPath;
   Value x = e.castTo(pixels, e.dtype);
   {
-    GraphEmitter::Scope t(e, tower, "CLIPVisionTransformer");
+    GraphEmitter::Scope t(e, tower, towerClass(e, "VisionTransformer"));
     std::string emb = tower + ".embeddings";
-    GraphEmitter::Scope s(e, emb, "CLIPVisionEmbeddings");
+    GraphEmitter::Scope s(e, emb, towerClass(e, "VisionEmbeddings"));
     Value patch;
     {
       std::string conv = emb + ".patch_embedding";
@@ -103,10 +112,15 @@ Value buildVisionEncoder(GraphEmitter &e, Value pixels) {
       x = e.reshape(x, {1, patches, 3 * p * p});
       Value w = e.reshape(e.param(conv + ".weight", {d, 3, p, p}),
                           {d, 3 * p * p});
-      patch = e.val<LinearOp>(x, w, Value());
+      Value bias = clip ? Value() : e.param(conv + ".bias", {d});
+      patch = e.val<LinearOp>(x, w, bias);
     }
-    Value cls = e.reshape(e.param(emb + ".class_embedding", {d}), {1, 1, d});
-    x = e.val<CatOp>(ValueRange{cls, patch}, e.b.getI64IntegerAttr(1));
+    x = patch;
+    if (clip) {
+      Value cls =
+          e.reshape(e.param(emb + ".class_embedding", {d}), {1, 1, d});
+      x = e.val<CatOp>(ValueRange{cls, patch}, e.b.getI64IntegerAttr(1));
+    }
     Value pos;
     {
       std::string pe = emb + ".position_embedding";
@@ -116,10 +130,11 @@ Value buildVisionEncoder(GraphEmitter &e, Value pixels) {
     x = e.val<AddOp>(x, pos);
   }
   {
-    GraphEmitter::Scope t(e, tower, "CLIPVisionTransformer");
-    x = layerNorm(e, tower + ".pre_layrnorm", x, d);
+    GraphEmitter::Scope t(e, tower, towerClass(e, "VisionTransformer"));
+    if (clip)
+      x = layerNorm(e, tower + ".pre_layrnorm", x, d);
     std::string enc = tower + ".encoder";
-    GraphEmitter::Scope s(e, enc, "CLIPEncoder");
+    GraphEmitter::Scope s(e, enc, towerClass(e, "Encoder"));
     for (int64_t i = 0; i < c.visionLayersUsed; ++i)
       x = encoderLayer(e, enc + ".layers." + std::to_string(i), x, tokens);
   }
