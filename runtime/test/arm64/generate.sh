@@ -4,7 +4,9 @@
 # arm64 etllm-run under qemu-user for each CPU model (Armv8.0 NEON, a
 # dotprod CPU, an i8mm CPU), the arm64 output byte for byte the x86 one; the
 # fp32 recipes' output is llama2.c's. On the i8mm CPU, ETLLM_CPU_ISA
-# also forces the lower arm64 paths.
+# also forces the lower arm64 paths. Then a tiny LLaVA (etllm-gen-checkpoint
+# beside ETLLM_EXPORT) with a JPEG: the arm64 image decoding, preprocessing,
+# vision encoder and text byte for byte the x86 ones.
 #
 # usage: generate.sh ETLLM_EXPORT X86_ETLLM_RUN ARM64_ETLLM_RUN QEMU
 #                    GUEST_ROOT SHARED_DIR WORK_DIR
@@ -44,5 +46,33 @@ for recipe in portable cpu-fp32 cpu-int4 cpu-8da4w cpu-int8; do
     fi
   done
 done
+gencp=$(dirname "$export_tool")/etllm-gen-checkpoint
+image=$(cd "$(dirname "$0")/../../.." && pwd)/test/Inputs/image-30x40.jpg
+if [ -x "$gencp" ] && [ -f "$image" ]; then
+  "$gencp" --arch llava --format hf --vocab 512 -o "$work/llava-hf" >/dev/null
+  imggen() {
+    "$@" --image "$image" --prompt "Once upon a<image> time" -n 16 \
+      --temperature 0 2>/dev/null
+  }
+  for recipe in portable cpu-fp32 cpu-8da4w; do
+    pte=$work/llava-$recipe.pte
+    "$export_tool" --quiet --model "$work/llava-hf" \
+      --tokenizer "$model/tok512.bin" --pipeline "$recipe" -o "$pte"
+    imggen "$run_x86" "$pte" >"$work/x86-llava-$recipe.txt"
+    for cpu in cortex-a53 max; do
+      out=$work/arm64-$cpu-llava-$recipe.txt
+      imggen "$qemu" -L "$root" -cpu "$cpu" "$run_arm" "$pte" >"$out"
+      if cmp -s "$work/x86-llava-$recipe.txt" "$out"; then
+        echo "generate: same bytes: llava $recipe with an image on -cpu $cpu"
+      else
+        echo "generate: FAIL: llava $recipe with an image on -cpu $cpu differs from x86" >&2
+        fail=1
+      fi
+    done
+  done
+else
+  echo "generate: FAIL: no $gencp or $image" >&2
+  fail=1
+fi
 [ "$fail" -eq 0 ] && echo "generate: PASS"
 exit "$fail"
