@@ -188,8 +188,7 @@ attachMmproj(std::unique_ptr<Checkpoint> text, const std::string &path) {
                  std::to_string(c.visionPatchSize) + " does not divide the "
                                                      "image size " +
                      std::to_string(c.visionImageSize));
-  const int64_t side = c.visionImageSize / c.visionPatchSize;
-  c.imageSeqLen = side * side;
+  c.imageSeqLen = c.visionFeatures();
   std::vector<double> mean, stdev;
   ETLLM_ASSIGN_OR_RETURN(mean, floatList("clip.vision.image_mean"));
   ETLLM_ASSIGN_OR_RETURN(stdev, floatList("clip.vision.image_std"));

@@ -238,14 +238,10 @@ Result<ModelConfig> parseMultimodalConfig(const std::string &jsonText,
       top.get("image_token_index") ? "image_token_index" : "image_token_id";
   ETLLM_ASSIGN_OR_RETURN(c.imageTokenId,
                          top.integer(tokenKey, 32000, 0, c.vocabSize - 1));
-  int64_t side = c.visionImageSize / c.visionPatchSize;
-  // transformers' `default` strategy drops the first feature whichever the
-  // tower (a SigLIP tower's is a patch).
-  c.imageSeqLen = side * side + (c.visionArch == "clip" ? 1 : 0) -
-                  (c.visionDropClassToken ? 1 : 0);
   Status s = validateVision(c);
   if (!s.ok())
     return Error(source + ": " + s.message());
+  c.imageSeqLen = c.visionFeatures();
   if (top.get("image_seq_length")) {
     int64_t given;
     ETLLM_ASSIGN_OR_RETURN(given,

@@ -46,6 +46,16 @@ Status applyArchitectureTraits(ModelConfig &c) {
   return Status();
 }
 
+int64_t ModelConfig::visionFeatures() const {
+  if (visionPatchSize <= 0)
+    return 0;
+  const int64_t side = visionImageSize / visionPatchSize;
+  // transformers' `default` strategy drops the first feature whichever the
+  // tower (a SigLIP tower's is a patch).
+  return side * side + (visionArch == "clip" ? 1 : 0) -
+         (visionDropClassToken ? 1 : 0);
+}
+
 int64_t ModelConfig::rotaryDim() const {
   int64_t d = static_cast<int64_t>(std::floor(headDim * partialRotaryFactor));
   return d - (d % 2);

@@ -875,9 +875,9 @@ Status setVision(const models::MultimodalSpec &mm, const std::string &preset,
   c.projectorHiddenAct = "gelu";
   c.projectorBias = true;
   c.imageTokenId = c.vocabSize - 1;
-  const int64_t side = t->image / t->patch;
-  c.imageSeqLen = side * side; // CLIP: its class token dropped
-  return detail::validateVision(c);
+  ETLLM_RETURN_IF_ERROR(detail::validateVision(c));
+  c.imageSeqLen = c.visionFeatures();
+  return Status();
 }
 
 /// The decoder family of --arch: the composite's text model is llama.

@@ -449,6 +449,9 @@ template <typename T> double stdev(const std::vector<T> &v) {
 }
 } // namespace
 
+double sampleMean(const std::vector<double> &v) { return mean(v); }
+double sampleStdev(const std::vector<double> &v) { return stdev(v); }
+
 double TestResult::avgNs() const { return mean(samplesNs); }
 double TestResult::stdevNs() const { return stdev(samplesNs); }
 std::vector<double> TestResult::samplesTs() const {

@@ -186,10 +186,8 @@ static etllm_status loadImages(llm::Runner &runner, const char *const *paths,
 #ifdef ETLLM_C_IMAGES
   const llm::VisionMethods *vision = runner.vision();
   if (!vision)
-    return failWith(ETLLM_ERROR, runner.program().name() +
-                                     ": the program has no vision encoder "
-                                     "(images need a composite model's "
-                                     "program, e.g. LLaVA's)");
+    return failWith(ETLLM_ERROR,
+                    llm::noVisionEncoder(runner.program().name()).message());
   for (size_t i = 0; i < count; ++i) {
     if (!paths[i])
       return failWith(ETLLM_INVALID_ARGUMENT, "an image path is NULL");

@@ -264,9 +264,7 @@ Result<Runner::ImagePrompt> Runner::tokenizeWithImages(
     const std::function<Result<std::vector<int32_t>>(const std::string &)>
         &encode) const {
   if (!vision_)
-    return Error(program_->name() +
-                 ": the program has no vision encoder (images need a "
-                 "composite model's program, e.g. LLaVA's)");
+    return noVisionEncoder(program_->name());
   // The text around the placeholders; no placeholder: the images first.
   const std::string mark = kImagePlaceholder;
   std::vector<std::string> pieces;
@@ -409,9 +407,7 @@ Runner::continueFrom(const std::vector<int32_t> &tokens,
   ETLLM_RETURN_IF_ERROR(validate(config));
   if (!images.empty()) {
     if (!vision_)
-      return Error(program_->name() +
-                   ": the program has no vision encoder (images need a "
-                   "composite model's program, e.g. LLaVA's)");
+      return noVisionEncoder(program_->name());
     if (callChunk_ > 0)
       return Error("images with ring KV caches are not supported");
     const size_t n = size_t(vision_->imageSeqLen());

@@ -32,6 +32,12 @@ Result<int64_t> configInt(const json &j, const char *key,
 
 } // namespace
 
+Error noVisionEncoder(const std::string &program, const std::string &what) {
+  return Error(program + ": " + what +
+               "the program has no vision encoder (images need a composite "
+               "model's program, e.g. LLaVA's)");
+}
+
 Result<std::unique_ptr<VisionMethods>>
 VisionMethods::open(Module &module, const std::string &path, int64_t vocab) {
   const std::vector<std::string> names = module.program().methodNames();

@@ -17,7 +17,6 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <random>
 
@@ -30,20 +29,8 @@ struct Sample {
   int threads = 0;
   int64_t imageSize = 0, tokens = 0;
   std::vector<double> ms;
-  double mean() const {
-    double s = 0;
-    for (double x : ms)
-      s += x;
-    return ms.empty() ? 0 : s / double(ms.size());
-  }
-  double stdev() const {
-    if (ms.size() < 2)
-      return 0;
-    double m = mean(), sq = 0;
-    for (double x : ms)
-      sq += (x - m) * (x - m);
-    return std::sqrt(sq / double(ms.size() - 1));
-  }
+  double mean() const { return sampleMean(ms); }
+  double stdev() const { return sampleStdev(ms); }
 };
 
 } // namespace
@@ -74,8 +61,7 @@ Result<int> runImageEncode(const BenchParams &params) {
       if (!vision.ok())
         return vision.error();
       if (!*vision)
-        return Error(path + ": --image-encode: the program has no vision "
-                            "encoder (a composite model's program)");
+        return llm::noVisionEncoder(path, "--image-encode: ");
       auto encoder = (*module)->method(llm::kVisionEncoderMethod);
       if (!encoder.ok())
         return encoder.error();

@@ -224,7 +224,10 @@ int chat(llm::Runner &runner, const llm::ChatOptions &options,
     }
     if (line.rfind("/image ", 0) == 0) {
       if (!runner.vision()) {
-        std::fprintf(stderr, "etllm-run: the program has no vision encoder\n");
+        std::fprintf(stderr, "etllm-run: %s\n",
+                     llm::noVisionEncoder(runner.program().name())
+                         .message()
+                         .c_str());
         continue;
       }
       auto px = loadImage(runner, line.substr(7));
@@ -467,8 +470,7 @@ int main(int argc, char **argv) {
                    profile.table().c_str());
   };
   if (!imagePaths.empty() && !(*runner)->vision())
-    return fail(model + ": --image: the program has no vision encoder (a "
-                        "composite model's program, e.g. LLaVA's)");
+    return fail(llm::noVisionEncoder(model, "--image: ").message());
   std::vector<llm::ImagePixels> images;
   for (const std::string &path : imagePaths) {
     auto px = loadImage(**runner, path);

@@ -62,6 +62,10 @@ struct ModelConfig {
   double ropeAttentionFactor() const;
   /// True for a vision encoder composed with this decoder (LLaVA).
   bool hasVision() const { return !multimodalType.empty(); }
+  /// The features (positions in the text) the vision tower gives an image:
+  /// its patches, CLIP's class token, less the first feature when the
+  /// `default` strategy drops it (what image_seq_len must be).
+  int64_t visionFeatures() const;
   /// True for a Multi-head Latent Attention config.
   bool isMla() const { return kvLoraRank > 0; }
   /// MLA: qk_nope_head_dim + qk_rope_head_dim.

@@ -17,6 +17,15 @@ rm -rf "$work"
 mkdir -p "$work"
 gen() { "$@" --prompt "Once upon a time" -n 60 --temperature 0 2>/dev/null; }
 fail=0
+# same X86_OUT ARM64_OUT WHAT: the arm64 text must be the x86 one's bytes.
+same() {
+  if cmp -s "$1" "$2"; then
+    echo "generate: same bytes: $3"
+  else
+    echo "generate: FAIL: $3 differs from x86" >&2
+    fail=1
+  fi
+}
 for recipe in portable cpu-fp32 cpu-int4 cpu-8da4w cpu-int8; do
   pte=$work/$recipe.pte
   "$export_tool" --quiet --model "$model/stories260K.bin" \
@@ -38,12 +47,8 @@ for recipe in portable cpu-fp32 cpu-int4 cpu-8da4w cpu-int8; do
     else
       gen "$qemu" -L "$root" -cpu "$cpu" "$run_arm" "$pte" >"$out"
     fi
-    if cmp -s "$work/x86-$recipe.txt" "$out"; then
-      echo "generate: same bytes: $recipe on -cpu $cpu${isa:+ (ETLLM_CPU_ISA=$isa)}"
-    else
-      echo "generate: FAIL: $recipe on -cpu $cpu${isa:+ (ETLLM_CPU_ISA=$isa)} differs from x86" >&2
-      fail=1
-    fi
+    same "$work/x86-$recipe.txt" "$out" \
+      "$recipe on -cpu $cpu${isa:+ (ETLLM_CPU_ISA=$isa)}"
   done
 done
 gencp=$(dirname "$export_tool")/etllm-gen-checkpoint
@@ -62,12 +67,8 @@ if [ -x "$gencp" ] && [ -f "$image" ]; then
     for cpu in cortex-a53 max; do
       out=$work/arm64-$cpu-llava-$recipe.txt
       imggen "$qemu" -L "$root" -cpu "$cpu" "$run_arm" "$pte" >"$out"
-      if cmp -s "$work/x86-llava-$recipe.txt" "$out"; then
-        echo "generate: same bytes: llava $recipe with an image on -cpu $cpu"
-      else
-        echo "generate: FAIL: llava $recipe with an image on -cpu $cpu differs from x86" >&2
-        fail=1
-      fi
+      same "$work/x86-llava-$recipe.txt" "$out" \
+        "llava $recipe with an image on -cpu $cpu"
     done
   done
 else

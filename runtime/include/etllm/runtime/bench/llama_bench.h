@@ -70,6 +70,11 @@ struct BenchParams {
 /// The defaults (llama-bench's: -p 512 -n 128 -b 2048 -r 5 -t <cores>).
 const BenchParams &benchDefaults();
 
+/// The mean of `v` (0 when empty) and llama-bench's sample standard
+/// deviation (0 for fewer than two), as the tables report them.
+double sampleMean(const std::vector<double> &v);
+double sampleStdev(const std::vector<double> &v);
+
 /// Parses argv; the lists left empty get their defaults. Errors name the
 /// flag. `help` is set for -h/--help (nothing else is checked then).
 Result<BenchParams> parseBenchArgs(int argc, const char *const *argv,

@@ -34,6 +34,11 @@ struct ImagePixels {
   std::vector<float> chw;
 };
 
+/// The error for images given to a program without a vision encoder,
+/// naming the program (and, after it, `what` asked: "--image: ").
+Error noVisionEncoder(const std::string &program,
+                      const std::string &what = "");
+
 class VisionMethods {
 public:
   /// The image methods of `module`, checked against each other and the
