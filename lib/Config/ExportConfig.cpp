@@ -196,11 +196,12 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        ConfigType::String,
        "",
        {},
-       "A llama.cpp mmproj GGUF (a LLaVA vision tower and projector, "
-       "projector type mlp) composing the GGUF text model of `--model` "
-       "into a composite program (vision_encoder, text_decoder). Its "
-       "image processor is recorded as CLIP's (resize, center crop); "
-       "llama.cpp pads to a square instead.",
+       "A llama.cpp mmproj GGUF (a vision tower and projector: LLaVA's, "
+       "projector type mlp, or Gemma 3's, gemma3) composing the GGUF text "
+       "model of `--model` into a composite program (vision_encoder, "
+       "text_decoder). LLaVA's image processor is recorded as CLIP's "
+       "(resize, center crop; llama.cpp pads to a square instead), Gemma "
+       "3's as its own (resize to the square).",
        "mmproj-model-f16.gguf",
        INT64_MIN,
        INT64_MAX,

@@ -1,8 +1,9 @@
 //===- GgufMmproj.cpp - A GGUF text model and its llama.cpp mmproj --------===//
 //
-// llama.cpp keeps a LLaVA's vision tower and projector in a second GGUF,
-// the "mmproj" (tools/mtmd/clip.cpp reads it; for LLaVA-1.5 its legacy
-// converter writes projector type "mlp"). attachMmproj completes a GGUF
+// llama.cpp keeps a LLaVA's or a Gemma 3's vision tower and projector in a
+// second GGUF, the "mmproj" (tools/mtmd/clip.cpp reads it; for LLaVA-1.5 its
+// legacy converter writes projector type "mlp", for Gemma 3 its converter
+// "gemma3"). attachMmproj completes a GGUF
 // text model with one: the clip.vision.* keys fill the config's vision
 // fields (the same ones a Hugging Face LLaVA's vision_config fills), and
 // its tensors are renamed to the canonical vision names
@@ -43,6 +44,7 @@ std::string canonicalName(const std::string &gguf, bool swapFfn) {
   static const std::pair<const char *, const char *> kTop[] = {
       {"v.class_embd", "embeddings.class_embedding"},
       {"v.patch_embd.weight", "embeddings.patch_embedding.weight"},
+      {"v.patch_embd.bias", "embeddings.patch_embedding.bias"},
       {"v.position_embd.weight", "embeddings.position_embedding.weight"},
       {"v.pre_ln.weight", "pre_layrnorm.weight"},
       {"v.pre_ln.bias", "pre_layrnorm.bias"},
@@ -52,6 +54,10 @@ std::string canonicalName(const std::string &gguf, bool swapFfn) {
   for (auto [from, to] : kTop)
     if (gguf == from)
       return tower + to;
+  if (gguf == "mm.input_projection.weight") // Gemma 3's
+    return proj + "mm_input_projection_weight";
+  if (gguf == "mm.soft_emb_norm.weight")
+    return proj + "mm_soft_emb_norm.weight";
   static const std::regex kProj(R"(mm\.(0|2)\.(weight|bias))");
   std::smatch m;
   if (std::regex_match(gguf, m, kProj))
@@ -80,6 +86,17 @@ std::string canonicalName(const std::string &gguf, bool swapFfn) {
   return "";
 }
 
+} // namespace
+
+namespace {
+Status readLlavaMmproj(const Checkpoint &v, const std::string &path,
+                       ModelConfig &c);
+Status readGemma3Mmproj(const Checkpoint &v, const Checkpoint &text,
+                        const models::MultimodalSpec &spec,
+                        const std::string &path, ModelConfig &c);
+Result<std::unique_ptr<Checkpoint>>
+finishMmproj(std::unique_ptr<Checkpoint> text, const Checkpoint &v,
+             ModelConfig c);
 } // namespace
 
 Result<std::unique_ptr<Checkpoint>>
@@ -119,21 +136,26 @@ attachMmproj(std::unique_ptr<Checkpoint> text, const std::string &path) {
   };
 
   const GgufValue *proj = key("clip.projector_type");
-  if (!proj || !proj->toString() || *proj->toString() != "mlp")
+  const models::MultimodalSpec *spec =
+      proj && proj->toString()
+          ? models::findMultimodalByGgufProjector(*proj->toString())
+          : nullptr;
+  if (!spec)
     return error("clip.projector_type",
                  std::string(proj && proj->toString()
                                  ? "'" + *proj->toString() + "'"
                                  : "missing") +
-                     " is not supported (LLaVA's 'mlp')");
+                     " is not supported (LLaVA's 'mlp', Gemma 3's "
+                     "'gemma3')");
+  const bool gemma3 = spec->projector == models::VisionProjector::Gemma3;
   if (const GgufValue *h = key("clip.has_vision_encoder");
       h && !h->toBool().value_or(false))
     return error("clip.has_vision_encoder", "false: no vision tower");
 
   ModelConfig c = text->config();
-  const models::MultimodalSpec *spec =
-      models::findMultimodalByModelType("llava");
   c.multimodalType = spec->modelType;
-  c.visionArch = "clip"; // projector type mlp: LLaVA-1.5's CLIP tower
+  // Projector type mlp: LLaVA-1.5's CLIP tower; gemma3: a SigLIP one.
+  c.visionArch = gemma3 ? "siglip" : "clip";
   ETLLM_ASSIGN_OR_RETURN(c.visionHiddenSize,
                          uintKey("clip.vision.embedding_length", 1,
                                  kMaxConfigDim));
@@ -148,7 +170,7 @@ attachMmproj(std::unique_ptr<Checkpoint> text, const std::string &path) {
                          uintKey("clip.vision.image_size", 1, 4096));
   ETLLM_ASSIGN_OR_RETURN(c.visionPatchSize,
                          uintKey("clip.vision.patch_size", 1, 4096));
-  c.visionLayerNormEps = 1e-5;
+  c.visionLayerNormEps = gemma3 ? 1e-6 : 1e-5;
   if (const GgufValue *e = key("clip.vision.attention.layer_norm_epsilon")) {
     std::optional<double> d = e->toFloat();
     if (!d || !std::isfinite(*d) || *d < 0)
@@ -163,8 +185,63 @@ attachMmproj(std::unique_ptr<Checkpoint> text, const std::string &path) {
       s && s->toBool().value_or(false))
     return error("clip.use_silu", "a SiLU tower is not supported");
   c.visionHiddenAct = gelu ? "gelu" : "quick_gelu";
+  if (gemma3 && !gelu)
+    return error("clip.use_gelu", "false: Gemma 3's tower uses GELU");
+  if (gemma3) { // SigLIP's GELU (tanh), as clip.cpp's ggml_gelu
+    c.visionHiddenAct = "gelu_pytorch_tanh";
+    ETLLM_RETURN_IF_ERROR(readGemma3Mmproj(v, *text, *spec, path, c));
+  } else {
+    ETLLM_RETURN_IF_ERROR(readLlavaMmproj(v, path, c));
+  }
+  if (c.visionImageSize % c.visionPatchSize != 0)
+    return error("clip.vision.patch_size",
+                 std::to_string(c.visionPatchSize) + " does not divide the "
+                                                     "image size " +
+                     std::to_string(c.visionImageSize));
+  c.imageSeqLen = c.visionFeatures();
+  std::vector<double> mean, stdev;
+  ETLLM_ASSIGN_OR_RETURN(mean, floatList("clip.vision.image_mean"));
+  ETLLM_ASSIGN_OR_RETURN(stdev, floatList("clip.vision.image_std"));
+  for (double s : stdev)
+    if (s <= 0)
+      return error("clip.vision.image_std", "must be positive");
+  // CLIP's processor (resize the shortest edge, center crop, bicubic), or
+  // Gemma 3's (resize to the square, bilinear).
+  nlohmann::json pre =
+      gemma3 ? nlohmann::json{{"do_resize", true},
+                              {"size",
+                               {{"height", c.visionImageSize},
+                                {"width", c.visionImageSize}}},
+                              {"resample", 2}}
+             : nlohmann::json{{"do_resize", true},
+                              {"size", {{"shortest_edge", c.visionImageSize}}},
+                              {"resample", 3},
+                              {"do_center_crop", true},
+                              {"crop_size",
+                               {{"height", c.visionImageSize},
+                                {"width", c.visionImageSize}}}};
+  pre["do_rescale"] = true;
+  pre["rescale_factor"] = 1.0 / 255.0;
+  pre["do_normalize"] = true;
+  pre["image_mean"] = mean;
+  pre["image_std"] = stdev;
+  c.imagePreprocessor = pre.dump(2);
+  if (Status s = validate(c); !s.ok())
+    return Error(path + ": " + s.message());
+  return finishMmproj(std::move(text), v, std::move(c));
+}
+
+namespace {
+
+/// Projector type mlp (LLaVA-1.5): the feature layer, the class token
+/// dropped, linear / GELU / linear with biases, no image token.
+Status readLlavaMmproj(const Checkpoint &v, const std::string &path,
+                       ModelConfig &c) {
+  auto error = [&](const std::string &k, const std::string &what) {
+    return Error(path + ": metadata key '" + k + "': " + what);
+  };
   c.visionLayersUsed = c.visionNumLayers - 1;
-  if (const GgufValue *f = key("clip.vision.feature_layer")) {
+  if (const GgufValue *f = v.metadata("clip.vision.feature_layer")) {
     const GgufArray *a = f->toArray();
     std::optional<int64_t> layer =
         a && a->values.size() == 1 ? a->values[0].toInt() : std::nullopt;
@@ -183,35 +260,68 @@ attachMmproj(std::unique_ptr<Checkpoint> text, const std::string &path) {
   c.projectorHiddenAct = "gelu";
   c.projectorBias = true;
   c.imageTokenId = 0;
-  if (c.visionImageSize % c.visionPatchSize != 0)
-    return error("clip.vision.patch_size",
-                 std::to_string(c.visionPatchSize) + " does not divide the "
-                                                     "image size " +
-                     std::to_string(c.visionImageSize));
-  c.imageSeqLen = c.visionFeatures();
-  std::vector<double> mean, stdev;
-  ETLLM_ASSIGN_OR_RETURN(mean, floatList("clip.vision.image_mean"));
-  ETLLM_ASSIGN_OR_RETURN(stdev, floatList("clip.vision.image_std"));
-  for (double s : stdev)
-    if (s <= 0)
-      return error("clip.vision.image_std", "must be positive");
-  nlohmann::json pre = {
-      {"do_resize", true},
-      {"size", {{"shortest_edge", c.visionImageSize}}},
-      {"resample", 3},
-      {"do_center_crop", true},
-      {"crop_size",
-       {{"height", c.visionImageSize}, {"width", c.visionImageSize}}},
-      {"do_rescale", true},
-      {"rescale_factor", 1.0 / 255.0},
-      {"do_normalize", true},
-      {"image_mean", mean},
-      {"image_std", stdev},
-  };
-  c.imagePreprocessor = pre.dump(2);
-  if (Status s = validate(c); !s.ok())
-    return Error(path + ": " + s.message());
+  return Status();
+}
 
+/// The id of `token` in the GGUF text model's vocabulary (-1: absent).
+int64_t vocabularyId(const Checkpoint &text, const char *token) {
+  const GgufValue *tokens = text.metadata("tokenizer.ggml.tokens");
+  const GgufArray *a = tokens ? tokens->toArray() : nullptr;
+  if (!a || !token)
+    return -1;
+  for (size_t i = 0; i < a->values.size(); ++i)
+    if (const std::string *s = a->values[i].toString(); s && *s == token)
+      return int64_t(i);
+  return -1;
+}
+
+/// Projector type gemma3: every layer, post_layernorm, the pool of
+/// clip.vision.projector.scale_factor (clip.cpp's default 4), the image's
+/// boi/eoi tokens from the text model's vocabulary, the soft token the
+/// placeholder (else token 0, never embedded).
+Status readGemma3Mmproj(const Checkpoint &v, const Checkpoint &text,
+                        const models::MultimodalSpec &spec,
+                        const std::string &path, ModelConfig &c) {
+  auto error = [&](const std::string &k, const std::string &what) {
+    return Error(path + ": metadata key '" + k + "': " + what);
+  };
+  c.visionLayersUsed = c.visionNumLayers;
+  c.visionDropClassToken = false;
+  c.visionPostLayerNorm = true;
+  c.imageBidirectional = true;
+  c.projectorHiddenAct = "none";
+  c.projectorBias = false;
+  c.imageTextBefore = c.imageTextAfter = "\n\n";
+  c.visionPool = 4;
+  if (const GgufValue *f = v.metadata("clip.vision.projector.scale_factor")) {
+    std::optional<uint64_t> u = f->toUInt();
+    if (!u || *u < 1 || *u > 4096)
+      return error("clip.vision.projector.scale_factor",
+                   "expected an integer in [1, 4096]");
+    c.visionPool = int64_t(*u);
+  }
+  if (c.visionPatchSize > 0 && c.visionImageSize % c.visionPatchSize == 0 &&
+      (c.visionImageSize / c.visionPatchSize) % c.visionPool != 0)
+    return error("clip.vision.projector.scale_factor",
+                 std::to_string(c.visionPool) + " does not divide the " +
+                     std::to_string(c.visionImageSize / c.visionPatchSize) +
+                     " patches of a side");
+  c.imageBeginTokenId = vocabularyId(text, spec.imageBeginToken);
+  c.imageEndTokenId = vocabularyId(text, spec.imageEndToken);
+  for (auto [name, id] : {std::pair{spec.imageBeginToken, c.imageBeginTokenId},
+                          std::pair{spec.imageEndToken, c.imageEndTokenId}})
+    if (id < 0)
+      return Error(path + ": the text model's vocabulary has no '" +
+                   std::string(name) + "' token (Gemma 3's image wrapping)");
+  c.imageTokenId = std::max<int64_t>(vocabularyId(text, spec.imageToken), 0);
+  return Status();
+}
+
+/// The text model with the mmproj's files and tensors added under their
+/// canonical names, and the config `c`.
+Result<std::unique_ptr<Checkpoint>>
+finishMmproj(std::unique_ptr<Checkpoint> text, const Checkpoint &v,
+             ModelConfig c) {
   // fc1 is [F, D]: a file whose ffn_down has F rows names them the other way
   // round.
   bool swapFfn = false;
@@ -233,5 +343,7 @@ attachMmproj(std::unique_ptr<Checkpoint> text, const std::string &path) {
   b.setConfig(std::move(c));
   return b.finish();
 }
+
+} // namespace
 
 } // namespace etllm::formats::detail

@@ -167,6 +167,11 @@ Status readVisionTower(const Keys &v, const MultimodalSpec &spec,
 
 } // namespace
 
+namespace {
+Status readLlavaKeys(const Keys &top, ModelConfig &c);
+Status readGemma3Keys(const Keys &top, ModelConfig &c);
+} // namespace
+
 bool isMultimodalConfig(const std::string &jsonText) {
   try {
     json root = json::parse(jsonText);
@@ -199,15 +204,40 @@ Result<ModelConfig> parseMultimodalConfig(const std::string &jsonText,
   if (specOf(*text))
     return top.error("text_config", "is itself a composite model");
   json textCopy = *text;
-  if (!textCopy.contains("model_type"))
-    textCopy["model_type"] = "llama"; // LlavaConfig's default text model
+  if (!textCopy.contains("model_type")) // LlavaConfig's default: llama
+    textCopy["model_type"] = spec->textModelType;
   ModelConfig c;
   ETLLM_ASSIGN_OR_RETURN(
       c, parseHfConfigText(textCopy.dump(), source + " (text_config)"));
   c.multimodalType = spec->modelType;
   ETLLM_RETURN_IF_ERROR(
       readVisionTower(Keys(*vision, source + " (vision_config)"), *spec, c));
+  if (spec->projector == models::VisionProjector::Gemma3) {
+    ETLLM_RETURN_IF_ERROR(readGemma3Keys(top, c));
+  } else {
+    ETLLM_RETURN_IF_ERROR(readLlavaKeys(top, c));
+  }
+  Status s = validateVision(c);
+  if (!s.ok())
+    return Error(source + ": " + s.message());
+  c.imageSeqLen = c.visionFeatures();
+  if (top.get("image_seq_length")) {
+    int64_t given;
+    ETLLM_ASSIGN_OR_RETURN(given,
+                           top.integer("image_seq_length", 0, 0, 1 << 24));
+    if (given != c.imageSeqLen)
+      return top.error("image_seq_length",
+                       std::to_string(given) + " differs from the " +
+                           std::to_string(c.imageSeqLen) +
+                           " features the vision tower gives");
+  }
+  return c;
+}
 
+namespace {
+
+/// LlavaConfig's keys: the feature layer and strategy, the projector.
+Status readLlavaKeys(const Keys &top, ModelConfig &c) {
   // Which hidden state feeds the projector: hidden_states[k] is the output
   // of k layers (0: the embeddings), negative k counts from the end.
   if (const json *f = top.get("vision_feature_layer"); f && !f->is_number())
@@ -238,22 +268,53 @@ Result<ModelConfig> parseMultimodalConfig(const std::string &jsonText,
       top.get("image_token_index") ? "image_token_index" : "image_token_id";
   ETLLM_ASSIGN_OR_RETURN(c.imageTokenId,
                          top.integer(tokenKey, 32000, 0, c.vocabSize - 1));
-  Status s = validateVision(c);
-  if (!s.ok())
-    return Error(source + ": " + s.message());
-  c.imageSeqLen = c.visionFeatures();
-  if (top.get("image_seq_length")) {
-    int64_t given;
-    ETLLM_ASSIGN_OR_RETURN(given,
-                           top.integer("image_seq_length", 0, 0, 1 << 24));
-    if (given != c.imageSeqLen)
-      return top.error("image_seq_length",
-                       std::to_string(given) + " differs from the " +
-                           std::to_string(c.imageSeqLen) +
-                           " features the vision tower gives");
-  }
-  return c;
+  return Status();
 }
+
+/// Gemma3Config's keys (its defaults): the tower's last hidden state after
+/// post_layernorm, every patch, average-pooled to mm_tokens_per_image
+/// (a square number whose side divides the patches of a side), the
+/// boi/eoi tokens Gemma3Processor wraps an image in with two newlines on
+/// either side, image positions attending each other both ways.
+Status readGemma3Keys(const Keys &top, ModelConfig &c) {
+  c.visionLayersUsed = c.visionNumLayers;
+  c.visionDropClassToken = false;
+  c.visionPostLayerNorm = true;
+  c.imageBidirectional = true;
+  c.projectorHiddenAct = "none";
+  c.projectorBias = false;
+  c.imageTextBefore = c.imageTextAfter = "\n\n";
+  int64_t tokens;
+  ETLLM_ASSIGN_OR_RETURN(tokens,
+                         top.integer("mm_tokens_per_image", 256, 1, 1 << 20));
+  const int64_t perSide = int64_t(std::llround(std::sqrt(double(tokens))));
+  if (perSide * perSide != tokens)
+    return top.error("mm_tokens_per_image",
+                     std::to_string(tokens) + " is not a square number");
+  if (c.visionPatchSize > 0 && c.visionImageSize % c.visionPatchSize == 0) {
+    const int64_t patches = c.visionImageSize / c.visionPatchSize;
+    if (patches % perSide != 0)
+      return top.error("mm_tokens_per_image",
+                       std::to_string(tokens) + " (" +
+                           std::to_string(perSide) +
+                           " a side) does not pool the tower's " +
+                           std::to_string(patches) + " x " +
+                           std::to_string(patches) + " patches evenly");
+    c.visionPool = patches / perSide;
+  }
+  const int64_t last = c.vocabSize - 1;
+  ETLLM_ASSIGN_OR_RETURN(c.imageBeginTokenId,
+                         top.integer("boi_token_index", 255999, 0, last));
+  ETLLM_ASSIGN_OR_RETURN(c.imageEndTokenId,
+                         top.integer("eoi_token_index", 256000, 0, last));
+  const char *tokenKey =
+      top.get("image_token_index") ? "image_token_index" : "image_token_id";
+  ETLLM_ASSIGN_OR_RETURN(c.imageTokenId,
+                         top.integer(tokenKey, 262144, 0, last));
+  return Status();
+}
+
+} // namespace
 
 Status validateVision(const ModelConfig &c) {
   if (!c.hasVision())
@@ -272,6 +333,18 @@ Status validateVision(const ModelConfig &c) {
     return Error("vision_feature_layer selects " +
                  std::to_string(c.visionLayersUsed) + " of " +
                  std::to_string(c.visionNumLayers) + " layers");
+  if (c.visionPool > 1 &&
+      (c.visionImageSize / c.visionPatchSize) % c.visionPool != 0)
+    return Error("vision pool " + std::to_string(c.visionPool) +
+                 " does not divide the " +
+                 std::to_string(c.visionImageSize / c.visionPatchSize) +
+                 " patches of a side");
+  for (auto [key, id] : {std::pair{"boi_token_index", c.imageBeginTokenId},
+                         std::pair{"eoi_token_index", c.imageEndTokenId}})
+    if (id < -1 || id >= c.vocabSize)
+      return Error(std::string(key) + " " + std::to_string(id) +
+                   " is not a token of the " + std::to_string(c.vocabSize) +
+                   "-token vocabulary");
   if (c.imageTokenId < 0 || c.imageTokenId >= c.vocabSize)
     return Error("image_token_index " + std::to_string(c.imageTokenId) +
                  " is not a token of the " + std::to_string(c.vocabSize) +
@@ -322,7 +395,16 @@ void appendVisionTensors(const ModelConfig &c,
     norm(l + ".layer_norm2");
   }
   norm(tower + ".post_layernorm");
-  out[out.size() - 2].optional = out[out.size() - 1].optional = true;
+  if (!c.visionPostLayerNorm) // LLaVA's features come before it
+    out[out.size() - 2].optional = out[out.size() - 1].optional = true;
+  const MultimodalSpec *spec =
+      models::findMultimodalByModelType(c.multimodalType);
+  if (spec && spec->projector == models::VisionProjector::Gemma3) {
+    out.push_back({proj + ".mm_input_projection_weight",
+                   {d, c.hiddenSize}, false, false});
+    out.push_back({proj + ".mm_soft_emb_norm.weight", {d}, true, false});
+    return;
+  }
   linear(proj + ".linear_1", c.hiddenSize, d, c.projectorBias);
   linear(proj + ".linear_2", c.hiddenSize, c.hiddenSize, c.projectorBias);
 }
@@ -358,6 +440,15 @@ Result<std::string> multimodalHfConfigJson(const ModelConfig &c,
   };
   if (c.visionArch == "siglip") // no attention-pooling head is written
     j["vision_config"]["vision_use_head"] = false;
+  j["tie_word_embeddings"] = c.tieWordEmbeddings;
+  if (spec->projector == models::VisionProjector::Gemma3) {
+    const int64_t side = c.visionImageSize / c.visionPatchSize / c.visionPool;
+    j["mm_tokens_per_image"] = side * side;
+    j["boi_token_index"] = c.imageBeginTokenId;
+    j["eoi_token_index"] = c.imageEndTokenId;
+    j["image_token_index"] = c.imageTokenId;
+    return j.dump(2) + "\n";
+  }
   j["vision_feature_layer"] = c.visionLayersUsed - c.visionNumLayers - 1;
   j["vision_feature_select_strategy"] =
       c.visionDropClassToken ? "default" : "full";
@@ -365,7 +456,6 @@ Result<std::string> multimodalHfConfigJson(const ModelConfig &c,
   j["multimodal_projector_bias"] = c.projectorBias;
   j["image_token_index"] = c.imageTokenId;
   j["image_seq_length"] = c.imageSeqLen;
-  j["tie_word_embeddings"] = c.tieWordEmbeddings;
   return j.dump(2) + "\n";
 }
 

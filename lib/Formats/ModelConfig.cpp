@@ -49,7 +49,9 @@ Status applyArchitectureTraits(ModelConfig &c) {
 int64_t ModelConfig::visionFeatures() const {
   if (visionPatchSize <= 0)
     return 0;
-  const int64_t side = visionImageSize / visionPatchSize;
+  int64_t side = visionImageSize / visionPatchSize;
+  if (visionPool > 1) // Gemma 3: the pooled grid (no class token)
+    return (side / visionPool) * (side / visionPool);
   // transformers' `default` strategy drops the first feature whichever the
   // tower (a SigLIP tower's is a patch).
   return side * side + (visionArch == "clip" ? 1 : 0) -

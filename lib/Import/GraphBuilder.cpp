@@ -51,7 +51,8 @@ std::pair<RankedTensorType, RankedTensorType> cacheTypes(GraphEmitter &e,
 /// decoder layers with the family's blocks, the final norm; then, at the
 /// root, the head and the write-backs of the caches.
 Value buildDecoder(GraphEmitter &e, const ::etllm::ImportOptions &options,
-                   int64_t maxSeq, Value h, Value inputPos) {
+                   int64_t maxSeq, Value h, Value inputPos,
+                   bool bidirectional = false) {
   const ModelConfig &c = e.config;
   OpBuilder &b = e.b;
   BlockSet blocks = selectBlocks(e.family.blocks);
@@ -63,7 +64,7 @@ Value buildDecoder(GraphEmitter &e, const ::etllm::ImportOptions &options,
   RotaryTables rotaryLocal = c.ropeLocalTheta > 0 && anySliding
                                  ? buildRotary(e, inputPos, /*local=*/true)
                                  : rotary;
-  Masks masks = buildMasks(e, inputPos, T);
+  Masks masks = buildMasks(e, inputPos, T, bidirectional);
 
   bool addOne = c.normAddsOne && !e.ckpt.normWeightsIncludeOne();
   for (int64_t i = 0; i < c.numLayers; ++i) {
@@ -154,10 +155,10 @@ LogicalResult buildModel(GraphEmitter &e, const ::etllm::ImportOptions &options,
                      {e.tensorType({1, dyn, c.hiddenSize}, e.dtype), posType},
                      logitsType);
     enterModel();
-    b.create<func::ReturnOp>(e.loc,
-                             buildDecoder(e, options, maxSeq,
-                                          fn.getArgument(0),
-                                          fn.getArgument(1)));
+    // Gemma 3: the image a call holds attends to itself both ways.
+    b.create<func::ReturnOp>(
+        e.loc, buildDecoder(e, options, maxSeq, fn.getArgument(0),
+                            fn.getArgument(1), c.imageBidirectional));
   }
   return success(e.error.empty());
 }

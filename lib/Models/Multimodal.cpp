@@ -1,6 +1,7 @@
 //===- Multimodal.cpp - Vision encoders composed with a decoder -----------===//
 //
-// LLaVA (LlavaForConditionalGeneration) as transformers writes it. Hub
+// LLaVA (LlavaForConditionalGeneration) and Gemma 3
+// (Gemma3ForConditionalGeneration) as transformers writes them. Hub
 // checkpoints (llava-hf/*) and transformers 5's save_pretrained use
 // `language_model.model.*`, `language_model.lm_head.*`,
 // `vision_tower.vision_model.*` or `vision_tower.*` and
@@ -13,25 +14,54 @@
 namespace etllm::models {
 namespace {
 
+// The checkpoint names of both kinds of composite, as transformers spells
+// them (the hub's and transformers 5's).
+const std::vector<TensorRename> kRenames = {
+    {"language_model.model.", "model."},
+    {"language_model.lm_head.", "lm_head."},
+    {"model.language_model.", "model."},
+    {"model.vision_tower.vision_model.", "vision_tower."},
+    {"model.vision_tower.", "vision_tower."},
+    {"vision_tower.vision_model.", "vision_tower."},
+    {"model.multi_modal_projector.", "multi_modal_projector."},
+};
+const std::vector<TensorRename> kHubNames = {
+    {"model.", "language_model.model."},
+    {"lm_head.", "language_model.lm_head."},
+    {"vision_tower.", "vision_tower.vision_model."},
+};
+
 const std::vector<MultimodalSpec> &specs() {
   static const std::vector<MultimodalSpec> all = {
       {"llava",
        "LlavaForConditionalGeneration",
+       "llava",
+       "llama",
+       VisionProjector::LlavaMlp,
+       "LlavaMultiModalProjector",
+       "mlp",
+       "<image>",
+       nullptr,
+       nullptr,
        {{"clip_vision_model", "clip"}, {"siglip_vision_model", "siglip"}},
-       {
-           {"language_model.model.", "model."},
-           {"language_model.lm_head.", "lm_head."},
-           {"model.language_model.", "model."},
-           {"model.vision_tower.vision_model.", "vision_tower."},
-           {"model.vision_tower.", "vision_tower."},
-           {"vision_tower.vision_model.", "vision_tower."},
-           {"model.multi_modal_projector.", "multi_modal_projector."},
-       },
-       {
-           {"model.", "language_model.model."},
-           {"lm_head.", "language_model.lm_head."},
-           {"vision_tower.", "vision_tower.vision_model."},
-       }},
+       kRenames,
+       kHubNames},
+      // Gemma 3 (google/gemma-3-4b-it and larger): a SigLIP tower's
+      // last_hidden_state, pooled to mm_tokens_per_image, the Gemma 3 text
+      // decoder with image positions attending both ways.
+      {"gemma3",
+       "Gemma3ForConditionalGeneration",
+       "gemma3-vision",
+       "gemma3_text",
+       VisionProjector::Gemma3,
+       "Gemma3MultiModalProjector",
+       "gemma3",
+       "<image_soft_token>",
+       "<start_of_image>",
+       "<end_of_image>",
+       {{"siglip_vision_model", "siglip"}},
+       kRenames,
+       kHubNames},
   };
   return all;
 }
@@ -51,6 +81,28 @@ const MultimodalSpec *findMultimodalByModelType(std::string_view modelType) {
     if (modelType == s.modelType)
       return &s;
   return nullptr;
+}
+
+const MultimodalSpec *
+findMultimodalByGeneratorArch(std::string_view generatorArch) {
+  for (const MultimodalSpec &s : specs())
+    if (generatorArch == s.generatorArch)
+      return &s;
+  return nullptr;
+}
+
+const MultimodalSpec *findMultimodalByGgufProjector(std::string_view type) {
+  for (const MultimodalSpec &s : specs())
+    if (type == s.ggufProjectorType)
+      return &s;
+  return nullptr;
+}
+
+std::string multimodalGeneratorArchs() {
+  std::string out;
+  for (const MultimodalSpec &s : specs())
+    out += (out.empty() ? "" : ", ") + std::string(s.generatorArch);
+  return out;
 }
 
 const MultimodalSpec *

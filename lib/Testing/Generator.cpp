@@ -63,6 +63,9 @@ ValueStream streamFor(uint64_t seed, const std::string &name, bool isNorm,
   // makes the image features vanish beside the token embeddings).
   if (name.rfind(models::kProjectorPath, 0) == 0 && !isNorm)
     s.scale = 0.25f;
+  // A vision tower's LayerNorms scale by w whatever the decoder's norms do.
+  if (name.rfind(models::kVisionTowerPath, 0) == 0)
+    normAddsOne = false;
   s.offset = isNorm && !normAddsOne ? 1.0f : 0.0f;
   return s;
 }
@@ -383,6 +386,19 @@ Status generateHf(const GeneratorOptions &o, const ModelConfig &c) {
   if (!c.hasVision())
     return Status();
   const std::string side = std::to_string(c.visionImageSize);
+  if (mm && mm->projector == models::VisionProjector::Gemma3)
+    return detail::writeTextFile(
+        detail::joinPath(o.output, "preprocessor_config.json"),
+        "{\n  \"image_processor_type\": \"Gemma3ImageProcessor\",\n"
+        "  \"do_resize\": true,\n  \"size\": {\"height\": " +
+            side + ", \"width\": " + side +
+            "},\n  \"resample\": 2,\n  \"do_rescale\": true,\n"
+            "  \"rescale_factor\": 0.00392156862745098,\n"
+            "  \"do_normalize\": true,\n"
+            "  \"image_mean\": [0.5, 0.5, 0.5],\n"
+            "  \"image_std\": [0.5, 0.5, 0.5],\n"
+            "  \"do_pan_and_scan\": false,\n"
+            "  \"do_convert_rgb\": true\n}\n");
   if (c.visionArch == "siglip") // SiglipImageProcessor's
     return detail::writeTextFile(
         detail::joinPath(o.output, "preprocessor_config.json"),
@@ -450,8 +466,11 @@ Status checkGgufExpressible(const models::FamilySpec &f, const ModelConfig &c) {
   return Status();
 }
 
-Status generateGguf(const GeneratorOptions &o, const ModelConfig &c,
-                    const Choice &choice) {
+/// `namedTokens`: ids whose vocabulary entries become these control
+/// tokens (a composite's image tokens; a null name or id -1 is skipped).
+Status generateGguf(
+    const GeneratorOptions &o, const ModelConfig &c, const Choice &choice,
+    const std::vector<std::pair<int64_t, const char *>> &namedTokens = {}) {
   const models::FamilySpec &f = *choice.family;
   if (!f.gguf.arch)
     return Error(c.architecture + " has no GGUF form");
@@ -650,6 +669,11 @@ Status generateGguf(const GeneratorOptions &o, const ModelConfig &c,
 
   VocabLayout layout = vocabLayout(choice.vocab, c.vocabSize);
   SyntheticVocab vocab = makeVocab(layout, c.vocabSize);
+  for (auto [id, name] : namedTokens)
+    if (name && id >= 0 && id < int64_t(vocab.tokens.size())) {
+      vocab.tokens[size_t(id)] = name;
+      vocab.types[size_t(id)] = 3; // control
+    }
   w.set("tokenizer.ggml.model", GgufValue::str(layout.bpe ? "gpt2" : "llama"));
   w.set("tokenizer.ggml.pre",
         GgufValue::str(layout.bpe ? layout.pre : "default"));
@@ -848,6 +872,8 @@ Status setVision(const models::MultimodalSpec &mm, const std::string &preset,
       // LLaVA-Interleave's kind: a SigLIP tower, its last layer, every
       // feature (vision_feature_layer -1, strategy full).
       {"siglip-tiny", "siglip", 32, 64, 3, 4, 32, 8},
+      // Gemma 3's kind: 8 x 8 patches, pooled to 16 features.
+      {"gemma3-tiny", "siglip", 32, 64, 3, 4, 32, 4},
   };
   const Tower *t = nullptr;
   std::string names;
@@ -859,6 +885,10 @@ Status setVision(const models::MultimodalSpec &mm, const std::string &preset,
   if (!t)
     return Error("unknown --vision-preset '" + preset + "' (supported: " +
                  names + ")");
+  if (mm.projector == models::VisionProjector::Gemma3 &&
+      std::string(t->arch) != "siglip")
+    return Error("--vision-preset '" + preset + "': " + mm.hfArchitecture +
+                 " has a SigLIP tower (gemma3-tiny, siglip-tiny)");
   c.multimodalType = mm.modelType;
   c.visionArch = t->arch;
   c.visionHiddenSize = t->hidden;
@@ -875,14 +905,35 @@ Status setVision(const models::MultimodalSpec &mm, const std::string &preset,
   c.projectorHiddenAct = "gelu";
   c.projectorBias = true;
   c.imageTokenId = c.vocabSize - 1;
+  if (mm.projector == models::VisionProjector::Gemma3) {
+    // Gemma 3: the last hidden state after post_layernorm, every patch,
+    // pooled 2 x 2 (the tiny tower's 8 x 8 patches to 16 features), the
+    // image wrapped in boi/eoi tokens just below the image token, and a
+    // sliding window shorter than an image's positions so that the
+    // sliding layers' mask inside an image matters.
+    c.visionLayersUsed = t->layers;
+    c.visionDropClassToken = false;
+    c.visionPostLayerNorm = true;
+    c.visionPool = 2;
+    c.imageBidirectional = true;
+    c.imageBeginTokenId = c.vocabSize - 3;
+    c.imageEndTokenId = c.vocabSize - 2;
+    c.imageTextBefore = c.imageTextAfter = "\n\n";
+    c.projectorHiddenAct = "none";
+    c.projectorBias = false;
+    c.slidingWindow = 8;
+  }
   ETLLM_RETURN_IF_ERROR(detail::validateVision(c));
   c.imageSeqLen = c.visionFeatures();
   return Status();
 }
 
-/// The decoder family of --arch: the composite's text model is llama.
+/// The decoder family of --arch: a composite's is its text model's.
 std::string textArch(const std::string &arch) {
-  return models::findMultimodalByModelType(arch) ? "llama" : arch;
+  if (auto *mm = models::findMultimodalByGeneratorArch(arch))
+    if (const models::FamilySpec *f = models::findByModelType(mm->textModelType))
+      return f->id;
+  return arch;
 }
 
 Result<ModelConfig> generatorConfig(const GeneratorOptions &o) {
@@ -1051,10 +1102,11 @@ Result<ModelConfig> generatorConfig(const GeneratorOptions &o) {
   Status s = validate(c);
   if (!s.ok())
     return Error("invalid generator configuration: " + s.message());
-  if (auto *mm = models::findMultimodalByModelType(o.arch))
+  if (auto *mm = models::findMultimodalByGeneratorArch(o.arch))
     ETLLM_RETURN_IF_ERROR(setVision(*mm, o.visionPreset, c));
   else if (o.visionPreset != "tiny")
-    return Error("--vision-preset needs a composite --arch (llava)");
+    return Error("--vision-preset needs a composite --arch (" +
+                 models::multimodalGeneratorArchs() + ")");
   Result<std::string> json = toHfConfigJson(c);
   if (!json)
     return Error("invalid generator configuration: " + json.message());
@@ -1070,14 +1122,22 @@ Status generateCheckpoint(const GeneratorOptions &o) {
   if (o.format == "hf")
     return generateHf(o, *c);
   if (o.format == "gguf") {
-    if (c->hasVision())
-      return Error("--arch " + o.arch +
-                   ": GGUF (a text model and its mmproj file) is not "
-                   "generated yet; use --format hf");
-    Result<Choice> choice = choose(o.arch, o.preset);
+    Result<Choice> choice = choose(textArch(o.arch), o.preset);
     if (!choice)
       return choice.error();
-    return generateGguf(o, *c, *choice);
+    if (!c->hasVision())
+      return generateGguf(o, *c, *choice);
+    // A composite's decoder alone (llama.cpp keeps the tower and projector
+    // in an mmproj file: scripts/lib/*_mmproj.py write it from the HF
+    // form), its vocabulary naming the image's tokens as the model's does.
+    const models::MultimodalSpec *mm =
+        models::findMultimodalByModelType(c->multimodalType);
+    ModelConfig text = *c;
+    text.multimodalType.clear();
+    return generateGguf(o, text, *choice,
+                        {{c->imageTokenId, mm->imageToken},
+                         {c->imageBeginTokenId, mm->imageBeginToken},
+                         {c->imageEndTokenId, mm->imageEndToken}});
   }
   return Error("unknown --format '" + o.format + "' (hf, gguf)");
 }

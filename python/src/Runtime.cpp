@@ -91,9 +91,25 @@ public:
     method_ = *method;
   }
 
-  /// Copies `arrays` into the inputs, runs the method, returns the outputs
-  /// as views.
-  py::list run(py::object self, const std::vector<py::object> &arrays) {
+  /// The program's method `name`, over this Program's state.
+  rt::Method *methodNamed(const std::string &name) {
+    auto method = module_->method(name);
+    if (!method.ok())
+      raise(method.message());
+    return *method;
+  }
+
+  /// Copies `arrays` into the inputs, runs the method (or `other`, a method
+  /// of the same module), returns the outputs as views.
+  py::list run(py::object self, const std::vector<py::object> &arrays,
+               rt::Method *other = nullptr) {
+    rt::Method *const saved = method_;
+    if (other)
+      method_ = other;
+    struct Restore {
+      rt::Method *&slot, *value;
+      ~Restore() { slot = value; }
+    } restore{method_, saved};
     if (arrays.size() != method_->numInputs())
       raise("'" + method_->name() + "' takes " +
             std::to_string(method_->numInputs()) + " inputs, got " +
@@ -447,6 +463,20 @@ program's memory: valid until the next call on this Program.)doc")
           "Runs the method on its inputs (array-likes, converted to the "
           "program's element types); returns every output as a view, valid "
           "until the next call.")
+      .def(
+          "run_method",
+          [](py::object self, const std::string &name, py::args args) {
+            std::vector<py::object> arrays;
+            for (py::handle a : args)
+              arrays.push_back(py::reinterpret_borrow<py::object>(a));
+            PyProgram &p = self.cast<PyProgram &>();
+            return p.run(self, arrays, p.methodNamed(name));
+          },
+          py::arg("name"),
+          "Runs another method of the program over this Program's state "
+          "(its KV caches: a composite model's `text_decoder` after "
+          "`forward`, as the runner chains them); returns its outputs as "
+          "views, valid until the next call.")
       .def("reset", &PyProgram::reset,
            "Zeroes the mutable buffers (KV caches): a new sequence.")
       .def(

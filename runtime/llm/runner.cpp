@@ -285,11 +285,23 @@ Result<Runner::ImagePrompt> Runner::tokenizeWithImages(
   const int64_t n = vision_->imageSeqLen();
   if (addBos && tokenizer_->bosId() >= 0)
     out.tokens.push_back(tokenizer_->bosId());
+  // The model's processor's text and tokens around each image (Gemma 3:
+  // "\n\n", boi, the features, eoi, "\n\n"): the text joins the pieces
+  // around the image, which are tokenized apart as the processor's
+  // tokenizer splits at the special tokens.
+  for (size_t i = 0; i + 1 < pieces.size(); ++i) {
+    pieces[i] += vision_->textBefore();
+    pieces[i + 1].insert(0, vision_->textAfter());
+  }
   for (size_t i = 0; i < pieces.size(); ++i) {
     if (i > 0) {
+      if (vision_->imageBeginTokenId() >= 0)
+        out.tokens.push_back(int32_t(vision_->imageBeginTokenId()));
       out.imageAt.push_back(out.tokens.size());
       out.tokens.insert(out.tokens.end(), size_t(n),
                         int32_t(vision_->imageTokenId()));
+      if (vision_->imageEndTokenId() >= 0)
+        out.tokens.push_back(int32_t(vision_->imageEndTokenId()));
     }
     if (pieces[i].empty())
       continue;

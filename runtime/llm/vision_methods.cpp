@@ -30,6 +30,32 @@ Result<int64_t> configInt(const json &j, const char *key,
   return it->get<int64_t>();
 }
 
+/// An optional token id of the model config: -1 when absent, else in
+/// [0, vocab).
+Result<int64_t> optionalToken(const json &j, const char *key, int64_t vocab,
+                              const std::string &path) {
+  auto it = j.find(key);
+  if (it == j.end())
+    return int64_t(-1);
+  if (!it->is_number_integer() || it->get<int64_t>() < -1 ||
+      it->get<int64_t>() >= vocab)
+    return Error(path + ": the model config's '" + key +
+                 "' is not a token of the vocabulary");
+  return it->get<int64_t>();
+}
+
+/// An optional short string of the model config ("" when absent).
+Result<std::string> optionalText(const json &j, const char *key,
+                                 const std::string &path) {
+  auto it = j.find(key);
+  if (it == j.end())
+    return std::string();
+  if (!it->is_string() || it->get_ref<const std::string &>().size() > 256)
+    return Error(path + ": the model config's '" + key +
+                 "' is not a string of at most 256 bytes");
+  return it->get<std::string>();
+}
+
 } // namespace
 
 Error noVisionEncoder(const std::string &program, const std::string &what) {
@@ -73,6 +99,15 @@ VisionMethods::open(Module &module, const std::string &path, int64_t vocab) {
     v->preprocessor_ = it->get<std::string>();
   if (v->preprocessor_.empty())
     return Error(path + ": the model config has no image_preprocessor");
+  ETLLM_ASSIGN_OR_RETURN(
+      v->beginTokenId_,
+      optionalToken(config, "image_begin_token_id", vocab, path));
+  ETLLM_ASSIGN_OR_RETURN(
+      v->endTokenId_, optionalToken(config, "image_end_token_id", vocab, path));
+  ETLLM_ASSIGN_OR_RETURN(v->textBefore_,
+                         optionalText(config, "image_text_before", path));
+  ETLLM_ASSIGN_OR_RETURN(v->textAfter_,
+                         optionalText(config, "image_text_after", path));
   if (v->imageTokenId_ >= vocab)
     return Error(path + ": image_token_id " +
                  std::to_string(v->imageTokenId_) +

@@ -271,12 +271,21 @@ void emitAttrDefs(const std::vector<ConfigAttr> &attrs,
        << "::appendJson(::llvm::json::Object &json) const {\n";
     for (const Field *f : a.fields) {
       std::string g = getter(f->key) + "()";
+      // Written only when not the IR default (0, false, "" unless the
+      // field says otherwise).
+      const std::string &d = f->attrDefault;
       if (f->jsonOnlyWhenSet && f->kind == "real")
-        os << "  if (!" << g << ".isZero())\n  ";
-      else if (f->jsonOnlyWhenSet && (f->kind == "int" || f->kind == "bool"))
-        os << "  if (" << g << ")\n  ";
+        os << "  if (" << g << ".convertToDouble() != "
+           << (d.empty() ? "0.0" : d) << ")\n  ";
+      else if (f->jsonOnlyWhenSet && f->kind == "int")
+        os << "  if (" << g << " != " << (d.empty() ? "0" : d) << ")\n  ";
+      else if (f->jsonOnlyWhenSet && f->kind == "bool")
+        os << "  if (" << g << " != " << (d.empty() ? "false" : d)
+           << ")\n  ";
+      else if (f->jsonOnlyWhenSet && f->kind == "string")
+        os << "  if (" << g << ".str() != " << quoted(d) << ")\n  ";
       else if (f->jsonOnlyWhenSet)
-        fail(f->def, "jsonOnlyWhenSet is for numbers and booleans");
+        fail(f->def, "jsonOnlyWhenSet is for numbers, booleans and strings");
       if (f->kind == "real")
         os << "  json[" << quoted(f->key) << "] = " << g
            << ".convertToDouble();\n";

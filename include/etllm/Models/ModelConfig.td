@@ -457,7 +457,7 @@ def : MoeField<"layer_moe", CfgBoolList, "layerIsMoe",
   let familyKey = 0;
 }
 
-//===--- A vision encoder composed with the decoder (LLaVA) ---------------===//
+//===--- A vision encoder composed with the decoder (LLaVA, Gemma 3) ------===//
 // Read from config.json's vision_config and top-level keys by
 // lib/Formats/HfVisionConfig.cpp; the graph builder emits the
 // `vision_encoder` and `text_decoder` methods from them; the runner reads
@@ -466,7 +466,8 @@ def : MoeField<"layer_moe", CfgBoolList, "layerIsMoe",
 
 def : CoreField<"vision", CfgNested<VisionAttr>, "",
                 "vision encoder and projector (absent: text only)">;
-def : VisionField<"multimodal_type", CfgChoice<["llava"]>, "multimodalType",
+def : VisionField<"multimodal_type", CfgChoice<["llava", "gemma3"]>,
+                  "multimodalType",
                   "the composite model's model_type (\"\": text only)">;
 def : VisionField<"vision_arch", CfgChoice<["clip", "siglip"]>, "visionArch",
                   "the vision tower: clip (CLIPVisionModel: class token, "
@@ -504,7 +505,7 @@ def : VisionField<"vision_drop_class_token", CfgBool,
                   "vision_feature_select_strategy default: the first "
                   "feature (CLIP's class token; a SigLIP tower's first "
                   "patch, as transformers drops it) is dropped">;
-def : VisionField<"projector_hidden_act", CfgChoice<["gelu"]>,
+def : VisionField<"projector_hidden_act", CfgChoice<["gelu", "none"]>,
                   "projectorHiddenAct",
                   "the 2-layer projector's activation">;
 def : VisionField<"projector_bias", CfgBool, "projectorBias",
@@ -517,6 +518,45 @@ def : VisionField<"image_seq_len", CfgInt, "imageSeqLen",
                   "features)">;
 def : VisionField<"image_preprocessor", CfgString, "imagePreprocessor",
                   "preprocessor_config.json's text, as exported">;
+def : VisionField<"vision_post_layernorm", CfgBool, "visionPostLayerNorm",
+                  "the features are the tower's last_hidden_state, after "
+                  "its post_layernorm (Gemma 3)"> {
+  let jsonOnlyWhenSet = 1;
+}
+def : VisionField<"vision_pool", CfgInt, "visionPool",
+                  "the side of the average pool over the patch grid before "
+                  "the projector (Gemma 3: patches per side / "
+                  "sqrt(mm_tokens_per_image)); 0: none"> {
+  let jsonOnlyWhenSet = 1;
+}
+def : VisionField<"image_bidirectional", CfgBool, "imageBidirectional",
+                  "an image's positions attend to each other both ways in "
+                  "`text_decoder` (Gemma 3's token_type_ids mask)"> {
+  let jsonOnlyWhenSet = 1;
+}
+def : VisionField<"image_begin_token_id", CfgInt, "imageBeginTokenId",
+                  "the token before an image's features (Gemma 3's "
+                  "boi_token_index); -1: none"> {
+  let default = "-1";
+  let check = NoCheck;
+  let jsonOnlyWhenSet = 1;
+}
+def : VisionField<"image_end_token_id", CfgInt, "imageEndTokenId",
+                  "the token after an image's features (Gemma 3's "
+                  "eoi_token_index); -1: none"> {
+  let default = "-1";
+  let check = NoCheck;
+  let jsonOnlyWhenSet = 1;
+}
+def : VisionField<"image_text_before", CfgString, "imageTextBefore",
+                  "text the processor puts before an image (Gemma 3: two "
+                  "newlines)"> {
+  let jsonOnlyWhenSet = 1;
+}
+def : VisionField<"image_text_after", CfgString, "imageTextAfter",
+                  "text the processor puts after an image"> {
+  let jsonOnlyWhenSet = 1;
+}
 
 //===--- Traits of the family (set from `architecture`) -------------------===//
 

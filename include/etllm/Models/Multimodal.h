@@ -1,6 +1,6 @@
 //===- Multimodal.h - Vision encoders composed with a decoder ---*- C++ -*-===//
 //
-// A composite model (LLaVA) is a decoder of the family registry plus a vision
+// A composite model (LLaVA, Gemma 3) is a decoder of the family registry plus a vision
 // tower and a projector. Its spec says how its config.json nests the text
 // model (`text_config`) and the tower (`vision_config`), and how its
 // checkpoints name their tensors: the decoder's under a prefix that differs
@@ -24,10 +24,35 @@ struct TensorRename {
   const char *to;
 };
 
+/// How the tower's features become decoder embeddings.
+enum class VisionProjector {
+  /// LlavaMultiModalProjector: linear_1, activation, linear_2.
+  LlavaMlp,
+  /// Gemma3MultiModalProjector: an average pool over the patch grid,
+  /// mm_soft_emb_norm (RMSNorm, x * (1 + w)), a matmul by
+  /// mm_input_projection_weight [vision hidden, hidden].
+  Gemma3,
+};
+
 struct MultimodalSpec {
   /// config.json's top-level model_type ("llava") and class.
   const char *modelType;
   const char *hfArchitecture;
+  /// etllm-gen-checkpoint's --arch for it.
+  const char *generatorArch;
+  /// text_config's model_type when it has none (the decoder family).
+  const char *textModelType;
+  VisionProjector projector;
+  /// The projector's module class.
+  const char *projectorClass;
+  /// llama.cpp's mmproj `clip.projector_type` of it.
+  const char *ggufProjectorType;
+  /// The tokens its vocabulary names the image placeholder and (null: none)
+  /// the tokens around an image, as a GGUF text model's vocabulary spells
+  /// them (the mmproj reader looks them up there).
+  const char *imageToken;
+  const char *imageBeginToken;
+  const char *imageEndToken;
   /// The towers supported: vision_config.model_type and the
   /// ModelConfig::visionArch spelling of each.
   std::vector<TensorRename> towers;
@@ -43,6 +68,12 @@ inline constexpr const char kVisionTowerPath[] = "vision_tower";
 inline constexpr const char kProjectorPath[] = "multi_modal_projector";
 
 const MultimodalSpec *findMultimodalByModelType(std::string_view modelType);
+const MultimodalSpec *
+findMultimodalByGeneratorArch(std::string_view generatorArch);
+/// The spec of an mmproj's clip.projector_type (null: none).
+const MultimodalSpec *findMultimodalByGgufProjector(std::string_view type);
+/// "llava, gemma3-vision".
+std::string multimodalGeneratorArchs();
 const MultimodalSpec *
 findMultimodalByArchitecture(std::string_view hfArchitecture);
 /// "LlavaForConditionalGeneration, ...".

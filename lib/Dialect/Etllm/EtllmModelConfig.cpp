@@ -143,8 +143,20 @@ LogicalResult mlir::etllm::verifyVisionConfigRules(
                        << " is not in 1 .. vision_num_layers ("
                        << p.visionNumLayers << ")";
   int64_t side = p.visionImageSize / p.visionPatchSize;
-  int64_t tokens = side * side + (p.visionArch == "clip" ? 1 : 0) -
-                   (p.visionDropClassToken ? 1 : 0);
+  if (p.visionPool < 0 || (p.visionPool > 1 && side % p.visionPool != 0))
+    return emitError() << "vision_pool " << p.visionPool
+                       << " does not divide the " << side
+                       << " patches of a side";
+  if (p.visionPool > 1 && (p.visionArch == "clip" || p.visionDropClassToken))
+    return emitError() << "vision_pool pools a grid of patches: no class "
+                          "token, none dropped";
+  int64_t tokens = p.visionPool > 1
+                       ? (side / p.visionPool) * (side / p.visionPool)
+                       : side * side + (p.visionArch == "clip" ? 1 : 0) -
+                             (p.visionDropClassToken ? 1 : 0);
+  if (p.imageBeginTokenId < -1 || p.imageEndTokenId < -1)
+    return emitError() << "image_begin_token_id and image_end_token_id are "
+                          "token ids or -1";
   if (p.imageSeqLen != tokens)
     return emitError() << "image_seq_len " << p.imageSeqLen
                        << " is not the encoder's " << tokens << " features";

@@ -81,7 +81,8 @@ mlir::Value applyRope(GraphEmitter &e, mlir::Value x, mlir::Value cos,
                       mlir::Value sin);
 
 /// The causal masks over a cache of `cacheLen` (Mask.cpp).
-Masks buildMasks(GraphEmitter &e, mlir::Value positions, int64_t cacheLen);
+Masks buildMasks(GraphEmitter &e, mlir::Value positions, int64_t cacheLen,
+                 bool bidirectional = false);
 
 /// embed_tokens(tokens), scaled as the family says (Embedding.cpp).
 mlir::Value buildEmbedding(GraphEmitter &e, mlir::Value tokens);

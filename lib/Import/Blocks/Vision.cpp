@@ -1,6 +1,7 @@
 //===- Vision.cpp - The vision tower and projector of a composite model ---===//
 //
-// LLaVA's image features as transformers computes them
+// The image features of a composite model as transformers computes them:
+// LLaVA's
 // (LlavaModel.get_image_features): the CLIP vision tower
 // (CLIPVisionEmbeddings: the patch convolution, the class token and learned
 // positions; pre_layrnorm; CLIPEncoderLayers with pre-LayerNorm attention
@@ -8,7 +9,9 @@
 // a patch convolution with a bias, no class token, no pre-LayerNorm) up to
 // the hidden state `vision_feature_layer` selects, the first feature
 // dropped by the `default` strategy, then LlavaMultiModalProjector
-// (linear_1, GELU, linear_2). The
+// (linear_1, GELU, linear_2); or Gemma 3's (Gemma3Model.get_image_features):
+// the SigLIP tower's last_hidden_state after post_layernorm, average-pooled
+// over the patch grid, mm_soft_emb_norm, mm_input_projection_weight. The
 // patch convolution (stride = kernel) is an unfold (reshape, permute) and a
 // linear over the weight's [D, 3*P*P] view, as the ATen importer maps it.
 //
@@ -17,6 +20,7 @@
 
 #include "etllm/Models/Multimodal.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace mlir;
@@ -138,10 +142,33 @@ Value buildVisionEncoder(GraphEmitter &e, Value pixels) {
     for (int64_t i = 0; i < c.visionLayersUsed; ++i)
       x = encoderLayer(e, enc + ".layers." + std::to_string(i), x, tokens);
   }
+  if (c.visionPostLayerNorm) {
+    GraphEmitter::Scope t(e, tower, towerClass(e, "VisionTransformer"));
+    x = layerNorm(e, tower + ".post_layernorm", x, d);
+  }
   if (c.visionDropClassToken)
     x = e.slice(x, 1, 1, kEnd);
+  const models::MultimodalSpec *spec =
+      models::findMultimodalByModelType(c.multimodalType);
   const std::string proj = models::kProjectorPath;
-  GraphEmitter::Scope s(e, proj, "LlavaMultiModalProjector");
+  GraphEmitter::Scope s(e, proj, spec->projectorClass);
+  if (spec->projector == models::VisionProjector::Gemma3) {
+    // AvgPool2d(k, k) over the [d, g, g] grid: patch (r, c) is row r * g
+    // + c, so each pooled token averages a k x k block of rows.
+    const int64_t k = std::max<int64_t>(c.visionPool, 1), t = g / k;
+    {
+      GraphEmitter::Scope ps(e, proj + ".avg_pool", "AvgPool2d");
+      x = e.reshape(x, {1, t, k, t, k, d});
+      x = e.val<PermuteOp>(x, e.b.getDenseI64ArrayAttr({0, 1, 3, 2, 4, 5}));
+      x = e.reshape(x, {1, t * t, k * k, d});
+      x = e.val<MeanOp>(x, e.b.getDenseI64ArrayAttr({2}), UnitAttr());
+    }
+    x = e.rmsNorm(proj + ".mm_soft_emb_norm", x, d,
+                  /*addOne=*/!e.ckpt.normWeightsIncludeOne(),
+                  c.visionLayerNormEps);
+    return e.val<MatmulOp>(
+        x, e.param(proj + ".mm_input_projection_weight", {d, D}));
+  }
   x = e.linear(proj + ".linear_1", x, D, d, c.projectorBias);
   x = activation(e, c.projectorHiddenAct, x);
   return e.linear(proj + ".linear_2", x, D, D, c.projectorBias);

@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "SwapUtils.h"
 
+#include "etllm/runtime/llm/method_names.h"
+
 using namespace mlir;
 using namespace mlir::etllm;
 
@@ -67,12 +69,32 @@ LogicalResult swapAttention(ModuleInstance &inst, RewriterBase &rewriter,
              "index_copy) in the instance";
     return failure();
   }
+  func::FuncOp fn = inst.ops.front()->getParentOfType<func::FuncOp>();
+  // A composite model's text_decoder whose image positions see each other
+  // (Gemma 3) keeps the mask the model built (the scores' addend from
+  // outside the instance); fuse-sdpa makes what it can of it causal
+  // positions. Elsewhere the mask is the causal one the positions give.
+  Value mask;
+  if (VisionConfigAttr vision = cfg.getVision();
+      vision && vision.getImageBidirectional() &&
+      fn.getSymName() == ::etllm::rt::llm::kTextDecoderMethod) {
+    for (Operation *op : inst.ops)
+      if (auto add = dyn_cast<AddOp>(op))
+        if (Operation *def = add.getRhs().getDefiningOp();
+            def && !llvm::is_contained(inst.ops, def) &&
+            rankOf(add.getRhs()) == 4)
+          mask = add.getRhs();
+    if (!mask) {
+      reason = "the image-bidirectional text_decoder's attention adds no "
+               "mask to its scores";
+      return failure();
+    }
+  }
   // inv_freq: the frequency table of the rotary embedding this attention
   // reads (a model may have two: Gemma 3's sliding-window layers use
   // "rotary_emb_local", the others "rotary_emb").
   Value invFreq;
   double ropeScaling = 1.0;
-  func::FuncOp fn = inst.ops.front()->getParentOfType<func::FuncOp>();
   auto classes = inst.module->getAttrOfType<DictionaryAttr>(
       EtllmDialect::kModuleClassesAttrName);
   auto isRotary = [&](StringRef path) {
@@ -190,9 +212,15 @@ LogicalResult swapAttention(ModuleInstance &inst, RewriterBase &rewriter,
   };
   Value kc = update(kRead, k), vc = update(vRead, v);
   auto qt = cast<RankedTensorType>(q.getType());
-  Value o = mk(rewriter.create<SdpaOp>(
-      loc, qt, q, kc, vc, Value(), positions, rewriter.getF64FloatAttr(scale),
-      rewriter.getUnitAttr(), i64(window), rewriter.getF64FloatAttr(softcap)));
+  Value o = mk(
+      mask ? rewriter.create<SdpaOp>(loc, qt, q, kc, vc, mask, Value(),
+                                     rewriter.getF64FloatAttr(scale),
+                                     UnitAttr(), i64(0),
+                                     rewriter.getF64FloatAttr(softcap))
+           : rewriter.create<SdpaOp>(loc, qt, q, kc, vc, Value(), positions,
+                                     rewriter.getF64FloatAttr(scale),
+                                     rewriter.getUnitAttr(), i64(window),
+                                     rewriter.getF64FloatAttr(softcap)));
   o = mk(rewriter.create<TransposeOp>(loc, o, i64(1), i64(2)));
   o = mk(rewriter.create<ReshapeOp>(
       loc, o, rewriter.getDenseI64ArrayAttr({1, -1, H * D})));

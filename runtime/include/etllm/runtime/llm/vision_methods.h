@@ -43,7 +43,9 @@ class VisionMethods {
 public:
   /// The image methods of `module`, checked against each other and the
   /// metadata's image fields (image_token_id, image_seq_len,
-  /// vision_image_size, image_preprocessor); null when the program has no
+  /// vision_image_size, image_preprocessor; the optional
+  /// image_begin_token_id, image_end_token_id, image_text_before and
+  /// image_text_after); null when the program has no
   /// `vision_encoder`. `vocab` is forward's.
   static Result<std::unique_ptr<VisionMethods>>
   open(Module &module, const std::string &path, int64_t vocab);
@@ -55,6 +57,13 @@ public:
                                 double *encodeMs);
 
   int64_t imageTokenId() const { return imageTokenId_; }
+  /// The tokens around an image's features (Gemma 3's boi/eoi); -1: none.
+  int64_t imageBeginTokenId() const { return beginTokenId_; }
+  int64_t imageEndTokenId() const { return endTokenId_; }
+  /// The text the model's processor puts before and after an image (outside
+  /// its begin and end tokens; Gemma 3: "\n\n").
+  const std::string &textBefore() const { return textBefore_; }
+  const std::string &textAfter() const { return textAfter_; }
   /// Positions (and placeholder tokens) one image takes.
   int64_t imageSeqLen() const { return imageSeqLen_; }
   /// The side of the square pixels the encoder takes.
@@ -66,8 +75,8 @@ public:
 private:
   Method *encoder_ = nullptr, *decoder_ = nullptr;
   int64_t imageTokenId_ = 0, imageSeqLen_ = 0, imageSize_ = 0, hidden_ = 0,
-          vocab_ = 0;
-  std::string preprocessor_;
+          vocab_ = 0, beginTokenId_ = -1, endTokenId_ = -1;
+  std::string preprocessor_, textBefore_, textAfter_;
   std::vector<int64_t> positions_;
 };
 
