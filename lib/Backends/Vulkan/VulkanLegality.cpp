@@ -217,8 +217,13 @@ bool isLegal(Operation *op) {
                isQuantWeight(e.getWeight(), o);
       })
       .Case<ReshapeOp, UnsqueezeOp, SqueezeOp>([&](Operation *r) {
-        return (act(r->getResult(0).getType()) ||
-                isIndices(r->getResult(0).getType())) &&
+        // Indices only for Vulkan readers: a subgraph returns f32 (an
+        // index view for the CPU, e.g. a mask's positions, stays there).
+        Value out = r->getResult(0);
+        return (act(out.getType()) ||
+                (isIndices(out.getType()) &&
+                 llvm::all_of(out.getUsers(),
+                              [](Operation *u) { return isLegal(u); }))) &&
                reshapes(r, o);
       })
       .Case([&](TransposeOp t) {

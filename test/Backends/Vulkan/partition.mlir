@@ -156,3 +156,28 @@ func.func @forward(%x: tensor<1x?x64xf32>) -> tensor<1x1x128xf32> {
   return %y : tensor<1x1x128xf32>
 }
 }
+
+// -----
+
+// Near miss: a reshape of positions (index tensor, legal on Vulkan for the
+// kernels' own readers: RoPE, the cache update) whose reader is a CPU-side
+// op (a mask's comparison, as a composite model's text_decoder builds) stays
+// off the GPU: a Vulkan subgraph returns float tensors only.
+// CHECK-LABEL: func.func private @vulkan_0
+// CHECK-NOT: etllm.reshape
+// CHECK: etllm.linear
+// CHECK-LABEL: func.func @forward
+// CHECK: etllm.delegate.call "vulkan" @vulkan_0
+// CHECK: etllm.reshape %arg1 [-1, 1]
+// CHECK: etllm.gt
+module attributes {etllm.model_config = #etllm.model_config<max_seq_len = 32>} {
+etllm.parameter @w : tensor<16x16xf32>
+func.func @forward(%x: tensor<1x?x16xf32>, %pos: tensor<?xi64>) -> (tensor<1x?x16xf32>, tensor<?x32xi1>) {
+  %w = etllm.parameter.get @w : tensor<16x16xf32>
+  %y = etllm.linear %x, %w : (tensor<1x?x16xf32>, tensor<16x16xf32>) -> tensor<1x?x16xf32>
+  %p = etllm.reshape %pos [-1, 1] : tensor<?xi64> -> tensor<?x1xi64>
+  %k = etllm.arange 0 to 32 : tensor<32xi64>
+  %m = etllm.gt %k, %p : (tensor<32xi64>, tensor<?x1xi64>) -> tensor<?x32xi1>
+  return %y, %m : tensor<1x?x16xf32>, tensor<?x32xi1>
+}
+}
