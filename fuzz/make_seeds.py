@@ -494,11 +494,29 @@ def main():
         venv_python = subprocess.run(
             [os.path.join(a.repo, "scripts/venv.sh"), "python"],
             capture_output=True, text=True).stdout.strip()
+        # Gemma 3's: a SigLIP tower, the pooling projector, the image's
+        # wrapping in the program's metadata.
+        gemma3 = os.path.join(tmp, "gemma3-hf")
+        run([T("etllm-gen-checkpoint"), "--arch", "gemma3-vision",
+             "--vision-preset", "gemma3-tiny", "--format", "hf", "--vocab",
+             "512", "-o", gemma3])
+        seeds.add("safetensors", "gemma3-hf",
+                  read(os.path.join(gemma3, "config.json")) + HF_SEPARATOR +
+                  read(os.path.join(gemma3, "model.safetensors")))
         if venv_python:
             run([venv_python,
                  os.path.join(a.repo, "scripts/lib/llava_mmproj.py"), llava,
                  mmproj])
             seeds.add_file("gguf", mmproj)
+            mmproj3 = os.path.join(tmp, "gemma3-mmproj.gguf")
+            run([venv_python,
+                 os.path.join(a.repo, "scripts/lib/gemma3_mmproj.py"), gemma3,
+                 mmproj3])
+            seeds.add_file("gguf", mmproj3)
+        pte = os.path.join(tmp, "gemma3.pte")
+        run([T("etllm-export"), "--quiet", "--model", gemma3, "--tokenizer",
+             S("models/stories260K/tok512.bin"), "-o", pte])
+        seeds.add_file("pte", pte)
         for recipe in ("portable", "cpu-fp32"):
             pte = os.path.join(tmp, "llava-" + recipe + ".pte")
             run([T("etllm-export"), "--quiet", "--model", llava,

@@ -3,8 +3,9 @@
 // openCheckpoint on a GGUF file (header, metadata, tensor infos, config from
 // metadata, validation), the tensors' float conversion, and the embedded
 // vocabulary's tokenizer as a program would build it. The same bytes as a
-// llama.cpp mmproj completing a tiny GGUF text model (its keys into the
-// vision config, its tensors renamed and checked against it).
+// llama.cpp mmproj completing a tiny GGUF text model, a llama and a Gemma 3
+// decoder (its keys into the vision config, its tensors renamed and checked
+// against it).
 //
 //===----------------------------------------------------------------------===//
 #include "CheckpointFuzz.h"
@@ -28,6 +29,22 @@ const std::string &textModel() {
   return path;
 }
 
+/// The same for a Gemma 3 mmproj: the tiny Gemma 3's decoder, whose
+/// vocabulary names the image's tokens.
+const std::string &gemma3TextModel() {
+  static const std::string path = [] {
+    etllm::formats::GeneratorOptions o;
+    o.arch = "gemma3-vision";
+    o.visionPreset = "gemma3-tiny";
+    o.format = "gguf";
+    o.vocab = 512;
+    o.output = etllm::fuzz::writeScratch("gemma3-text.gguf", "");
+    (void)etllm::formats::generateCheckpoint(o);
+    return o.output;
+  }();
+  return path;
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -38,6 +55,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   etllm::formats::OpenOptions options;
   options.mmproj = path;
   (void)etllm::formats::openCheckpoint(textModel(), options);
+  (void)etllm::formats::openCheckpoint(gemma3TextModel(), options);
   options.mmproj.clear();
   options.validateTensors = false;
   auto ckpt = etllm::formats::openCheckpoint(path, options);

@@ -4,9 +4,10 @@
 # arm64 etllm-run under qemu-user for each CPU model (Armv8.0 NEON, a
 # dotprod CPU, an i8mm CPU), the arm64 output byte for byte the x86 one; the
 # fp32 recipes' output is llama2.c's. On the i8mm CPU, ETLLM_CPU_ISA
-# also forces the lower arm64 paths. Then a tiny LLaVA (etllm-gen-checkpoint
-# beside ETLLM_EXPORT) with a JPEG: the arm64 image decoding, preprocessing,
-# vision encoder and text byte for byte the x86 ones.
+# also forces the lower arm64 paths. Then a tiny LLaVA and a tiny Gemma 3
+# (etllm-gen-checkpoint beside ETLLM_EXPORT) with a JPEG: the arm64 image
+# decoding, preprocessing, vision encoder and text byte for byte the x86
+# ones.
 #
 # usage: generate.sh ETLLM_EXPORT X86_ETLLM_RUN ARM64_ETLLM_RUN QEMU
 #                    GUEST_ROOT SHARED_DIR WORK_DIR
@@ -55,20 +56,26 @@ gencp=$(dirname "$export_tool")/etllm-gen-checkpoint
 image=$(cd "$(dirname "$0")/../../.." && pwd)/test/Inputs/image-30x40.jpg
 if [ -x "$gencp" ] && [ -f "$image" ]; then
   "$gencp" --arch llava --format hf --vocab 512 -o "$work/llava-hf" >/dev/null
+  # Gemma 3's kind: the pooled projector, the image wrapped in its tokens,
+  # the image-bidirectional text_decoder.
+  "$gencp" --arch gemma3-vision --vision-preset gemma3-tiny --layers 6 \
+    --format hf --vocab 512 -o "$work/gemma3-hf" >/dev/null
   imggen() {
     "$@" --image "$image" --prompt "Once upon a<image> time" -n 16 \
       --temperature 0 2>/dev/null
   }
-  for recipe in portable cpu-fp32 cpu-8da4w; do
-    pte=$work/llava-$recipe.pte
-    "$export_tool" --quiet --model "$work/llava-hf" \
+  for kind in llava:portable llava:cpu-fp32 llava:cpu-8da4w \
+    gemma3:portable gemma3:cpu-8da4w; do
+    name=${kind%%:*} recipe=${kind#*:}
+    pte=$work/$name-$recipe.pte
+    "$export_tool" --quiet --model "$work/$name-hf" \
       --tokenizer "$model/tok512.bin" --pipeline "$recipe" -o "$pte"
-    imggen "$run_x86" "$pte" >"$work/x86-llava-$recipe.txt"
+    imggen "$run_x86" "$pte" >"$work/x86-$name-$recipe.txt"
     for cpu in cortex-a53 max; do
-      out=$work/arm64-$cpu-llava-$recipe.txt
+      out=$work/arm64-$cpu-$name-$recipe.txt
       imggen "$qemu" -L "$root" -cpu "$cpu" "$run_arm" "$pte" >"$out"
-      same "$work/x86-llava-$recipe.txt" "$out" \
-        "llava $recipe with an image on -cpu $cpu"
+      same "$work/x86-$name-$recipe.txt" "$out" \
+        "$name $recipe with an image on -cpu $cpu"
     done
   done
 else

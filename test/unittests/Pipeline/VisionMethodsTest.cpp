@@ -142,3 +142,47 @@ TEST_F(VisionMethodsTest, OneMethodWithoutTheOtherIsRefused) {
 }
 
 } // namespace
+
+// Gemma 3's image wrapping, read from the metadata: the boi/eoi tokens and
+// the newlines around them; a token outside the vocabulary or a text that
+// is not a string is one error at load.
+TEST(VisionMethodsGemma3Test, TheWrappingIsReadAndChecked) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("etllm_vision_methods_g3_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  etllm::formats::GeneratorOptions g;
+  g.arch = "gemma3-vision";
+  g.visionPreset = "gemma3-tiny";
+  g.vocab = 512;
+  g.output = (dir / "hf").string();
+  ASSERT_TRUE(etllm::test::generate(g));
+  etllm::test::ExportForTest o;
+  o.lastLogitsOnly = true;
+  std::string bytes = etllm::test::exportBytes(g.output, o);
+  std::filesystem::remove_all(dir);
+  ASSERT_FALSE(bytes.empty());
+  Opened opened;
+  ASSERT_EQ(openError(bytes, &opened), "");
+  auto vision = llm::VisionMethods::open(*opened.module, "t.pte", 512);
+  ASSERT_TRUE(vision.ok() && *vision);
+  EXPECT_EQ((*vision)->imageBeginTokenId(), 509);
+  EXPECT_EQ((*vision)->imageEndTokenId(), 510);
+  EXPECT_EQ((*vision)->textBefore(), "\n\n");
+  EXPECT_EQ((*vision)->textAfter(), "\n\n");
+  struct Case {
+    const char *from, *to, *error;
+  };
+  const Case cases[] = {
+      {"\"image_begin_token_id\":509", "\"image_begin_token_id\":909",
+       "'image_begin_token_id' is not a token of the vocabulary"},
+      {"\"image_end_token_id\":510", "\"image_end_token_id\":-51",
+       "'image_end_token_id' is not a token of the vocabulary"},
+      {"\"image_text_before\":\"\\n\\n\"", "\"image_text_before\":123456",
+       "'image_text_before' is not a string of at most 256 bytes"},
+  };
+  for (const Case &c : cases) {
+    std::string error = openError(edited(bytes, c.from, c.to));
+    EXPECT_NE(error.find(c.error), std::string::npos)
+        << c.from << " -> " << c.to << ": " << error;
+  }
+}
