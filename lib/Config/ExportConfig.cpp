@@ -208,6 +208,47 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        {},
        false,
        /*writtenWhenDefault=*/false},
+      {"model.vision_encoder",
+       ConfigType::String,
+       "",
+       {},
+       "A vision encoder's IR (.mlir, as etllm.export_llm writes a traced "
+       "torch.nn.Module: forward(pixels: f32 [1, 3, S, S]) -> features "
+       "[1, N, hidden], its weights in the safetensors file the IR names) "
+       "composed with the decoder of `--model` into a composite program "
+       "(vision_encoder, text_decoder; docs/Python.md). Needs "
+       "model.image_preprocessor.",
+       "encoder.mlir",
+       INT64_MIN,
+       INT64_MAX,
+       {},
+       false,
+       /*writtenWhenDefault=*/false},
+      {"model.image_preprocessor",
+       ConfigType::String,
+       "",
+       {},
+       "With model.vision_encoder: the image processor's "
+       "preprocessor_config.json (recorded in the program: how the runtime "
+       "makes an image's pixels; its size must give the encoder's S x S).",
+       "preprocessor_config.json",
+       INT64_MIN,
+       INT64_MAX,
+       {},
+       false,
+       /*writtenWhenDefault=*/false},
+      {"model.image_token_id",
+       ConfigType::Int,
+       "-1",
+       {},
+       "With model.vision_encoder: the token id that stands for an image's "
+       "positions in the program's bookkeeping (never embedded; -1: 0).",
+       "32000",
+       -1,
+       INT64_MAX,
+       {},
+       false,
+       /*writtenWhenDefault=*/false},
       {"quantization.linear",
        ConfigType::Enum,
        "pipeline",

@@ -200,6 +200,12 @@ Result<std::unique_ptr<Checkpoint>> openCheckpoint(const std::string &path,
     if (!result)
       return result;
   }
+  if (!options.visionWeights.empty()) {
+    result = detail::attachVisionWeights(std::move(*result),
+                                         options.visionWeights);
+    if (!result)
+      return result;
+  }
   if (options.validateTensors && (*result)->hasConfig()) {
     Status s = validateAgainstConfig(**result, (*result)->config());
     if (!s.ok())

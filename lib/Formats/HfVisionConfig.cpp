@@ -319,6 +319,13 @@ Status readGemma3Keys(const Keys &top, ModelConfig &c) {
 Status validateVision(const ModelConfig &c) {
   if (!c.hasVision())
     return Status();
+  if (c.visionArch == "module") // a traced encoder: its IR was checked
+    return c.imageTokenId >= 0 && c.imageTokenId < c.vocabSize
+               ? Status()
+               : Error("model.image_token_id " +
+                       std::to_string(c.imageTokenId) +
+                       " is not a token of the " +
+                       std::to_string(c.vocabSize) + "-token vocabulary");
   if (c.visionHiddenSize % c.visionNumHeads != 0)
     return Error("vision_config.num_attention_heads " +
                  std::to_string(c.visionNumHeads) +
@@ -354,7 +361,8 @@ Status validateVision(const ModelConfig &c) {
 
 void appendVisionTensors(const ModelConfig &c,
                          std::vector<ExpectedTensor> &out) {
-  if (!c.hasVision())
+  // A traced encoder's tensors are its IR's parameters, not the config's.
+  if (!c.hasVision() || c.visionArch == "module")
     return;
   const std::string tower = models::kVisionTowerPath;
   const std::string proj = models::kProjectorPath;

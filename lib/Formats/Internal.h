@@ -170,6 +170,12 @@ Result<ModelConfig> parseMultimodalConfig(const std::string &jsonText,
 /// The rules between the vision fields (nothing for a text model).
 Status validateVision(const ModelConfig &c);
 /// The vision tower's and projector's tensors (canonical names).
+/// `checkpoint` with the tensors of the safetensors file `path` added under
+/// "vision_tower." (a composed vision encoder's weights; VisionWeights.cpp).
+Result<std::unique_ptr<Checkpoint>>
+attachVisionWeights(std::unique_ptr<Checkpoint> checkpoint,
+                    const std::string &path);
+
 void appendVisionTensors(const ModelConfig &c,
                          std::vector<ExpectedTensor> &out);
 /// `text` (a GGUF text model) with the vision tower and projector of the

@@ -47,6 +47,8 @@ Status applyArchitectureTraits(ModelConfig &c) {
 }
 
 int64_t ModelConfig::visionFeatures() const {
+  if (visionArch == "module") // a traced encoder: its output's length
+    return imageSeqLen;
   if (visionPatchSize <= 0)
     return 0;
   int64_t side = visionImageSize / visionPatchSize;

@@ -10,15 +10,20 @@
 //===----------------------------------------------------------------------===//
 #include "etllm/Import/GraphBuilder.h"
 #include "Blocks/Blocks.h"
+#include "ComposeEncoder.h"
 
 #include "etllm/Dialect/Etllm/EtllmModelConfig.h"
+#include "etllm/runtime/image/preprocess.h"
 #include "etllm/runtime/llm/method_names.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
 
+#include "llvm/Support/MemoryBuffer.h"
+
 #include <filesystem>
 #include <iterator>
+#include <optional>
 
 using namespace mlir;
 using namespace mlir::etllm;
@@ -146,11 +151,15 @@ LogicalResult buildModel(GraphEmitter &e, const ::etllm::ImportOptions &options,
 
   if (c.hasVision()) {
     const int64_t S = c.visionImageSize;
-    fn = beginMethod(e, ::etllm::rt::llm::kVisionEncoderMethod,
-                     {e.tensorType({1, 3, S, S}, f32)},
-                     e.tensorType({1, c.imageSeqLen, c.hiddenSize}, e.dtype));
-    b.create<func::ReturnOp>(e.loc,
-                             buildVisionEncoder(e, fn.getArgument(0)));
+    // A traced encoder (vision_arch module) is composed in afterwards.
+    if (c.visionArch != "module") {
+      fn = beginMethod(
+          e, ::etllm::rt::llm::kVisionEncoderMethod,
+          {e.tensorType({1, 3, S, S}, f32)},
+          e.tensorType({1, c.imageSeqLen, c.hiddenSize}, e.dtype));
+      b.create<func::ReturnOp>(e.loc,
+                               buildVisionEncoder(e, fn.getArgument(0)));
+    }
     fn = beginMethod(e, ::etllm::rt::llm::kTextDecoderMethod,
                      {e.tensorType({1, dyn, c.hiddenSize}, e.dtype), posType},
                      logitsType);
@@ -161,6 +170,41 @@ LogicalResult buildModel(GraphEmitter &e, const ::etllm::ImportOptions &options,
                             fn.getArgument(1), c.imageBidirectional));
   }
   return success(e.error.empty());
+}
+
+/// model.image_preprocessor's text, checked by the runtime's parser (what
+/// the runner will apply) and to give `side` x `side` pixels, the composed
+/// encoder's input.
+llvm::Expected<std::string> readImagePreprocessor(const std::string &path,
+                                                  int64_t side) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer)
+    return makeError(path + ": model.image_preprocessor: " +
+                     buffer.getError().message());
+  if ((*buffer)->getBufferSize() > (1u << 20))
+    return makeError(path + ": model.image_preprocessor: larger than 1 MiB");
+  std::string text = (*buffer)->getBuffer().str();
+  ::etllm::rt::image::PreprocessConfig pre;
+  if (::etllm::rt::Status st =
+          ::etllm::rt::image::parsePreprocessorConfig(text, path, pre);
+      !st.ok())
+    return makeError(st.message());
+  int64_t h = 0, w = 0;
+  if (pre.doCenterCrop) {
+    h = pre.cropHeight;
+    w = pre.cropWidth;
+  } else if (pre.doResize && pre.resizeHeight > 0) {
+    h = pre.resizeHeight;
+    w = pre.resizeWidth;
+  }
+  if (h != side || w != side)
+    return makeError(
+        path + ": model.image_preprocessor gives " +
+        (h > 0 ? std::to_string(w) + " x " + std::to_string(h)
+               : std::string("images of the input's aspect")) +
+        " pixels; the vision encoder takes " + std::to_string(side) + " x " +
+        std::to_string(side) + " (a fixed size or a center crop)");
+  return text;
 }
 
 // The typed `#etllm.model_config` of a ModelConfig, read back by passes
@@ -208,15 +252,57 @@ buildExportedGraph(MLIRContext *context, const Checkpoint &checkpoint,
     return makeError("model.max_seq_len: " + std::to_string(maxSeq) +
                      " is out of range (1 .. 16777216)");
 
-  if (c.hasVision() && c.imageSeqLen > maxSeq)
+  // model.vision_encoder: a traced encoder composed with the decoder; the
+  // config gains its vision fields from the encoder's IR and the options.
+  ModelConfig composed = c;
+  std::optional<import::TracedEncoder> encoder;
+  if (!options.visionEncoder.empty()) {
+    if (c.hasVision())
+      return makeError("model.vision_encoder: " + checkpoint.path() +
+                       " has a vision encoder already");
+    if (options.imagePreprocessor.empty())
+      return makeError("model.vision_encoder needs model.image_preprocessor "
+                       "(the image processor's preprocessor_config.json)");
+    auto loaded = import::loadTracedEncoder(context, options.visionEncoder,
+                                            c.hiddenSize);
+    if (!loaded)
+      return loaded.takeError();
+    encoder = std::move(*loaded);
+    auto text = readImagePreprocessor(options.imagePreprocessor,
+                                      encoder->imageSize);
+    if (!text)
+      return text.takeError();
+    composed.multimodalType = "custom";
+    composed.visionArch = "module";
+    composed.visionImageSize = encoder->imageSize;
+    composed.imageSeqLen = encoder->seqLen;
+    composed.imageTokenId = std::max<int64_t>(options.imageTokenId, 0);
+    composed.imagePreprocessor = *text;
+    if (::etllm::rt::Status st = ::etllm::formats::validate(composed);
+        !st.ok())
+      return makeError(options.visionEncoder + ": " + st.message());
+  }
+  if (composed.hasVision() && composed.imageSeqLen > maxSeq)
     return makeError("model.max_seq_len: " + std::to_string(maxSeq) +
                      " is shorter than one image's " +
-                     std::to_string(c.imageSeqLen) + " positions");
+                     std::to_string(composed.imageSeqLen) + " positions");
   OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(context));
-  GraphEmitter emitter(context, *module, checkpoint, c,
+  GraphEmitter emitter(context, *module, checkpoint, composed,
                        *::etllm::formats::familyOf(c), dtype);
   if (failed(buildModel(emitter, options, maxSeq)))
     return makeError(emitter.error);
+  SmallVector<NamedAttribute> encoderClasses;
+  if (encoder) {
+    import::composeEncoder(*module, *encoder, dtype, encoderClasses);
+    if (!encoder->weights.empty()) {
+      std::error_code wec;
+      std::string abs =
+          std::filesystem::absolute(encoder->weights, wec).lexically_normal();
+      (*module)->setAttr(
+          EtllmDialect::kVisionWeightsAttrName,
+          builder.getStringAttr(wec ? encoder->weights : abs));
+    }
+  }
 
   std::error_code ec;
   std::string absPath =
@@ -225,6 +311,7 @@ buildExportedGraph(MLIRContext *context, const Checkpoint &checkpoint,
   for (auto &entry : emitter.moduleClasses)
     classes.push_back(builder.getNamedAttr(
         entry.getKey(), builder.getStringAttr(entry.getValue())));
+  classes.append(encoderClasses.begin(), encoderClasses.end());
   (*module)->setAttr(EtllmDialect::kCheckpointAttrName,
                      builder.getStringAttr(ec ? checkpoint.path() : absPath));
   if (!options.mmproj.empty()) {
@@ -256,8 +343,8 @@ buildExportedGraph(MLIRContext *context, const Checkpoint &checkpoint,
     (*module)->setAttr(EtllmDialect::kLoraAttrName,
                        builder.getArrayAttr(adapters));
   }
-  setModelConfig(*module,
-                 buildModelConfigAttr(context, c, maxSeq, options.dtype));
+  setModelConfig(*module, buildModelConfigAttr(context, composed, maxSeq,
+                                               options.dtype));
   (*module)->setAttr(EtllmDialect::kModuleClassesAttrName,
                      builder.getDictionaryAttr(classes));
   if (failed(verify(*module)))

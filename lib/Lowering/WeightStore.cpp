@@ -53,6 +53,9 @@ const formats::Checkpoint *WeightStore::checkpoint(Operation *diagOp) {
     if (auto mm = module->getAttrOfType<StringAttr>(
             EtllmDialect::kMmprojAttrName))
       opts.mmproj = mm.str();
+    if (auto vw = module->getAttrOfType<StringAttr>(
+            EtllmDialect::kVisionWeightsAttrName))
+      opts.visionWeights = vw.str();
     auto opened = formats::openCheckpoint(path.str(), opts);
     if (!opened.ok()) {
       diagOp->emitError("cannot open the checkpoint: ") << opened.message();

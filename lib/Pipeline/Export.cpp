@@ -44,6 +44,9 @@ ImportOptions importOptionsFromConfig(const ExportConfig &c) {
   o.maxSeqLen = c.getInt("model.max_seq_len");
   o.dtype = c.getString("model.dtype");
   o.mmproj = c.getString("model.mmproj");
+  o.visionEncoder = c.getString("model.vision_encoder");
+  o.imagePreprocessor = c.getString("model.image_preprocessor");
+  o.imageTokenId = c.getInt("model.image_token_id");
   // A static program's prefill chunk is padded: the runner needs the logits
   // of its last real token, so every position's.
   o.lastLogitsOnly = c.getBool("model.last_logits_only") &&

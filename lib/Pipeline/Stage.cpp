@@ -118,7 +118,10 @@ public:
     if (!module)
       return stageError(stageName, llvm::toString(module.takeError()));
     Artifact out = Artifact::ir(std::move(*module));
-    out.openedCheckpoint = std::move(ckpt.value());
+    // A composed encoder's weights join the checkpoint when the serializer
+    // opens it (etllm.vision_weights); this one lacks them.
+    if (options.visionEncoder.empty())
+      out.openedCheckpoint = std::move(ckpt.value());
     return out;
   }
 

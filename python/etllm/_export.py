@@ -182,8 +182,19 @@ def _model_config(desc, user, max_seq_len, inputs):
 
 def export_llm(module, example_inputs, config=None, *, output=None,
                model_config=None, dynamic_dims="auto", tokenizer=None,
-               dump_dir=None, stop_after=None, progress=None, threads=1):
+               dump_dir=None, stop_after=None, progress=None, threads=1,
+               decoder=None, image_preprocessor=None, image_token_id=None):
     """Exports any torch.nn.Module through etllm's stages and serializer.
+
+    With `decoder` (a checkpoint: a Hugging Face directory, a .gguf), the
+    module is a vision encoder, forward(pixels f32 [1, 3, S, S]) ->
+    features [1, N, hidden], composed with that decoder into one composite
+    program (`forward`, `vision_encoder`, `text_decoder`; the runner's
+    images go through it). `image_preprocessor` (a preprocessor_config.json
+    path or its dict) says how an image becomes the pixels; `image_token_id`
+    the token standing for an image's positions (default 0). `config`
+    applies to the whole program (docs/Python.md, "A vision encoder of your
+    own").
 
     The module is traced at ATen level on `example_inputs` (a tuple of
     tensors; see docs/Python.md for what is supported), its tensors become
@@ -208,6 +219,15 @@ def export_llm(module, example_inputs, config=None, *, output=None,
 
     from . import _aten
 
+    if decoder is not None:
+        return _export_composite(
+            module, example_inputs, config, decoder, image_preprocessor,
+            image_token_id, output=output, model_config=model_config,
+            tokenizer=tokenizer, dump_dir=dump_dir, stop_after=stop_after,
+            progress=progress, threads=threads)
+    if image_preprocessor is not None or image_token_id is not None:
+        raise ExportError("image_preprocessor and image_token_id go with "
+                          "decoder (a vision encoder composed with it)")
     cfg = load_config(config)
     inputs = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) \
         else (example_inputs,)
@@ -266,6 +286,57 @@ def export_llm(module, example_inputs, config=None, *, output=None,
         return _etllm.Program(target, threads)
     except Error as e:
         raise ExportError(str(e)) from None
+    finally:
+        tmp.cleanup()
+
+
+def _export_composite(encoder, example_inputs, config, decoder,
+                      image_preprocessor, image_token_id, *, output,
+                      model_config, tokenizer, dump_dir, stop_after,
+                      progress, threads):
+    """export_llm(encoder, ..., decoder=...): the encoder traced to IR (its
+    weights beside it), then etllm-export of the decoder with
+    model.vision_encoder naming that IR."""
+    if image_preprocessor is None:
+        raise ExportError("export_llm with a decoder needs image_preprocessor "
+                          "(a preprocessor_config.json path or dict)")
+    out = os.fspath(output) if output is not None else None
+    if out is not None and not (out.endswith(".pte") or out.endswith(".mlir")):
+        raise ExportError(f"output '{out}' must end in .pte or .mlir")
+    tmp = tempfile.TemporaryDirectory(prefix="etllm-compose-")
+    try:
+        # An IR output refers to the encoder's IR and weights: beside it.
+        stem = out[:-len(".mlir")] + ".encoder" if out and \
+            out.endswith(".mlir") else os.path.join(tmp.name, "encoder")
+        n = len(example_inputs) if isinstance(example_inputs,
+                                              (tuple, list)) else 1
+        export_llm(encoder, example_inputs, None, output=stem + ".mlir",
+                   model_config=model_config, dynamic_dims=[None] * n,
+                   stop_after="import")
+        if isinstance(image_preprocessor, dict):
+            pre = stem + ".preprocessor_config.json"
+            with open(pre, "w") as f:
+                json.dump(image_preprocessor, f)
+        else:
+            pre = os.fspath(image_preprocessor)
+        overrides = [f"model.vision_encoder={os.path.abspath(stem + '.mlir')}",
+                     f"model.image_preprocessor={os.path.abspath(pre)}"]
+        if image_token_id is not None:
+            overrides.append(f"model.image_token_id={int(image_token_id)}")
+        cfg = load_config(config, overrides)
+        target = out if out is not None else os.path.join(tmp.name,
+                                                          "model.pte")
+        try:
+            _etllm.export_checkpoint(
+                os.fspath(decoder), cfg, target,
+                os.fspath(tokenizer) if tokenizer else "",
+                os.fspath(dump_dir) if dump_dir else "", stop_after or "",
+                progress)
+        except Error as e:
+            raise ExportError(str(e)) from None
+        if target.endswith(".mlir"):
+            return None
+        return _etllm.Program(target, threads)
     finally:
         tmp.cleanup()
 

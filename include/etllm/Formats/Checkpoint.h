@@ -204,9 +204,14 @@ struct OpenOptions {
   /// needs present with the expected shape).
   bool validateTensors = true;
   /// A llama.cpp mmproj GGUF (a LLaVA vision tower and projector, projector
-  /// type "mlp") to compose with a GGUF text model: its tensors get the
-  /// canonical vision names, its keys the config's vision fields.
+  /// type "mlp"; Gemma 3's, "gemma3") to compose with a GGUF text model:
+  /// its tensors get the canonical vision names, its keys the config's
+  /// vision fields.
   std::string mmproj;
+  /// A safetensors file of a vision encoder composed with the model
+  /// (`model.vision_encoder`: a traced torch module's weights); its tensors
+  /// are added under "vision_tower.".
+  std::string visionWeights;
 };
 
 /// Opens a checkpoint, detecting the format from content, not the extension:

@@ -44,6 +44,15 @@ struct ImportOptions {
   /// A llama.cpp mmproj GGUF completing a GGUF text model (`model.mmproj`):
   /// recorded in the module attribute `etllm.mmproj` for the serializer.
   std::string mmproj;
+  /// A traced vision encoder's IR composed with the decoder
+  /// (`model.vision_encoder`), the image processor's configuration file
+  /// (`model.image_preprocessor`) and the image's token id
+  /// (`model.image_token_id`, -1: 0). The encoder becomes `vision_encoder`,
+  /// its parameters "vision_tower.*", its weights' file is recorded in the
+  /// module attribute `etllm.vision_weights` for the serializer.
+  std::string visionEncoder;
+  std::string imagePreprocessor;
+  int64_t imageTokenId = -1;
 };
 
 inline constexpr int64_t kDefaultMaxSeqLen = 2048;

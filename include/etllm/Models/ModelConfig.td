@@ -466,13 +466,15 @@ def : MoeField<"layer_moe", CfgBoolList, "layerIsMoe",
 
 def : CoreField<"vision", CfgNested<VisionAttr>, "",
                 "vision encoder and projector (absent: text only)">;
-def : VisionField<"multimodal_type", CfgChoice<["llava", "gemma3"]>,
+def : VisionField<"multimodal_type", CfgChoice<["llava", "gemma3", "custom"]>,
                   "multimodalType",
                   "the composite model's model_type (\"\": text only)">;
-def : VisionField<"vision_arch", CfgChoice<["clip", "siglip"]>, "visionArch",
+def : VisionField<"vision_arch", CfgChoice<["clip", "siglip", "module"]>,
+                  "visionArch",
                   "the vision tower: clip (CLIPVisionModel: class token, "
-                  "pre-LayerNorm) or siglip (SiglipVisionModel: patch bias, "
-                  "no class token)">;
+                  "pre-LayerNorm), siglip (SiglipVisionModel: patch bias, "
+                  "no class token) or module (a traced torch module, "
+                  "multimodal_type custom: model.vision_encoder)">;
 def : VisionField<"vision_hidden_size", CfgInt, "visionHiddenSize",
                   "vision_config.hidden_size">;
 def : VisionField<"vision_intermediate_size", CfgInt,

@@ -129,6 +129,14 @@ LogicalResult mlir::etllm::verifyVisionConfigRules(
   if (p.multimodalType.empty() || p.visionArch.empty())
     return emitError() << "a vision group needs multimodal_type and "
                           "vision_arch";
+  if ((p.multimodalType == "custom") != (p.visionArch == "module"))
+    return emitError() << "multimodal_type custom goes with vision_arch "
+                          "module (a traced encoder), and only with it";
+  if (p.visionArch == "module") // the encoder's own function says the rest
+    return p.imageSeqLen > 0 && p.visionImageSize > 0
+               ? success()
+               : emitError() << "a traced encoder needs image_seq_len and "
+                                "vision_image_size";
   if (p.visionHiddenSize <= 0 || p.visionNumHeads <= 0 ||
       p.visionHiddenSize % p.visionNumHeads != 0)
     return emitError() << "vision_num_heads " << p.visionNumHeads

@@ -60,6 +60,11 @@ def Etllm_Dialect : Dialect {
     /// Module attribute: the llama.cpp mmproj GGUF a composite model's
     /// vision tower and projector are read from, beside the checkpoint.
     static constexpr ::llvm::StringLiteral kMmprojAttrName = "etllm.mmproj";
+    /// Module attribute: the safetensors file of a composed vision
+    /// encoder's weights (`model.vision_encoder`), read beside the
+    /// checkpoint under "vision_tower.".
+    static constexpr ::llvm::StringLiteral kVisionWeightsAttrName =
+        "etllm.vision_weights";
     /// Module attribute: LoRA adapters merged into the parameters when the
     /// serializer reads them, in order: an array of
     /// {path = "...", scale = <f64>} dictionaries.
