@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -170,6 +171,7 @@ Status readVisionTower(const Keys &v, const MultimodalSpec &spec,
 namespace {
 Status readLlavaKeys(const Keys &top, ModelConfig &c);
 Status readGemma3Keys(const Keys &top, ModelConfig &c);
+Status readIdefics3Keys(const Keys &top, ModelConfig &c);
 } // namespace
 
 bool isMultimodalConfig(const std::string &jsonText) {
@@ -214,6 +216,8 @@ Result<ModelConfig> parseMultimodalConfig(const std::string &jsonText,
       readVisionTower(Keys(*vision, source + " (vision_config)"), *spec, c));
   if (spec->projector == models::VisionProjector::Gemma3) {
     ETLLM_RETURN_IF_ERROR(readGemma3Keys(top, c));
+  } else if (spec->projector == models::VisionProjector::PixelShuffle) {
+    ETLLM_RETURN_IF_ERROR(readIdefics3Keys(top, c));
   } else {
     ETLLM_RETURN_IF_ERROR(readLlavaKeys(top, c));
   }
@@ -314,6 +318,48 @@ Status readGemma3Keys(const Keys &top, ModelConfig &c) {
   return Status();
 }
 
+/// The position ids SmolVLMVisionEmbeddings computes for a full image of n
+/// patches a side (float32 coordinates i * (1/n) bucketized by
+/// arange(1/n, 1, 1/n), right=True) are 0 .. n*n-1 only where i/n and the
+/// boundary i/n round alike: certainly when n is a power of two (exact in
+/// binary; SmolVLM's 512 / 16 = 32), not for every other n (torch gives
+/// another bucket for n = 19, 25, 29, ...). The graph adds the learned
+/// positions in order, so other grids are refused.
+bool positionBucketsAreTheIdentity(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
+
+/// SmolVLMConfig's / Idefics3Config's keys: the tower's last hidden state
+/// after post_layernorm, every patch, pixel-shuffled by scale_factor into
+/// modality_projection.proj; the image wrapped as the processor does
+/// without image splitting (<fake_token_around_image><global-img>, the
+/// features, <fake_token_around_image>).
+Status readIdefics3Keys(const Keys &top, ModelConfig &c) {
+  c.visionLayersUsed = c.visionNumLayers;
+  c.visionDropClassToken = false;
+  c.visionPostLayerNorm = true;
+  c.projectorHiddenAct = "none";
+  c.projectorBias = false;
+  c.imageTextBefore = "<fake_token_around_image><global-img>";
+  c.imageTextAfter = "<fake_token_around_image>";
+  ETLLM_ASSIGN_OR_RETURN(c.visionPixelShuffle,
+                         top.integer("scale_factor", 2, 1, 64));
+  if (c.visionPatchSize > 0 && c.visionImageSize % c.visionPatchSize == 0) {
+    const int64_t side = c.visionImageSize / c.visionPatchSize;
+    if (side % c.visionPixelShuffle != 0)
+      return top.error("scale_factor",
+                       std::to_string(c.visionPixelShuffle) +
+                           " does not divide the tower's " +
+                           std::to_string(side) + " patches of a side");
+    if (!positionBucketsAreTheIdentity(side))
+      return Error("vision_config: " + std::to_string(side) +
+                   " patches a side (image_size / patch_size): SmolVLM's "
+                   "bucketized position ids are exact only for a power of "
+                   "two (not supported)");
+  }
+  ETLLM_ASSIGN_OR_RETURN(
+      c.imageTokenId, top.integer("image_token_id", 128257, 0, c.vocabSize - 1));
+  return Status();
+}
+
 } // namespace
 
 Status validateVision(const ModelConfig &c) {
@@ -343,6 +389,12 @@ Status validateVision(const ModelConfig &c) {
   if (c.visionPool > 1 &&
       (c.visionImageSize / c.visionPatchSize) % c.visionPool != 0)
     return Error("vision pool " + std::to_string(c.visionPool) +
+                 " does not divide the " +
+                 std::to_string(c.visionImageSize / c.visionPatchSize) +
+                 " patches of a side");
+  if (c.visionPixelShuffle > 1 &&
+      (c.visionImageSize / c.visionPatchSize) % c.visionPixelShuffle != 0)
+    return Error("scale_factor " + std::to_string(c.visionPixelShuffle) +
                  " does not divide the " +
                  std::to_string(c.visionImageSize / c.visionPatchSize) +
                  " patches of a side");
@@ -407,6 +459,12 @@ void appendVisionTensors(const ModelConfig &c,
     out[out.size() - 2].optional = out[out.size() - 1].optional = true;
   const MultimodalSpec *spec =
       models::findMultimodalByModelType(c.multimodalType);
+  if (spec && spec->projector == models::VisionProjector::PixelShuffle) {
+    const int64_t s = c.visionPixelShuffle;
+    linear(proj + ".modality_projection.proj", c.hiddenSize, d * s * s,
+           false);
+    return;
+  }
   if (spec && spec->projector == models::VisionProjector::Gemma3) {
     out.push_back({proj + ".mm_input_projection_weight",
                    {d, c.hiddenSize}, false, false});
@@ -449,6 +507,13 @@ Result<std::string> multimodalHfConfigJson(const ModelConfig &c,
   if (c.visionArch == "siglip") // no attention-pooling head is written
     j["vision_config"]["vision_use_head"] = false;
   j["tie_word_embeddings"] = c.tieWordEmbeddings;
+  if (spec->projector == models::VisionProjector::PixelShuffle) {
+    j["scale_factor"] = c.visionPixelShuffle;
+    j["image_token_id"] = c.imageTokenId;
+    j["vision_config"].erase("projection_dim");
+    j["vision_config"].erase("vision_use_head");
+    return j.dump(2) + "\n";
+  }
   if (spec->projector == models::VisionProjector::Gemma3) {
     const int64_t side = c.visionImageSize / c.visionPatchSize / c.visionPool;
     j["mm_tokens_per_image"] = side * side;

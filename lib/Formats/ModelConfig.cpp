@@ -54,6 +54,8 @@ int64_t ModelConfig::visionFeatures() const {
   int64_t side = visionImageSize / visionPatchSize;
   if (visionPool > 1) // Gemma 3: the pooled grid (no class token)
     return (side / visionPool) * (side / visionPool);
+  if (visionPixelShuffle > 1) // SmolVLM: s x s patches a feature
+    return (side / visionPixelShuffle) * (side / visionPixelShuffle);
   // transformers' `default` strategy drops the first feature whichever the
   // tower (a SigLIP tower's is a patch).
   return side * side + (visionArch == "clip" ? 1 : 0) -

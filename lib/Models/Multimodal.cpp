@@ -31,6 +31,18 @@ const std::vector<TensorRename> kHubNames = {
     {"vision_tower.", "vision_tower.vision_model."},
 };
 
+// SmolVLM's and Idefics3's (the hub's and transformers 5's are the same).
+const std::vector<TensorRename> kIdefics3Renames = {
+    {"model.text_model.", "model."},
+    {"model.vision_model.", "vision_tower."},
+    {"model.connector.", "multi_modal_projector."},
+};
+const std::vector<TensorRename> kIdefics3HubNames = {
+    {"model.", "model.text_model."},
+    {"vision_tower.", "model.vision_model."},
+    {"multi_modal_projector.", "model.connector."},
+};
+
 const std::vector<MultimodalSpec> &specs() {
   static const std::vector<MultimodalSpec> all = {
       {"llava",
@@ -62,6 +74,36 @@ const std::vector<MultimodalSpec> &specs() {
        {{"siglip_vision_model", "siglip"}},
        kRenames,
        kHubNames},
+      // SmolVLM (HuggingFaceTB/SmolVLM-*) and Idefics3: a SigLIP-like tower
+      // (patch bias, learned positions, post_layernorm), the pixel-shuffle
+      // connector, a llama decoder; its checkpoints name the parts
+      // model.vision_model, model.connector, model.text_model.
+      {"smolvlm",
+       "SmolVLMForConditionalGeneration",
+       "smolvlm",
+       "llama",
+       VisionProjector::PixelShuffle,
+       "SmolVLMConnector",
+       nullptr,
+       "<image>",
+       nullptr,
+       nullptr,
+       {{"smolvlm_vision", "siglip"}},
+       kIdefics3Renames,
+       kIdefics3HubNames},
+      {"idefics3",
+       "Idefics3ForConditionalGeneration",
+       "idefics3",
+       "llama",
+       VisionProjector::PixelShuffle,
+       "Idefics3Connector",
+       nullptr,
+       "<image>",
+       nullptr,
+       nullptr,
+       {{"idefics3_vision", "siglip"}},
+       kIdefics3Renames,
+       kIdefics3HubNames},
   };
   return all;
 }
@@ -93,7 +135,7 @@ findMultimodalByGeneratorArch(std::string_view generatorArch) {
 
 const MultimodalSpec *findMultimodalByGgufProjector(std::string_view type) {
   for (const MultimodalSpec &s : specs())
-    if (type == s.ggufProjectorType)
+    if (s.ggufProjectorType && type == s.ggufProjectorType)
       return &s;
   return nullptr;
 }

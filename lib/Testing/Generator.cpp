@@ -399,6 +399,22 @@ Status generateHf(const GeneratorOptions &o, const ModelConfig &c) {
             "  \"image_std\": [0.5, 0.5, 0.5],\n"
             "  \"do_pan_and_scan\": false,\n"
             "  \"do_convert_rgb\": true\n}\n");
+  if (mm && mm->projector == models::VisionProjector::PixelShuffle)
+    // SmolVLMImageProcessor's, without image splitting: the longest edge
+    // to twice the tower's side, then the tower's square.
+    return detail::writeTextFile(
+        detail::joinPath(o.output, "preprocessor_config.json"),
+        "{\n  \"image_processor_type\": \"SmolVLMImageProcessor\",\n"
+        "  \"do_resize\": true,\n  \"size\": {\"longest_edge\": " +
+            std::to_string(2 * c.visionImageSize) +
+            "},\n  \"max_image_size\": {\"longest_edge\": " + side +
+            "},\n  \"do_image_splitting\": false,\n"
+            "  \"resample\": 1,\n  \"do_rescale\": true,\n"
+            "  \"rescale_factor\": 0.00392156862745098,\n"
+            "  \"do_normalize\": true,\n"
+            "  \"image_mean\": [0.5, 0.5, 0.5],\n"
+            "  \"image_std\": [0.5, 0.5, 0.5],\n"
+            "  \"do_pad\": true,\n  \"do_convert_rgb\": true\n}\n");
   if (c.visionArch == "siglip") // SiglipImageProcessor's
     return detail::writeTextFile(
         detail::joinPath(o.output, "preprocessor_config.json"),
@@ -872,8 +888,10 @@ Status setVision(const models::MultimodalSpec &mm, const std::string &preset,
       // LLaVA-Interleave's kind: a SigLIP tower, its last layer, every
       // feature (vision_feature_layer -1, strategy full).
       {"siglip-tiny", "siglip", 32, 64, 3, 4, 32, 8},
-      // Gemma 3's kind: 8 x 8 patches, pooled to 16 features.
+      // Gemma 3's kind: 8 x 8 patches, pooled to 16 features; SmolVLM's:
+      // the same, pixel-shuffled 2 x 2 to 16 features.
       {"gemma3-tiny", "siglip", 32, 64, 3, 4, 32, 4},
+      {"smolvlm-tiny", "siglip", 32, 64, 3, 4, 32, 4},
   };
   const Tower *t = nullptr;
   std::string names;
@@ -885,10 +903,11 @@ Status setVision(const models::MultimodalSpec &mm, const std::string &preset,
   if (!t)
     return Error("unknown --vision-preset '" + preset + "' (supported: " +
                  names + ")");
-  if (mm.projector == models::VisionProjector::Gemma3 &&
+  if (mm.projector != models::VisionProjector::LlavaMlp &&
       std::string(t->arch) != "siglip")
     return Error("--vision-preset '" + preset + "': " + mm.hfArchitecture +
-                 " has a SigLIP tower (gemma3-tiny, siglip-tiny)");
+                 " has a SigLIP tower (gemma3-tiny, smolvlm-tiny, "
+                 "siglip-tiny)");
   c.multimodalType = mm.modelType;
   c.visionArch = t->arch;
   c.visionHiddenSize = t->hidden;
@@ -922,6 +941,19 @@ Status setVision(const models::MultimodalSpec &mm, const std::string &preset,
     c.projectorHiddenAct = "none";
     c.projectorBias = false;
     c.slidingWindow = 8;
+  }
+  if (mm.projector == models::VisionProjector::PixelShuffle) {
+    // SmolVLM: the last hidden state after post_layernorm, every patch,
+    // pixel-shuffled 2 x 2; the processor's wrapping without image
+    // splitting.
+    c.visionLayersUsed = t->layers;
+    c.visionDropClassToken = false;
+    c.visionPostLayerNorm = true;
+    c.visionPixelShuffle = 2;
+    c.imageTextBefore = "<fake_token_around_image><global-img>";
+    c.imageTextAfter = "<fake_token_around_image>";
+    c.projectorHiddenAct = "none";
+    c.projectorBias = false;
   }
   ETLLM_RETURN_IF_ERROR(detail::validateVision(c));
   c.imageSeqLen = c.visionFeatures();

@@ -107,10 +107,27 @@ Status parsePreprocessorConfig(const std::string &text, const std::string &name,
         size.contains("shortest_edge") && !size["shortest_edge"].is_null();
     const bool longest =
         size.contains("longest_edge") && !size["longest_edge"].is_null();
-    if (longest)
-      return Error(name + ": size.longest_edge " + size["longest_edge"].dump() +
-                   " is not supported");
-    if (shortest) {
+    if (longest) {
+      // Idefics3's / SmolVLM's processor: size.longest_edge, then
+      // max_image_size.longest_edge (image splitting is refused above).
+      const json *mx = cfg.contains("max_image_size") &&
+                               cfg["max_image_size"].is_object() &&
+                               cfg["max_image_size"].contains("longest_edge")
+                           ? &cfg["max_image_size"]["longest_edge"]
+                           : nullptr;
+      if (!mx)
+        return Error(name + ": size.longest_edge " +
+                     size["longest_edge"].dump() +
+                     " needs max_image_size.longest_edge (Idefics3's and "
+                     "SmolVLM's processor)");
+      ETLLM_RETURN_IF_ERROR(sideValue(size["longest_edge"],
+                                      name + ": size.longest_edge",
+                                      c.longestEdge));
+      ETLLM_RETURN_IF_ERROR(sideValue(*mx, name + ": max_image_size.longest_edge",
+                                      c.squareSide));
+      ETLLM_RETURN_IF_ERROR(checkArea(c.squareSide, c.squareSide,
+                                      name + ": max_image_size"));
+    } else if (shortest) {
       ETLLM_RETURN_IF_ERROR(sideValue(size["shortest_edge"],
                                       name + ": size.shortest_edge",
                                       c.shortestEdge));
@@ -173,23 +190,68 @@ Status preprocess(const Image &img, const PreprocessConfig &config,
   // The image as each step leaves it (no copy where a step is skipped).
   const Image *cur = &img;
   Image resized, cropped;
+  Image longest;
+  if (config.doResize && config.longestEdge > 0) {
+    // Idefics3ImageProcessor.resize with size.longest_edge:
+    // _resize_output_size_rescale_to_max_len (the other side int(L / aspect)
+    // or int(L * aspect), rounded up to even), then
+    // _resize_output_size_scale_below_upper_bound (MAX_IMAGE_SIZE 4096).
+    const int64_t L = config.longestEdge;
+    double aspect = double(img.width) / double(img.height);
+    int64_t h, w;
+    if (img.width >= img.height) {
+      w = L;
+      h = int64_t(double(w) / aspect);
+      h += h % 2;
+    } else {
+      h = L;
+      w = int64_t(double(h) * aspect);
+      w += w % 2;
+    }
+    h = std::max<int64_t>(h, 1);
+    w = std::max<int64_t>(w, 1);
+    constexpr int64_t kMaxImageSize = 4096;
+    aspect = double(w) / double(h);
+    if (w >= h && w > kMaxImageSize) {
+      w = kMaxImageSize;
+      h = int64_t(double(w) / aspect);
+    } else if (h > w && h > kMaxImageSize) {
+      h = kMaxImageSize;
+      w = int64_t(double(h) * aspect);
+    }
+    h = std::max<int64_t>(h, 1);
+    w = std::max<int64_t>(w, 1);
+    ETLLM_RETURN_IF_ERROR(checkArea(h, w, "preprocess: the resized image"));
+    if (w * img.height > 4 * kMaxOutputPixels)
+      return Error("preprocess: resizing the " + std::to_string(img.width) +
+                   " x " + std::to_string(img.height) + " image to " +
+                   std::to_string(w) + " x " + std::to_string(h) +
+                   " needs more than the limit of " +
+                   std::to_string(4 * kMaxOutputPixels) +
+                   " intermediate pixels");
+    longest = resize(img, w, h, config.resample);
+    cur = &longest;
+  }
   if (config.doResize) {
+    const Image &src = *cur;
     int64_t h = config.resizeHeight, w = config.resizeWidth;
+    if (config.squareSide > 0)
+      h = w = config.squareSide;
     if (config.shortestEdge > 0) {
       // transformers' get_resize_output_image_size, default_to_square off:
       // the short side to the edge, the long one int(edge * long / short).
-      const int64_t shortSide = std::min(img.width, img.height);
-      const int64_t longSide = std::max(img.width, img.height);
+      const int64_t shortSide = std::min(src.width, src.height);
+      const int64_t longSide = std::max(src.width, src.height);
       const int64_t newShort = config.shortestEdge;
       const int64_t newLong =
           int64_t(double(newShort * longSide) / double(shortSide));
       if (newLong < 1 || newLong > kMaxSide)
-        return Error("preprocess: resizing the " + std::to_string(img.width) +
-                     " x " + std::to_string(img.height) +
+        return Error("preprocess: resizing the " + std::to_string(src.width) +
+                     " x " + std::to_string(src.height) +
                      " image to a shortest edge of " +
                      std::to_string(newShort) + " gives a side of " +
                      std::to_string(newLong) + " pixels");
-      if (img.width <= img.height) {
+      if (src.width <= src.height) {
         w = newShort;
         h = newLong;
       } else {
@@ -201,14 +263,14 @@ Status preprocess(const Image &img, const PreprocessConfig &config,
     // Bounded as if the horizontal pass ran first (an 8-bit image of the
     // new width and the old height), whichever order resize takes: at 4
     // times the output's pixels (192 MiB).
-    const int64_t between = w * img.height;
+    const int64_t between = w * src.height;
     if (between > 4 * kMaxOutputPixels)
       return Error(
-          "preprocess: resizing the " + std::to_string(img.width) + " x " +
-          std::to_string(img.height) + " image to " + std::to_string(w) +
+          "preprocess: resizing the " + std::to_string(src.width) + " x " +
+          std::to_string(src.height) + " image to " + std::to_string(w) +
           " x " + std::to_string(h) + " needs more than the limit of " +
           std::to_string(4 * kMaxOutputPixels) + " intermediate pixels");
-    resized = resize(img, w, h, config.resample);
+    resized = resize(src, w, h, config.resample);
     cur = &resized;
   }
   if (config.doCenterCrop) {

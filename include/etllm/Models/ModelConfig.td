@@ -466,7 +466,9 @@ def : MoeField<"layer_moe", CfgBoolList, "layerIsMoe",
 
 def : CoreField<"vision", CfgNested<VisionAttr>, "",
                 "vision encoder and projector (absent: text only)">;
-def : VisionField<"multimodal_type", CfgChoice<["llava", "gemma3", "custom"]>,
+def : VisionField<"multimodal_type",
+                  CfgChoice<["llava", "gemma3", "smolvlm", "idefics3",
+                             "custom"]>,
                   "multimodalType",
                   "the composite model's model_type (\"\": text only)">;
 def : VisionField<"vision_arch", CfgChoice<["clip", "siglip", "module"]>,
@@ -529,6 +531,12 @@ def : VisionField<"vision_pool", CfgInt, "visionPool",
                   "the side of the average pool over the patch grid before "
                   "the projector (Gemma 3: patches per side / "
                   "sqrt(mm_tokens_per_image)); 0: none"> {
+  let jsonOnlyWhenSet = 1;
+}
+def : VisionField<"vision_pixel_shuffle", CfgInt, "visionPixelShuffle",
+                  "the connector's pixel-shuffle scale (SmolVLM, Idefics3: "
+                  "scale_factor; each s x s block of patches becomes one "
+                  "feature); 0: none"> {
   let jsonOnlyWhenSet = 1;
 }
 def : VisionField<"image_bidirectional", CfgBool, "imageBidirectional",

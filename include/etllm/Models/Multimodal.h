@@ -32,6 +32,10 @@ enum class VisionProjector {
   /// mm_soft_emb_norm (RMSNorm, x * (1 + w)), a matmul by
   /// mm_input_projection_weight [vision hidden, hidden].
   Gemma3,
+  /// Idefics3Connector / SmolVLMConnector: a pixel shuffle of scale_factor
+  /// (each s x s block of patches one feature of s*s*d channels), then
+  /// modality_projection.proj without a bias.
+  PixelShuffle,
 };
 
 struct MultimodalSpec {
@@ -45,7 +49,7 @@ struct MultimodalSpec {
   VisionProjector projector;
   /// The projector's module class.
   const char *projectorClass;
-  /// llama.cpp's mmproj `clip.projector_type` of it.
+  /// llama.cpp's mmproj `clip.projector_type` of it (null: not read).
   const char *ggufProjectorType;
   /// The tokens its vocabulary names the image placeholder and (null: none)
   /// the tokens around an image, as a GGUF text model's vocabulary spells

@@ -158,10 +158,22 @@ LogicalResult mlir::etllm::verifyVisionConfigRules(
   if (p.visionPool > 1 && (p.visionArch == "clip" || p.visionDropClassToken))
     return emitError() << "vision_pool pools a grid of patches: no class "
                           "token, none dropped";
-  int64_t tokens = p.visionPool > 1
-                       ? (side / p.visionPool) * (side / p.visionPool)
-                       : side * side + (p.visionArch == "clip" ? 1 : 0) -
-                             (p.visionDropClassToken ? 1 : 0);
+  if (p.visionPixelShuffle < 0 ||
+      (p.visionPixelShuffle > 1 && side % p.visionPixelShuffle != 0))
+    return emitError() << "vision_pixel_shuffle " << p.visionPixelShuffle
+                       << " does not divide the " << side
+                       << " patches of a side";
+  if (p.visionPixelShuffle > 1 &&
+      (p.visionArch == "clip" || p.visionDropClassToken || p.visionPool > 1))
+    return emitError() << "vision_pixel_shuffle shuffles a grid of patches: "
+                          "no class token, none dropped, no pool";
+  int64_t tokens =
+      p.visionPool > 1
+          ? (side / p.visionPool) * (side / p.visionPool)
+      : p.visionPixelShuffle > 1
+          ? (side / p.visionPixelShuffle) * (side / p.visionPixelShuffle)
+          : side * side + (p.visionArch == "clip" ? 1 : 0) -
+                (p.visionDropClassToken ? 1 : 0);
   if (p.imageBeginTokenId < -1 || p.imageEndTokenId < -1)
     return emitError() << "image_begin_token_id and image_end_token_id are "
                           "token ids or -1";

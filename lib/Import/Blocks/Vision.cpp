@@ -29,10 +29,15 @@ using namespace mlir::etllm;
 namespace etllm::import {
 namespace {
 
-/// A tower module's class: "CLIP" or "Siglip" + `suffix`.
+/// A tower module's class: "CLIP", "Siglip" (or SmolVLM's and Idefics3's
+/// own names of the same layers) + `suffix`.
 std::string towerClass(const GraphEmitter &e, const char *suffix) {
-  return (e.config.visionArch == "clip" ? "CLIP" : "Siglip") +
-         std::string(suffix);
+  const std::string &type = e.config.multimodalType;
+  const char *prefix = e.config.visionArch == "clip" ? "CLIP"
+                       : type == "smolvlm"           ? "SmolVLM"
+                       : type == "idefics3"          ? "Idefics3"
+                                                     : "Siglip";
+  return prefix + std::string(suffix);
 }
 
 Value layerNorm(GraphEmitter &e, const std::string &path, Value x,
@@ -152,6 +157,21 @@ Value buildVisionEncoder(GraphEmitter &e, Value pixels) {
       models::findMultimodalByModelType(c.multimodalType);
   const std::string proj = models::kProjectorPath;
   GraphEmitter::Scope s(e, proj, spec->projectorClass);
+  if (spec->projector == models::VisionProjector::PixelShuffle) {
+    // pixel_shuffle: [1, g, g, d] -> [1, g, g/s, d s] -> swap the two grid
+    // axes -> [1, g/s, g/s, d s s] -> swap back -> [1, (g/s)^2, d s s].
+    const int64_t sf = c.visionPixelShuffle, t = g / sf;
+    x = e.reshape(x, {1, g, t, d * sf});
+    x = e.val<PermuteOp>(x, e.b.getDenseI64ArrayAttr({0, 2, 1, 3}));
+    x = e.reshape(x, {1, t, t, d * sf * sf});
+    x = e.val<PermuteOp>(x, e.b.getDenseI64ArrayAttr({0, 2, 1, 3}));
+    x = e.reshape(x, {1, t * t, d * sf * sf});
+    std::string mlp = proj + ".modality_projection";
+    GraphEmitter::Scope ms(e, mlp, spec->modelType == std::string("smolvlm")
+                                       ? "SmolVLMSimpleMLP"
+                                       : "Idefics3SimpleMLP");
+    return e.linear(mlp + ".proj", x, D, d * sf * sf, false);
+  }
   if (spec->projector == models::VisionProjector::Gemma3) {
     // AvgPool2d(k, k) over the [d, g, g] grid: patch (r, c) is row r * g
     // + c, so each pooled token averages a k x k block of rows.

@@ -21,7 +21,12 @@ namespace etllm::rt::image {
 struct PreprocessConfig {
   bool doResize = true;
   int64_t shortestEdge = 0;                  // size.shortest_edge, or
-  int64_t resizeHeight = 0, resizeWidth = 0; // size.height / size.width
+  int64_t resizeHeight = 0, resizeWidth = 0; // size.height / size.width, or
+  // Idefics3's (SmolVLM's) processor without image splitting: the longest
+  // side to size.longest_edge (the other kept in proportion, rounded up to
+  // even, the result at most 4096 a side), then the square of
+  // max_image_size.longest_edge.
+  int64_t longestEdge = 0, squareSide = 0;
   Resample resample = Resample::Bilinear;
   bool doCenterCrop = false;
   int64_t cropHeight = 0, cropWidth = 0;
