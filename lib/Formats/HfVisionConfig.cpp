@@ -330,8 +330,10 @@ bool positionBucketsAreTheIdentity(int64_t n) { return n > 0 && (n & (n - 1)) ==
 /// SmolVLMConfig's / Idefics3Config's keys: the tower's last hidden state
 /// after post_layernorm, every patch, pixel-shuffled by scale_factor into
 /// modality_projection.proj; the image wrapped as the processor does
-/// without image splitting (<fake_token_around_image><global-img>, the
-/// features, <fake_token_around_image>).
+/// (<fake_token_around_image><global-img>, the features,
+/// <fake_token_around_image>; each tile of a split image after its
+/// <fake_token_around_image><row_R_col_C>, a newline after each row, one
+/// more before the global image).
 Status readIdefics3Keys(const Keys &top, ModelConfig &c) {
   c.visionLayersUsed = c.visionNumLayers;
   c.visionDropClassToken = false;
@@ -340,6 +342,10 @@ Status readIdefics3Keys(const Keys &top, ModelConfig &c) {
   c.projectorBias = false;
   c.imageTextBefore = "<fake_token_around_image><global-img>";
   c.imageTextAfter = "<fake_token_around_image>";
+  // With image splitting: each tile after its row/column token, a newline
+  // after each row and one more before the global image.
+  c.imageTileText = "<fake_token_around_image><row_{row}_col_{col}>";
+  c.imageRowEndText = c.imageTilesEndText = "\n";
   ETLLM_ASSIGN_OR_RETURN(c.visionPixelShuffle,
                          top.integer("scale_factor", 2, 1, 64));
   if (c.visionPatchSize > 0 && c.visionImageSize % c.visionPatchSize == 0) {

@@ -400,15 +400,16 @@ Status generateHf(const GeneratorOptions &o, const ModelConfig &c) {
             "  \"do_pan_and_scan\": false,\n"
             "  \"do_convert_rgb\": true\n}\n");
   if (mm && mm->projector == models::VisionProjector::PixelShuffle)
-    // SmolVLMImageProcessor's, without image splitting: the longest edge
-    // to twice the tower's side, then the tower's square.
+    // SmolVLMImageProcessor's: the longest edge to twice the tower's
+    // side, split into tiles of the tower's side (up to 2 x 2) and the
+    // global image.
     return detail::writeTextFile(
         detail::joinPath(o.output, "preprocessor_config.json"),
         "{\n  \"image_processor_type\": \"SmolVLMImageProcessor\",\n"
         "  \"do_resize\": true,\n  \"size\": {\"longest_edge\": " +
             std::to_string(2 * c.visionImageSize) +
             "},\n  \"max_image_size\": {\"longest_edge\": " + side +
-            "},\n  \"do_image_splitting\": false,\n"
+            "},\n  \"do_image_splitting\": true,\n"
             "  \"resample\": 1,\n  \"do_rescale\": true,\n"
             "  \"rescale_factor\": 0.00392156862745098,\n"
             "  \"do_normalize\": true,\n"
@@ -944,14 +945,18 @@ Status setVision(const models::MultimodalSpec &mm, const std::string &preset,
   }
   if (mm.projector == models::VisionProjector::PixelShuffle) {
     // SmolVLM: the last hidden state after post_layernorm, every patch,
-    // pixel-shuffled 2 x 2; the processor's wrapping without image
-    // splitting.
+    // pixel-shuffled 2 x 2; the processor's wrapping of an image and of
+    // its tiles.
     c.visionLayersUsed = t->layers;
     c.visionDropClassToken = false;
     c.visionPostLayerNorm = true;
     c.visionPixelShuffle = 2;
     c.imageTextBefore = "<fake_token_around_image><global-img>";
     c.imageTextAfter = "<fake_token_around_image>";
+    // With image splitting: each tile after its row/column token, a newline
+    // after each row and one more before the global image.
+    c.imageTileText = "<fake_token_around_image><row_{row}_col_{col}>";
+    c.imageRowEndText = c.imageTilesEndText = "\n";
     c.projectorHiddenAct = "none";
     c.projectorBias = false;
   }

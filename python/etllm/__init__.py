@@ -28,14 +28,15 @@ from ._export import (ExportError, export, export_llm, export_meta,
 from ._runtime import Generation, Program, Runner
 
 try:  # a runtime built with libpng and libjpeg (runtime/image)
-    from ._etllm import preprocess_image
+    from ._etllm import preprocess_image, preprocess_image_tiles
 except ImportError:  # pragma: no cover
-    preprocess_image = None
+    preprocess_image = preprocess_image_tiles = None
 
 __all__ = [
     "Error", "ExportConfig", "ExportError", "Generation", "Program", "Runner",
     "Tester", "export", "export_config_schema", "export_llm", "export_meta",
     "hf_hub_cache_dir", "load_config", "plan_memory", "preprocess_image",
+    "preprocess_image_tiles",
     "recipe_aliases",
     "recipe_names", "resolve_hf_id", "serialize", "supported_aten_ops",
     "write_safetensors",

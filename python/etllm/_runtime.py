@@ -142,7 +142,11 @@ class Runner:
                 raise _etllm.Error(
                     "the program has no vision encoder (images need a "
                     "composite model's program, e.g. LLaVA's)")
-            return _etllm.preprocess_image(os.fspath(image), config)
+            rows, cols, tiles, global_image = _etllm.preprocess_image_tiles(
+                os.fspath(image), config)
+            # An image the processor splits into tiles goes as all of them.
+            return (rows, cols, tiles, global_image) if rows * cols \
+                else global_image
         return image
 
     def encode(self, text, add_bos=True):

@@ -334,19 +334,46 @@ public:
                     float repetitionPenalty, uint64_t seed,
                     const std::vector<std::string> &stop, bool addBos,
                     py::object onText, bool shiftContext, int32_t sinkTokens,
-                    const std::vector<py::array_t<
-                        float, py::array::c_style | py::array::forcecast>>
-                        &images) {
-    // Preprocessed pixels [3, H, W] (Runner.generate converts image files
-    // with the program's image processor).
+                    const py::list &images) {
+    // Preprocessed pixels [3, H, W], or an image split into tiles as
+    // (rows, cols, tiles [rows * cols, 3, H, W], global [3, H, W])
+    // (Runner.generate converts image files with the program's image
+    // processor).
+    using Floats =
+        py::array_t<float, py::array::c_style | py::array::forcecast>;
     std::vector<rt::llm::ImagePixels> pixels;
-    for (const auto &a : images) {
-      if (a.ndim() != 3 || a.shape(0) != 3)
-        raise("an image's pixels must be float32 [3, height, width]");
+    for (py::handle item : images) {
       rt::llm::ImagePixels px;
+      Floats a;
+      if (py::isinstance<py::tuple>(item)) {
+        py::tuple t = py::reinterpret_borrow<py::tuple>(item);
+        if (t.size() != 4)
+          raise("a split image is (rows, cols, tiles, global)");
+        px.rows = t[0].cast<int64_t>();
+        px.cols = t[1].cast<int64_t>();
+        Floats tiles = Floats::ensure(t[2]);
+        a = Floats::ensure(t[3]);
+        if (px.rows < 0 || px.cols < 0 || px.rows > 64 || px.cols > 64 ||
+            !tiles || tiles.ndim() != 4 ||
+            tiles.shape(0) != px.rows * px.cols || tiles.shape(1) != 3)
+          raise("a split image's tiles must be float32 [rows * cols, 3, "
+                "height, width]");
+        const size_t each = size_t(tiles.size() / std::max<py::ssize_t>(
+                                                      tiles.shape(0), 1));
+        for (py::ssize_t k = 0; k < tiles.shape(0); ++k)
+          px.tiles.emplace_back(tiles.data() + size_t(k) * each,
+                                tiles.data() + size_t(k + 1) * each);
+      } else {
+        a = Floats::ensure(item);
+      }
+      if (!a || a.ndim() != 3 || a.shape(0) != 3)
+        raise("an image's pixels must be float32 [3, height, width]");
       px.height = a.shape(1);
       px.width = a.shape(2);
       px.chw.assign(a.data(), a.data() + a.size());
+      for (const std::vector<float> &tile : px.tiles)
+        if (tile.size() != px.chw.size())
+          raise("a split image's tiles must be the global image's size");
       pixels.push_back(std::move(px));
     }
     rt::llm::GenerationConfig c;

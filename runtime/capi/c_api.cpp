@@ -197,7 +197,8 @@ static etllm_status loadImages(llm::Runner &runner, const char *const *paths,
             runner.program().name() + " (image_preprocessor)", px);
         !st.ok())
       return failWith(ETLLM_ERROR, st.message());
-    out.push_back({px.height, px.width, std::move(px.chw)});
+    out.push_back({px.height, px.width, std::move(px.chw), px.rows, px.cols,
+                   std::move(px.tiles)});
   }
   return ETLLM_OK;
 #else

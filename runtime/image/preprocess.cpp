@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 namespace etllm::rt::image {
@@ -22,6 +23,36 @@ using json = nlohmann::json;
 /// less), checked before anything is allocated.
 constexpr int64_t kMaxSide = 16384;
 constexpr int64_t kMaxOutputPixels = int64_t(16) << 20;
+/// Tiles of one image (Idefics3's splitting: 4096 / 512 = 8 a side).
+constexpr int64_t kMaxTiles = 256;
+
+/// `img`'s bytes as float32 channels-first, rescaled and normalized.
+void toChw(const Image &img, const PreprocessConfig &config,
+           std::vector<float> &chw) {
+  const int64_t n = img.height * img.width;
+  chw.resize(size_t(3 * n));
+  for (int c = 0; c < 3; ++c)
+    for (int64_t i = 0; i < n; ++i) {
+      const uint8_t u = img.rgb[size_t(i * 3 + c)];
+      float v =
+          config.doRescale ? float(double(u) * config.rescaleFactor) : float(u);
+      if (config.doNormalize)
+        v = (v - config.mean[c]) / config.std[c];
+      chw[size_t(c * n + i)] = v;
+    }
+}
+
+/// Rows [y, y + h) and columns [x, x + w) of `img`.
+Image crop(const Image &img, int64_t x, int64_t y, int64_t w, int64_t h) {
+  Image out;
+  out.width = w;
+  out.height = h;
+  out.rgb.resize(size_t(w * h * 3));
+  for (int64_t r = 0; r < h; ++r)
+    std::copy_n(img.rgb.begin() + size_t(((y + r) * img.width + x) * 3),
+                size_t(w * 3), out.rgb.begin() + size_t(r * w * 3));
+  return out;
+}
 
 Status checkArea(int64_t h, int64_t w, const std::string &what) {
   if (h * w > kMaxOutputPixels)
@@ -93,12 +124,14 @@ Status parsePreprocessorConfig(const std::string &text, const std::string &name,
   ETLLM_RETURN_IF_ERROR(boolValue(cfg, "do_center_crop", name, c.doCenterCrop));
   ETLLM_RETURN_IF_ERROR(boolValue(cfg, "do_rescale", name, c.doRescale));
   ETLLM_RETURN_IF_ERROR(boolValue(cfg, "do_normalize", name, c.doNormalize));
-  for (const char *unsupported : {"do_image_splitting", "do_pan_and_scan"}) {
+  {
     bool on = false;
-    ETLLM_RETURN_IF_ERROR(boolValue(cfg, unsupported, name, on));
+    ETLLM_RETURN_IF_ERROR(boolValue(cfg, "do_pan_and_scan", name, on));
     if (on)
-      return Error(name + ": " + unsupported + " true is not supported");
+      return Error(name + ": do_pan_and_scan true is not supported");
   }
+  ETLLM_RETURN_IF_ERROR(
+      boolValue(cfg, "do_image_splitting", name, c.doImageSplitting));
   if (c.doResize) {
     if (!cfg.contains("size") || !cfg["size"].is_object())
       return Error(name + ": do_resize needs a size object");
@@ -146,6 +179,22 @@ Status parsePreprocessorConfig(const std::string &text, const std::string &name,
       if (!st.ok())
         return Error(name + ": " + st.message());
     }
+  }
+  if (c.doImageSplitting && (!c.doResize || c.longestEdge == 0))
+    return Error(name + ": do_image_splitting needs size.longest_edge and "
+                        "max_image_size.longest_edge (Idefics3's and "
+                        "SmolVLM's processor)");
+  if (c.doImageSplitting) {
+    // The tiles an image gives: the longest-edge resize leaves each side at
+    // most min(longest_edge, 4096) + 1 (rounded up to even).
+    const int64_t longest = std::min<int64_t>(c.longestEdge, 4096) + 1;
+    const int64_t perSide = (longest + c.squareSide - 1) / c.squareSide;
+    if (perSide * perSide > kMaxTiles)
+      return Error(name + ": max_image_size.longest_edge " +
+                   std::to_string(c.squareSide) + " splits an image into up "
+                   "to " + std::to_string(perSide * perSide) +
+                   " tiles, more than the limit of " +
+                   std::to_string(kMaxTiles));
   }
   if (c.doCenterCrop) {
     if (!cfg.contains("crop_size"))
@@ -232,6 +281,48 @@ Status preprocess(const Image &img, const PreprocessConfig &config,
     longest = resize(img, w, h, config.resample);
     cur = &longest;
   }
+  if (config.doImageSplitting) {
+    // Idefics3ImageProcessor: resize_for_vision_encoder (each side up to a
+    // multiple of M, the other in proportion), split_images (tiles of M
+    // and, when more than one, the whole resized to M x M as the global).
+    const int64_t M = config.squareSide;
+    const Image &src = *cur;
+    const double aspect = double(src.width) / double(src.height);
+    int64_t h, w;
+    if (src.width >= src.height) {
+      w = (src.width + M - 1) / M * M;
+      h = int64_t(double(w) / aspect);
+      h = (h + M - 1) / M * M;
+    } else {
+      h = (src.height + M - 1) / M * M;
+      w = int64_t(double(h) * aspect);
+      w = (w + M - 1) / M * M;
+    }
+    h = std::max(h, M);
+    w = std::max(w, M);
+    if ((h / M) * (w / M) > kMaxTiles)
+      return Error("preprocess: the image splits into " +
+                   std::to_string((h / M) * (w / M)) +
+                   " tiles, more than the limit of " +
+                   std::to_string(kMaxTiles));
+    ETLLM_RETURN_IF_ERROR(checkArea(h, w, "preprocess: the split image"));
+    Image grid = resize(src, w, h, config.resample);
+    out = Pixels();
+    out.height = out.width = M;
+    if (h > M || w > M) {
+      out.rows = h / M;
+      out.cols = w / M;
+      for (int64_t r = 0; r < out.rows; ++r)
+        for (int64_t c = 0; c < out.cols; ++c) {
+          out.tiles.emplace_back();
+          toChw(crop(grid, c * M, r * M, M, M), config, out.tiles.back());
+        }
+      toChw(resize(grid, M, M, config.resample), config, out.chw);
+    } else {
+      toChw(grid, config, out.chw);
+    }
+    return Status();
+  }
   if (config.doResize) {
     const Image &src = *cur;
     int64_t h = config.resizeHeight, w = config.resizeWidth;
@@ -277,19 +368,10 @@ Status preprocess(const Image &img, const PreprocessConfig &config,
     cropped = centerCrop(*cur, config.cropWidth, config.cropHeight);
     cur = &cropped;
   }
-  const int64_t H = cur->height, W = cur->width;
-  out.height = H;
-  out.width = W;
-  out.chw.resize(size_t(3 * H * W));
-  for (int c = 0; c < 3; ++c)
-    for (int64_t i = 0; i < H * W; ++i) {
-      const uint8_t u = cur->rgb[size_t(i * 3 + c)];
-      float v =
-          config.doRescale ? float(double(u) * config.rescaleFactor) : float(u);
-      if (config.doNormalize)
-        v = (v - config.mean[c]) / config.std[c];
-      out.chw[size_t(c * H * W + i)] = v;
-    }
+  out = Pixels();
+  out.height = cur->height;
+  out.width = cur->width;
+  toChw(*cur, config, out.chw);
   return Status();
 }
 

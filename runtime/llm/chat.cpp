@@ -180,13 +180,18 @@ ChatSession::send(const std::string &userMessage,
                    std::to_string(firstImage + count) + " " +
                    kImagePlaceholder + " placeholders for " +
                    std::to_string(images.size()) + " images");
+    std::vector<Runner::ImageGrid> grids;
+    for (size_t i = 0; i < count; ++i)
+      grids.push_back({images[firstImage + i].rows,
+                       images[firstImage + i].cols});
     auto p = runner_.tokenizeWithImages(
-        text, count, /*addBos=*/false,
+        text, grids, /*addBos=*/false,
         [&](const std::string &piece) { return encode(piece); });
     if (!p.ok())
       return p.error();
-    for (size_t i = 0; i < count; ++i)
-      imageAt.push_back({offset + p->imageAt[i], &images[firstImage + i]});
+    for (const Runner::ImagePrompt::Chunk &c : p->chunks)
+      imageAt.push_back(
+          {offset + c.at, &images[firstImage + c.image], c.tile});
     return std::move(p->tokens);
   };
   if (!cached.empty() &&

@@ -260,11 +260,13 @@ Runner::generate(const std::string &prompt, const GenerationConfig &config,
 }
 
 Result<Runner::ImagePrompt> Runner::tokenizeWithImages(
-    const std::string &text, size_t images, bool addBos,
+    const std::string &text, const std::vector<ImageGrid> &grids,
+    bool addBos,
     const std::function<Result<std::vector<int32_t>>(const std::string &)>
         &encode) const {
   if (!vision_)
     return noVisionEncoder(program_->name());
+  const size_t images = grids.size();
   // The text around the placeholders; no placeholder: the images first.
   const std::string mark = kImagePlaceholder;
   std::vector<std::string> pieces;
@@ -285,32 +287,64 @@ Result<Runner::ImagePrompt> Runner::tokenizeWithImages(
   const int64_t n = vision_->imageSeqLen();
   if (addBos && tokenizer_->bosId() >= 0)
     out.tokens.push_back(tokenizer_->bosId());
-  // The model's processor's text and tokens around each image (Gemma 3:
-  // "\n\n", boi, the features, eoi, "\n\n"): the text joins the pieces
-  // around the image, which are tokenized apart as the processor's
-  // tokenizer splits at the special tokens.
-  for (size_t i = 0; i + 1 < pieces.size(); ++i) {
-    pieces[i] += vision_->textBefore();
-    pieces[i + 1].insert(0, vision_->textAfter());
-  }
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    if (i > 0) {
-      if (vision_->imageBeginTokenId() >= 0)
-        out.tokens.push_back(int32_t(vision_->imageBeginTokenId()));
-      out.imageAt.push_back(out.tokens.size());
-      out.tokens.insert(out.tokens.end(), size_t(n),
-                        int32_t(vision_->imageTokenId()));
-      if (vision_->imageEndTokenId() >= 0)
-        out.tokens.push_back(int32_t(vision_->imageEndTokenId()));
-    }
-    if (pieces[i].empty())
-      continue;
-    auto encoded = encode ? encode(pieces[i])
-                          : tokenizer_->encode(pieces[i], /*addBos=*/false);
+  // The text not yet tokenized: what the model's processor puts around an
+  // image joins the prompt's text beside it, and the whole is tokenized
+  // apart from the image tokens, as the processor's tokenizer splits at
+  // them.
+  std::string pending;
+  auto flush = [&]() -> Status {
+    if (pending.empty())
+      return Status();
+    auto encoded = encode ? encode(pending)
+                          : tokenizer_->encode(pending, /*addBos=*/false);
     if (!encoded.ok())
       return encoded.error();
     out.tokens.insert(out.tokens.end(), encoded->begin(), encoded->end());
+    pending.clear();
+    return Status();
+  };
+  auto chunk = [&](size_t image, int64_t tile) -> Status {
+    ETLLM_RETURN_IF_ERROR(flush());
+    out.chunks.push_back({out.tokens.size(), image, tile});
+    out.tokens.insert(out.tokens.end(), size_t(n),
+                      int32_t(vision_->imageTokenId()));
+    return Status();
+  };
+  // "{row}" and "{col}" of the tile text, 1-based.
+  auto tileText = [&](int64_t row, int64_t col) {
+    std::string t = vision_->tileText();
+    for (auto [key, value] : {std::pair{"{row}", row}, std::pair{"{col}", col}})
+      for (size_t at = t.find(key); at != std::string::npos;
+           at = t.find(key, at))
+        t.replace(at, 5, std::to_string(value));
+    return t;
+  };
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    if (i > 0) {
+      const size_t image = i - 1;
+      const ImageGrid &g = grids[image];
+      if (g.rows > 0 && g.cols > 0) {
+        for (int64_t r = 0; r < g.rows; ++r) {
+          for (int64_t c = 0; c < g.cols; ++c) {
+            pending += tileText(r + 1, c + 1);
+            ETLLM_RETURN_IF_ERROR(chunk(image, r * g.cols + c));
+          }
+          pending += vision_->rowEndText();
+        }
+        pending += vision_->tilesEndText();
+      }
+      pending += vision_->textBefore();
+      ETLLM_RETURN_IF_ERROR(flush());
+      if (vision_->imageBeginTokenId() >= 0)
+        out.tokens.push_back(int32_t(vision_->imageBeginTokenId()));
+      ETLLM_RETURN_IF_ERROR(chunk(image, -1));
+      if (vision_->imageEndTokenId() >= 0)
+        out.tokens.push_back(int32_t(vision_->imageEndTokenId()));
+      pending += vision_->textAfter();
+    }
+    pending += pieces[i];
   }
+  ETLLM_RETURN_IF_ERROR(flush());
   return out;
 }
 
@@ -322,12 +356,15 @@ Runner::generate(const std::string &prompt,
   if (images.empty())
     return generate(prompt, config, onText);
   ETLLM_RETURN_IF_ERROR(validate(config));
-  auto p = tokenizeWithImages(prompt, images.size(), config.addBos);
+  std::vector<ImageGrid> grids;
+  for (const ImagePixels &image : images)
+    grids.push_back({image.rows, image.cols});
+  auto p = tokenizeWithImages(prompt, grids, config.addBos);
   if (!p.ok())
     return p.error();
   std::vector<ImageAt> at;
-  for (size_t i = 0; i < images.size(); ++i)
-    at.push_back({p->imageAt[i], &images[i]});
+  for (const ImagePrompt::Chunk &c : p->chunks)
+    at.push_back({c.at, &images[c.image], c.tile});
   resetCache(); // new images: nothing cached is theirs
   return continueFrom(p->tokens, at, config, onText);
 }
@@ -359,7 +396,8 @@ Runner::prefillImages(const std::vector<int32_t> &tokens, size_t keep,
     if (i == images.size())
       break;
     double ms = 0;
-    last = vision_->prefill(*images[i].pixels, int64_t(end), &ms);
+    last = vision_->prefill(*images[i].pixels, int64_t(end), &ms,
+                            images[i].tile);
     if (!last.ok())
       return last;
     *encodeMs += ms;

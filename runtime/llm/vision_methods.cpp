@@ -108,6 +108,12 @@ VisionMethods::open(Module &module, const std::string &path, int64_t vocab) {
                          optionalText(config, "image_text_before", path));
   ETLLM_ASSIGN_OR_RETURN(v->textAfter_,
                          optionalText(config, "image_text_after", path));
+  ETLLM_ASSIGN_OR_RETURN(v->tileText_,
+                         optionalText(config, "image_tile_text", path));
+  ETLLM_ASSIGN_OR_RETURN(v->rowEndText_,
+                         optionalText(config, "image_row_end_text", path));
+  ETLLM_ASSIGN_OR_RETURN(v->tilesEndText_,
+                         optionalText(config, "image_tiles_end_text", path));
   if (v->imageTokenId_ >= vocab)
     return Error(path + ": image_token_id " +
                  std::to_string(v->imageTokenId_) +
@@ -153,9 +159,14 @@ VisionMethods::open(Module &module, const std::string &path, int64_t vocab) {
 }
 
 Result<const float *> VisionMethods::prefill(const ImagePixels &image,
-                                             int64_t pos, double *encodeMs) {
+                                             int64_t pos, double *encodeMs,
+                                             int64_t tile) {
+  if (tile >= int64_t(image.tiles.size()))
+    return Error("the image has no tile " + std::to_string(tile));
+  const std::vector<float> &chw =
+      tile < 0 ? image.chw : image.tiles[size_t(tile)];
   if (image.height != imageSize_ || image.width != imageSize_ ||
-      int64_t(image.chw.size()) != 3 * imageSize_ * imageSize_)
+      int64_t(chw.size()) != 3 * imageSize_ * imageSize_)
     return Error("the image's pixels are " + std::to_string(image.width) +
                  " x " + std::to_string(image.height) +
                  "; the vision encoder takes " + std::to_string(imageSize_) +
@@ -163,7 +174,7 @@ Result<const float *> VisionMethods::prefill(const ImagePixels &image,
   auto t0 = std::chrono::steady_clock::now();
   const int64_t pixelSizes[4] = {1, 3, imageSize_, imageSize_};
   ETLLM_RETURN_IF_ERROR(
-      encoder_->setInput(0, DType::F32, pixelSizes, 4, image.chw.data()));
+      encoder_->setInput(0, DType::F32, pixelSizes, 4, chw.data()));
   ETLLM_RETURN_IF_ERROR(encoder_->execute());
   if (encodeMs)
     *encodeMs = std::chrono::duration<double, std::milli>(

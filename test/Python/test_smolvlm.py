@@ -2,19 +2,24 @@
 etllm-gen-checkpoint (--arch smolvlm: a SigLIP-like tower of 3 layers over
 32 x 32 images in 8 x 8 patches, its last hidden state after post_layernorm
 pixel-shuffled 2 x 2 into 16 features of 128 channels, the connector's
-projection, a llama decoder), exported through etllm-export, checked
-against transformers' own model in float64 on the same files:
+projection, a llama decoder; the processor's image splitting into 32 x 32
+tiles of a 64-pixel image plus its global image), exported through
+etllm-export, checked against transformers' own model in float64 on the
+same files:
 
 - `vision_encoder` gives SmolVLMModel.get_image_features and
   `text_decoder` the logits of the whole model for an image + prompt,
   within 1e-4 relative (portable and cpu-fp32);
-- the runtime's pixels equal SmolVLMImageProcessorPil's (its longest-edge
-  resize, then the tower's square, both Lanczos) on five images;
+- the runtime's tiles, grid and global image equal SmolVLMImageProcessorPil's
+  (its longest-edge resize, the resize to whole tiles, the crops, the
+  global resize, all Lanczos) on five images of different sizes and
+  formats;
 - the Runner prints the greedy tokens of transformers' generate with the
-  processor's wrapping of an image (<fake_token_around_image><global-img>,
-  the features, <fake_token_around_image>);
-- image splitting (the processor's default for the hub's SmolVLM) is
-  refused with one error."""
+  processor's expansion of an image: each tile after
+  <fake_token_around_image><row_R_col_C>, a newline after each row, then
+  "\n<fake_token_around_image><global-img>", the global image,
+  <fake_token_around_image>; and without splitting, the global image
+  alone."""
 
 import json
 import subprocess
@@ -42,7 +47,9 @@ def checkpoint(tmp_path_factory, tool):
     d = tmp_path_factory.mktemp("smolvlm") / "hf"
     subprocess.run([tool("etllm-gen-checkpoint"), "--arch", "smolvlm",
                     "--format", "hf", "--vocab", str(VOCAB),
-                    "--vision-preset", "smolvlm-tiny", "-o", str(d)],
+                    "--vision-preset", "smolvlm-tiny",
+                    # tok512 spells each <row_R_col_C> out in ~30 tokens
+                    "--max-seq", "1024", "-o", str(d)],
                    check=True, capture_output=True)
     return d
 
@@ -106,21 +113,29 @@ def images(tmp_path_factory):
     return out
 
 
-def _ref_pixels(processor, path):
-    out = processor(Image.open(path), return_tensors="np")["pixel_values"]
-    assert out.shape[:2] == (1, 1)  # no splitting: the one global image
-    return out[0, 0]
+def _ref_frames(processor, path):
+    """The processor's frames (tiles row by row, then the global image) and
+    its grid."""
+    out = processor(Image.open(path), return_tensors="np",
+                    return_row_col_info=True)
+    return out["pixel_values"][0], out["rows"][0][0], out["cols"][0][0]
 
 
 def test_pixels_match_the_models_processor(programs, processor, images):
     if etllm.preprocess_image is None:
         pytest.skip("the runtime was built without libpng/libjpeg")
     runner = etllm.Runner(programs["portable"])
+    grids = set()
     for path in images:
-        ours = etllm.preprocess_image(str(path), runner.image_preprocessor)
-        ref = _ref_pixels(processor, path)
-        assert ours.shape == ref.shape == (3, 32, 32)
-        assert np.abs(ours - ref).max() <= 1e-5, path.name
+        rows, cols, tiles, whole = etllm.preprocess_image_tiles(
+            str(path), runner.image_preprocessor)
+        frames, ref_rows, ref_cols = _ref_frames(processor, path)
+        assert (rows, cols) == (ref_rows, ref_cols), path.name
+        ours = np.concatenate([tiles, whole[None]])
+        assert ours.shape == frames.shape
+        assert np.abs(ours - frames).max() <= 1e-5, path.name
+        grids.add((rows, cols))
+    assert len(grids) >= 2  # images of different shapes, different grids
 
 
 def _rel(a, b):
@@ -161,7 +176,8 @@ def _text(runner, ids, generated):
 
 
 def _greedy(reference, processor, ids, paths):
-    pixels = np.stack([_ref_pixels(processor, p) for p in paths])[None]
+    pixels = np.concatenate([_ref_frames(processor, p)[0] for p in paths])
+    pixels = pixels[None]
     with torch.no_grad():
         out = reference.generate(
             input_ids=torch.tensor([ids]),
@@ -171,18 +187,43 @@ def _greedy(reference, processor, ids, paths):
     return out[0, len(ids):].tolist()
 
 
+def _prompt_ids(runner, rows, cols, before, after):
+    """SmolVLMProcessor's expansion of `before`<image>`after`, tokenized as
+    the runner does: the text between image tokens apart."""
+    ids, pending, first = [], before, True
+
+    def flush():
+        nonlocal pending, first
+        if pending:
+            ids.extend(runner.encode(pending, first))
+        elif first:
+            ids.extend(runner.encode("", True))
+        pending, first = "", False
+
+    for r in range(rows):
+        for c in range(cols):
+            pending += f"<fake_token_around_image><row_{r + 1}_col_{c + 1}>"
+            flush()
+            ids.extend([IMAGE_TOKEN] * IMAGE_SEQ)
+        pending += "\n"
+    if rows:
+        pending += "\n"
+    pending += BEFORE
+    flush()
+    ids.extend([IMAGE_TOKEN] * IMAGE_SEQ)
+    pending = AFTER + after
+    flush()
+    return ids
+
+
 @pytest.mark.parametrize("recipe", ["portable", "cpu-fp32"])
 def test_runner_prints_the_references_greedy_text(programs, reference,
                                                   processor, images, recipe):
     runner = etllm.Runner(programs[recipe])
     texts = set()
-    for path in images[:2]:
-        # SmolVLMProcessor's expansion of <image> without splitting; the
-        # text around the image tokenized apart (its tokenizer splits at
-        # the image tokens).
-        ids = (runner.encode("Once upon a" + BEFORE, True)
-               + [IMAGE_TOKEN] * IMAGE_SEQ
-               + runner.encode(AFTER + " time", False))
+    for path in images[:3]:
+        _, rows, cols = _ref_frames(processor, path)
+        ids = _prompt_ids(runner, rows, cols, "Once upon a", " time")
         out = []
         runner.generate("Once upon a<image> time", images=[path],
                         max_new_tokens=12, temperature=0, callback=out.append)
@@ -190,8 +231,32 @@ def test_runner_prints_the_references_greedy_text(programs, reference,
         text = "".join(out)
         assert text == _text(runner, ids, ref)
         assert runner.stats["prompt_tokens"] == len(ids)
+        assert runner.stats["images"] == rows * cols + 1
         texts.add(text)
-    assert len(texts) == 2
+    assert len(texts) == 3
+
+
+def test_without_splitting_the_global_image_alone(checkpoint, reference,
+                                                  tool, tok512, images,
+                                                  tmp_path):
+    d = tmp_path / "nosplit"
+    subprocess.run(["cp", "-r", str(checkpoint), str(d)], check=True)
+    cfg = json.loads((d / "preprocessor_config.json").read_text())
+    cfg["do_image_splitting"] = False
+    (d / "preprocessor_config.json").write_text(json.dumps(cfg))
+    pte = tmp_path / "nosplit.pte"
+    subprocess.run([tool("etllm-export"), "--model", str(d), "--tokenizer",
+                    str(tok512), "--quiet", "-o", str(pte)], check=True)
+    cfg.pop("image_processor_type", None)
+    processor = transformers.SmolVLMImageProcessorPil(**cfg)
+    runner = etllm.Runner(pte)
+    ids = _prompt_ids(runner, 0, 0, "Once upon a", " time")
+    out = []
+    runner.generate("Once upon a<image> time", images=[images[0]],
+                    max_new_tokens=12, temperature=0, callback=out.append)
+    ref = _greedy(reference, processor, ids, [images[0]])
+    assert "".join(out) == _text(runner, ids, ref)
+    assert runner.stats["images"] == 1
 
 
 @pytest.mark.parametrize("recipe", ["cpu-8da4w", "cpu-int8"])
@@ -203,17 +268,3 @@ def test_quantized_recipes_generate(checkpoint, tool, tok512, images,
                         "-n", "8", "--temperature", "0"],
                        check=True, capture_output=True)
     assert r.stdout
-
-
-def test_image_splitting_is_refused(checkpoint, tool, tmp_path):
-    d = tmp_path / "split"
-    subprocess.run(["cp", "-r", str(checkpoint), str(d)], check=True)
-    pre = json.loads((d / "preprocessor_config.json").read_text())
-    pre["do_image_splitting"] = True
-    (d / "preprocessor_config.json").write_text(json.dumps(pre))
-    r = subprocess.run([tool("etllm-export"), "--model", str(d), "--quiet",
-                        "-o", str(tmp_path / "x.pte")],
-                       capture_output=True, text=True)
-    assert r.returncode != 0
-    assert "do_image_splitting true is not supported" in r.stderr
-    assert r.stderr.count("\n") == 1

@@ -165,7 +165,8 @@ Result<llm::ImagePixels> loadImage(llm::Runner &runner,
           runner.program().name() + " (image_preprocessor)", px);
       !st.ok())
     return Error(st.message());
-  return llm::ImagePixels{px.height, px.width, std::move(px.chw)};
+  return llm::ImagePixels{px.height, px.width, std::move(px.chw),
+                          px.rows,   px.cols,  std::move(px.tiles)};
 #else
   (void)runner;
   return Error(path + ": this etllm-run was built without libpng/libjpeg");

@@ -567,6 +567,22 @@ def : VisionField<"image_text_after", CfgString, "imageTextAfter",
                   "text the processor puts after an image"> {
   let jsonOnlyWhenSet = 1;
 }
+def : VisionField<"image_tile_text", CfgString, "imageTileText",
+                  "an image split into tiles (SmolVLM): the text before "
+                  "each tile's features, {row} and {col} its 1-based "
+                  "place"> {
+  let jsonOnlyWhenSet = 1;
+}
+def : VisionField<"image_row_end_text", CfgString, "imageRowEndText",
+                  "an image split into tiles: the text after each row of "
+                  "tiles"> {
+  let jsonOnlyWhenSet = 1;
+}
+def : VisionField<"image_tiles_end_text", CfgString, "imageTilesEndText",
+                  "an image split into tiles: the text after the last row, "
+                  "before the global image's image_text_before"> {
+  let jsonOnlyWhenSet = 1;
+}
 
 //===--- Traits of the family (set from `architecture`) -------------------===//
 

@@ -295,6 +295,60 @@ TEST(PreprocessConfig, ReadsAndRefuses) {
   refuse(R"({"do_resize": "yes"})", "do_resize");
   refuse(R"({"do_resize": false, "do_image_splitting": true})",
          "do_image_splitting");
+  refuse(R"({"size": {"longest_edge": 512}})", "max_image_size");
+  // Splitting bounded before any pixel: 4097 / 16 = 257 tiles a side.
+  refuse(R"({"size": {"longest_edge": 4096},
+             "max_image_size": {"longest_edge": 16},
+             "do_image_splitting": true})",
+         "more than the limit of 256");
+}
+
+// Idefics3's splitting: the longest side to 64, each side up to whole tiles
+// of 32, the tiles row by row and the global image (SmolVLM's processor;
+// test/Python/test_smolvlm.py compares the pixels with transformers').
+TEST(ImagePreprocess, SplitsIntoTilesAndAGlobalImage) {
+  PreprocessConfig c;
+  ASSERT_TRUE(parsePreprocessorConfig(
+                  R"({"size": {"longest_edge": 64},
+                      "max_image_size": {"longest_edge": 32},
+                      "do_image_splitting": true, "resample": 1})",
+                  "p.json", c)
+                  .ok());
+  struct Case {
+    int64_t w, h, rows, cols;
+  };
+  // 100 x 50 -> 64 x 32 -> 64 x 32 (2 tiles); 30 x 90 -> 22 x 64 -> 32 x 64;
+  // 20 x 20 -> 64 x 64 (4 tiles); 40 x 30 -> 64 x 48 -> 64 x 64.
+  for (Case k : {Case{100, 50, 1, 2}, Case{30, 90, 2, 1}, Case{20, 20, 2, 2},
+                 Case{40, 30, 2, 2}}) {
+    Image img;
+    img.width = k.w;
+    img.height = k.h;
+    img.rgb.resize(size_t(k.w * k.h * 3));
+    for (size_t i = 0; i < img.rgb.size(); ++i)
+      img.rgb[i] = uint8_t(i * 37 % 251);
+    Pixels px;
+    ASSERT_TRUE(preprocess(img, c, px).ok());
+    EXPECT_EQ(px.rows, k.rows) << k.w << "x" << k.h;
+    EXPECT_EQ(px.cols, k.cols) << k.w << "x" << k.h;
+    ASSERT_EQ(px.tiles.size(), size_t(k.rows * k.cols));
+    EXPECT_EQ(px.height, 32);
+    EXPECT_EQ(px.width, 32);
+    EXPECT_EQ(px.chw.size(), size_t(3 * 32 * 32));
+    for (const std::vector<float> &t : px.tiles)
+      EXPECT_EQ(t.size(), px.chw.size());
+  }
+  // Without splitting: the global image alone.
+  c.doImageSplitting = false;
+  Image img;
+  img.width = 100;
+  img.height = 50;
+  img.rgb.assign(size_t(100 * 50 * 3), 9);
+  Pixels px;
+  ASSERT_TRUE(preprocess(img, c, px).ok());
+  EXPECT_EQ(px.rows * px.cols, 0);
+  EXPECT_TRUE(px.tiles.empty());
+  EXPECT_EQ(px.chw.size(), size_t(3 * 32 * 32));
 }
 
 /// A gray 1-pixel-wide image of `height` rows, and what preprocessing it

@@ -27,6 +27,11 @@ struct PreprocessConfig {
   // even, the result at most 4096 a side), then the square of
   // max_image_size.longest_edge.
   int64_t longestEdge = 0, squareSide = 0;
+  // With do_image_splitting (Idefics3 / SmolVLM), after the longest-edge
+  // resize: each side up to a multiple of the square's side (the other in
+  // proportion), tiles of the square's side, row by row, and the whole
+  // resized to the square as the global image (none when one tile).
+  bool doImageSplitting = false;
   Resample resample = Resample::Bilinear;
   bool doCenterCrop = false;
   int64_t cropHeight = 0, cropWidth = 0;
@@ -44,11 +49,15 @@ struct PreprocessConfig {
 Status parsePreprocessorConfig(const std::string &text, const std::string &name,
                                PreprocessConfig &out);
 
-/// The pixels: [3][H][W] float32, and H and W.
+/// The pixels: [3][H][W] float32, and H and W. An image split into tiles
+/// (do_image_splitting) has rows x cols tiles of the same H x W, row by
+/// row, and `chw` is its global image; rows = cols = 0 otherwise.
 struct Pixels {
   int64_t height = 0;
   int64_t width = 0;
   std::vector<float> chw;
+  int64_t rows = 0, cols = 0;
+  std::vector<std::vector<float>> tiles;
 };
 
 /// The config's steps on `img`, in the processor's order.

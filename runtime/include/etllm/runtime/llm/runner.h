@@ -154,19 +154,34 @@ public:
   struct ImageAt {
     size_t at = 0;
     const ImagePixels *pixels = nullptr;
+    /// Which of the image's encodings: a tile, or -1 its only or global
+    /// image.
+    int64_t tile = -1;
   };
   /// A prompt with images as tokens: the text between the placeholders
   /// tokenized piece by piece (BOS first when `addBos`), each image's
-  /// positions filled with the image token.
+  /// positions filled with the image token; an image split into tiles takes
+  /// positions for each tile and its global image (`chunks`, in order).
   struct ImagePrompt {
+    struct Chunk {
+      size_t at = 0;     // its first position
+      size_t image = 0;  // which image
+      int64_t tile = -1; // which tile (-1: the only or global image)
+    };
     std::vector<int32_t> tokens;
-    std::vector<size_t> imageAt;
+    std::vector<Chunk> chunks;
   };
-  /// The tokens of `text` whose kImagePlaceholder marks go to `images`
-  /// images in order (none: the images first). `encode` tokenizes a piece
-  /// (default: the tokenizer's encode without BOS).
+  /// An image's tiles: rows x cols (0 x 0: not split).
+  struct ImageGrid {
+    int64_t rows = 0, cols = 0;
+  };
+  /// The tokens of `text` whose kImagePlaceholder marks go to the images of
+  /// `grids` in order (none: the images first), each wrapped in the text
+  /// and tokens the program's metadata gives (VisionMethods). `encode`
+  /// tokenizes a piece (default: the tokenizer's encode without BOS).
   Result<ImagePrompt> tokenizeWithImages(
-      const std::string &text, size_t images, bool addBos,
+      const std::string &text, const std::vector<ImageGrid> &grids,
+      bool addBos,
       const std::function<Result<std::vector<int32_t>>(const std::string &)>
           &encode = nullptr) const;
   /// continueWith over tokens that hold images: the cached prefix is kept

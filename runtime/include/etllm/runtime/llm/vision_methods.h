@@ -32,6 +32,10 @@ inline constexpr const char kImagePlaceholder[] = "<image>";
 struct ImagePixels {
   int64_t height = 0, width = 0;
   std::vector<float> chw;
+  /// An image split into tiles (SmolVLM's processor): rows x cols tiles of
+  /// height x width, row by row; `chw` is then the global image.
+  int64_t rows = 0, cols = 0;
+  std::vector<std::vector<float>> tiles;
 };
 
 /// The error for images given to a program without a vision encoder,
@@ -50,11 +54,12 @@ public:
   static Result<std::unique_ptr<VisionMethods>>
   open(Module &module, const std::string &path, int64_t vocab);
 
-  /// Encodes `image` and feeds its features at positions pos ..
+  /// Encodes `image` (its tile `tile`, -1: its only or global image) and
+  /// feeds its features at positions pos ..
   /// pos + imageSeqLen() - 1; the last position's logits, valid until the
   /// next call. `encodeMs` gets the encoder's time.
   Result<const float *> prefill(const ImagePixels &image, int64_t pos,
-                                double *encodeMs);
+                                double *encodeMs, int64_t tile = -1);
 
   int64_t imageTokenId() const { return imageTokenId_; }
   /// The tokens around an image's features (Gemma 3's boi/eoi); -1: none.
@@ -64,6 +69,12 @@ public:
   /// its begin and end tokens; Gemma 3: "\n\n").
   const std::string &textBefore() const { return textBefore_; }
   const std::string &textAfter() const { return textAfter_; }
+  /// An image split into tiles (SmolVLM): the text before each tile
+  /// ("{row}" and "{col}" its 1-based place), after each row of tiles and
+  /// after the last row (before the global image's textBefore()).
+  const std::string &tileText() const { return tileText_; }
+  const std::string &rowEndText() const { return rowEndText_; }
+  const std::string &tilesEndText() const { return tilesEndText_; }
   /// Positions (and placeholder tokens) one image takes.
   int64_t imageSeqLen() const { return imageSeqLen_; }
   /// The side of the square pixels the encoder takes.
@@ -76,7 +87,8 @@ private:
   Method *encoder_ = nullptr, *decoder_ = nullptr;
   int64_t imageTokenId_ = 0, imageSeqLen_ = 0, imageSize_ = 0, hidden_ = 0,
           vocab_ = 0, beginTokenId_ = -1, endTokenId_ = -1;
-  std::string preprocessor_, textBefore_, textAfter_;
+  std::string preprocessor_, textBefore_, textAfter_, tileText_, rowEndText_,
+      tilesEndText_;
   std::vector<int64_t> positions_;
 };
 
