@@ -197,11 +197,12 @@ const std::vector<ConfigKey> &exportConfigSchema() {
        "",
        {},
        "A llama.cpp mmproj GGUF (a vision tower and projector: LLaVA's, "
-       "projector type mlp, or Gemma 3's, gemma3) composing the GGUF text "
+       "projector type mlp, Gemma 3's, gemma3, or SmolVLM's, idefics3) "
+       "composing the GGUF text "
        "model of `--model` into a composite program (vision_encoder, "
        "text_decoder). LLaVA's image processor is recorded as CLIP's "
        "(resize, center crop; llama.cpp pads to a square instead), Gemma "
-       "3's as its own (resize to the square).",
+       "3's and SmolVLM's as transformers' processors do.",
        "mmproj-model-f16.gguf",
        INT64_MIN,
        INT64_MAX,

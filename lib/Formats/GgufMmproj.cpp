@@ -54,6 +54,8 @@ std::string canonicalName(const std::string &gguf, bool swapFfn) {
   for (auto [from, to] : kTop)
     if (gguf == from)
       return tower + to;
+  if (gguf == "mm.model.fc.weight") // SmolVLM's / Idefics3's connector
+    return proj + "modality_projection.proj.weight";
   if (gguf == "mm.input_projection.weight") // Gemma 3's
     return proj + "mm_input_projection_weight";
   if (gguf == "mm.soft_emb_norm.weight")
@@ -94,6 +96,9 @@ Status readLlavaMmproj(const Checkpoint &v, const std::string &path,
 Status readGemma3Mmproj(const Checkpoint &v, const Checkpoint &text,
                         const models::MultimodalSpec &spec,
                         const std::string &path, ModelConfig &c);
+Status readIdefics3Mmproj(const Checkpoint &v, const Checkpoint &text,
+                          const models::MultimodalSpec &spec,
+                          const std::string &path, ModelConfig &c);
 Result<std::unique_ptr<Checkpoint>>
 finishMmproj(std::unique_ptr<Checkpoint> text, const Checkpoint &v,
              ModelConfig c);
@@ -146,16 +151,19 @@ attachMmproj(std::unique_ptr<Checkpoint> text, const std::string &path) {
                                  ? "'" + *proj->toString() + "'"
                                  : "missing") +
                      " is not supported (LLaVA's 'mlp', Gemma 3's "
-                     "'gemma3')");
+                     "'gemma3', SmolVLM's 'idefics3')");
   const bool gemma3 = spec->projector == models::VisionProjector::Gemma3;
+  const bool shuffle =
+      spec->projector == models::VisionProjector::PixelShuffle;
   if (const GgufValue *h = key("clip.has_vision_encoder");
       h && !h->toBool().value_or(false))
     return error("clip.has_vision_encoder", "false: no vision tower");
 
   ModelConfig c = text->config();
   c.multimodalType = spec->modelType;
-  // Projector type mlp: LLaVA-1.5's CLIP tower; gemma3: a SigLIP one.
-  c.visionArch = gemma3 ? "siglip" : "clip";
+  // Projector type mlp: LLaVA-1.5's CLIP tower; gemma3 and idefics3: a
+  // SigLIP(-like) one.
+  c.visionArch = gemma3 || shuffle ? "siglip" : "clip";
   ETLLM_ASSIGN_OR_RETURN(c.visionHiddenSize,
                          uintKey("clip.vision.embedding_length", 1,
                                  kMaxConfigDim));
@@ -170,7 +178,7 @@ attachMmproj(std::unique_ptr<Checkpoint> text, const std::string &path) {
                          uintKey("clip.vision.image_size", 1, 4096));
   ETLLM_ASSIGN_OR_RETURN(c.visionPatchSize,
                          uintKey("clip.vision.patch_size", 1, 4096));
-  c.visionLayerNormEps = gemma3 ? 1e-6 : 1e-5;
+  c.visionLayerNormEps = gemma3 ? 1e-6 : 1e-5; // the converters' defaults
   if (const GgufValue *e = key("clip.vision.attention.layer_norm_epsilon")) {
     std::optional<double> d = e->toFloat();
     if (!d || !std::isfinite(*d) || *d < 0)
@@ -185,11 +193,16 @@ attachMmproj(std::unique_ptr<Checkpoint> text, const std::string &path) {
       s && s->toBool().value_or(false))
     return error("clip.use_silu", "a SiLU tower is not supported");
   c.visionHiddenAct = gelu ? "gelu" : "quick_gelu";
-  if (gemma3 && !gelu)
-    return error("clip.use_gelu", "false: Gemma 3's tower uses GELU");
+  if ((gemma3 || shuffle) && !gelu)
+    return error("clip.use_gelu",
+                 std::string("false: ") + spec->hfArchitecture +
+                     "'s tower uses GELU");
   if (gemma3) { // SigLIP's GELU (tanh), as clip.cpp's ggml_gelu
     c.visionHiddenAct = "gelu_pytorch_tanh";
     ETLLM_RETURN_IF_ERROR(readGemma3Mmproj(v, *text, *spec, path, c));
+  } else if (shuffle) {
+    c.visionHiddenAct = "gelu_pytorch_tanh";
+    ETLLM_RETURN_IF_ERROR(readIdefics3Mmproj(v, *text, *spec, path, c));
   } else {
     ETLLM_RETURN_IF_ERROR(readLlavaMmproj(v, path, c));
   }
@@ -205,10 +218,27 @@ attachMmproj(std::unique_ptr<Checkpoint> text, const std::string &path) {
   for (double s : stdev)
     if (s <= 0)
       return error("clip.vision.image_std", "must be positive");
-  // CLIP's processor (resize the shortest edge, center crop, bicubic), or
-  // Gemma 3's (resize to the square, bilinear).
+  // CLIP's processor (resize the shortest edge, center crop, bicubic),
+  // Gemma 3's (resize to the square, bilinear) or SmolVLM's (the longest
+  // edge to clip.vision.preproc_image_size, tiles of the tower's size and
+  // the global image, Lanczos; llama.cpp slices images its own way).
+  int64_t longest = c.visionImageSize;
+  if (shuffle)
+    if (const GgufValue *p = key("clip.vision.preproc_image_size")) {
+      std::optional<uint64_t> u = p->toUInt();
+      if (!u || *u < 1 || *u > 16384)
+        return error("clip.vision.preproc_image_size",
+                     "expected an integer in [1, 16384]");
+      longest = int64_t(*u);
+    }
   nlohmann::json pre =
-      gemma3 ? nlohmann::json{{"do_resize", true},
+      shuffle ? nlohmann::json{{"do_resize", true},
+                               {"size", {{"longest_edge", longest}}},
+                               {"max_image_size",
+                                {{"longest_edge", c.visionImageSize}}},
+                               {"do_image_splitting", true},
+                               {"resample", 1}}
+      : gemma3 ? nlohmann::json{{"do_resize", true},
                               {"size",
                                {{"height", c.visionImageSize},
                                 {"width", c.visionImageSize}}},
@@ -313,6 +343,44 @@ Status readGemma3Mmproj(const Checkpoint &v, const Checkpoint &text,
     if (id < 0)
       return Error(path + ": the text model's vocabulary has no '" +
                    std::string(name) + "' token (Gemma 3's image wrapping)");
+  c.imageTokenId = std::max<int64_t>(vocabularyId(text, spec.imageToken), 0);
+  return Status();
+}
+
+/// Projector type idefics3 (SmolVLM, Idefics3): every layer and post_ln,
+/// the pixel shuffle of clip.vision.projector.scale_factor (the
+/// converter's default 2), the processor's wrapping of an image and its
+/// tiles (its tokens are text the program's tokenizer reads), the "<image>"
+/// token of the text model's vocabulary the placeholder (else 0).
+Status readIdefics3Mmproj(const Checkpoint &v, const Checkpoint &text,
+                          const models::MultimodalSpec &spec,
+                          const std::string &path, ModelConfig &c) {
+  auto error = [&](const std::string &k, const std::string &what) {
+    return Error(path + ": metadata key '" + k + "': " + what);
+  };
+  c.visionLayersUsed = c.visionNumLayers;
+  c.visionDropClassToken = false;
+  c.visionPostLayerNorm = true;
+  c.projectorHiddenAct = "none";
+  c.projectorBias = false;
+  c.imageTextBefore = "<fake_token_around_image><global-img>";
+  c.imageTextAfter = "<fake_token_around_image>";
+  c.imageTileText = "<fake_token_around_image><row_{row}_col_{col}>";
+  c.imageRowEndText = c.imageTilesEndText = "\n";
+  c.visionPixelShuffle = 2;
+  if (const GgufValue *f = v.metadata("clip.vision.projector.scale_factor")) {
+    std::optional<uint64_t> u = f->toUInt();
+    if (!u || *u < 1 || *u > 64)
+      return error("clip.vision.projector.scale_factor",
+                   "expected an integer in [1, 64]");
+    c.visionPixelShuffle = int64_t(*u);
+  }
+  if (c.visionPatchSize > 0 && c.visionImageSize % c.visionPatchSize == 0 &&
+      (c.visionImageSize / c.visionPatchSize) % c.visionPixelShuffle != 0)
+    return error("clip.vision.projector.scale_factor",
+                 std::to_string(c.visionPixelShuffle) + " does not divide the " +
+                     std::to_string(c.visionImageSize / c.visionPatchSize) +
+                     " patches of a side");
   c.imageTokenId = std::max<int64_t>(vocabularyId(text, spec.imageToken), 0);
   return Status();
 }

@@ -318,15 +318,6 @@ Status readGemma3Keys(const Keys &top, ModelConfig &c) {
   return Status();
 }
 
-/// The position ids SmolVLMVisionEmbeddings computes for a full image of n
-/// patches a side (float32 coordinates i * (1/n) bucketized by
-/// arange(1/n, 1, 1/n), right=True) are 0 .. n*n-1 only where i/n and the
-/// boundary i/n round alike: certainly when n is a power of two (exact in
-/// binary; SmolVLM's 512 / 16 = 32), not for every other n (torch gives
-/// another bucket for n = 19, 25, 29, ...). The graph adds the learned
-/// positions in order, so other grids are refused.
-bool positionBucketsAreTheIdentity(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
-
 /// SmolVLMConfig's / Idefics3Config's keys: the tower's last hidden state
 /// after post_layernorm, every patch, pixel-shuffled by scale_factor into
 /// modality_projection.proj; the image wrapped as the processor does
@@ -355,17 +346,25 @@ Status readIdefics3Keys(const Keys &top, ModelConfig &c) {
                        std::to_string(c.visionPixelShuffle) +
                            " does not divide the tower's " +
                            std::to_string(side) + " patches of a side");
-    if (!positionBucketsAreTheIdentity(side))
-      return Error("vision_config: " + std::to_string(side) +
-                   " patches a side (image_size / patch_size): SmolVLM's "
-                   "bucketized position ids are exact only for a power of "
-                   "two (not supported)");
   }
   ETLLM_ASSIGN_OR_RETURN(
       c.imageTokenId, top.integer("image_token_id", 128257, 0, c.vocabSize - 1));
   return Status();
 }
 
+} // namespace
+
+/// The position ids SmolVLMVisionEmbeddings computes for a full image of n
+/// patches a side (float32 coordinates i * (1/n) bucketized by
+/// arange(1/n, 1, 1/n), right=True) are 0 .. n*n-1 only where i/n and the
+/// boundary i/n round alike: certainly when n is a power of two (exact in
+/// binary; SmolVLM's 512 / 16 = 32), not for every other n (torch gives
+/// another bucket for n = 19, 25, 29, ...). The graph adds the learned
+/// positions in order, so other grids are refused.
+namespace {
+bool positionBucketsAreTheIdentity(int64_t n) {
+  return n > 0 && (n & (n - 1)) == 0;
+}
 } // namespace
 
 Status validateVision(const ModelConfig &c) {
@@ -398,6 +397,12 @@ Status validateVision(const ModelConfig &c) {
                  " does not divide the " +
                  std::to_string(c.visionImageSize / c.visionPatchSize) +
                  " patches of a side");
+  if (c.visionPixelShuffle > 0 &&
+      !positionBucketsAreTheIdentity(c.visionImageSize / c.visionPatchSize))
+    return Error("vision image_size / patch_size = " +
+                 std::to_string(c.visionImageSize / c.visionPatchSize) +
+                 " patches a side: SmolVLM's bucketized position ids are "
+                 "exact only for a power of two (not supported)");
   if (c.visionPixelShuffle > 1 &&
       (c.visionImageSize / c.visionPatchSize) % c.visionPixelShuffle != 0)
     return Error("scale_factor " + std::to_string(c.visionPixelShuffle) +

@@ -84,7 +84,7 @@ const std::vector<MultimodalSpec> &specs() {
        "llama",
        VisionProjector::PixelShuffle,
        "SmolVLMConnector",
-       nullptr,
+       "idefics3", // llama.cpp's converter writes both kinds so
        "<image>",
        nullptr,
        nullptr,

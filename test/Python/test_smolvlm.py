@@ -19,10 +19,15 @@ same files:
   <fake_token_around_image><row_R_col_C>, a newline after each row, then
   "\n<fake_token_around_image><global-img>", the global image,
   <fake_token_around_image>; and without splitting, the global image
-  alone."""
+  alone;
+- llama.cpp's form of the same weights (a llama GGUF and an mmproj of
+  projector type idefics3 written by scripts/lib/smolvlm_mmproj.py) gives
+  the same greedy text."""
 
 import json
+import pathlib
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -268,3 +273,48 @@ def test_quantized_recipes_generate(checkpoint, tool, tok512, images,
                         "-n", "8", "--temperature", "0"],
                        check=True, capture_output=True)
     assert r.stdout
+
+
+MMPROJ = (pathlib.Path(__file__).resolve().parents[2] / "scripts" / "lib"
+          / "smolvlm_mmproj.py")
+
+
+@pytest.fixture(scope="module")
+def gguf_pair(checkpoint, tool):
+    """The same weights as llama.cpp keeps them: the llama decoder as GGUF
+    (etllm-gen-checkpoint --format gguf of the composite) and the tower +
+    connector as an mmproj of projector type idefics3."""
+    d = checkpoint.parent
+    subprocess.run([tool("etllm-gen-checkpoint"), "--arch", "smolvlm",
+                    "--format", "gguf", "--vocab", str(VOCAB),
+                    "--vision-preset", "smolvlm-tiny", "--max-seq", "1024",
+                    "-o", str(d / "text.gguf")], check=True,
+                   capture_output=True)
+    subprocess.run([sys.executable, str(MMPROJ), str(checkpoint),
+                    str(d / "mmproj.gguf")], check=True)
+    return d / "text.gguf", d / "mmproj.gguf"
+
+
+def _run_image(tool, program, images):
+    args = [tool("etllm-run"), str(program)]
+    for image in images:
+        args += ["--image", str(image)]
+    return subprocess.run(
+        args + ["--prompt", "Once" + "<image> upon" * len(images), "-n",
+                "12", "--temperature", "0"],
+        check=True, capture_output=True).stdout
+
+
+@pytest.mark.parametrize("recipe", ["portable", "cpu-fp32"])
+def test_gguf_and_mmproj_give_the_hf_greedy_tokens(gguf_pair, programs,
+                                                   images, tool, tok512,
+                                                   recipe):
+    text, mmproj = gguf_pair
+    pte = text.parent / f"gguf-{recipe}.pte"
+    subprocess.run([tool("etllm-export"), "--model", str(text), "--set",
+                    f"model.mmproj={mmproj}", "--pipeline", recipe,
+                    "--tokenizer", str(tok512), "--quiet", "-o", str(pte)],
+                   check=True)
+    for shown in ([images[0]], [images[2]], images[:2]):
+        assert (_run_image(tool, pte, shown)
+                == _run_image(tool, programs[recipe], shown))
