@@ -110,10 +110,11 @@ func::FuncOp beginMethod(GraphEmitter &e, StringRef name,
 }
 
 /// The model's methods, block by block: the KV-cache buffers, `forward`
-/// (token ids and positions to logits) and, for a composite model (LLaVA),
-/// `vision_encoder` (pixels to image features in the decoder's hidden size)
-/// and `text_decoder` (embeddings and positions to logits: forward without
-/// its embedding, over the same caches and weights).
+/// (token ids and positions to logits) and, for a composite model (LLaVA,
+/// Gemma 3, SmolVLM), `vision_encoder` (pixels to image features in the
+/// decoder's hidden size), `token_embedding` (ids to embeddings) and
+/// `text_decoder` (embeddings and positions to logits: forward without its
+/// embedding, over the same caches and weights).
 LogicalResult buildModel(GraphEmitter &e, const ::etllm::ImportOptions &options,
                          int64_t maxSeq) {
   const ModelConfig &c = e.config;
@@ -160,6 +161,14 @@ LogicalResult buildModel(GraphEmitter &e, const ::etllm::ImportOptions &options,
       b.create<func::ReturnOp>(e.loc,
                                buildVisionEncoder(e, fn.getArgument(0)));
     }
+    // token_embedding: forward's embedding alone (ids to the embeddings
+    // text_decoder takes; Gemma's scaled), for callers that assemble the
+    // decoder's input themselves.
+    fn = beginMethod(e, ::etllm::rt::llm::kTokenEmbeddingMethod, {tokensType},
+                     e.tensorType({1, dyn, c.hiddenSize}, e.dtype));
+    enterModel();
+    b.create<func::ReturnOp>(e.loc, buildEmbedding(e, fn.getArgument(0)));
+    e.pathStack.pop_back();
     fn = beginMethod(e, ::etllm::rt::llm::kTextDecoderMethod,
                      {e.tensorType({1, dyn, c.hiddenSize}, e.dtype), posType},
                      logitsType);

@@ -153,6 +153,14 @@ def test_methods_match_float64(programs, reference, checkpoint, recipe):
     assert features.shape == ref_features.shape == (IMAGE_SEQ, HIDDEN)
     assert _rel(features, ref_features) <= 1e-4
 
+    # token_embedding: Gemma's embeddings scaled by sqrt(hidden) in the
+    # embedding's dtype, as forward's.
+    table = load_file(checkpoint / "model.safetensors")[
+        "language_model.model.embed_tokens.weight"]
+    embedded = np.array(program.run_method("token_embedding",
+                                           np.array([before]))[0])[0]
+    assert np.array_equal(embedded,
+                          table[before] * np.float32(np.sqrt(HIDDEN)))
     # The runner's three calls over one cache, by hand: text, the image's
     # features (not scaled as token embeddings are), text.
     program.forward(np.array([before]), 0)

@@ -153,9 +153,13 @@ def test_methods_match_float64(programs, reference, checkpoint, recipe):
 
     # text_decoder over the embeddings with the image's features at its
     # placeholders (the runner's job, done by hand here).
+    # The program's token_embedding (ExecuTorch's multimodal flow: ids to
+    # embeddings, the image's features in place, text_decoder).
     table = load_file(checkpoint / "model.safetensors")[
         "language_model.model.embed_tokens.weight"]
-    embeddings = table[ids].copy()
+    embedder = etllm.Program(programs[recipe], method="token_embedding")
+    embeddings = np.array(embedder.run(np.array([ids]))[0])[0].copy()
+    assert np.array_equal(embeddings, table[ids])
     embeddings[3:3 + IMAGE_SEQ] = features
     decoder = etllm.Program(programs[recipe], method="text_decoder")
     logits = np.array(decoder.run(embeddings[None].astype(np.float32),
