@@ -513,6 +513,25 @@ def main():
                  os.path.join(a.repo, "scripts/lib/gemma3_mmproj.py"), gemma3,
                  mmproj3])
             seeds.add_file("gguf", mmproj3)
+        # SmolVLM's: the pixel-shuffle connector, its image splitting in the
+        # program's preprocessor and tile texts in the metadata.
+        smolvlm = os.path.join(tmp, "smolvlm-hf")
+        run([T("etllm-gen-checkpoint"), "--arch", "smolvlm",
+             "--vision-preset", "smolvlm-tiny", "--format", "hf", "--vocab",
+             "512", "-o", smolvlm])
+        seeds.add("safetensors", "smolvlm-hf",
+                  read(os.path.join(smolvlm, "config.json")) + HF_SEPARATOR +
+                  read(os.path.join(smolvlm, "model.safetensors")))
+        if venv_python:
+            mmproj_s = os.path.join(tmp, "smolvlm-mmproj.gguf")
+            run([venv_python,
+                 os.path.join(a.repo, "scripts/lib/smolvlm_mmproj.py"),
+                 smolvlm, mmproj_s])
+            seeds.add_file("gguf", mmproj_s)
+        pte = os.path.join(tmp, "smolvlm.pte")
+        run([T("etllm-export"), "--quiet", "--model", smolvlm, "--tokenizer",
+             S("models/stories260K/tok512.bin"), "-o", pte])
+        seeds.add_file("pte", pte)
         pte = os.path.join(tmp, "gemma3.pte")
         run([T("etllm-export"), "--quiet", "--model", gemma3, "--tokenizer",
              S("models/stories260K/tok512.bin"), "-o", pte])

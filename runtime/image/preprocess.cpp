@@ -62,6 +62,23 @@ Status checkArea(int64_t h, int64_t w, const std::string &what) {
   return Status();
 }
 
+/// `src` resized to w x h after the limits: the output's area, and the
+/// intermediate image bounded as if the horizontal pass ran first (an
+/// 8-bit image of the new width and the old height), whichever order resize
+/// takes: at 4 times the output's pixels (192 MiB).
+Status boundedResize(const Image &src, int64_t w, int64_t h, Resample filter,
+                     Image &out) {
+  ETLLM_RETURN_IF_ERROR(checkArea(h, w, "preprocess: the resized image"));
+  if (w * src.height > 4 * kMaxOutputPixels)
+    return Error("preprocess: resizing the " + std::to_string(src.width) +
+                 " x " + std::to_string(src.height) + " image to " +
+                 std::to_string(w) + " x " + std::to_string(h) +
+                 " needs more than the limit of " +
+                 std::to_string(4 * kMaxOutputPixels) + " intermediate pixels");
+  out = resize(src, w, h, filter);
+  return Status();
+}
+
 Status sideValue(const json &v, const std::string &where, int64_t &out) {
   if (!v.is_number_integer() || v.get<int64_t>() < 1 ||
       v.get<int64_t>() > kMaxSide)
@@ -270,15 +287,7 @@ Status preprocess(const Image &img, const PreprocessConfig &config,
     }
     h = std::max<int64_t>(h, 1);
     w = std::max<int64_t>(w, 1);
-    ETLLM_RETURN_IF_ERROR(checkArea(h, w, "preprocess: the resized image"));
-    if (w * img.height > 4 * kMaxOutputPixels)
-      return Error("preprocess: resizing the " + std::to_string(img.width) +
-                   " x " + std::to_string(img.height) + " image to " +
-                   std::to_string(w) + " x " + std::to_string(h) +
-                   " needs more than the limit of " +
-                   std::to_string(4 * kMaxOutputPixels) +
-                   " intermediate pixels");
-    longest = resize(img, w, h, config.resample);
+    ETLLM_RETURN_IF_ERROR(boundedResize(img, w, h, config.resample, longest));
     cur = &longest;
   }
   if (config.doImageSplitting) {
@@ -305,8 +314,8 @@ Status preprocess(const Image &img, const PreprocessConfig &config,
                    std::to_string((h / M) * (w / M)) +
                    " tiles, more than the limit of " +
                    std::to_string(kMaxTiles));
-    ETLLM_RETURN_IF_ERROR(checkArea(h, w, "preprocess: the split image"));
-    Image grid = resize(src, w, h, config.resample);
+    Image grid;
+    ETLLM_RETURN_IF_ERROR(boundedResize(src, w, h, config.resample, grid));
     out = Pixels();
     out.height = out.width = M;
     if (h > M || w > M) {
@@ -349,19 +358,8 @@ Status preprocess(const Image &img, const PreprocessConfig &config,
         h = newShort;
         w = newLong;
       }
-      ETLLM_RETURN_IF_ERROR(checkArea(h, w, "preprocess: the resized image"));
     }
-    // Bounded as if the horizontal pass ran first (an 8-bit image of the
-    // new width and the old height), whichever order resize takes: at 4
-    // times the output's pixels (192 MiB).
-    const int64_t between = w * src.height;
-    if (between > 4 * kMaxOutputPixels)
-      return Error(
-          "preprocess: resizing the " + std::to_string(src.width) + " x " +
-          std::to_string(src.height) + " image to " + std::to_string(w) +
-          " x " + std::to_string(h) + " needs more than the limit of " +
-          std::to_string(4 * kMaxOutputPixels) + " intermediate pixels");
-    resized = resize(src, w, h, config.resample);
+    ETLLM_RETURN_IF_ERROR(boundedResize(src, w, h, config.resample, resized));
     cur = &resized;
   }
   if (config.doCenterCrop) {
