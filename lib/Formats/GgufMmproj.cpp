@@ -197,6 +197,7 @@ attachMmproj(std::unique_ptr<Checkpoint> text, const std::string &path) {
     return error("clip.use_gelu",
                  std::string("false: ") + spec->hfArchitecture +
                      "'s tower uses GELU");
+  applyCompositeTraits(*spec, c);
   if (gemma3) { // SigLIP's GELU (tanh), as clip.cpp's ggml_gelu
     c.visionHiddenAct = "gelu_pytorch_tanh";
     ETLLM_RETURN_IF_ERROR(readGemma3Mmproj(v, *text, *spec, path, c));
@@ -305,6 +306,32 @@ int64_t vocabularyId(const Checkpoint &text, const char *token) {
   return -1;
 }
 
+/// clip.vision.projector.scale_factor (`fallback` when absent, at most
+/// `hi`): the side of the blocks of patches one feature comes from (Gemma
+/// 3's pool, SmolVLM's pixel shuffle); it must divide the patches of a
+/// side.
+Result<int64_t> gridFactor(const Checkpoint &v, const ModelConfig &c,
+                           int64_t fallback, int64_t hi,
+                           const std::string &path) {
+  const char *key = "clip.vision.projector.scale_factor";
+  int64_t factor = fallback;
+  if (const GgufValue *f = v.metadata(key)) {
+    std::optional<uint64_t> u = f->toUInt();
+    if (!u || *u < 1 || *u > uint64_t(hi))
+      return Error(path + ": metadata key '" + key +
+                   "': expected an integer in [1, " + std::to_string(hi) +
+                   "]");
+    factor = int64_t(*u);
+  }
+  if (c.visionPatchSize > 0 && c.visionImageSize % c.visionPatchSize == 0 &&
+      (c.visionImageSize / c.visionPatchSize) % factor != 0)
+    return Error(path + ": metadata key '" + key + "': " +
+                 std::to_string(factor) + " does not divide the " +
+                 std::to_string(c.visionImageSize / c.visionPatchSize) +
+                 " patches of a side");
+  return factor;
+}
+
 /// Projector type gemma3: every layer, post_layernorm, the pool of
 /// clip.vision.projector.scale_factor (clip.cpp's default 4), the image's
 /// boi/eoi tokens from the text model's vocabulary, the soft token the
@@ -312,30 +339,7 @@ int64_t vocabularyId(const Checkpoint &text, const char *token) {
 Status readGemma3Mmproj(const Checkpoint &v, const Checkpoint &text,
                         const models::MultimodalSpec &spec,
                         const std::string &path, ModelConfig &c) {
-  auto error = [&](const std::string &k, const std::string &what) {
-    return Error(path + ": metadata key '" + k + "': " + what);
-  };
-  c.visionLayersUsed = c.visionNumLayers;
-  c.visionDropClassToken = false;
-  c.visionPostLayerNorm = true;
-  c.imageBidirectional = true;
-  c.projectorHiddenAct = "none";
-  c.projectorBias = false;
-  c.imageTextBefore = c.imageTextAfter = "\n\n";
-  c.visionPool = 4;
-  if (const GgufValue *f = v.metadata("clip.vision.projector.scale_factor")) {
-    std::optional<uint64_t> u = f->toUInt();
-    if (!u || *u < 1 || *u > 4096)
-      return error("clip.vision.projector.scale_factor",
-                   "expected an integer in [1, 4096]");
-    c.visionPool = int64_t(*u);
-  }
-  if (c.visionPatchSize > 0 && c.visionImageSize % c.visionPatchSize == 0 &&
-      (c.visionImageSize / c.visionPatchSize) % c.visionPool != 0)
-    return error("clip.vision.projector.scale_factor",
-                 std::to_string(c.visionPool) + " does not divide the " +
-                     std::to_string(c.visionImageSize / c.visionPatchSize) +
-                     " patches of a side");
+  ETLLM_ASSIGN_OR_RETURN(c.visionPool, gridFactor(v, c, 4, 4096, path));
   c.imageBeginTokenId = vocabularyId(text, spec.imageBeginToken);
   c.imageEndTokenId = vocabularyId(text, spec.imageEndToken);
   for (auto [name, id] : {std::pair{spec.imageBeginToken, c.imageBeginTokenId},
@@ -355,32 +359,7 @@ Status readGemma3Mmproj(const Checkpoint &v, const Checkpoint &text,
 Status readIdefics3Mmproj(const Checkpoint &v, const Checkpoint &text,
                           const models::MultimodalSpec &spec,
                           const std::string &path, ModelConfig &c) {
-  auto error = [&](const std::string &k, const std::string &what) {
-    return Error(path + ": metadata key '" + k + "': " + what);
-  };
-  c.visionLayersUsed = c.visionNumLayers;
-  c.visionDropClassToken = false;
-  c.visionPostLayerNorm = true;
-  c.projectorHiddenAct = "none";
-  c.projectorBias = false;
-  c.imageTextBefore = "<fake_token_around_image><global-img>";
-  c.imageTextAfter = "<fake_token_around_image>";
-  c.imageTileText = "<fake_token_around_image><row_{row}_col_{col}>";
-  c.imageRowEndText = c.imageTilesEndText = "\n";
-  c.visionPixelShuffle = 2;
-  if (const GgufValue *f = v.metadata("clip.vision.projector.scale_factor")) {
-    std::optional<uint64_t> u = f->toUInt();
-    if (!u || *u < 1 || *u > 64)
-      return error("clip.vision.projector.scale_factor",
-                   "expected an integer in [1, 64]");
-    c.visionPixelShuffle = int64_t(*u);
-  }
-  if (c.visionPatchSize > 0 && c.visionImageSize % c.visionPatchSize == 0 &&
-      (c.visionImageSize / c.visionPatchSize) % c.visionPixelShuffle != 0)
-    return error("clip.vision.projector.scale_factor",
-                 std::to_string(c.visionPixelShuffle) + " does not divide the " +
-                     std::to_string(c.visionImageSize / c.visionPatchSize) +
-                     " patches of a side");
+  ETLLM_ASSIGN_OR_RETURN(c.visionPixelShuffle, gridFactor(v, c, 2, 64, path));
   c.imageTokenId = std::max<int64_t>(vocabularyId(text, spec.imageToken), 0);
   return Status();
 }

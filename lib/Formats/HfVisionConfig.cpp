@@ -214,6 +214,7 @@ Result<ModelConfig> parseMultimodalConfig(const std::string &jsonText,
   c.multimodalType = spec->modelType;
   ETLLM_RETURN_IF_ERROR(
       readVisionTower(Keys(*vision, source + " (vision_config)"), *spec, c));
+  applyCompositeTraits(*spec, c);
   if (spec->projector == models::VisionProjector::Gemma3) {
     ETLLM_RETURN_IF_ERROR(readGemma3Keys(top, c));
   } else if (spec->projector == models::VisionProjector::PixelShuffle) {
@@ -281,13 +282,6 @@ Status readLlavaKeys(const Keys &top, ModelConfig &c) {
 /// boi/eoi tokens Gemma3Processor wraps an image in with two newlines on
 /// either side, image positions attending each other both ways.
 Status readGemma3Keys(const Keys &top, ModelConfig &c) {
-  c.visionLayersUsed = c.visionNumLayers;
-  c.visionDropClassToken = false;
-  c.visionPostLayerNorm = true;
-  c.imageBidirectional = true;
-  c.projectorHiddenAct = "none";
-  c.projectorBias = false;
-  c.imageTextBefore = c.imageTextAfter = "\n\n";
   int64_t tokens;
   ETLLM_ASSIGN_OR_RETURN(tokens,
                          top.integer("mm_tokens_per_image", 256, 1, 1 << 20));
@@ -326,17 +320,6 @@ Status readGemma3Keys(const Keys &top, ModelConfig &c) {
 /// <fake_token_around_image><row_R_col_C>, a newline after each row, one
 /// more before the global image).
 Status readIdefics3Keys(const Keys &top, ModelConfig &c) {
-  c.visionLayersUsed = c.visionNumLayers;
-  c.visionDropClassToken = false;
-  c.visionPostLayerNorm = true;
-  c.projectorHiddenAct = "none";
-  c.projectorBias = false;
-  c.imageTextBefore = "<fake_token_around_image><global-img>";
-  c.imageTextAfter = "<fake_token_around_image>";
-  // With image splitting: each tile after its row/column token, a newline
-  // after each row and one more before the global image.
-  c.imageTileText = "<fake_token_around_image><row_{row}_col_{col}>";
-  c.imageRowEndText = c.imageTilesEndText = "\n";
   ETLLM_ASSIGN_OR_RETURN(c.visionPixelShuffle,
                          top.integer("scale_factor", 2, 1, 64));
   if (c.visionPatchSize > 0 && c.visionImageSize % c.visionPatchSize == 0) {
@@ -366,6 +349,24 @@ bool positionBucketsAreTheIdentity(int64_t n) {
   return n > 0 && (n & (n - 1)) == 0;
 }
 } // namespace
+
+void applyCompositeTraits(const models::MultimodalSpec &spec,
+                          ModelConfig &c) {
+  c.multimodalType = spec.modelType;
+  c.imageTextBefore = spec.imageTextBefore;
+  c.imageTextAfter = spec.imageTextAfter;
+  c.imageTileText = spec.tileText;
+  c.imageRowEndText = spec.rowEndText;
+  c.imageTilesEndText = spec.tilesEndText;
+  if (spec.projector == models::VisionProjector::LlavaMlp)
+    return; // LLaVA's feature layer and strategy are its config's keys
+  c.visionLayersUsed = c.visionNumLayers;
+  c.visionDropClassToken = false;
+  c.visionPostLayerNorm = true;
+  c.projectorHiddenAct = "none";
+  c.projectorBias = false;
+  c.imageBidirectional = spec.projector == models::VisionProjector::Gemma3;
+}
 
 Status validateVision(const ModelConfig &c) {
   if (!c.hasVision())

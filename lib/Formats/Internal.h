@@ -20,6 +20,10 @@
 #include <string>
 #include <utility>
 
+namespace etllm::models {
+struct MultimodalSpec;
+} // namespace etllm::models
+
 namespace etllm::formats::detail {
 
 /// Fills a Checkpoint (the only writer of its private state).
@@ -170,6 +174,15 @@ Result<ModelConfig> parseMultimodalConfig(const std::string &jsonText,
 /// The rules between the vision fields (nothing for a text model).
 Status validateVision(const ModelConfig &c);
 /// The vision tower's and projector's tensors (canonical names).
+/// What every checkpoint of the composite `spec` shares, whichever file
+/// it comes from (HF, GGUF + mmproj, the generator): for Gemma 3's and
+/// SmolVLM's kind, the tower's last hidden state after post_layernorm,
+/// every patch, no MLP projector; Gemma 3's image positions seeing each
+/// other; the processor's text around an image and its tiles
+/// (HfVisionConfig.cpp).
+void applyCompositeTraits(const models::MultimodalSpec &spec,
+                          ModelConfig &c);
+
 /// `checkpoint` with the tensors of the safetensors file `path` added under
 /// "vision_tower." (a composed vision encoder's weights; VisionWeights.cpp).
 Result<std::unique_ptr<Checkpoint>>

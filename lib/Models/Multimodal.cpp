@@ -55,6 +55,11 @@ const std::vector<MultimodalSpec> &specs() {
        "<image>",
        nullptr,
        nullptr,
+       "",
+       "",
+       "",
+       "",
+       "",
        {{"clip_vision_model", "clip"}, {"siglip_vision_model", "siglip"}},
        kRenames,
        kHubNames},
@@ -71,6 +76,13 @@ const std::vector<MultimodalSpec> &specs() {
        "<image_soft_token>",
        "<start_of_image>",
        "<end_of_image>",
+       // Gemma3Processor: "\n\n<start_of_image>", the image,
+       // "<end_of_image>\n\n".
+       "\n\n",
+       "\n\n",
+       "",
+       "",
+       "",
        {{"siglip_vision_model", "siglip"}},
        kRenames,
        kHubNames},
@@ -88,6 +100,15 @@ const std::vector<MultimodalSpec> &specs() {
        "<image>",
        nullptr,
        nullptr,
+       // Idefics3Processor / SmolVLMProcessor: each tile after its
+       // <fake_token_around_image><row_R_col_C>, a newline after each row
+       // and one more, then the global image between
+       // <fake_token_around_image><global-img> and <fake_token_around_image>.
+       "<fake_token_around_image><global-img>",
+       "<fake_token_around_image>",
+       "<fake_token_around_image><row_{row}_col_{col}>",
+       "\n",
+       "\n",
        {{"smolvlm_vision", "siglip"}},
        kIdefics3Renames,
        kIdefics3HubNames},
@@ -101,6 +122,15 @@ const std::vector<MultimodalSpec> &specs() {
        "<image>",
        nullptr,
        nullptr,
+       // Idefics3Processor / SmolVLMProcessor: each tile after its
+       // <fake_token_around_image><row_R_col_C>, a newline after each row
+       // and one more, then the global image between
+       // <fake_token_around_image><global-img> and <fake_token_around_image>.
+       "<fake_token_around_image><global-img>",
+       "<fake_token_around_image>",
+       "<fake_token_around_image><row_{row}_col_{col}>",
+       "\n",
+       "\n",
        {{"idefics3_vision", "siglip"}},
        kIdefics3Renames,
        kIdefics3HubNames},

@@ -925,41 +925,19 @@ Status setVision(const models::MultimodalSpec &mm, const std::string &preset,
   c.projectorHiddenAct = "gelu";
   c.projectorBias = true;
   c.imageTokenId = c.vocabSize - 1;
+  detail::applyCompositeTraits(mm, c);
   if (mm.projector == models::VisionProjector::Gemma3) {
-    // Gemma 3: the last hidden state after post_layernorm, every patch,
-    // pooled 2 x 2 (the tiny tower's 8 x 8 patches to 16 features), the
-    // image wrapped in boi/eoi tokens just below the image token, and a
-    // sliding window shorter than an image's positions so that the
-    // sliding layers' mask inside an image matters.
-    c.visionLayersUsed = t->layers;
-    c.visionDropClassToken = false;
-    c.visionPostLayerNorm = true;
+    // Gemma 3: pooled 2 x 2 (the tiny tower's 8 x 8 patches to 16
+    // features), the image wrapped in boi/eoi tokens just below the image
+    // token, and a sliding window shorter than an image's positions so
+    // that the sliding layers' mask inside an image matters.
     c.visionPool = 2;
-    c.imageBidirectional = true;
     c.imageBeginTokenId = c.vocabSize - 3;
     c.imageEndTokenId = c.vocabSize - 2;
-    c.imageTextBefore = c.imageTextAfter = "\n\n";
-    c.projectorHiddenAct = "none";
-    c.projectorBias = false;
     c.slidingWindow = 8;
   }
-  if (mm.projector == models::VisionProjector::PixelShuffle) {
-    // SmolVLM: the last hidden state after post_layernorm, every patch,
-    // pixel-shuffled 2 x 2; the processor's wrapping of an image and of
-    // its tiles.
-    c.visionLayersUsed = t->layers;
-    c.visionDropClassToken = false;
-    c.visionPostLayerNorm = true;
-    c.visionPixelShuffle = 2;
-    c.imageTextBefore = "<fake_token_around_image><global-img>";
-    c.imageTextAfter = "<fake_token_around_image>";
-    // With image splitting: each tile after its row/column token, a newline
-    // after each row and one more before the global image.
-    c.imageTileText = "<fake_token_around_image><row_{row}_col_{col}>";
-    c.imageRowEndText = c.imageTilesEndText = "\n";
-    c.projectorHiddenAct = "none";
-    c.projectorBias = false;
-  }
+  if (mm.projector == models::VisionProjector::PixelShuffle)
+    c.visionPixelShuffle = 2; // SmolVLM: 8 x 8 patches to 16 features
   ETLLM_RETURN_IF_ERROR(detail::validateVision(c));
   c.imageSeqLen = c.visionFeatures();
   return Status();

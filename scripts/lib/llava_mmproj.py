@@ -21,10 +21,9 @@ import json
 import pathlib
 import sys
 
-import numpy as np
 from safetensors.numpy import load_file
 
-import gguf
+import mmproj_writer
 
 
 def main():
@@ -45,28 +44,12 @@ def main():
     used = feature if feature >= 0 else layers + 1 + feature
     text_hidden = cfg["text_config"]["hidden_size"]
 
-    w = gguf.GGUFWriter(out, "clip")
-    w.add_string("clip.projector_type", "mlp")
-    w.add_bool("clip.has_text_encoder", False)
-    w.add_bool("clip.has_vision_encoder", True)
+    w = mmproj_writer.open_writer(
+        out, "mlp", v, text_hidden, pre, f16=f16, block_count=used,
+        eps_default=1e-5, use_gelu=v.get("hidden_act") == "gelu")
     w.add_bool("clip.has_llava_projector", True)
-    w.add_file_type(1 if f16 else 0)
-    w.add_uint32("clip.vision.image_size", v["image_size"])
-    w.add_uint32("clip.vision.patch_size", v["patch_size"])
-    w.add_uint32("clip.vision.embedding_length", v["hidden_size"])
-    w.add_uint32("clip.vision.feed_forward_length", v["intermediate_size"])
-    w.add_uint32("clip.vision.projection_dim", text_hidden)
-    w.add_uint32("clip.vision.attention.head_count",
-                 v["num_attention_heads"])
-    w.add_float32("clip.vision.attention.layer_norm_epsilon",
-                  v.get("layer_norm_eps", 1e-5))
-    w.add_uint32("clip.vision.block_count", used)
     w.add_array("clip.vision.feature_layer", [used])
-    w.add_array("clip.vision.image_mean", pre["image_mean"])
-    w.add_array("clip.vision.image_std", pre["image_std"])
-    w.add_bool("clip.use_gelu", v.get("hidden_act") == "gelu")
 
-    tensors = load_file(src / "model.safetensors")
     tower = "vision_tower.vision_model."
     names = {
         "embeddings.class_embedding": "v.class_embd",
@@ -75,32 +58,17 @@ def main():
         "pre_layrnorm.weight": "v.pre_ln.weight",
         "pre_layrnorm.bias": "v.pre_ln.bias",
     }
-    parts = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k",
-             "self_attn.v_proj": "attn_v", "self_attn.out_proj": "attn_out",
-             "layer_norm1": "ln1", "layer_norm2": "ln2",
-             "mlp.fc1": "ffn_up", "mlp.fc2": "ffn_down"}
+    parts = dict(mmproj_writer.BLOCK_PARTS)
     if "--legacy-ffn-names" in flags:
         parts["mlp.fc1"], parts["mlp.fc2"] = "ffn_down", "ffn_up"
-    for i in range(used):
-        for hf, gg in parts.items():
-            for kind in ("weight", "bias"):
-                names[f"encoder.layers.{i}.{hf}.{kind}"] = f"v.blk.{i}.{gg}.{kind}"
-    out_tensors = [(tower + k, g) for k, g in names.items()]
+    names.update(mmproj_writer.block_names(used, parts))
+    pairs = [(tower + k, g) for k, g in names.items()]
     for i, hf in ((0, "linear_1"), (2, "linear_2")):
         for kind in ("weight", "bias"):
-            out_tensors.append((f"multi_modal_projector.{hf}.{kind}",
-                                f"mm.{i}.{kind}"))
-    for hf, gg in out_tensors:
-        t = tensors[hf].astype(np.float32)
-        # 2-D and 4-D weights in f16 (as llama.cpp's converters write them),
-        # norms, biases and embeddings' rows in f32.
-        if f16 and t.ndim >= 2 and not gg.startswith("v.position_embd"):
-            t = t.astype(np.float16)
-        w.add_tensor(gg, t)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+            pairs.append((f"multi_modal_projector.{hf}.{kind}",
+                          f"mm.{i}.{kind}"))
+    mmproj_writer.write(w, load_file(src / "model.safetensors"), pairs,
+                        f16=f16)
 
 
 if __name__ == "__main__":

@@ -87,30 +87,7 @@ def processor(checkpoint):
 
 @pytest.fixture(scope="module")
 def images(tmp_path_factory):
-    d = tmp_path_factory.mktemp("images")
-    rng = np.random.default_rng(5)
-    out = []
-    p = d / "noise.png"
-    Image.fromarray(rng.integers(0, 256, (48, 64, 3), dtype=np.uint8)).save(p)
-    out.append(p)
-    p = d / "photo.jpg"
-    Image.fromarray(images_lib.photo(40, 30, 1, noise=40)).save(p, quality=90)
-    out.append(p)
-    p = d / "rgba.png"
-    rgba = np.concatenate([images_lib.photo(33, 95, 2, noise=40),
-                           rng.integers(0, 256, (95, 33, 1), dtype=np.uint8)],
-                          axis=-1)
-    Image.fromarray(rgba, "RGBA").save(p)
-    out.append(p)
-    p = d / "gray.png"
-    Image.fromarray(images_lib.photo(120, 77, 3, noise=40)[..., 0],
-                    "L").save(p)
-    out.append(p)
-    p = d / "progressive.jpg"
-    Image.fromarray(images_lib.photo(257, 131, 4, noise=40)).save(
-        p, quality=85, progressive=True)
-    out.append(p)
-    return out
+    return images_lib.five_images(tmp_path_factory.mktemp("images"), 5)
 
 
 def _ref_pixels(processor, path):

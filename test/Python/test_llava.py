@@ -87,34 +87,9 @@ def processor(checkpoint, tower):
     return getattr(transformers, TOWERS[tower])(**cfg)
 
 
-def _photo(w, h, seed):
-    return images_lib.photo(w, h, seed, noise=40)
-
-
 @pytest.fixture(scope="module")
 def images(tmp_path_factory):
-    d = tmp_path_factory.mktemp("images")
-    rng = np.random.default_rng(3)
-    out = []
-    p = d / "noise.png"
-    Image.fromarray(rng.integers(0, 256, (48, 64, 3), dtype=np.uint8)).save(p)
-    out.append(p)
-    p = d / "photo.jpg"
-    Image.fromarray(_photo(40, 30, 1)).save(p, quality=90)
-    out.append(p)
-    p = d / "rgba.png"
-    rgba = np.concatenate([_photo(33, 95, 2),
-                           rng.integers(0, 256, (95, 33, 1), dtype=np.uint8)],
-                          axis=-1)
-    Image.fromarray(rgba, "RGBA").save(p)
-    out.append(p)
-    p = d / "gray.png"
-    Image.fromarray(_photo(120, 77, 3)[..., 0], "L").save(p)
-    out.append(p)
-    p = d / "progressive.jpg"
-    Image.fromarray(_photo(257, 131, 4)).save(p, quality=85, progressive=True)
-    out.append(p)
-    return out
+    return images_lib.five_images(tmp_path_factory.mktemp("images"), 3)
 
 
 def _ref_pixels(processor, path):

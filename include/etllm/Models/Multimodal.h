@@ -57,6 +57,14 @@ struct MultimodalSpec {
   const char *imageToken;
   const char *imageBeginToken;
   const char *imageEndToken;
+  /// The text its processor puts around an image (outside the begin/end
+  /// tokens) and, for an image split into tiles, before each tile ("{row}"
+  /// "{col}" 1-based), after each row and after the last row ("" none).
+  const char *imageTextBefore = "";
+  const char *imageTextAfter = "";
+  const char *tileText = "";
+  const char *rowEndText = "";
+  const char *tilesEndText = "";
   /// The towers supported: vision_config.model_type and the
   /// ModelConfig::visionArch spelling of each.
   std::vector<TensorRename> towers;
