@@ -881,6 +881,7 @@ Status setVision(const models::MultimodalSpec &mm, const std::string &preset,
   struct Tower {
     const char *name, *arch;
     int64_t hidden, ffn, layers, heads, image, patch;
+    int64_t shuffle = 2; // SmolVLM's pixel-shuffle scale
   };
   static const Tower kTowers[] = {
       {"tiny", "clip", 32, 64, 3, 4, 32, 8},
@@ -893,6 +894,9 @@ Status setVision(const models::MultimodalSpec &mm, const std::string &preset,
       // the same, pixel-shuffled 2 x 2 to 16 features.
       {"gemma3-tiny", "siglip", 32, 64, 3, 4, 32, 4},
       {"smolvlm-tiny", "siglip", 32, 64, 3, 4, 32, 4},
+      // SmolVLM-256M's tower (SigLIP base, patch 16, at 512): 32 x 32
+      // patches, pixel-shuffled 4 x 4 to 64 features.
+      {"smolvlm-256m", "siglip", 768, 3072, 12, 12, 512, 16, 4},
   };
   const Tower *t = nullptr;
   std::string names;
@@ -908,7 +912,7 @@ Status setVision(const models::MultimodalSpec &mm, const std::string &preset,
       std::string(t->arch) != "siglip")
     return Error("--vision-preset '" + preset + "': " + mm.hfArchitecture +
                  " has a SigLIP tower (gemma3-tiny, smolvlm-tiny, "
-                 "siglip-tiny)");
+                 "smolvlm-256m, siglip-tiny)");
   c.multimodalType = mm.modelType;
   c.visionArch = t->arch;
   c.visionHiddenSize = t->hidden;
@@ -937,7 +941,7 @@ Status setVision(const models::MultimodalSpec &mm, const std::string &preset,
     c.slidingWindow = 8;
   }
   if (mm.projector == models::VisionProjector::PixelShuffle)
-    c.visionPixelShuffle = 2; // SmolVLM: 8 x 8 patches to 16 features
+    c.visionPixelShuffle = t->shuffle;
   ETLLM_RETURN_IF_ERROR(detail::validateVision(c));
   c.imageSeqLen = c.visionFeatures();
   return Status();
@@ -1149,10 +1153,27 @@ Status generateCheckpoint(const GeneratorOptions &o) {
         models::findMultimodalByModelType(c->multimodalType);
     ModelConfig text = *c;
     text.multimodalType.clear();
-    return generateGguf(o, text, *choice,
-                        {{c->imageTokenId, mm->imageToken},
-                         {c->imageBeginTokenId, mm->imageBeginToken},
-                         {c->imageEndTokenId, mm->imageEndToken}});
+    std::vector<std::pair<int64_t, const char *>> named = {
+        {c->imageTokenId, mm->imageToken},
+        {c->imageBeginTokenId, mm->imageBeginToken},
+        {c->imageEndTokenId, mm->imageEndToken}};
+    // SmolVLM's tokenizer has its image text as added tokens
+    // (<fake_token_around_image>, <global-img>, <row_R_col_C> up to 6 x 6),
+    // which llama.cpp's mtmd looks up: below the image token.
+    static std::vector<std::string> smolvlmTokens = [] {
+      std::vector<std::string> t = {"<fake_token_around_image>",
+                                    "<global-img>"};
+      for (int r = 1; r <= 6; ++r)
+        for (int col = 1; col <= 6; ++col)
+          t.push_back("<row_" + std::to_string(r) + "_col_" +
+                      std::to_string(col) + ">");
+      return t;
+    }();
+    if (mm->projector == models::VisionProjector::PixelShuffle)
+      for (size_t i = 0; i < smolvlmTokens.size(); ++i)
+        named.push_back({c->imageTokenId - 1 - int64_t(i),
+                         smolvlmTokens[i].c_str()});
+    return generateGguf(o, text, *choice, named);
   }
   return Error("unknown --format '" + o.format + "' (hf, gguf)");
 }

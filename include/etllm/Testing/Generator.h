@@ -62,7 +62,8 @@ struct GeneratorOptions {
   /// 32 x 32 in 8 x 8 patches), "clip-vit-b16" (CLIP ViT-B/16 at 224),
   /// "clip-vit-l14-336" (LLaVA-1.5's CLIP ViT-L/14 at 336) or "siglip-tiny" (a
   /// SigLIP tower of the tiny one's sizes, LLaVA-Interleave's kind) or
-  /// "gemma3-tiny" (SigLIP, 8 x 8 patches of 4; --arch gemma3-vision).
+  /// "gemma3-tiny" / "smolvlm-tiny" (SigLIP, 8 x 8 patches of 4; --arch
+  /// gemma3-vision, smolvlm) or "smolvlm-256m" (SmolVLM-256M's tower).
   std::string visionPreset = "tiny";
   uint64_t seed = 0;
   /// Output directory (hf) or file (gguf).
