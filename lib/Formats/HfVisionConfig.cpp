@@ -1,13 +1,14 @@
 //===- HfVisionConfig.cpp - A vision encoder composed with a decoder ------===//
 //
-// LLaVA's config.json (etllm/Models/Multimodal.h): the decoder's
-// `text_config` goes through the family reader as any text config does; the
-// vision tower's `vision_config` and the top-level keys of the composite
-// class fill the `vision` fields of ModelConfig. Also the tensors such a
-// checkpoint holds beside the decoder's, the rules between the vision
-// fields, and the config.json the generator writes. Defaults are those of
-// transformers' CLIPVisionConfig and LlavaConfig; every error names the
-// file and the key.
+// A composite model's config.json (LLaVA, Gemma 3, SmolVLM / Idefics3:
+// etllm/Models/Multimodal.h): the decoder's `text_config` goes through the
+// family reader as any text config does; the vision tower's `vision_config`
+// and the top-level keys of the composite class fill the `vision` fields of
+// ModelConfig (what every checkpoint of the class shares comes from its
+// spec: applyCompositeTraits). Also the tensors such a checkpoint holds
+// beside the decoder's, the rules between the vision fields, and the
+// config.json the generator writes. Defaults are those of transformers'
+// configs of each class; every error names the file and the key.
 //
 //===----------------------------------------------------------------------===//
 #include "Internal.h"

@@ -457,12 +457,13 @@ def : MoeField<"layer_moe", CfgBoolList, "layerIsMoe",
   let familyKey = 0;
 }
 
-//===--- A vision encoder composed with the decoder (LLaVA, Gemma 3) ------===//
-// Read from config.json's vision_config and top-level keys by
-// lib/Formats/HfVisionConfig.cpp; the graph builder emits the
-// `vision_encoder` and `text_decoder` methods from them; the runner reads
-// image_token_id, image_seq_len and image_preprocessor from the program's
-// metadata.
+//===--- A vision encoder composed with the decoder -----------------------===//
+// LLaVA, Gemma 3, SmolVLM / Idefics3, or a traced encoder (custom). Read
+// from config.json's vision_config and top-level keys by
+// lib/Formats/HfVisionConfig.cpp (an mmproj's by GgufMmproj.cpp); the graph
+// builder emits the `vision_encoder`, `token_embedding` and `text_decoder`
+// methods from them; the runner reads image_token_id, image_seq_len,
+// image_preprocessor and the image's wrapping from the program's metadata.
 
 def : CoreField<"vision", CfgNested<VisionAttr>, "",
                 "vision encoder and projector (absent: text only)">;

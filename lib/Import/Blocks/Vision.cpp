@@ -1,18 +1,19 @@
 //===- Vision.cpp - The vision tower and projector of a composite model ---===//
 //
-// The image features of a composite model as transformers computes them:
-// LLaVA's
-// (LlavaModel.get_image_features): the CLIP vision tower
+// The image features of a composite model as transformers computes them.
+// LLaVA's (LlavaModel.get_image_features): the CLIP vision tower
 // (CLIPVisionEmbeddings: the patch convolution, the class token and learned
 // positions; pre_layrnorm; CLIPEncoderLayers with pre-LayerNorm attention
 // without a mask and a fc1/act/fc2 MLP) or the SigLIP one (the same layers;
 // a patch convolution with a bias, no class token, no pre-LayerNorm) up to
 // the hidden state `vision_feature_layer` selects, the first feature
 // dropped by the `default` strategy, then LlavaMultiModalProjector
-// (linear_1, GELU, linear_2); or Gemma 3's (Gemma3Model.get_image_features):
+// (linear_1, GELU, linear_2). Gemma 3's (Gemma3Model.get_image_features):
 // the SigLIP tower's last_hidden_state after post_layernorm, average-pooled
-// over the patch grid, mm_soft_emb_norm, mm_input_projection_weight. The
-// patch convolution (stride = kernel) is an unfold (reshape, permute) and a
+// over the patch grid, mm_soft_emb_norm, mm_input_projection_weight.
+// SmolVLM's / Idefics3's: the same tower's last_hidden_state, the
+// connector's pixel shuffle and modality_projection.proj. The patch
+// convolution (stride = kernel) is an unfold (reshape, permute) and a
 // linear over the weight's [D, 3*P*P] view, as the ATen importer maps it.
 //
 //===----------------------------------------------------------------------===//

@@ -1,14 +1,17 @@
 //===- vision_methods.h - A composite model's image methods -----*- C++ -*-===//
 //
-// A composite model's program (LLaVA: etllm-export of a vision tower + a
-// decoder) has, beside `forward`, `vision_encoder` (float pixels [1, 3, S, S]
-// to image features [1, N, hidden]) and `text_decoder` (embeddings
+// A composite model's program (LLaVA, Gemma 3, SmolVLM, a composed
+// encoder: etllm-export of a vision tower + a decoder) has, beside
+// `forward`, `vision_encoder` (float pixels [1, 3, S, S] to image features
+// [1, N, hidden]), `token_embedding` and `text_decoder` (embeddings
 // [1, seq, hidden] and positions to logits, over forward's KV caches and
-// weights). VisionMethods finds and checks them and feeds one image's
-// features at its positions; the Runner places them at the prompt's image
-// placeholders. What the model's image processor does (resize, crop,
-// normalize) is recorded in the program's metadata; etllm/runtime/image
-// applies it before pixels reach here.
+// weights). VisionMethods finds and checks the two it uses and feeds one
+// image's (or one tile's) features at its positions; the Runner places them
+// at the prompt's image placeholders, with the text and tokens the
+// metadata says the model's processor puts around an image. What the
+// model's image processor does (resize, crop, split into tiles, normalize)
+// is recorded in the program's metadata; etllm/runtime/image applies it
+// before pixels reach here.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ETLLM_RUNTIME_LLM_VISION_METHODS_H
