@@ -494,48 +494,34 @@ def main():
         venv_python = subprocess.run(
             [os.path.join(a.repo, "scripts/venv.sh"), "python"],
             capture_output=True, text=True).stdout.strip()
-        # Gemma 3's: a SigLIP tower, the pooling projector, the image's
-        # wrapping in the program's metadata.
-        gemma3 = os.path.join(tmp, "gemma3-hf")
-        run([T("etllm-gen-checkpoint"), "--arch", "gemma3-vision",
-             "--vision-preset", "gemma3-tiny", "--format", "hf", "--vocab",
-             "512", "-o", gemma3])
-        seeds.add("safetensors", "gemma3-hf",
-                  read(os.path.join(gemma3, "config.json")) + HF_SEPARATOR +
-                  read(os.path.join(gemma3, "model.safetensors")))
         if venv_python:
             run([venv_python,
                  os.path.join(a.repo, "scripts/lib/llava_mmproj.py"), llava,
                  mmproj])
             seeds.add_file("gguf", mmproj)
-            mmproj3 = os.path.join(tmp, "gemma3-mmproj.gguf")
-            run([venv_python,
-                 os.path.join(a.repo, "scripts/lib/gemma3_mmproj.py"), gemma3,
-                 mmproj3])
-            seeds.add_file("gguf", mmproj3)
-        # SmolVLM's: the pixel-shuffle connector, its image splitting in the
-        # program's preprocessor and tile texts in the metadata.
-        smolvlm = os.path.join(tmp, "smolvlm-hf")
-        run([T("etllm-gen-checkpoint"), "--arch", "smolvlm",
-             "--vision-preset", "smolvlm-tiny", "--format", "hf", "--vocab",
-             "512", "-o", smolvlm])
-        seeds.add("safetensors", "smolvlm-hf",
-                  read(os.path.join(smolvlm, "config.json")) + HF_SEPARATOR +
-                  read(os.path.join(smolvlm, "model.safetensors")))
-        if venv_python:
-            mmproj_s = os.path.join(tmp, "smolvlm-mmproj.gguf")
-            run([venv_python,
-                 os.path.join(a.repo, "scripts/lib/smolvlm_mmproj.py"),
-                 smolvlm, mmproj_s])
-            seeds.add_file("gguf", mmproj_s)
-        pte = os.path.join(tmp, "smolvlm.pte")
-        run([T("etllm-export"), "--quiet", "--model", smolvlm, "--tokenizer",
-             S("models/stories260K/tok512.bin"), "-o", pte])
-        seeds.add_file("pte", pte)
-        pte = os.path.join(tmp, "gemma3.pte")
-        run([T("etllm-export"), "--quiet", "--model", gemma3, "--tokenizer",
-             S("models/stories260K/tok512.bin"), "-o", pte])
-        seeds.add_file("pte", pte)
+        # Gemma 3's (a SigLIP tower, the pooling projector, the image's
+        # wrapping in the program's metadata) and SmolVLM's (the
+        # pixel-shuffle connector, its image splitting in the program's
+        # preprocessor, tile texts in the metadata): the HF checkpoint, its
+        # mmproj, a program.
+        for name, arch, preset in (("gemma3", "gemma3-vision", "gemma3-tiny"),
+                                   ("smolvlm", "smolvlm", "smolvlm-tiny")):
+            hf = os.path.join(tmp, name + "-hf")
+            run([T("etllm-gen-checkpoint"), "--arch", arch,
+                 "--vision-preset", preset, "--format", "hf", "--vocab",
+                 "512", "-o", hf])
+            seeds.add("safetensors", name + "-hf",
+                      read(os.path.join(hf, "config.json")) + HF_SEPARATOR +
+                      read(os.path.join(hf, "model.safetensors")))
+            if venv_python:
+                out = os.path.join(tmp, name + "-mmproj.gguf")
+                run([venv_python, os.path.join(
+                    a.repo, "scripts/lib/%s_mmproj.py" % name), hf, out])
+                seeds.add_file("gguf", out)
+            pte = os.path.join(tmp, name + ".pte")
+            run([T("etllm-export"), "--quiet", "--model", hf, "--tokenizer",
+                 S("models/stories260K/tok512.bin"), "-o", pte])
+            seeds.add_file("pte", pte)
         for recipe in ("portable", "cpu-fp32"):
             pte = os.path.join(tmp, "llava-" + recipe + ".pte")
             run([T("etllm-export"), "--quiet", "--model", llava,

@@ -43,6 +43,39 @@ const std::vector<TensorRename> kIdefics3HubNames = {
     {"multi_modal_projector.", "model.connector."},
 };
 
+/// SmolVLM's and Idefics3's kind: a SigLIP-like tower (patch bias, learned
+/// positions, post_layernorm), the pixel-shuffle connector, a llama
+/// decoder; checkpoints name the parts model.vision_model,
+/// model.connector, model.text_model.
+MultimodalSpec idefics3Kind(const char *modelType, const char *hfArchitecture,
+                            const char *connectorClass,
+                            const char *ggufProjectorType,
+                            const char *towerType) {
+  return {modelType,
+          hfArchitecture,
+          modelType,
+          "llama",
+          VisionProjector::PixelShuffle,
+          connectorClass,
+          ggufProjectorType,
+          "<image>",
+          nullptr,
+          nullptr,
+          // Idefics3Processor / SmolVLMProcessor: each tile after its
+          // <fake_token_around_image><row_R_col_C>, a newline after each
+          // row and one more, then the global image between
+          // <fake_token_around_image><global-img> and
+          // <fake_token_around_image>.
+          "<fake_token_around_image><global-img>",
+          "<fake_token_around_image>",
+          "<fake_token_around_image><row_{row}_col_{col}>",
+          "\n",
+          "\n",
+          {{towerType, "siglip"}},
+          kIdefics3Renames,
+          kIdefics3HubNames};
+}
+
 const std::vector<MultimodalSpec> &specs() {
   static const std::vector<MultimodalSpec> all = {
       {"llava",
@@ -86,54 +119,12 @@ const std::vector<MultimodalSpec> &specs() {
        {{"siglip_vision_model", "siglip"}},
        kRenames,
        kHubNames},
-      // SmolVLM (HuggingFaceTB/SmolVLM-*) and Idefics3: a SigLIP-like tower
-      // (patch bias, learned positions, post_layernorm), the pixel-shuffle
-      // connector, a llama decoder; its checkpoints name the parts
-      // model.vision_model, model.connector, model.text_model.
-      {"smolvlm",
-       "SmolVLMForConditionalGeneration",
-       "smolvlm",
-       "llama",
-       VisionProjector::PixelShuffle,
-       "SmolVLMConnector",
-       "idefics3", // llama.cpp's converter writes both kinds so
-       "<image>",
-       nullptr,
-       nullptr,
-       // Idefics3Processor / SmolVLMProcessor: each tile after its
-       // <fake_token_around_image><row_R_col_C>, a newline after each row
-       // and one more, then the global image between
-       // <fake_token_around_image><global-img> and <fake_token_around_image>.
-       "<fake_token_around_image><global-img>",
-       "<fake_token_around_image>",
-       "<fake_token_around_image><row_{row}_col_{col}>",
-       "\n",
-       "\n",
-       {{"smolvlm_vision", "siglip"}},
-       kIdefics3Renames,
-       kIdefics3HubNames},
-      {"idefics3",
-       "Idefics3ForConditionalGeneration",
-       "idefics3",
-       "llama",
-       VisionProjector::PixelShuffle,
-       "Idefics3Connector",
-       nullptr,
-       "<image>",
-       nullptr,
-       nullptr,
-       // Idefics3Processor / SmolVLMProcessor: each tile after its
-       // <fake_token_around_image><row_R_col_C>, a newline after each row
-       // and one more, then the global image between
-       // <fake_token_around_image><global-img> and <fake_token_around_image>.
-       "<fake_token_around_image><global-img>",
-       "<fake_token_around_image>",
-       "<fake_token_around_image><row_{row}_col_{col}>",
-       "\n",
-       "\n",
-       {{"idefics3_vision", "siglip"}},
-       kIdefics3Renames,
-       kIdefics3HubNames},
+      // SmolVLM (HuggingFaceTB/SmolVLM-*) and Idefics3: one kind, two
+      // class names (llama.cpp's converter writes both as "idefics3").
+      idefics3Kind("smolvlm", "SmolVLMForConditionalGeneration",
+                   "SmolVLMConnector", "idefics3", "smolvlm_vision"),
+      idefics3Kind("idefics3", "Idefics3ForConditionalGeneration",
+                   "Idefics3Connector", nullptr, "idefics3_vision"),
   };
   return all;
 }

@@ -17,8 +17,6 @@ usage: llava_mmproj.py HF_DIR OUT.gguf [--f16] [--legacy-ffn-names]
   --legacy-ffn-names  fc1 as ffn_down and fc2 as ffn_up, as the legacy
                       converter names them (clip.cpp and etllm detect it)
 """
-import json
-import pathlib
 import sys
 
 from safetensors.numpy import load_file
@@ -27,16 +25,9 @@ import mmproj_writer
 
 
 def main():
-    args = sys.argv[1:]
-    flags = {a for a in args if a.startswith("--")}
-    paths = [a for a in args if not a.startswith("--")]
-    if len(paths) != 2 or flags - {"--f16", "--legacy-ffn-names"}:
-        sys.exit(__doc__)
-    src, out = pathlib.Path(paths[0]), paths[1]
-    f16 = "--f16" in flags
-    cfg = json.loads((src / "config.json").read_text())
-    v = cfg["vision_config"]
-    pre = json.loads((src / "preprocessor_config.json").read_text())
+    a = mmproj_writer.Source(__doc__, ("--f16", "--legacy-ffn-names"))
+    src, out, flags, f16 = a.src, a.out, a.flags, a.f16
+    cfg, v, pre = a.cfg, a.vision, a.pre
     layers = v["num_hidden_layers"]
     feature = cfg.get("vision_feature_layer", -2)
     if not isinstance(feature, int):

@@ -3,9 +3,33 @@ clip.* header keys, the tower's tensor names (v.blk.N.*) and the tensors'
 writing (f32, or 2-D and 4-D weights in f16 as llama.cpp's converters write
 them)."""
 
+import json
+import pathlib
+import sys
+
 import numpy as np
 
 import gguf
+
+class Source:
+    """The command line `HF_DIR OUT.gguf [flags]` of a writer (exits with
+    its usage `doc` otherwise) and the checkpoint's configs: src, out,
+    flags, f16, cfg (config.json), vision (its vision_config), pre
+    (preprocessor_config.json)."""
+
+    def __init__(self, doc, allowed=("--f16",)):
+        args = sys.argv[1:]
+        self.flags = {a for a in args if a.startswith("--")}
+        paths = [a for a in args if not a.startswith("--")]
+        if len(paths) != 2 or self.flags - set(allowed):
+            sys.exit(doc)
+        self.src, self.out = pathlib.Path(paths[0]), paths[1]
+        self.f16 = "--f16" in self.flags
+        self.cfg = json.loads((self.src / "config.json").read_text())
+        self.vision = self.cfg["vision_config"]
+        self.pre = json.loads(
+            (self.src / "preprocessor_config.json").read_text())
+
 
 # HF tower module -> llama.cpp's name of it in a block.
 BLOCK_PARTS = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k",

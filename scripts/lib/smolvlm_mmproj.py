@@ -12,9 +12,6 @@ weights as an HF checkpoint.
 
 usage: smolvlm_mmproj.py HF_DIR OUT.gguf [--f16]
 """
-import json
-import pathlib
-import sys
 
 from safetensors.numpy import load_file
 
@@ -22,16 +19,9 @@ import mmproj_writer
 
 
 def main():
-    args = sys.argv[1:]
-    flags = {a for a in args if a.startswith("--")}
-    paths = [a for a in args if not a.startswith("--")]
-    if len(paths) != 2 or flags - {"--f16"}:
-        sys.exit(__doc__)
-    src, out = pathlib.Path(paths[0]), paths[1]
-    f16 = "--f16" in flags
-    cfg = json.loads((src / "config.json").read_text())
-    v = cfg["vision_config"]
-    pre = json.loads((src / "preprocessor_config.json").read_text())
+    a = mmproj_writer.Source(__doc__)
+    src, out, f16 = a.src, a.out, a.f16
+    cfg, v, pre = a.cfg, a.vision, a.pre
     layers = v["num_hidden_layers"]
 
     w = mmproj_writer.open_writer(

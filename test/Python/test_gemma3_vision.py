@@ -20,7 +20,6 @@ transformers' own model in float64 on the same files:
   names the image tokens, and an mmproj of projector type gemma3 written
   by scripts/lib/gemma3_mmproj.py) gives the same greedy text."""
 
-import json
 import pathlib
 import subprocess
 import sys
@@ -29,6 +28,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+import composite
 import etllm
 import images as images_lib
 
@@ -80,9 +80,8 @@ def reference(checkpoint):
 
 @pytest.fixture(scope="module")
 def processor(checkpoint):
-    cfg = json.loads((checkpoint / "preprocessor_config.json").read_text())
-    cfg.pop("image_processor_type", None)
-    return transformers.Gemma3ImageProcessorPil(**cfg)
+    return composite.image_processor(transformers, checkpoint,
+                                     "Gemma3ImageProcessorPil")
 
 
 @pytest.fixture(scope="module")
@@ -152,11 +151,6 @@ def test_methods_match_float64(programs, reference, checkpoint, recipe):
     assert _rel(last, causal[-1]) > 1e-2
 
 
-def _text(runner, ids, generated):
-    return (runner.decode(ids[-1:] + generated)[len(runner.decode(ids[-1:])):]
-            .decode("utf-8", "replace"))
-
-
 def _greedy(reference, processor, ids, paths):
     pixels = np.stack([_ref_pixels(processor, p) for p in paths])
     with torch.no_grad():
@@ -189,7 +183,7 @@ def test_runner_prints_the_references_greedy_text(programs, reference,
                         max_new_tokens=12, temperature=0, callback=out.append)
         ref = _greedy(reference, processor, ids, [path])
         text = "".join(out)
-        assert text == _text(runner, ids, ref)
+        assert text == composite.text_after(runner, ids, ref)
         assert runner.stats["prompt_tokens"] == len(ids)
         texts.add(text)
     assert len(texts) == 2
@@ -202,7 +196,7 @@ def test_runner_prints_the_references_greedy_text(programs, reference,
     runner.generate("A<image> and<image> cat", images=images[:2],
                     max_new_tokens=12, temperature=0, callback=out.append)
     ref = _greedy(reference, processor, ids, images[:2])
-    assert "".join(out) == _text(runner, ids, ref)
+    assert "".join(out) == composite.text_after(runner, ids, ref)
     assert runner.stats["images"] == 2
 
 
@@ -239,16 +233,6 @@ def gguf_pair(checkpoint, tool):
     return d / "text.gguf", d / "mmproj.gguf", d / "mmproj-f16.gguf"
 
 
-def _run_image(tool, program, images):
-    args = [tool("etllm-run"), str(program)]
-    for image in images:
-        args += ["--image", str(image)]
-    return subprocess.run(
-        args + ["--prompt", "Once" + "<image> upon" * len(images), "-n",
-                "16", "--temperature", "0"],
-        check=True, capture_output=True).stdout
-
-
 @pytest.mark.parametrize("recipe", ["portable", "cpu-fp32"])
 def test_gguf_and_mmproj_give_the_hf_greedy_tokens(gguf_pair, programs,
                                                    images, tool, tok512,
@@ -260,8 +244,9 @@ def test_gguf_and_mmproj_give_the_hf_greedy_tokens(gguf_pair, programs,
                     "--tokenizer", str(tok512), "--quiet", "-o", str(pte)],
                    check=True)
     for shown in ([images[0]], [images[1]], images[:2]):
-        assert (_run_image(tool, pte, shown)
-                == _run_image(tool, programs[recipe], shown))
+        assert (composite.run_with_images(tool, pte, shown, 16)
+                == composite.run_with_images(tool, programs[recipe], shown,
+                                             16))
 
 
 def test_f16_mmproj_generates(gguf_pair, tool, tok512, images):
@@ -270,7 +255,7 @@ def test_f16_mmproj_generates(gguf_pair, tool, tok512, images):
     subprocess.run([tool("etllm-export"), "--model", str(text), "--set",
                     f"model.mmproj={f16}", "--tokenizer", str(tok512),
                     "--quiet", "-o", str(pte)], check=True)
-    assert _run_image(tool, pte, [images[0]])
+    assert composite.run_with_images(tool, pte, [images[0]], 16)
 
 
 def test_mmproj_errors(gguf_pair, tool, tmp_path):

@@ -16,7 +16,6 @@ same files:
   prompt's <image> or, without one, first;
 - bad inputs get one clear error."""
 
-import json
 import pathlib
 import subprocess
 import sys
@@ -25,6 +24,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+import composite
 import etllm
 import images as images_lib
 
@@ -82,9 +82,7 @@ def reference(checkpoint):
 
 @pytest.fixture(scope="module")
 def processor(checkpoint, tower):
-    cfg = json.loads((checkpoint / "preprocessor_config.json").read_text())
-    cfg.pop("image_processor_type", None)
-    return getattr(transformers, TOWERS[tower])(**cfg)
+    return composite.image_processor(transformers, checkpoint, TOWERS[tower])
 
 
 @pytest.fixture(scope="module")
@@ -143,13 +141,6 @@ def test_methods_match_float64(programs, reference, checkpoint, recipe):
     assert rel <= 1e-4
 
 
-def _text(runner, ids, generated):
-    """What the runner prints for `generated` after the prompt `ids` (a
-    piece's leading space depends on the token before it)."""
-    return (runner.decode(ids[-1:] + generated)[len(runner.decode(ids[-1:])):]
-            .decode("utf-8", "replace"))
-
-
 def _greedy(reference, processor, ids, paths):
     pixels = np.stack([_ref_pixels(processor, p) for p in paths])
     with torch.no_grad():
@@ -176,7 +167,7 @@ def test_runner_prints_the_references_greedy_text(programs, reference,
                         max_new_tokens=12, temperature=0, callback=out.append)
         ref = _greedy(reference, processor, ids, [path])
         text = "".join(out)
-        assert text == _text(runner, ids, ref)
+        assert text == composite.text_after(runner, ids, ref)
         assert runner.stats["images"] == 1
         assert runner.stats["image_encode_ms"] > 0
         assert runner.stats["prompt_tokens"] == len(ids)
@@ -190,7 +181,7 @@ def test_runner_prints_the_references_greedy_text(programs, reference,
     runner.generate("Once", images=[images[1]], max_new_tokens=12,
                     temperature=0, callback=out.append)
     ref = _greedy(reference, processor, ids, [images[1]])
-    assert "".join(out) == _text(runner, ids, ref)
+    assert "".join(out) == composite.text_after(runner, ids, ref)
     ids = (runner.encode("A", True) + [IMAGE_TOKEN] * IMAGE_SEQ
            + runner.encode(" and", False) + [IMAGE_TOKEN] * IMAGE_SEQ
            + runner.encode(" cat", False))
@@ -198,7 +189,7 @@ def test_runner_prints_the_references_greedy_text(programs, reference,
     runner.generate("A<image> and<image> cat", images=images[:2],
                     max_new_tokens=12, temperature=0, callback=out.append)
     ref = _greedy(reference, processor, ids, images[:2])
-    assert "".join(out) == _text(runner, ids, ref)
+    assert "".join(out) == composite.text_after(runner, ids, ref)
     assert runner.stats["images"] == 2
 
 
@@ -246,6 +237,7 @@ def test_bad_inputs_get_one_clear_error(programs, images, tmp_path, tok512,
                        callback=lambda _: None)
 
 
+PROMPT = "Once upon a<image> time"
 MMPROJ = (pathlib.Path(__file__).resolve().parents[2] / "scripts" / "lib"
           / "llava_mmproj.py")
 
@@ -269,13 +261,6 @@ def gguf_pair(checkpoint, tool, tower):
     return d / "text.gguf", d / "mmproj.gguf", d / "mmproj-legacy.gguf"
 
 
-def _run_image(tool, program, image):
-    return subprocess.run(
-        [tool("etllm-run"), str(program), "--image", str(image), "--prompt",
-         "Once upon a<image> time", "-n", "16", "--temperature", "0"],
-        check=True, capture_output=True).stdout
-
-
 @pytest.mark.parametrize("recipe", ["portable", "cpu-fp32"])
 def test_gguf_and_mmproj_give_the_hf_greedy_tokens(gguf_pair, programs,
                                                    images, tool, tok512,
@@ -288,8 +273,9 @@ def test_gguf_and_mmproj_give_the_hf_greedy_tokens(gguf_pair, programs,
                         "--tokenizer", str(tok512), "--quiet", "-o",
                         str(pte)], check=True)
         for image in images[:2]:
-            assert (_run_image(tool, pte, image)
-                    == _run_image(tool, programs[recipe], image))
+            assert (composite.run_with_images(tool, pte, [image], 16, PROMPT)
+                    == composite.run_with_images(tool, programs[recipe],
+                                                 [image], 16, PROMPT))
 
 
 def test_mmproj_errors(gguf_pair, checkpoint, tool, tmp_path):

@@ -33,6 +33,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+import composite
 import etllm
 import images as images_lib
 
@@ -85,9 +86,8 @@ def reference(checkpoint):
 
 @pytest.fixture(scope="module")
 def processor(checkpoint):
-    cfg = json.loads((checkpoint / "preprocessor_config.json").read_text())
-    cfg.pop("image_processor_type", None)
-    return transformers.SmolVLMImageProcessorPil(**cfg)
+    return composite.image_processor(transformers, checkpoint,
+                                     "SmolVLMImageProcessorPil")
 
 
 @pytest.fixture(scope="module")
@@ -152,11 +152,6 @@ def test_methods_match_float64(programs, reference, checkpoint, recipe):
     assert _rel(logits, ref_logits) <= 1e-4
 
 
-def _text(runner, ids, generated):
-    return (runner.decode(ids[-1:] + generated)[len(runner.decode(ids[-1:])):]
-            .decode("utf-8", "replace"))
-
-
 def _greedy(reference, processor, ids, paths):
     pixels = np.concatenate([_ref_frames(processor, p)[0] for p in paths])
     pixels = pixels[None]
@@ -211,7 +206,7 @@ def test_runner_prints_the_references_greedy_text(programs, reference,
                         max_new_tokens=12, temperature=0, callback=out.append)
         ref = _greedy(reference, processor, ids, [path])
         text = "".join(out)
-        assert text == _text(runner, ids, ref)
+        assert text == composite.text_after(runner, ids, ref)
         assert runner.stats["prompt_tokens"] == len(ids)
         assert runner.stats["images"] == rows * cols + 1
         texts.add(text)
@@ -237,7 +232,7 @@ def test_without_splitting_the_global_image_alone(checkpoint, reference,
     runner.generate("Once upon a<image> time", images=[images[0]],
                     max_new_tokens=12, temperature=0, callback=out.append)
     ref = _greedy(reference, processor, ids, [images[0]])
-    assert "".join(out) == _text(runner, ids, ref)
+    assert "".join(out) == composite.text_after(runner, ids, ref)
     assert runner.stats["images"] == 1
 
 
@@ -272,16 +267,6 @@ def gguf_pair(checkpoint, tool):
     return d / "text.gguf", d / "mmproj.gguf"
 
 
-def _run_image(tool, program, images):
-    args = [tool("etllm-run"), str(program)]
-    for image in images:
-        args += ["--image", str(image)]
-    return subprocess.run(
-        args + ["--prompt", "Once" + "<image> upon" * len(images), "-n",
-                "12", "--temperature", "0"],
-        check=True, capture_output=True).stdout
-
-
 @pytest.mark.parametrize("recipe", ["portable", "cpu-fp32"])
 def test_gguf_and_mmproj_give_the_hf_greedy_tokens(gguf_pair, programs,
                                                    images, tool, tok512,
@@ -293,5 +278,6 @@ def test_gguf_and_mmproj_give_the_hf_greedy_tokens(gguf_pair, programs,
                     "--tokenizer", str(tok512), "--quiet", "-o", str(pte)],
                    check=True)
     for shown in ([images[0]], [images[2]], images[:2]):
-        assert (_run_image(tool, pte, shown)
-                == _run_image(tool, programs[recipe], shown))
+        assert (composite.run_with_images(tool, pte, shown, 12)
+                == composite.run_with_images(tool, programs[recipe], shown,
+                                             12))

@@ -98,6 +98,13 @@ bool isIndices(Type t) {
          shapeOfType(t, 1).has_value();
 }
 
+/// A view of index tensors only Vulkan ops read: a subgraph returns f32,
+/// so an index view a CPU-side op reads (a mask's positions) stays there.
+bool indicesForVulkan(Value v) {
+  return isIndices(v.getType()) &&
+         llvm::all_of(v.getUsers(), [](Operation *u) { return isLegal(u); });
+}
+
 bool isF32Param(Value v, int64_t rank) {
   auto t = dyn_cast<RankedTensorType>(v.getType());
   return isParam(v) && t && t.getElementType().isF32() && t.getRank() == rank &&
@@ -217,17 +224,12 @@ bool isLegal(Operation *op) {
                isQuantWeight(e.getWeight(), o);
       })
       .Case<ReshapeOp, UnsqueezeOp, SqueezeOp>([&](Operation *r) {
-        // Indices only for Vulkan readers: a subgraph returns f32 (an
-        // index view for the CPU, e.g. a mask's positions, stays there).
-        Value out = r->getResult(0);
-        return (act(out.getType()) ||
-                (isIndices(out.getType()) &&
-                 llvm::all_of(out.getUsers(),
-                              [](Operation *u) { return isLegal(u); }))) &&
+        return (act(r->getResult(0).getType()) ||
+                indicesForVulkan(r->getResult(0))) &&
                reshapes(r, o);
       })
       .Case([&](TransposeOp t) {
-        return act(t.getType()) || isIndices(t.getType());
+        return act(t.getType()) || indicesForVulkan(t.getResult());
       })
       .Case([&](SliceOp s) {
         auto in = cast<RankedTensorType>(s.getInput().getType());
